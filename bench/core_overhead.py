@@ -1,0 +1,107 @@
+"""Core overhead per message, with a fake LLM that answers at once.
+
+Measures, over N messages: the time from an InboundMessage to the LLM request leaving, and
+from the reply to its hand-over to the channel (the model's own time excluded), plus
+messages per second end to end, and how long `bot.py --help` takes.
+
+    .venv/bin/python -m bench.core_overhead [--messages 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import percentile, summary_ms, verdict
+from core.app import build_app
+from core.config import LLMSettings, Settings, StorageSettings
+from core.types import ChatKind, InboundMessage, OutboundMessage, SentMessage, utcnow
+from tests.fakes.openai_api import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class NullChannel:
+    name = "console"
+
+    def __init__(self) -> None:
+        self.handed_over = 0
+
+    async def start(self, on_message) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, message: OutboundMessage) -> list[SentMessage]:
+        self.handed_over += 1
+        return [SentMessage(str(self.handed_over))]
+
+
+async def measure(n: int) -> None:
+    fake = await FakeOpenAI().start()
+    fake.default = lambda _req: "ok, noted."
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = dataclasses.replace(
+            Settings(), llm=LLMSettings(model="openai/bench", api_base=fake.base_url, max_retries=0),
+            storage=StorageSettings(data_dir=tmp))
+        app = await build_app(settings, warm_llm=False)
+        channel = NullChannel()
+        await app.start_channels([channel])
+        assert app.router is not None
+        before, after = [], []
+        # warm up: litellm import and connection pool
+        for i in range(20):
+            await app.router.on_message(_msg(i, 0))
+        started = time.perf_counter()
+        for i in range(n):
+            msg = _msg(i, 100)
+            await app.router.on_message(msg)
+            before.append(app.core.last_timings.before_llm_ms)
+            after.append(app.core.last_timings.after_llm_ms)
+        elapsed = time.perf_counter() - started
+        await app.close()
+    await fake.stop()
+    overhead = [b + a for b, a in zip(before, after, strict=True)]
+    print(f"core overhead, inbound -> LLM request: {summary_ms(before)}")
+    print(f"core overhead, reply -> channel:       {summary_ms(after)}")
+    p95 = percentile(overhead, 95)
+    print(f"core overhead, total per message:      {summary_ms(overhead)}  "
+          f"(target p95 <= 5 ms: {verdict(p95, 5.0)})")
+    print(f"throughput end to end (fake LLM over loopback HTTP): {n / elapsed:.0f} messages/s over {n} messages")
+
+
+def _msg(i: int, chats: int) -> InboundMessage:
+    chat = f"chat{i % chats}" if chats else "warmup"
+    return InboundMessage(platform="console", bot_account="kith", chat_id=chat, chat_kind=ChatKind.DM,
+                          sender_id=chat, sender_name=chat, text=f"message {i}: how was your day?",
+                          message_id=f"b{i}-{chat}", timestamp=utcnow())
+
+
+def measure_help(runs: int = 10) -> None:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "bot.py"), "--help"], capture_output=True, check=True)
+        times.append(time.perf_counter() - t0)
+    p50 = percentile(times, 50)
+    print(f"bot.py --help: p50={p50 * 1000:.0f} ms max={max(times) * 1000:.0f} ms over {runs} runs "
+          f"(target <= 300 ms: {verdict(p50, 0.3)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=1000)
+    args = parser.parse_args()
+    asyncio.run(measure(args.messages))
+    measure_help()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""kith: a self-hosted AI companion for Telegram, Discord and Slack that remembers with receipts.
+
+This file parses the command line and wires the parts; the logic lives in the packages.
+Heavy libraries (litellm, chromadb, the platform SDKs) are imported only by the commands
+that need them, so ``--help`` and the operator commands stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable
+
+from core.config import ConfigError, Settings, load_settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(args.config or os.environ.get("KITH_CONFIG") or None)
+
+
+def _setup_logging(verbose: bool, quiet: bool) -> None:
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "LiteLLM", "chromadb", "telegram.ext", "discord", "slack_bolt",
+                  "apscheduler"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from core.commands import run_chat
+
+    return asyncio.run(run_chat(_settings(args)))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from core.commands import run_all
+
+    return asyncio.run(run_all(_settings(args)))
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from core.doctor import run_doctor
+
+    return asyncio.run(run_doctor(args.config or os.environ.get("KITH_CONFIG") or None))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bot.py", description="kith: a companion that remembers with receipts.")
+    parser.add_argument("--config", metavar="PATH", help="TOML config file (default: built-in defaults, "
+                        "which are those of config.example.toml; or $KITH_CONFIG)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands: list[tuple[str, str, Callable[[argparse.Namespace], int]]] = [
+        ("run", "start every channel whose credentials are set (the terminal chat when none are)", cmd_run),
+        ("chat", "talk to kith in this terminal (reads one message per line when piped)", cmd_chat),
+        ("doctor", "check the config, the data directory and the model, one line per check", cmd_doctor),
+    ]
+    for name, help_text, fn in commands:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=fn)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    _setup_logging(args.verbose, quiet=args.command == "chat")
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"kith: config error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

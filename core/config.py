@@ -1,0 +1,189 @@
+"""Typed, validated settings read from TOML.
+
+Every key has a default here (numbers from :mod:`core.tunables`) and is documented in
+``config.example.toml``. Loading is strict: an unknown key, a wrong type or a missing
+required value raises :class:`ConfigError` with one line naming the file and the key.
+Secrets never live in the file: the file names environment variables (``api_key_env``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core import tunables as t
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message is one line naming the file and the key."""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    model: str = "ollama/llama3.2"
+    api_base: str = "http://localhost:11434"
+    api_key_env: str = ""  # e.g. "OPENAI_API_KEY"; empty for a local model that needs no key
+    timeout_s: float = t.LLM_TIMEOUT_S
+    max_retries: int = t.LLM_MAX_RETRIES
+    fallbacks: list[str] = field(default_factory=list)
+    max_reply_tokens: int = t.LLM_MAX_REPLY_TOKENS
+    summary_model: str = ""  # cheap model for thread summaries; empty = `model`
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+@dataclass(frozen=True)
+class PersonaExample:
+    user: str
+    reply: str
+
+
+@dataclass(frozen=True)
+class PersonaSettings:
+    name: str = "Kith"
+    attitude: str = "warm, curious and honest; a friend who listens more than it lectures"
+    teasing: str = "light, never at the person's expense"
+    language: str = "reply in the language the person writes in"
+    extra: str = ""  # free text appended to the card
+    examples: list[PersonaExample] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    data_dir: str = "~/.local/share/kith"
+    database_url: str = ""  # empty = SQLite file `kith.db` under data_dir
+
+    def data_path(self) -> Path:
+        return Path(os.path.expanduser(self.data_dir))
+
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_path() / 'kith.db'}"
+
+
+@dataclass(frozen=True)
+class HistorySettings:
+    window_messages: int = t.HISTORY_WINDOW_MESSAGES
+    summary_trigger_messages: int = t.SUMMARY_TRIGGER_MESSAGES
+    summary_batch_messages: int = t.SUMMARY_BATCH_MESSAGES
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """Character budget of each prompt part; their sum bounds every prompt."""
+
+    persona_chars: int = t.BUDGET_PERSONA_CHARS
+    pinned_chars: int = t.BUDGET_PINNED_CHARS
+    recall_chars: int = t.BUDGET_RECALL_CHARS
+    goals_chars: int = t.BUDGET_GOALS_CHARS
+    summary_chars: int = t.BUDGET_SUMMARY_CHARS
+    recent_chars: int = t.BUDGET_RECENT_CHARS
+    message_chars: int = t.BUDGET_MESSAGE_CHARS
+    message_item_chars: int = t.BUDGET_MESSAGE_ITEM_CHARS
+
+
+@dataclass(frozen=True)
+class Settings:
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    persona: PersonaSettings = field(default_factory=PersonaSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    history: HistorySettings = field(default_factory=HistorySettings)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
+    source: str = "<defaults>"  # the file these settings came from, for messages
+
+
+def load_settings(path: str | os.PathLike[str] | None) -> Settings:
+    """Read and validate a TOML file; ``None`` gives the defaults of config.example.toml."""
+    if path is None:
+        return Settings()
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read: {exc}") from None
+    settings = _build(Settings, {k: v for k, v in raw.items()}, file=str(p), prefix="")
+    settings = dataclasses.replace(settings, source=str(p))
+    check_environment(settings)
+    return settings
+
+
+def check_environment(settings: Settings) -> None:
+    """Every environment variable the config names must be set."""
+    env = settings.llm.api_key_env
+    if env and not os.environ.get(env):
+        raise ConfigError(f"{settings.source}: llm.api_key_env: environment variable {env} is not set")
+
+
+def _build(cls: type, data: Any, *, file: str, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: {prefix.rstrip('.') or '<top>'}: expected a table")
+    hints = typing.get_type_hints(cls)
+    names = {f.name: f for f in dataclasses.fields(cls) if f.name != "source"}
+    for key in data:
+        if key not in names:
+            raise ConfigError(f"{file}: {prefix}{key}: unknown key")
+    kwargs: dict[str, Any] = {}
+    for name, f in names.items():
+        key = f"{prefix}{name}"
+        if name in data:
+            kwargs[name] = _coerce(hints[name], data[name], file=file, key=key)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{file}: {key}: required value missing")
+    return cls(**kwargs)
+
+
+def _coerce(tp: Any, value: Any, *, file: str, key: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, file=file, prefix=f"{key}.")
+    if origin in (types.UnionType, typing.Union):
+        errors = []
+        for arm in typing.get_args(tp):
+            if arm is type(None):
+                continue
+            try:
+                return _coerce(arm, value, file=file, key=key)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{file}: {key}: bad value")
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(f"{file}: {key}: expected a list, got {_tname(value)}")
+        return [_coerce(item, v, file=file, key=f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{file}: {key}: expected a table, got {_tname(value)}")
+        return dict(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{file}: {key}: expected true or false, got {_tname(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{file}: {key}: expected an integer, got {_tname(value)}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{file}: {key}: expected a number, got {_tname(value)}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{file}: {key}: expected a string, got {_tname(value)}")
+        return value
+    raise ConfigError(f"{file}: {key}: unsupported setting type {tp}")
+
+
+def _tname(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a table"}.get(type(value), type(value).__name__)

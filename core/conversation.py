@@ -1,0 +1,232 @@
+"""The conversation core: one inbound message in, one reply out, the same for every channel.
+
+It records the person's message before anything else, builds the bounded prompt (persona,
+memory slots, summary, recent window), asks the model, records the reply, and hands
+after-reply work (summaries, memory capture) to background tasks so it never delays a reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from core import history, people
+from core.background import BackgroundTasks
+from core.config import Settings
+from core.context import BuiltPrompt, HistoryTurn, MemorySlots, PromptParts, build_prompt
+from core.db import Connection, Database
+from core.summarizer import Summarizer
+from core.types import ChatKind, InboundMessage, OutboundMessage
+from persona.card import render_card
+from persona.llm import HONEST_FAILURE_REPLY, LLMClient, LLMError
+
+log = logging.getLogger("kith.core")
+
+MAX_TOOL_ROUNDS = 3
+MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
+
+
+@dataclass(frozen=True, slots=True)
+class Speaker:
+    person: str
+    account: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTurn:
+    """What after-reply observers (capture, use credit) get to see."""
+
+    speaker: Speaker
+    message: InboundMessage
+    user_message_id: int
+    reply_text: str
+    reply_message_id: int
+    shown_memory_ids: tuple[str, ...] = ()
+
+
+class MemoryContext(Protocol):
+    async def slots(self, speaker: Speaker, message: InboundMessage) -> MemorySlots: ...
+
+
+class TurnObserver(Protocol):
+    async def after_reply(self, turn: CompletedTurn) -> None: ...
+
+
+class Tool(Protocol):
+    name: str
+
+    def spec(self) -> dict[str, Any]: ...
+
+    async def call(self, arguments: dict[str, Any], speaker: Speaker, message: InboundMessage) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _OpenedTurn:
+    speaker: Speaker
+    user_id: int
+    recent: list[history.StoredMessage]
+    summary: history.Summary
+    unsummarized: int
+
+
+@dataclass
+class TurnTimings:
+    """Core overhead of one turn, in milliseconds, excluding the model's own time."""
+
+    before_llm_ms: float = 0.0
+    after_llm_ms: float = 0.0
+
+
+@dataclass
+class ConversationCore:
+    settings: Settings
+    db: Database
+    llm: LLMClient
+    clock: Callable[[], datetime]
+    background: BackgroundTasks = field(default_factory=BackgroundTasks)
+    memory: MemoryContext | None = None
+    observers: list[TurnObserver] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
+    last_timings: TurnTimings = field(default_factory=TurnTimings)
+    on_llm_error: Callable[[LLMError], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.summarizer = Summarizer(self.db, self.llm, self.settings, self.clock)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.busy_people: set[str] = set()
+
+    def _lock(self, key: str) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def speaker_of(self, message: InboundMessage) -> Speaker:
+        person = await self.db.run(people.resolve, message.account, message.sender_name, self.clock())
+        return Speaker(person, message.account, message.sender_name)
+
+    def _open_turn(self, conn: Connection, message: InboundMessage) -> _OpenedTurn:
+        """Everything a turn reads and writes before the model call, in one transaction."""
+        person = people.resolve(conn, message.account, message.sender_name, self.clock())
+        user_id = history.append(
+            conn, conversation=message.conversation_key, role="user", author=message.account, person=person,
+            platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
+            chat_kind=message.chat_kind.value, platform_message_id=message.message_id, text=message.text,
+            created_at=message.timestamp)
+        window = self.settings.history.window_messages
+        rows = history.recent(conn, message.conversation_key, window + 1)
+        summary = history.get_summary(conn, message.conversation_key)
+        unsummarized = history.count_between(conn, message.conversation_key, summary.through, rows[0].id)
+        return _OpenedTurn(Speaker(person, message.account, message.sender_name), user_id, rows, summary,
+                           unsummarized)
+
+    async def handle(self, message: InboundMessage) -> OutboundMessage:
+        """Answer one message; a model failure gives an honest reply and loses nothing stored."""
+        started = time.perf_counter()
+        async with self._lock(message.conversation_key):
+            opened = await self.db.run(self._open_turn, message)
+            self.busy_people.add(opened.speaker.person)
+            try:
+                return await self._answer(message, opened, started)
+            finally:
+                self.busy_people.discard(opened.speaker.person)
+
+    async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float) -> OutboundMessage:
+        speaker = opened.speaker
+        prompt, shown = await self._prompt(message, speaker, opened.recent, opened.summary, opened.user_id)
+        before = time.perf_counter()
+        self.last_timings.before_llm_ms = (before - started) * 1000
+        try:
+            text = await self._complete_with_tools(prompt.messages, speaker, message)
+        except LLMError as exc:
+            log.warning("reply failed platform=%s chat=%s person=%s kind=%s", message.platform,
+                        message.chat_id, speaker.person, exc.kind)
+            if self.on_llm_error is not None:
+                self.on_llm_error(exc)
+            return self._outbound(message, HONEST_FAILURE_REPLY)
+        after = time.perf_counter()
+        reply_id = await self.db.run(
+            history.append, conversation=message.conversation_key, role="assistant", author="kith",
+            platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
+            chat_kind=message.chat_kind.value, text=text, created_at=self.clock())
+        turn = CompletedTurn(speaker, message, opened.user_id, text, reply_id, shown)
+        if opened.unsummarized >= self.settings.history.summary_trigger_messages:
+            self.background.spawn(self.summarizer.maybe_summarize(message.conversation_key), name="summary")
+        for observer in self.observers:
+            self.background.spawn(observer.after_reply(turn), name=type(observer).__name__)
+        out = self._outbound(message, text)
+        self.last_timings.after_llm_ms = (time.perf_counter() - after) * 1000
+        return out
+
+    def _outbound(self, message: InboundMessage, text: str) -> OutboundMessage:
+        in_group = message.chat_kind is ChatKind.GROUP
+        return OutboundMessage(platform=message.platform, chat_id=message.chat_id, text=text,
+                               thread_id=message.thread_id,
+                               reply_to_message_id=message.message_id if in_group else None)
+
+    async def prompt_for(self, message: InboundMessage, speaker: Speaker) -> tuple[BuiltPrompt, tuple[str, ...]]:
+        """The prompt a reply to ``message`` would be built from, without recording anything."""
+        conv = message.conversation_key
+        rows = await self.db.run(history.recent, conv, self.settings.history.window_messages)
+        summary = await self.db.run(history.get_summary, conv)
+        return await self._prompt(message, speaker, rows, summary, None)
+
+    async def _prompt(self, message: InboundMessage, speaker: Speaker, recent_rows: list[history.StoredMessage],
+                      summary: history.Summary, exclude_id: int | None) -> tuple[BuiltPrompt, tuple[str, ...]]:
+        hs = self.settings.history
+        slots = MemorySlots()
+        shown: tuple[str, ...] = ()
+        if self.memory is not None:
+            try:
+                slots = await asyncio.wait_for(self.memory.slots(speaker, message), MEMORY_SLOTS_TIMEOUT_S)
+                shown = slots.shown_ids
+            except Exception as exc:  # memory trouble must never block a reply
+                log.warning("memory slots unavailable person=%s error=%s", speaker.person, type(exc).__name__)
+        group = message.chat_kind is ChatKind.GROUP
+        turns = [HistoryTurn(m.role, f"{m.author.split(':')[-1]}: {m.text}" if group and m.role == "user"
+                             else m.text, m.author)
+                 for m in recent_rows if m.id != exclude_id and not m.silent and m.id > summary.through
+                 and m.role in ("user", "assistant")][-hs.window_messages:]
+        persona = render_card(self.settings.persona, now=self.clock(), extra_sections=self._tool_hints())
+        new_text = f"{speaker.name}: {message.text}" if group else message.text
+        parts = PromptParts(persona=persona, new_message=new_text, memory=slots, summary=summary.text,
+                            recent=turns, speaker=speaker.name)
+        return build_prompt(parts, self.settings.budget), shown
+
+    def _tool_hints(self) -> tuple[str, ...]:
+        return tuple(h for h in (getattr(t, "hint", "") for t in self.tools) if h)
+
+    async def _complete_with_tools(self, messages: Sequence[dict[str, Any]], speaker: Speaker,
+                                   message: InboundMessage) -> str:
+        convo: list[dict[str, Any]] = list(messages)
+        specs = [t.spec() for t in self.tools] or None
+        by_name = {t.name: t for t in self.tools}
+        for _round in range(MAX_TOOL_ROUNDS + 1):
+            reply = await self.llm.complete(convo, tools=specs if _round < MAX_TOOL_ROUNDS else None)
+            if not reply.tool_calls:
+                text = reply.text.strip()
+                if not text:
+                    raise LLMError("empty")
+                return text
+            convo.append({"role": "assistant", "content": reply.text or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in reply.tool_calls]})
+            for call in reply.tool_calls:
+                tool = by_name.get(call.name)
+                if tool is None:
+                    result = json.dumps({"error": f"unknown tool {call.name}"})
+                else:
+                    try:
+                        result = await tool.call(call.parsed_arguments(), speaker, message)
+                    except Exception as exc:
+                        log.warning("tool failed name=%s error=%s", call.name, type(exc).__name__)
+                        result = json.dumps({"error": "tool failed"})
+                convo.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        raise LLMError("tool_loop")

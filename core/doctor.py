@@ -1,0 +1,79 @@
+"""``bot.py doctor``: one clear line per check, and an exit code that says whether all passed."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from core.config import ConfigError, Settings, load_settings
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"
+
+
+async def check_data_dir(settings: Settings) -> CheckResult:
+    path = settings.storage.data_path()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-", delete=True):
+            pass
+    except OSError as exc:
+        return CheckResult("data directory", False, f"{path} is not writable ({exc.strerror}); "
+                           "set [storage] data_dir")
+    return CheckResult("data directory", True, f"{path} is writable")
+
+
+async def check_database(settings: Settings) -> CheckResult:
+    from core.app import open_database
+
+    try:
+        db = open_database(settings)
+        db.close()
+    except Exception as exc:
+        return CheckResult("database", False, f"cannot open ({type(exc).__name__}); set [storage] database_url")
+    return CheckResult("database", True, settings.storage.resolved_database_url().split("://")[0] + " opens")
+
+
+async def check_llm(settings: Settings) -> CheckResult:
+    from core.hints import llm_failure_hint
+    from persona.llm import LLMClient, LLMError
+
+    client = LLMClient(settings.llm)
+    try:
+        reply = await client.complete([{"role": "user", "content": "Reply with the word ok."}], max_tokens=5,
+                                      max_retries=0, timeout_s=min(settings.llm.timeout_s, 30), purpose="doctor")
+    except LLMError as exc:
+        return CheckResult("model", False, llm_failure_hint(settings.llm, exc))
+    return CheckResult("model", True, f"{settings.llm.model} answered in {reply.elapsed_ms:.0f} ms")
+
+
+Check = Callable[[Settings], Awaitable[CheckResult]]
+CHECKS: list[Check] = [check_data_dir, check_database, check_llm]
+
+
+async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:
+    try:
+        settings = load_settings(config_path)
+    except ConfigError as exc:
+        print(CheckResult("config", False, str(exc)).line())
+        return 1
+    print(CheckResult("config", True, settings.source if config_path else "defaults (no config file)").line())
+    failed = 0
+    for check in checks or CHECKS:
+        result = await check(settings)
+        print(result.line())
+        sys.stdout.flush()
+        failed += not result.ok
+    return 1 if failed else 0
+
+
+__all__ = ["CHECKS", "CheckResult", "run_doctor"]

@@ -1,0 +1,150 @@
+"""Conversation history: the message log and each thread's rolling summary (seed 002).
+
+History is what was said, in order, with provenance. It is not memory: memory is chosen
+from it later. The summary of a thread's older part advances a ``summary_through`` cursor
+with a conditional update, so two summarizers can neither skip nor duplicate messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core.db import metadata
+
+messages = sa.Table(
+    "messages",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("conversation", sa.String(255), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),  # user | assistant | heartbeat | command
+    sa.Column("author", sa.String(255), nullable=False),  # account key, or "kith"
+    sa.Column("person", sa.String(64), nullable=True),  # person id of a user turn
+    sa.Column("platform", sa.String(32), nullable=False),
+    sa.Column("chat_id", sa.String(255), nullable=False),
+    sa.Column("thread_id", sa.String(255), nullable=True),
+    sa.Column("chat_kind", sa.String(8), nullable=False, server_default="dm"),
+    sa.Column("platform_message_id", sa.String(255), nullable=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("silent", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Index("ix_messages_conversation_id", "conversation", "id"),
+)
+
+summaries = sa.Table(
+    "summaries",
+    metadata,
+    sa.Column("conversation", sa.String(255), primary_key=True),
+    sa.Column("summary", sa.Text, nullable=False, server_default=""),
+    sa.Column("summary_through", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: int
+    conversation: str
+    role: str
+    author: str
+    person: str | None
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    chat_kind: str
+    platform_message_id: str | None
+    text: str
+    created_at: datetime
+    silent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    conversation: str
+    text: str
+    through: int  # id of the last message the summary covers
+
+
+def _row(r: sa.Row) -> StoredMessage:
+    created = r.created_at if r.created_at.tzinfo else r.created_at.replace(tzinfo=UTC)
+    return StoredMessage(r.id, r.conversation, r.role, r.author, r.person, r.platform, r.chat_id, r.thread_id,
+                         r.chat_kind, r.platform_message_id, r.text, created, bool(r.silent))
+
+
+def append(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
+           text: str, created_at: datetime, person: str | None = None, thread_id: str | None = None,
+           chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False) -> int:
+    result = conn.execute(messages.insert().values(
+        conversation=conversation, role=role, author=author, person=person, platform=platform,
+        chat_id=chat_id, thread_id=thread_id, chat_kind=chat_kind, platform_message_id=platform_message_id,
+        text=text, created_at=created_at, silent=silent))
+    return int(result.inserted_primary_key[0])
+
+
+def recent(conn: Connection, conversation: str, limit: int) -> list[StoredMessage]:
+    """The last ``limit`` messages of a thread, oldest first."""
+    rows = conn.execute(
+        sa.select(messages).where(messages.c.conversation == conversation)
+        .order_by(messages.c.id.desc()).limit(limit)).all()
+    return [_row(r) for r in reversed(rows)]
+
+
+def between(conn: Connection, conversation: str, after_id: int, through_id: int | None,
+            limit: int) -> list[StoredMessage]:
+    q = sa.select(messages).where(messages.c.conversation == conversation, messages.c.id > after_id)
+    if through_id is not None:
+        q = q.where(messages.c.id <= through_id)
+    rows = conn.execute(q.order_by(messages.c.id).limit(limit)).all()
+    return [_row(r) for r in rows]
+
+
+def count(conn: Connection, conversation: str) -> int:
+    return int(conn.execute(sa.select(sa.func.count()).select_from(messages)
+                            .where(messages.c.conversation == conversation)).scalar_one())
+
+
+def since(conn: Connection, after: datetime, before: datetime, after_id: int = 0,
+          limit: int = 1000) -> list[StoredMessage]:
+    """Messages of every thread written in [after, before), in id order (for consolidation sweeps)."""
+    rows = conn.execute(sa.select(messages).where(
+        messages.c.created_at >= after, messages.c.created_at < before, messages.c.id > after_id)
+        .order_by(messages.c.id).limit(limit)).all()
+    return [_row(r) for r in rows]
+
+
+def get_summary(conn: Connection, conversation: str) -> Summary:
+    row = conn.execute(sa.select(summaries).where(summaries.c.conversation == conversation)).first()
+    if row is None:
+        return Summary(conversation, "", 0)
+    return Summary(conversation, row.summary, row.summary_through)
+
+
+def advance_summary(conn: Connection, conversation: str, *, expected_through: int, new_through: int,
+                    text: str, now: datetime) -> bool:
+    """Store a summary only if nobody advanced the cursor meanwhile (compare-and-swap)."""
+    if new_through <= expected_through:
+        return False
+    if expected_through == 0:
+        exists = conn.execute(sa.select(summaries.c.conversation)
+                              .where(summaries.c.conversation == conversation)).first()
+        if exists is None:
+            try:
+                with conn.begin_nested():
+                    conn.execute(summaries.insert().values(conversation=conversation, summary=text,
+                                                           summary_through=new_through, updated_at=now))
+                return True
+            except sa.exc.IntegrityError:
+                return False
+    result = conn.execute(summaries.update().where(
+        summaries.c.conversation == conversation, summaries.c.summary_through == expected_through)
+        .values(summary=text, summary_through=new_through, updated_at=now))
+    return result.rowcount == 1
+
+
+def count_between(conn: Connection, conversation: str, after_id: int, before_id: int) -> int:
+    """How many messages of a thread lie strictly between two ids (the part awaiting a summary)."""
+    return int(conn.execute(sa.select(sa.func.count()).select_from(messages).where(
+        messages.c.conversation == conversation, messages.c.id > after_id, messages.c.id < before_id)).scalar_one())

@@ -1,0 +1,93 @@
+"""People, not accounts: every platform account maps to a person; links merge accounts.
+
+An account (``telegram:42``, ``slack:T1:U2``, ``console:ana``) is its own person until the
+owner or the person links it to another; memory, pins and policy follow the person.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core.db import metadata
+
+accounts = sa.Table(
+    "accounts",
+    metadata,
+    sa.Column("account", sa.String(255), primary_key=True),
+    sa.Column("person", sa.String(64), nullable=False, index=True),
+    sa.Column("display_name", sa.String(255), nullable=False, server_default=""),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("linked_at", sa.DateTime(timezone=True), nullable=True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    account: str
+    person: str
+    display_name: str
+
+
+def new_person_id() -> str:
+    return "p_" + secrets.token_hex(8)
+
+
+def resolve(conn: Connection, account: str, display_name: str, now: datetime) -> str:
+    """The person behind an account, creating a new person the first time the account speaks."""
+    row = conn.execute(sa.select(accounts.c.person, accounts.c.display_name)
+                       .where(accounts.c.account == account)).first()
+    if row is not None:
+        if display_name and row.display_name != display_name:
+            conn.execute(accounts.update().where(accounts.c.account == account)
+                         .values(display_name=display_name))
+        return str(row.person)
+    person = new_person_id()
+    try:
+        with conn.begin_nested():
+            conn.execute(accounts.insert().values(account=account, person=person, display_name=display_name,
+                                                  created_at=now))
+    except sa.exc.IntegrityError:
+        return str(conn.execute(sa.select(accounts.c.person).where(accounts.c.account == account)).scalar_one())
+    return person
+
+
+def person_of(conn: Connection, account: str) -> str | None:
+    value = conn.execute(sa.select(accounts.c.person).where(accounts.c.account == account)).scalar()
+    return str(value) if value is not None else None
+
+
+def accounts_of(conn: Connection, person: str) -> list[Account]:
+    rows = conn.execute(sa.select(accounts).where(accounts.c.person == person).order_by(accounts.c.account)).all()
+    return [Account(r.account, r.person, r.display_name) for r in rows]
+
+
+def all_accounts(conn: Connection) -> list[Account]:
+    rows = conn.execute(sa.select(accounts).order_by(accounts.c.person, accounts.c.account)).all()
+    return [Account(r.account, r.person, r.display_name) for r in rows]
+
+
+def link(conn: Connection, account: str, to_person: str, now: datetime) -> str | None:
+    """Move ``account`` to ``to_person``; returns the person it left (whose memory the caller moves)."""
+    old = person_of(conn, account)
+    if old is None:
+        conn.execute(accounts.insert().values(account=account, person=to_person, display_name="",
+                                              created_at=now, linked_at=now))
+        return None
+    if old == to_person:
+        return None
+    conn.execute(accounts.update().where(accounts.c.account == account).values(person=to_person, linked_at=now))
+    return old
+
+
+def unlink(conn: Connection, account: str, now: datetime) -> str | None:
+    """Give ``account`` a person of its own again; returns the new person id."""
+    if person_of(conn, account) is None:
+        return None
+    person = new_person_id()
+    conn.execute(accounts.update().where(accounts.c.account == account).values(person=person, linked_at=now))
+    return person

@@ -1,0 +1,3 @@
+"""Imports every module that declares tables, so ``Database.create_all`` creates them all."""
+
+from core import history, people  # noqa: F401

@@ -1,0 +1,112 @@
+"""The core's own types: what every channel translates its platform's events into and back."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+
+class ChatKind(enum.StrEnum):
+    DM = "dm"
+    GROUP = "group"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One message a person sent, as the core sees it, whatever the platform."""
+
+    platform: str  # "telegram", "discord", "slack", "console"
+    bot_account: str  # the bot's own id on that platform
+    chat_id: str
+    chat_kind: ChatKind
+    sender_id: str  # platform-scoped id ("12345"; for Slack "T01:U02")
+    sender_name: str
+    text: str
+    message_id: str  # the platform's id for this message (dedupe key)
+    thread_id: str | None = None
+    mentioned: bool = False  # the bot was @-mentioned or the message replies to the bot
+    timestamp: datetime = field(default_factory=utcnow)
+    reply_to_message_id: str | None = None
+
+    @property
+    def account(self) -> str:
+        """The sender's account key, e.g. ``telegram:123`` or ``slack:T1:U2``."""
+        return f"{self.platform}:{self.sender_id}"
+
+    @property
+    def conversation_key(self) -> str:
+        """The thread of history this message belongs to."""
+        key = f"{self.platform}:{self.chat_id}"
+        return f"{key}:{self.thread_id}" if self.thread_id else key
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    label: str
+    data: str  # opaque callback payload the channel hands back as a ButtonPress
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundMessage:
+    """One reply the core wants delivered; the channel formats and chunks it."""
+
+    platform: str
+    chat_id: str
+    text: str  # Markdown as the model wrote it
+    thread_id: str | None = None
+    reply_to_message_id: str | None = None
+    buttons: tuple[Button, ...] = ()
+    attachment_name: str | None = None
+    attachment_bytes: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """A person pressed a button the core attached to an OutboundMessage."""
+
+    platform: str
+    chat_id: str
+    sender_id: str
+    data: str
+    chat_kind: ChatKind = ChatKind.DM
+
+
+@dataclass(frozen=True, slots=True)
+class SentMessage:
+    """What the platform answered for one delivered chunk."""
+
+    platform_message_id: str
+
+
+InboundHandler = Callable[[InboundMessage], Awaitable[None]]
+
+
+class SendError(Exception):
+    """A send failed. ``retry_after`` is set when the platform asked us to wait (HTTP 429)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, permanent: bool = False,
+                 bad_formatting: bool = False) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.permanent = permanent
+        self.bad_formatting = bad_formatting
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """A platform adapter: turns platform events into InboundMessage and sends OutboundMessage."""
+
+    name: str
+
+    async def start(self, on_message: InboundHandler) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, message: OutboundMessage) -> list[SentMessage]: ...

@@ -1,0 +1,1 @@
+"""The companion's persona: its card, and the model it speaks through (litellm)."""

@@ -1,0 +1,32 @@
+# Sourced by scripts/run and scripts/test: create or refresh the project's virtual environment.
+# It reinstalls only when pyproject.toml changed since the last install.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${KITH_VENV:-$ROOT/.venv}"
+EXTRAS="${1:-}"
+
+find_python() {
+  for candidate in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+      echo "$candidate"; return 0
+    fi
+  done
+  echo "kith: Python 3.11 or newer is required (set PYTHON=/path/to/python3.11)" >&2
+  return 1
+}
+
+stamp="$VENV/.kith-installed${EXTRAS:+-$EXTRAS}"
+want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ ! -x "$VENV/bin/python" ]; then
+  "$(find_python)" -m venv "$VENV"
+fi
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "kith: installing dependencies into $VENV (first run takes a few minutes)" >&2
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
+  spec="$ROOT"
+  [ -n "$EXTRAS" ] && spec="$ROOT[$EXTRAS]"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" >&2
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,1 @@
+"""Loopback fakes of the chat platforms kith talks to, for tests."""
