@@ -49,6 +49,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return asyncio.run(run_doctor(args.config or os.environ.get("KITH_CONFIG") or None))
 
 
+def cmd_pairing(args: argparse.Namespace) -> int:
+    from core.app import open_database
+    from policy.cli import run_pairing
+
+    db = open_database(_settings(args))
+    try:
+        return run_pairing(db, args)
+    finally:
+        db.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot.py", description="kith: a companion that remembers with receipts.")
     parser.add_argument("--config", metavar="PATH", help="TOML config file (default: built-in defaults, "
@@ -63,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text, fn in commands:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(func=fn)
+    from policy.cli import add_pairing_parser
+
+    add_pairing_parser(sub).set_defaults(func=cmd_pairing)
     return parser
 
 

@@ -12,7 +12,15 @@ import itertools
 import sys
 from typing import TextIO
 
-from core.types import ChatKind, InboundHandler, InboundMessage, OutboundMessage, SentMessage, utcnow
+from core.types import (
+    ChatKind,
+    InboundHandler,
+    InboundMessage,
+    OutboundMessage,
+    RenderedChunk,
+    SentMessage,
+    utcnow,
+)
 
 PLATFORM = "console"
 
@@ -66,12 +74,23 @@ class TerminalChannel:
             self._reader.cancel()
         self.closed.set()
 
-    async def send(self, message: OutboundMessage) -> list[SentMessage]:
+    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
+        # A terminal has no length limit worth splitting for, and shows Markdown as it is.
+        return [RenderedChunk(message.text, None, message.text)] if message.text.strip() else []
+
+    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
+                         plain: bool = False) -> SentMessage:
         prefix = f"{self.persona_name}> " if self.interactive else ""
-        self._write(f"{prefix}{message.text}\n")
+        self._write(f"{prefix}{chunk.plain if plain else chunk.text}\n")
         for i, button in enumerate(message.buttons, 1):
             self._write(f"  [{i}] {button.label}\n")
-        return [SentMessage(f"console-{next(self._ids)}")]
+        return SentMessage(f"console-{next(self._ids)}")
+
+    async def send(self, message: OutboundMessage) -> list[SentMessage]:
+        return [await self.send_chunk(message, chunk, i) for i, chunk in enumerate(self.render(message))]
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        return None  # the prompt itself shows that kith is thinking
 
     def _write(self, text: str) -> None:
         self.stdout.write(text)

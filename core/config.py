@@ -89,12 +89,76 @@ class BudgetSettings:
 
 
 @dataclass(frozen=True)
+class MemorySettings:
+    chroma_url: str = ""  # empty = embedded Chroma under data_dir/chroma; "http://host:port" = a Chroma server
+    # "chroma-default", "sentence-transformers:<model or path>", "litellm:<embedding model>" or "none"
+    embedder: str = "chroma-default"
+    embedder_api_base: str = ""  # for litellm embedders; empty = [llm] api_base
+    capture: bool = True
+    capture_model: str = ""  # cheap model for capture and consolidation; empty = [llm] model
+    capture_timeout_s: float = t.CAPTURE_TIMEOUT_S
+    max_memories_per_run: int = t.MAX_MEMORIES_PER_RUN
+    max_memory_chars: int = t.MAX_MEMORY_CHARS
+    merge_threshold: float = t.MERGE_THRESHOLD
+    conflict_threshold: float = t.CONFLICT_THRESHOLD
+    gate_candidates: int = t.GATE_CANDIDATES
+    notes_retention_days: int = t.NOTES_RETENTION_DAYS
+    consolidation_hour: int = t.CONSOLIDATION_HOUR
+    consolidation_chunk_chars: int = t.CONSOLIDATION_CHUNK_CHARS
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    pinned_max: int = t.PINNED_MAX
+    max_items: int = t.RECALL_MAX_ITEMS
+    item_chars: int = t.RECALL_ITEM_CHARS
+    vector_weight: float = t.RECALL_VECTOR_WEIGHT
+    bm25_weight: float = t.RECALL_BM25_WEIGHT
+    half_life_days: float = t.RECALL_HALF_LIFE_DAYS
+    importance_weight: float = t.RECALL_IMPORTANCE_WEIGHT
+    use_credit: float = t.RECALL_USE_CREDIT
+    use_credit_cap: float = t.RECALL_USE_CREDIT_CAP
+    embed_budget_ms: int = t.RECALL_EMBED_BUDGET_MS
+    tool_max_items: int = t.RECALL_TOOL_MAX_ITEMS
+
+
+@dataclass(frozen=True)
+class DeliverySettings:
+    max_attempts: int = t.SEND_MAX_ATTEMPTS
+    backoff_base_s: float = t.SEND_BACKOFF_BASE_S
+    backoff_max_s: float = t.SEND_BACKOFF_MAX_S
+    debounce_ms: int = t.DEBOUNCE_MS
+    typing_refresh_s: float = t.TYPING_REFRESH_S
+
+
+@dataclass(frozen=True)
+class TelegramSettings:
+    token_env: str = "TELEGRAM_BOT_TOKEN"
+    base_url: str = ""  # empty = https://api.telegram.org/bot ; a self-hosted Bot API server, or a test fake
+    mode: str = "polling"  # "polling" or "webhook"
+    webhook_url: str = ""  # public URL Telegram posts to, in webhook mode
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = 8443
+    webhook_secret_env: str = "TELEGRAM_WEBHOOK_SECRET"
+    poll_timeout_s: int = 30
+
+    def token(self) -> str | None:
+        return os.environ.get(self.token_env) or None
+
+
+@dataclass(frozen=True)
 class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     persona: PersonaSettings = field(default_factory=PersonaSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     history: HistorySettings = field(default_factory=HistorySettings)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    recall: RecallSettings = field(default_factory=RecallSettings)
+    delivery: DeliverySettings = field(default_factory=DeliverySettings)
+    telegram: TelegramSettings = field(default_factory=TelegramSettings)
+    # [policy.<platform>] tables, validated by policy.settings.PolicySettings.from_mapping
+    policy: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"  # the file these settings came from, for messages
 
 
@@ -113,8 +177,18 @@ def load_settings(path: str | os.PathLike[str] | None) -> Settings:
         raise ConfigError(f"{p}: cannot read: {exc}") from None
     settings = _build(Settings, {k: v for k, v in raw.items()}, file=str(p), prefix="")
     settings = dataclasses.replace(settings, source=str(p))
+    check_policy(settings)
     check_environment(settings)
     return settings
+
+
+def check_policy(settings: Settings) -> None:
+    from policy.settings import PolicyConfigError, PolicySettings
+
+    try:
+        PolicySettings.from_mapping(settings.policy or None)
+    except PolicyConfigError as exc:
+        raise ConfigError(f"{settings.source}: {exc}") from None
 
 
 def check_environment(settings: Settings) -> None:

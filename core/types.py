@@ -85,7 +85,17 @@ class SentMessage:
     platform_message_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class RenderedChunk:
+    """One platform-sized piece of an OutboundMessage, already in the platform's format."""
+
+    text: str
+    parse_mode: str | None  # "HTML" for Telegram; None where the platform takes its own Markdown
+    plain: str  # the same piece without markup, for when the platform rejects the formatting
+
+
 InboundHandler = Callable[[InboundMessage], Awaitable[None]]
+ButtonHandler = Callable[[ButtonPress], Awaitable[None]]
 
 
 class SendError(Exception):
@@ -109,4 +119,15 @@ class Channel(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def send(self, message: OutboundMessage) -> list[SentMessage]: ...
+    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
+        """Format and chunk a message to this platform's rules and limits."""
+        ...
+
+    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
+                         plain: bool = False) -> SentMessage:
+        """Send one chunk (``chunk.plain`` when ``plain``); raise SendError on failure."""
+        ...
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Show a typing indicator once; the caller refreshes it."""
+        ...

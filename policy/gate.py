@@ -1,0 +1,78 @@
+"""The policy gate the router calls: access rules, pairing and the rate limit, persisted.
+
+Decisions come from the pure functions in ``policy.rules`` and ``policy.ratelimit``; this
+class only loads and stores the state they need and logs each decision with ids only.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+from core.db import Database
+from core.types import ChatKind, InboundMessage, OutboundMessage
+from policy import store
+from policy.pairing import AccessState, Chooser
+from policy.ratelimit import RateLimiter
+from policy.rules import Decision, Verdict, decide_inbound, may_send
+from policy.settings import DmPolicy, PlatformPolicy, PolicySettings
+
+log = logging.getLogger("kith.policy")
+
+
+def effective_policy(settings: PolicySettings, platform: str, configured: set[str]) -> PlatformPolicy:
+    """The terminal is the operator at the keyboard: its DMs are open unless configured otherwise."""
+    policy = settings.for_platform(platform)
+    if platform == "console" and platform not in configured:
+        return replace(policy, dm=DmPolicy.OPEN)
+    return policy
+
+
+class PolicyGate:
+    def __init__(self, db: Database, settings: PolicySettings, *, configured: set[str] | None = None,
+                 clock: Callable[[], datetime], limiter: RateLimiter | None = None,
+                 monotonic: Callable[[], float] = time.monotonic, rng: Chooser = secrets.choice) -> None:
+        self.db = db
+        self.settings = settings
+        self.configured = configured or set()
+        self.clock = clock
+        self.limiter = limiter or RateLimiter()
+        self.monotonic = monotonic
+        self.rng = rng
+        self._access: AccessState | None = None  # cache for may_send; refreshed by every inbound decision
+
+    def policy_for(self, platform: str) -> PlatformPolicy:
+        return effective_policy(self.settings, platform, self.configured)
+
+    async def check_inbound(self, message: InboundMessage) -> Decision:
+        policy = self.policy_for(message.platform)
+        now = self.clock()
+
+        def decide(access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
+            decision, new_state = decide_inbound(message, policy, access, now, rng=self.rng)
+            return (decision, new_state), new_state
+
+        decision, access = await self.db.run(store.update, decide)
+        self._access = access
+        if decision.allowed:
+            rate = self.limiter.check(message.account, self.monotonic())
+            if not rate.allowed:
+                decision = rate.decision()
+        log.info("policy platform=%s chat=%s sender=%s verdict=%s reason=%s", message.platform, message.chat_id,
+                 message.sender_id, decision.verdict.value, decision.reason.value)
+        return decision
+
+    async def check_outbound(self, message: OutboundMessage, chat_kind: ChatKind,
+                             recipient_id: str | None = None) -> Decision:
+        if self._access is None:
+            self._access, _ = await self.db.run(store.load)
+        decision = may_send(message.platform, message.chat_id, chat_kind, self.policy_for(message.platform),
+                            self._access, recipient_id=recipient_id)
+        if decision.verdict is not Verdict.ALLOW:
+            log.warning("policy refused send platform=%s chat=%s reason=%s", message.platform, message.chat_id,
+                        decision.reason.value)
+        return decision

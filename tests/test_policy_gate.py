@@ -1,0 +1,124 @@
+"""The policy gate over the real relational store, and the owner's pairing command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+from core.app import open_database
+from core.types import ChatKind, OutboundMessage
+from policy import store
+from policy.cli import run_pairing
+from policy.gate import PolicyGate
+from policy.rules import Verdict
+from policy.settings import PolicySettings
+from tests.conftest import ROOT
+from tests.helpers import FakeClock, inbound
+
+
+def _tg(text: str, sender: str = "42", **kw) -> object:
+    return inbound(text, platform="telegram", chat_id=sender, sender_id=sender, **kw)
+
+
+async def test_pairing_code_then_cli_approval_then_allowed(make_settings, capsys) -> None:
+    settings = make_settings()
+    db = open_database(settings)
+    clock = FakeClock()
+    gate = PolicyGate(db, PolicySettings(), clock=clock)
+    try:
+        first = await gate.check_inbound(_tg("hi"))
+        assert first.verdict is Verdict.PAIRING_CODE and first.code and first.code in first.notice
+        again = await gate.check_inbound(_tg("hello??"))
+        assert again.verdict is Verdict.DROP  # same code, not re-sent within minutes, nothing else said
+        # the code survives in the store (a restart does not forget who is waiting)
+        access, _ = db.run_sync(store.load)
+        assert [p.code for p in access.pending] == [first.code]
+
+        code = await asyncio.to_thread(run_pairing, db, argparse.Namespace(pairing_action="list"), clock())
+        assert code == 0 and first.code in capsys.readouterr().out
+        args = argparse.Namespace(pairing_action="approve", code=first.code.lower(), owner=True)
+        assert await asyncio.to_thread(run_pairing, db, args, clock()) == 0
+        assert "approved telegram:42 as owner" in capsys.readouterr().out
+
+        allowed = await gate.check_inbound(_tg("now?"))
+        assert allowed.verdict is Verdict.ALLOW
+        out = OutboundMessage(platform="telegram", chat_id="42", text="hi")
+        assert (await gate.check_outbound(out, ChatKind.DM)).allowed
+        stranger = OutboundMessage(platform="telegram", chat_id="77", text="hi")
+        assert not (await gate.check_outbound(stranger, ChatKind.DM)).allowed
+
+        args = argparse.Namespace(pairing_action="revoke", account="telegram:42")
+        assert await asyncio.to_thread(run_pairing, db, args, clock()) == 0
+        assert (await gate.check_inbound(_tg("still there?"))).verdict is Verdict.PAIRING_CODE
+    finally:
+        db.close()
+
+
+async def test_expired_code_is_refused_by_the_cli(make_settings, capsys) -> None:
+    db = open_database(make_settings())
+    clock = FakeClock()
+    gate = PolicyGate(db, PolicySettings(), clock=clock)
+    try:
+        code = (await gate.check_inbound(_tg("hi"))).code
+        clock.advance(hours=1, seconds=1)
+        args = argparse.Namespace(pairing_action="approve", code=code, owner=False)
+        assert run_pairing(db, args, clock()) == 1
+        assert "expired" in capsys.readouterr().out
+    finally:
+        db.close()
+
+
+async def test_group_needs_allowlist_and_mention(make_settings) -> None:
+    db = open_database(make_settings())
+    gate = PolicyGate(db, PolicySettings.from_mapping({"telegram": {"allow_groups": ["-100"]}}),
+                      configured={"telegram"}, clock=FakeClock())
+    try:
+        quiet = _tg("talking among ourselves", chat_kind=ChatKind.GROUP, mentioned=False)
+        quiet = dataclasses.replace(quiet, chat_id="-100")
+        assert (await gate.check_inbound(quiet)).verdict is Verdict.DROP
+        called = dataclasses.replace(quiet, mentioned=True)
+        assert (await gate.check_inbound(called)).verdict is Verdict.ALLOW
+        elsewhere = dataclasses.replace(called, chat_id="-200")
+        assert (await gate.check_inbound(elsewhere)).verdict is Verdict.DROP
+    finally:
+        db.close()
+
+
+async def test_console_is_open_by_default(make_settings) -> None:
+    db = open_database(make_settings())
+    try:
+        gate = PolicyGate(db, PolicySettings(), clock=FakeClock())
+        assert (await gate.check_inbound(inbound("hi"))).verdict is Verdict.ALLOW
+    finally:
+        db.close()
+
+
+async def test_rate_limit_sends_one_notice_per_streak(make_settings) -> None:
+    db = open_database(make_settings())
+    now = [0.0]
+    gate = PolicyGate(db, PolicySettings(), clock=FakeClock(), monotonic=lambda: now[0])
+    try:
+        verdicts = [(await gate.check_inbound(inbound(f"m{i}"))).verdict for i in range(12)]
+        assert verdicts.count(Verdict.NOTICE) == 1
+        assert verdicts[:8] == [Verdict.ALLOW] * 8
+        assert set(verdicts[9:]) == {Verdict.DROP}
+    finally:
+        db.close()
+
+
+def test_pairing_command_line(tmp_path: Path) -> None:
+    import subprocess
+
+    cfg = tmp_path / "kith.toml"
+    cfg.write_text(f'[storage]\ndata_dir = "{tmp_path / "data"}"\n')
+    result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "pairing", "list"],
+                            capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == ["pending: 0", "approved: 0"]
+    result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "pairing", "approve",
+                             "ABCDEFGH"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 1 and "no pending request has this code" in result.stdout
