@@ -21,7 +21,7 @@ from pathlib import Path
 from bench.common import percentile, summary_ms, verdict
 from core.app import build_app
 from core.config import LLMSettings, Settings, StorageSettings
-from core.types import ChatKind, InboundMessage, OutboundMessage, SentMessage, utcnow
+from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
 from tests.fakes.openai_api import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,9 +39,16 @@ class NullChannel:
     async def stop(self) -> None:
         return None
 
-    async def send(self, message: OutboundMessage) -> list[SentMessage]:
+    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
+        return [RenderedChunk(message.text, None, message.text)]
+
+    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
+                         plain: bool = False) -> SentMessage:
         self.handed_over += 1
-        return [SentMessage(str(self.handed_over))]
+        return SentMessage(str(self.handed_over))
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        return None
 
 
 async def measure(n: int) -> None:

@@ -9,14 +9,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from core.background import BackgroundTasks
+from core.chat_commands import ChatCommands
 from core.config import Settings
 from core.conversation import ConversationCore
 from core.db import Database
 from core.router import Router
 from core.types import Channel, utcnow
+from delivery.inbound import Cursors, InboundJournal
+from delivery.worker import DeliveryWorker
 from persona.llm import LLMClient, import_litellm
+from policy.gate import PolicyGate
+from policy.settings import PolicySettings
 
 log = logging.getLogger("kith.app")
+
+SHUTDOWN_DELIVERY_S = 10.0
 
 
 @dataclass
@@ -26,13 +33,24 @@ class App:
     llm: LLMClient
     core: ConversationCore
     background: BackgroundTasks
+    gate: PolicyGate
+    journal: InboundJournal
+    cursors: Cursors
+    commands: ChatCommands
+    clock: Callable[[], datetime] = utcnow
     channels: dict[str, Channel] = field(default_factory=dict)
     router: Router | None = None
+    worker: DeliveryWorker | None = None
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
         self.channels = {c.name: c for c in channels}
-        self.router = Router(self.core, self.channels)
+        await self.gate.refresh()
+        self.worker = DeliveryWorker(self.db, self.channels, self.gate.may_send, settings=self.settings.delivery,
+                                     clock=self.clock)
+        self.router = Router(self.core, self.channels, self.worker, self.gate, self.journal,
+                             debounce_s=self.settings.delivery.debounce_ms / 1000,
+                             typing_refresh_s=self.settings.delivery.typing_refresh_s, commands=self.commands)
         started = []
         for channel in channels:
             try:
@@ -40,6 +58,8 @@ class App:
                 started.append(channel.name)
             except Exception as exc:
                 log.error("channel failed to start name=%s error=%s", channel.name, type(exc).__name__)
+        # Replies a previous process produced but did not deliver go out now, once.
+        await self.worker.start()
         return started
 
     async def close(self) -> None:
@@ -48,6 +68,13 @@ class App:
                 await channel.stop()
             except Exception as exc:
                 log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
+        if self.router is not None:
+            try:
+                await asyncio.wait_for(self.router.close(), SHUTDOWN_DELIVERY_S)
+            except TimeoutError:
+                log.warning("shutdown left undelivered replies in the outbox; they go out at the next start")
+        if self.worker is not None:
+            await self.worker.stop()
         await self.background.drain(timeout=5)
         await self.background.cancel_all()
         self.db.close()
@@ -69,4 +96,8 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
         # litellm takes seconds to import: do it off the event loop while channels connect.
         background.spawn(asyncio.to_thread(import_litellm), name="import-litellm")
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
-    return App(settings=settings, db=db, llm=llm, core=core, background=background)
+    gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
+                      clock=clock)
+    return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
+               journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
+               commands=ChatCommands(settings.persona.name), clock=clock)

@@ -67,6 +67,14 @@ class Tool(Protocol):
     async def call(self, arguments: dict[str, Any], speaker: Speaker, message: InboundMessage) -> str: ...
 
 
+def reply_to(message: InboundMessage, text: str, **extra: Any) -> OutboundMessage:
+    """An answer in the chat (and thread) a message came from; in groups it quotes that message."""
+    in_group = message.chat_kind is ChatKind.GROUP
+    return OutboundMessage(platform=message.platform, chat_id=message.chat_id, text=text,
+                           thread_id=message.thread_id, reply_to_message_id=message.message_id if in_group else None,
+                           chat_kind=message.chat_kind, recipient_id=message.sender_id, **extra)
+
+
 @dataclass(frozen=True, slots=True)
 class _OpenedTurn:
     speaker: Speaker
@@ -166,10 +174,7 @@ class ConversationCore:
         return out
 
     def _outbound(self, message: InboundMessage, text: str) -> OutboundMessage:
-        in_group = message.chat_kind is ChatKind.GROUP
-        return OutboundMessage(platform=message.platform, chat_id=message.chat_id, text=text,
-                               thread_id=message.thread_id,
-                               reply_to_message_id=message.message_id if in_group else None)
+        return reply_to(message, text)
 
     async def prompt_for(self, message: InboundMessage, speaker: Speaker) -> tuple[BuiltPrompt, tuple[str, ...]]:
         """The prompt a reply to ``message`` would be built from, without recording anything."""

@@ -1,28 +1,80 @@
-"""Routes inbound messages from every channel through the core and the replies back out."""
+"""The path every inbound message takes, whatever the platform.
+
+dedupe (redeliveries dropped) → policy (pairing, groups, rate limit) → debounce (a burst
+becomes one turn) → chat commands or the conversation core, with a typing indicator →
+the durable outbox, which delivers in order with retries.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from core.conversation import ConversationCore
 from core.types import Channel, InboundMessage, OutboundMessage
+from delivery.debounce import Debouncer
+from delivery.inbound import InboundJournal
+from delivery.typing import TypingIndicator
+from delivery.worker import DeliveryWorker
+from policy.gate import PolicyGate
+from policy.rules import Verdict
 
 log = logging.getLogger("kith.router")
 
+CommandHandler = Callable[[InboundMessage], Awaitable[OutboundMessage | None]]
+
 
 class Router:
-    def __init__(self, core: ConversationCore, channels: Mapping[str, Channel]) -> None:
+    def __init__(self, core: ConversationCore, channels: Mapping[str, Channel], worker: DeliveryWorker,
+                 gate: PolicyGate, journal: InboundJournal, *, debounce_s: float, typing_refresh_s: float,
+                 commands: CommandHandler | None = None, immediate: frozenset[str] = frozenset({"console"})) -> None:
         self.core = core
         self.channels = dict(channels)
+        self.worker = worker
+        self.gate = gate
+        self.journal = journal
+        self.commands = commands
+        self.typing_refresh_s = typing_refresh_s
+        # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
+        self.immediate = immediate
+        self.debouncer = Debouncer(self.take_turn, window_s=debounce_s)
 
     async def on_message(self, message: InboundMessage) -> None:
-        reply = await self.core.handle(message)
-        await self.deliver(reply)
-
-    async def deliver(self, reply: OutboundMessage) -> None:
-        channel = self.channels.get(reply.platform)
-        if channel is None:
-            log.error("no channel for platform=%s chat=%s", reply.platform, reply.chat_id)
+        """The channel's handler: returns once the message is recorded and queued (or dropped)."""
+        if not await self.journal.record(message.platform, f"msg:{message.message_id}"):
+            log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
+                     message.message_id)
             return
-        await channel.send(reply)
+        decision = await self.gate.check_inbound(message)
+        if decision.verdict in (Verdict.PAIRING_CODE, Verdict.NOTICE) and decision.notice:
+            await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)
+            return
+        if not decision.allowed:
+            return
+        if message.platform in self.immediate:
+            await self.take_turn(message)
+            await self.worker.wait_idle()
+        else:
+            await self.debouncer.submit(message)
+
+    async def take_turn(self, message: InboundMessage) -> None:
+        reply: OutboundMessage | None = None
+        if self.commands is not None and message.text.startswith("/"):
+            reply = await self.commands(message)
+        if reply is None:
+            channel = self.channels.get(message.platform)
+            if channel is None:
+                return
+            async with TypingIndicator(channel, message.chat_id, message.thread_id,
+                                       refresh_s=self.typing_refresh_s):
+                reply = await self.core.handle(message)
+        await self.worker.submit(reply, source=message.message_id)
+
+    def _notice(self, message: InboundMessage, text: str) -> OutboundMessage:
+        return OutboundMessage(platform=message.platform, chat_id=message.chat_id, text=text,
+                               thread_id=message.thread_id, chat_kind=message.chat_kind,
+                               recipient_id=message.sender_id, notice=True)
+
+    async def close(self) -> None:
+        await self.debouncer.flush()
+        await self.worker.wait_idle()

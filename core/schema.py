@@ -1,4 +1,5 @@
 """Imports every module that declares tables, so ``Database.create_all`` creates them all."""
 
 from core import history, people  # noqa: F401
+from delivery import inbound, outbox  # noqa: F401
 from policy import store  # noqa: F401

@@ -65,6 +65,9 @@ class OutboundMessage:
     buttons: tuple[Button, ...] = ()
     attachment_name: str | None = None
     attachment_bytes: bytes | None = None
+    chat_kind: ChatKind = ChatKind.DM
+    recipient_id: str | None = None  # the person's platform id for a DM whose chat id is not a user id
+    notice: bool = False  # a policy notice (pairing code, rate limit) answering the sender's own message
 
 
 @dataclass(frozen=True, slots=True)

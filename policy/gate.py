@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from core.db import Database
-from core.types import ChatKind, InboundMessage, OutboundMessage
+from core.types import InboundMessage, OutboundMessage
 from policy import store
 from policy.pairing import AccessState, Chooser
 from policy.ratelimit import RateLimiter
@@ -66,13 +66,18 @@ class PolicyGate:
                  message.sender_id, decision.verdict.value, decision.reason.value)
         return decision
 
-    async def check_outbound(self, message: OutboundMessage, chat_kind: ChatKind,
-                             recipient_id: str | None = None) -> Decision:
-        if self._access is None:
-            self._access, _ = await self.db.run(store.load)
-        decision = may_send(message.platform, message.chat_id, chat_kind, self.policy_for(message.platform),
-                            self._access, recipient_id=recipient_id)
+    async def refresh(self) -> None:
+        """Reload the access state (at start, and after the pairing command may have changed it)."""
+        self._access, _ = await self.db.run(store.load)
+
+    def may_send(self, message: OutboundMessage) -> bool:
+        """The outbound gate the delivery worker calls for every message."""
+        if message.notice:
+            return True  # inbound policy itself decided to answer this sender with a notice
+        access = self._access if self._access is not None else self.db.run_sync(store.load)[0]
+        decision = may_send(message.platform, message.chat_id, message.chat_kind,
+                            self.policy_for(message.platform), access, recipient_id=message.recipient_id)
         if decision.verdict is not Verdict.ALLOW:
             log.warning("policy refused send platform=%s chat=%s reason=%s", message.platform, message.chat_id,
                         decision.reason.value)
-        return decision
+        return decision.allowed

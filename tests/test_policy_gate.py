@@ -46,10 +46,9 @@ async def test_pairing_code_then_cli_approval_then_allowed(make_settings, capsys
 
         allowed = await gate.check_inbound(_tg("now?"))
         assert allowed.verdict is Verdict.ALLOW
-        out = OutboundMessage(platform="telegram", chat_id="42", text="hi")
-        assert (await gate.check_outbound(out, ChatKind.DM)).allowed
-        stranger = OutboundMessage(platform="telegram", chat_id="77", text="hi")
-        assert not (await gate.check_outbound(stranger, ChatKind.DM)).allowed
+        assert gate.may_send(OutboundMessage(platform="telegram", chat_id="42", text="hi"))
+        assert not gate.may_send(OutboundMessage(platform="telegram", chat_id="77", text="hi"))
+        assert gate.may_send(OutboundMessage(platform="telegram", chat_id="77", text="code", notice=True))
 
         args = argparse.Namespace(pairing_action="revoke", account="telegram:42")
         assert await asyncio.to_thread(run_pairing, db, args, clock()) == 0

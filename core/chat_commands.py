@@ -1,0 +1,43 @@
+"""Chat commands answered without the model (``/start``, ``/help``); later issues add more."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from core.conversation import reply_to
+from core.types import InboundMessage, OutboundMessage
+
+Command = Callable[[InboundMessage, str], Awaitable[OutboundMessage | None]]
+
+HELP_TEXT = (
+    "Hi, I'm {name}. Just talk to me: I remember what you tell me, with your own words as the receipt.\n"
+    "Commands: /help shows this."
+)
+
+
+class ChatCommands:
+    """A registry of ``/name`` handlers; an unknown command falls through to the conversation."""
+
+    def __init__(self, persona_name: str) -> None:
+        self.persona_name = persona_name
+        self._commands: dict[str, tuple[str, Command]] = {}
+        self.register("start", "say hello", self._help)
+        self.register("help", "what I can do", self._help)
+
+    def register(self, name: str, description: str, handler: Command) -> None:
+        self._commands[name] = (description, handler)
+
+    def menu(self) -> list[tuple[str, str]]:
+        """(command, description) pairs, for platforms that show a command menu."""
+        return [(name, desc) for name, (desc, _handler) in self._commands.items()]
+
+    async def __call__(self, message: InboundMessage) -> OutboundMessage | None:
+        head, _, rest = message.text.strip().partition(" ")
+        name = head[1:].split("@", 1)[0].lower()
+        entry = self._commands.get(name)
+        if entry is None:
+            return None
+        return await entry[1](message, rest.strip())
+
+    async def _help(self, message: InboundMessage, _args: str) -> OutboundMessage:
+        return reply_to(message, HELP_TEXT.format(name=self.persona_name))

@@ -1,0 +1,123 @@
+"""Debounce: a burst of quick messages from one person in one chat becomes one turn.
+
+People often type a thought across several short messages. Answering each one separately gives
+three half-replies; waiting until the sender pauses for ``window_s`` gives one whole reply. The
+window slides with each new message, bounded by DEBOUNCE_MAX_MESSAGES. Bot commands are never
+merged: they are orders, not prose, and each must be seen on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.types import InboundMessage
+
+log = logging.getLogger("kith.debounce")
+
+DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady typist is never left waiting
+
+SenderKey = tuple[str, str, str | None, str]  # (platform, chat_id, thread_id, sender_id)
+
+
+def sender_key(message: InboundMessage) -> SenderKey:
+    return (message.platform, message.chat_id, message.thread_id, message.sender_id)
+
+
+def is_command(message: InboundMessage) -> bool:
+    return message.text.startswith("/")
+
+
+def merge(messages: Sequence[InboundMessage]) -> InboundMessage:
+    """One turn from a burst: the texts in order, the last message's ids, the first message's time."""
+    if len(messages) == 1:
+        return messages[0]
+    first, last = messages[0], messages[-1]
+    return dataclasses.replace(last, text="\n".join(m.text for m in messages), timestamp=first.timestamp,
+                               mentioned=any(m.mentioned for m in messages))
+
+
+@dataclass
+class _Burst:
+    messages: list[InboundMessage] = field(default_factory=list)
+    timer: asyncio.Task[None] | None = None
+
+
+class Debouncer:
+    """Sits between a channel and the router: ``submit`` is an ``InboundHandler`` that returns at once."""
+
+    def __init__(self, emit: Callable[[InboundMessage], Awaitable[None]], *, window_s: float,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 max_messages: int = DEBOUNCE_MAX_MESSAGES) -> None:
+        self._emit = emit
+        self.window_s = window_s
+        self._sleep = sleep
+        self.max_messages = max_messages
+        self._bursts: dict[SenderKey, _Burst] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def submit(self, message: InboundMessage) -> None:
+        key = sender_key(message)
+        if is_command(message) or self.window_s <= 0:
+            # Whatever the sender typed before the command is answered first, so order is kept.
+            earlier = self._take(key)
+            turns = [merge(earlier)] if earlier else []
+            self._spawn(self._emit_all([*turns, message]))
+            return
+        burst = self._bursts.setdefault(key, _Burst())
+        burst.messages.append(message)
+        if burst.timer is not None:
+            burst.timer.cancel()
+            burst.timer = None
+        if len(burst.messages) >= self.max_messages:
+            self._spawn(self._emit_all([merge(self._take(key))]))
+            return
+        burst.timer = self._spawn(self._after_pause(key))
+
+    async def flush(self) -> None:
+        """Emit every waiting burst now and wait for all emits to finish (shutdown)."""
+        for key in list(self._bursts):
+            messages = self._take(key)
+            if messages:
+                self._spawn(self._emit_all([merge(messages)]))
+        await self.drain()
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def pending(self) -> int:
+        """Messages held back right now, waiting for their sender to pause."""
+        return sum(len(b.messages) for b in self._bursts.values())
+
+    def _take(self, key: SenderKey) -> list[InboundMessage]:
+        burst = self._bursts.pop(key, None)
+        if burst is None:
+            return []
+        if burst.timer is not None and burst.timer is not asyncio.current_task():
+            burst.timer.cancel()
+        return burst.messages
+
+    async def _after_pause(self, key: SenderKey) -> None:
+        await self._sleep(self.window_s)
+        messages = self._take(key)
+        if messages:
+            await self._emit_all([merge(messages)])
+
+    async def _emit_all(self, turns: list[InboundMessage]) -> None:
+        for turn in turns:
+            try:
+                await self._emit(turn)
+            except Exception as exc:
+                log.error("debounced turn failed platform=%s chat=%s message=%s error=%s", turn.platform,
+                          turn.chat_id, turn.message_id, type(exc).__name__, exc_info=exc)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task

@@ -1,0 +1,99 @@
+"""Inbound reliability: a journal of platform events already taken in, and persisted cursors.
+
+Platforms redeliver: Telegram resends updates whose offset was not confirmed, Slack retries an
+event it did not see acknowledged in time, Discord replays after a resume. A channel records each
+event here BEFORE acknowledging it; a second record of the same id is a redelivery and is dropped,
+so a person is never answered twice for one message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core.db import Database, metadata
+from core.tunables import INBOUND_DEDUPE_DAYS
+from core.types import utcnow
+
+inbound_events = sa.Table(
+    "inbound_events",
+    metadata,
+    sa.Column("platform", sa.String(32), primary_key=True),
+    sa.Column("event_id", sa.String(255), primary_key=True),
+    sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_inbound_events_received_at", "received_at"),
+)
+
+cursors = sa.Table(
+    "cursors",
+    metadata,
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("value", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+
+def _insert_event(conn: Connection, platform: str, event_id: str, now: datetime) -> None:
+    conn.execute(inbound_events.insert().values(platform=platform, event_id=event_id, received_at=now))
+
+
+def _prune_events(conn: Connection, before: datetime) -> int:
+    return int(conn.execute(inbound_events.delete().where(inbound_events.c.received_at < before)).rowcount)
+
+
+class InboundJournal:
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow,
+                 retention_days: float = INBOUND_DEDUPE_DAYS) -> None:
+        self.db = db
+        self._clock = clock
+        self.retention = timedelta(days=retention_days)
+
+    async def record(self, platform: str, event_id: str) -> bool:
+        """Note an event as taken in. False means it was seen before: drop it, but still acknowledge it."""
+        try:
+            await self.db.run(_insert_event, platform, event_id, self._clock())
+        except sa.exc.IntegrityError:
+            # The primary key decides, so two processes racing on one event cannot both win.
+            return False
+        return True
+
+    async def prune(self) -> int:
+        """Forget events older than the retention; a platform never redelivers that late."""
+        return await self.db.run(_prune_events, self._clock() - self.retention)
+
+
+def _get_cursor(conn: Connection, name: str) -> int | None:
+    value = conn.execute(sa.select(cursors.c.value).where(cursors.c.name == name)).scalar_one_or_none()
+    return int(value) if value is not None else None
+
+
+def _advance_cursor(conn: Connection, name: str, value: int, now: datetime) -> int:
+    conn.execute(cursors.update().where(cursors.c.name == name, cursors.c.value < value)
+                 .values(value=value, updated_at=now))
+    current = _get_cursor(conn, name)
+    if current is None:
+        conn.execute(cursors.insert().values(name=name, value=value, updated_at=now))
+        return value
+    return current
+
+
+class Cursors:
+    """Small persisted counters (e.g. Telegram's update offset) that only ever move forward."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self.db = db
+        self._clock = clock
+
+    async def get(self, name: str) -> int | None:
+        return await self.db.run(_get_cursor, name)
+
+    async def set(self, name: str, value: int) -> int:
+        """Advance ``name`` to ``value`` unless it is already further; returns the stored value."""
+        try:
+            return await self.db.run(_advance_cursor, name, value, self._clock())
+        except sa.exc.IntegrityError:
+            # Another process created the row between our update and insert: the update now applies.
+            return await self.db.run(_advance_cursor, name, value, self._clock())

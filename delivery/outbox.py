@@ -1,0 +1,195 @@
+"""The durable outbox: every reply is written here before any attempt to send it.
+
+A reply the core produced survives a crash because it is a row, not a coroutine. Each row
+remembers how far delivery got (``chunks_sent``), so a restart resends only what the platform
+has not yet acknowledged. The functions take a ``Connection`` like :mod:`core.history`, so a
+caller may enqueue in the same transaction that stores the assistant turn.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core.db import metadata
+from core.types import Button, ChatKind, OutboundMessage
+
+MAX_ERROR_CHARS = 64  # last_error holds an error class or code, never content
+
+outbox = sa.Table(
+    "outbox",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("platform", sa.String(32), nullable=False),
+    sa.Column("chat_id", sa.String(255), nullable=False),
+    sa.Column("thread_id", sa.String(255), nullable=True),
+    sa.Column("reply_to", sa.String(255), nullable=True),
+    sa.Column("text", sa.Text, nullable=False),  # Markdown as the model wrote it
+    sa.Column("buttons", sa.Text, nullable=False, server_default="[]"),  # JSON [[label, data], ...]
+    sa.Column("attachment_name", sa.String(255), nullable=True),
+    sa.Column("attachment", sa.LargeBinary, nullable=True),
+    sa.Column("source", sa.String(255), nullable=True),  # e.g. the inbound platform message id
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("last_error", sa.String(MAX_ERROR_CHARS), nullable=True),
+    sa.Column("chunks_sent", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("sent_ids", sa.Text, nullable=False, server_default="[]"),  # JSON list of platform message ids
+    sa.Column("chat_kind", sa.String(8), nullable=False, server_default="dm"),
+    sa.Column("recipient_id", sa.String(255), nullable=True),
+    sa.Column("notice", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Index("ix_outbox_status_lane", "status", "platform", "chat_id", "thread_id", "id"),
+)
+
+
+class OutboxStatus(enum.StrEnum):
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+Lane = tuple[str, str, str | None]  # (platform, chat_id, thread_id): messages in one lane go out in order
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    id: int
+    message: OutboundMessage
+    source: str | None
+    created_at: datetime
+    status: OutboxStatus
+    attempts: int  # consecutive failed attempts at the current chunk
+    next_attempt_at: datetime | None
+    last_error: str | None
+    chunks_sent: int
+    sent_ids: tuple[str, ...]
+
+    @property
+    def lane(self) -> Lane:
+        return lane_of(self.message)
+
+
+def lane_of(message: OutboundMessage) -> Lane:
+    return (message.platform, message.chat_id, message.thread_id)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything stored here is UTC.
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def _entry(r: sa.Row) -> OutboxEntry:
+    buttons = tuple(Button(label, data) for label, data in json.loads(r.buttons))
+    message = OutboundMessage(platform=r.platform, chat_id=r.chat_id, text=r.text, thread_id=r.thread_id,
+                              reply_to_message_id=r.reply_to, buttons=buttons,
+                              attachment_name=r.attachment_name, attachment_bytes=r.attachment,
+                              chat_kind=ChatKind(r.chat_kind), recipient_id=r.recipient_id, notice=bool(r.notice))
+    created = _aware(r.created_at)
+    assert created is not None
+    return OutboxEntry(id=r.id, message=message, source=r.source, created_at=created,
+                       status=OutboxStatus(r.status), attempts=r.attempts,
+                       next_attempt_at=_aware(r.next_attempt_at), last_error=r.last_error,
+                       chunks_sent=r.chunks_sent, sent_ids=tuple(json.loads(r.sent_ids)))
+
+
+def _lane_filter(lane: Lane) -> sa.ColumnElement[bool]:
+    platform, chat_id, thread_id = lane
+    thread = outbox.c.thread_id.is_(None) if thread_id is None else outbox.c.thread_id == thread_id
+    return sa.and_(outbox.c.platform == platform, outbox.c.chat_id == chat_id, thread)
+
+
+def short_error(error: str) -> str:
+    return error[:MAX_ERROR_CHARS]
+
+
+def enqueue(conn: Connection, message: OutboundMessage, *, source: str | None, now: datetime) -> int:
+    buttons = json.dumps([[b.label, b.data] for b in message.buttons])
+    result = conn.execute(outbox.insert().values(
+        platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
+        reply_to=message.reply_to_message_id, text=message.text, buttons=buttons,
+        attachment_name=message.attachment_name, attachment=message.attachment_bytes, source=source,
+        created_at=now, updated_at=now, status=OutboxStatus.PENDING.value, attempts=0, chunks_sent=0,
+        sent_ids="[]", chat_kind=message.chat_kind.value, recipient_id=message.recipient_id,
+        notice=message.notice))
+    return int(result.inserted_primary_key[0])
+
+
+def get(conn: Connection, entry_id: int) -> OutboxEntry | None:
+    row = conn.execute(sa.select(outbox).where(outbox.c.id == entry_id)).first()
+    return _entry(row) if row is not None else None
+
+
+def next_in_lane(conn: Connection, lane: Lane) -> OutboxEntry | None:
+    """The oldest pending entry of a lane: the only one that may be sent now."""
+    pending = outbox.c.status == OutboxStatus.PENDING.value
+    row = conn.execute(sa.select(outbox).where(pending, _lane_filter(lane))
+                       .order_by(outbox.c.id).limit(1)).first()
+    return _entry(row) if row is not None else None
+
+
+def pending_lanes(conn: Connection) -> list[Lane]:
+    """Every lane with pending work, oldest work first."""
+    first_id = sa.func.min(outbox.c.id)
+    rows = conn.execute(sa.select(outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id, first_id)
+                        .where(outbox.c.status == OutboxStatus.PENDING.value)
+                        .group_by(outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id)
+                        .order_by(first_id)).all()
+    return [(r.platform, r.chat_id, r.thread_id) for r in rows]
+
+
+def by_status(conn: Connection, status: OutboxStatus, limit: int = 100) -> list[OutboxEntry]:
+    rows = conn.execute(sa.select(outbox).where(outbox.c.status == status.value)
+                        .order_by(outbox.c.id).limit(limit)).all()
+    return [_entry(r) for r in rows]
+
+
+def record_chunk(conn: Connection, entry_id: int, index: int, platform_message_id: str, *,
+                 now: datetime) -> bool:
+    """Note that chunk ``index`` is delivered. Compare-and-swap on ``chunks_sent`` so progress never skips."""
+    row = conn.execute(sa.select(outbox.c.sent_ids).where(
+        outbox.c.id == entry_id, outbox.c.chunks_sent == index,
+        outbox.c.status == OutboxStatus.PENDING.value)).first()
+    if row is None:
+        return False
+    sent_ids = [*json.loads(row.sent_ids), platform_message_id]
+    unchanged = sa.and_(outbox.c.id == entry_id, outbox.c.chunks_sent == index)
+    result = conn.execute(outbox.update().where(unchanged).values(
+        chunks_sent=index + 1, sent_ids=json.dumps(sent_ids), attempts=0, next_attempt_at=None,
+        last_error=None, updated_at=now))
+    return result.rowcount == 1
+
+
+def schedule_retry(conn: Connection, entry_id: int, *, attempts: int, next_attempt_at: datetime, error: str,
+                   now: datetime) -> None:
+    conn.execute(outbox.update().where(outbox.c.id == entry_id).values(
+        attempts=attempts, next_attempt_at=next_attempt_at, last_error=short_error(error), updated_at=now))
+
+
+def mark_sent(conn: Connection, entry_id: int, *, now: datetime) -> None:
+    conn.execute(outbox.update().where(outbox.c.id == entry_id).values(
+        status=OutboxStatus.SENT.value, next_attempt_at=None, updated_at=now))
+
+
+def mark_failed(conn: Connection, entry_id: int, *, error: str, now: datetime,
+                attempts: int | None = None) -> None:
+    values: dict[str, object] = {"status": OutboxStatus.FAILED.value, "next_attempt_at": None,
+                                 "last_error": short_error(error), "updated_at": now}
+    if attempts is not None:
+        values["attempts"] = attempts
+    conn.execute(outbox.update().where(outbox.c.id == entry_id).values(**values))
+
+
+def prune_sent(conn: Connection, *, before: datetime) -> int:
+    """Forget delivered entries (and their attachments) older than ``before``; failed ones stay for review."""
+    result = conn.execute(outbox.delete().where(outbox.c.status == OutboxStatus.SENT.value,
+                                                outbox.c.updated_at < before))
+    return int(result.rowcount)

@@ -1,0 +1,213 @@
+"""Delivers outbox entries: strictly in order within a chat, concurrently across chats.
+
+One asyncio task per lane (platform, chat, thread) that has work; it ends when the lane is idle.
+A slow or rate-limited chat therefore waits in its own task and never holds up another. Progress
+is persisted after every chunk, so a restart resumes exactly where the last process stopped; the
+only duplicate a crash can cause is the one chunk the platform accepted in the instant before its
+acknowledgement was written down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime, timedelta
+
+from core.config import DeliverySettings
+from core.db import Database
+from core.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
+from delivery import outbox
+from delivery.outbox import Lane, OutboxEntry
+
+log = logging.getLogger("kith.delivery")
+
+POLICY_REFUSED = "policy"
+RENDER_FAILED = "render"
+
+
+def backoff_delay(attempt: int, *, base_s: float, max_s: float, retry_after: float | None,
+                  rng: Callable[[], float]) -> float:
+    """Seconds to wait before retry number ``attempt`` (1-based): full jitter, at least ``retry_after``."""
+    ceiling = min(max_s, base_s * 2 ** (attempt - 1))
+    jittered = rng() * ceiling
+    if retry_after is not None:
+        # The platform's own figure is a floor, whatever our cap says: sending earlier only earns another 429.
+        return max(retry_after, jittered)
+    return jittered
+
+
+def error_code(exc: BaseException) -> str:
+    """A short label for ``last_error``: the error's class and the platform's code, never its text."""
+    if isinstance(exc, SendError):
+        if exc.bad_formatting:
+            kind = "bad_formatting"
+        elif exc.permanent:
+            kind = "permanent"
+        else:
+            kind = "rate_limited" if exc.retry_after is not None else "transient"
+        return f"SendError:{kind}"
+    return type(exc).__name__
+
+
+class DeliveryWorker:
+    def __init__(self, db: Database, channels: Mapping[str, Channel],
+                 may_send: Callable[[OutboundMessage], bool], *, settings: DeliverySettings | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 clock: Callable[[], datetime] = utcnow, rng: Callable[[], float] = random.random) -> None:
+        self.db = db
+        self.channels = channels
+        self.may_send = may_send
+        self.settings = settings or DeliverySettings()
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng
+        self._lanes: dict[Lane, asyncio.Task[None]] = {}
+        # Lanes that got new work while their task was running; the task looks again before it ends.
+        self._dirty: set[Lane] = set()
+        self._stopped = False
+
+    async def start(self) -> int:
+        """Resume every lane a previous process left with pending entries. Returns how many lanes."""
+        self._stopped = False
+        lanes = await self.db.run(outbox.pending_lanes)
+        for lane in lanes:
+            self.schedule(lane)
+        if lanes:
+            log.info("delivery resumed lanes=%d", len(lanes))
+        return len(lanes)
+
+    async def submit(self, message: OutboundMessage, *, source: str | None = None) -> int:
+        """Write the message to the outbox, then schedule it. Once this returns, it survives a crash."""
+        entry_id = await self.db.run(outbox.enqueue, message, source=source, now=self._clock())
+        self.schedule(outbox.lane_of(message))
+        return entry_id
+
+    def schedule(self, lane: Lane) -> None:
+        """Make sure the lane has a task; for entries enqueued elsewhere, e.g. inside another transaction."""
+        if self._stopped:
+            return
+        if lane[0] not in self.channels:
+            # Stays pending: a later process that has this channel will deliver it.
+            log.warning("delivery waiting for channel platform=%s chat=%s", lane[0], lane[1])
+            return
+        self._dirty.add(lane)
+        task = self._lanes.get(lane)
+        if task is None or task.done():
+            self._lanes[lane] = asyncio.get_running_loop().create_task(
+                self._run_lane(lane), name=f"deliver:{lane[0]}:{lane[1]}")
+
+    async def wait_idle(self) -> None:
+        """Wait until every lane has run out of deliverable work (tests, shutdown)."""
+        while self._lanes:
+            await asyncio.gather(*list(self._lanes.values()), return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Cancel every lane task; their progress is already in the outbox for the next start."""
+        self._stopped = True
+        tasks = list(self._lanes.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._lanes.clear()
+        self._dirty.clear()
+
+    async def _run_lane(self, lane: Lane) -> None:
+        try:
+            while True:
+                self._dirty.discard(lane)
+                entry = await self.db.run(outbox.next_in_lane, lane)
+                if entry is None:
+                    if lane in self._dirty:
+                        continue
+                    return
+                await self._wait_until_due(entry)
+                await self._deliver(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The entry stays pending; the next submit to this lane or the next start retries it.
+            log.error("delivery lane failed platform=%s chat=%s error=%s", lane[0], lane[1],
+                      type(exc).__name__, exc_info=exc)
+        finally:
+            if self._lanes.get(lane) is asyncio.current_task():
+                del self._lanes[lane]
+
+    async def _wait_until_due(self, entry: OutboxEntry) -> None:
+        if entry.next_attempt_at is None:
+            return
+        delay = (entry.next_attempt_at - self._clock()).total_seconds()
+        if delay > 0:
+            await self._sleep(delay)
+
+    async def _deliver(self, entry: OutboxEntry) -> None:
+        message = entry.message
+        if not self.may_send(message):
+            await self.db.run(outbox.mark_failed, entry.id, error=POLICY_REFUSED, now=self._clock())
+            log.warning("delivery refused by policy id=%d platform=%s chat=%s", entry.id, message.platform,
+                        message.chat_id)
+            return
+        channel = self.channels[message.platform]
+        try:
+            chunks = list(channel.render(message))
+        except Exception as exc:
+            await self.db.run(outbox.mark_failed, entry.id, error=f"{RENDER_FAILED}:{type(exc).__name__}",
+                              now=self._clock())
+            log.error("delivery render failed id=%d platform=%s error=%s", entry.id, message.platform,
+                      type(exc).__name__)
+            return
+        attempts = entry.attempts
+        for index in range(entry.chunks_sent, len(chunks)):
+            if not await self._send_with_retries(entry, channel, chunks[index], index, len(chunks), attempts):
+                return
+            attempts = 0
+        await self.db.run(outbox.mark_sent, entry.id, now=self._clock())
+        log.info("delivered id=%d platform=%s chat=%s chunks=%d resumed_from=%d", entry.id, message.platform,
+                 message.chat_id, len(chunks), entry.chunks_sent)
+
+    async def _send_with_retries(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
+                                 index: int, total: int, attempts: int) -> bool:
+        """Send one chunk until it is delivered (True) or the entry is marked failed (False)."""
+        message = entry.message
+        while True:
+            try:
+                sent = await self._send_chunk(entry, channel, chunk, index)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                code = error_code(exc)
+                permanent = isinstance(exc, SendError) and exc.permanent
+                attempts += 1
+                if permanent or attempts >= self.settings.max_attempts:
+                    await self.db.run(outbox.mark_failed, entry.id, error=code, now=self._clock(),
+                                      attempts=attempts)
+                    log.error("delivery failed id=%d platform=%s chat=%s chunk=%d/%d attempts=%d error=%s",
+                              entry.id, message.platform, message.chat_id, index + 1, total, attempts, code)
+                    return False
+                retry_after = exc.retry_after if isinstance(exc, SendError) else None
+                delay = backoff_delay(attempts, base_s=self.settings.backoff_base_s,
+                                      max_s=self.settings.backoff_max_s, retry_after=retry_after,
+                                      rng=self._rng)
+                now = self._clock()
+                await self.db.run(outbox.schedule_retry, entry.id, attempts=attempts,
+                                  next_attempt_at=now + timedelta(seconds=delay), error=code, now=now)
+                log.warning("delivery retry id=%d platform=%s chunk=%d/%d attempt=%d delay_s=%.2f error=%s",
+                            entry.id, message.platform, index + 1, total, attempts, delay, code)
+                await self._sleep(delay)
+                continue
+            await self.db.run(outbox.record_chunk, entry.id, index, sent.platform_message_id,
+                              now=self._clock())
+            return True
+
+    async def _send_chunk(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
+                          index: int) -> SentMessage:
+        try:
+            return await channel.send_chunk(entry.message, chunk, index, plain=False)
+        except SendError as exc:
+            if not exc.bad_formatting:
+                raise
+        # The platform rejected our markup: the same words without formatting beat no words at all.
+        log.info("delivery plain fallback id=%d platform=%s chunk=%d", entry.id, entry.message.platform,
+                 index + 1)
+        return await channel.send_chunk(entry.message, chunk, index, plain=True)

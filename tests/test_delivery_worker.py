@@ -1,0 +1,354 @@
+"""Delivery: replies arrive complete, in order, once — through rate limits, outages and restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from core.config import DeliverySettings
+from core.db import Database
+from core.types import Channel, InboundHandler, OutboundMessage, RenderedChunk, SendError, SentMessage
+from delivery import outbox
+from delivery.outbox import OutboxStatus
+from delivery.typing import TypingIndicator
+from delivery.worker import DeliveryWorker, backoff_delay
+from tests.helpers import FakeClock
+
+SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0)
+
+
+def open_db(path: Path) -> Database:
+    db = Database(f"sqlite:///{path / 'kith.db'}")
+    outbox.outbox.create(db.engine, checkfirst=True)
+    return db
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = open_db(tmp_path)
+    yield database
+    database.close()
+
+
+class FakeChannel:
+    """Implements the delivery contract; chunks are the ``|``-separated parts of the text, sent as bold HTML.
+
+    Failures are scripted per chunk (by its plain text); ``hold`` makes a chunk wait until released.
+    """
+
+    def __init__(self, name: str = "telegram", *, id_prefix: str = "pm") -> None:
+        self.name = name
+        self.id_prefix = id_prefix
+        self.delivered: list[tuple[str, str]] = []  # (chat_id, text as the platform received it)
+        self.attempts: list[tuple[str, bool]] = []  # (chunk plain text, plain?)
+        self.typing_calls = 0
+        self._failures: dict[str, list[Exception]] = defaultdict(list)
+        self._holds: dict[str, asyncio.Event] = {}
+        self.reached: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
+
+    def fail(self, chunk: str, *errors: Exception) -> None:
+        self._failures[chunk].extend(errors)
+
+    def hold(self, chunk: str) -> asyncio.Event:
+        gate = self._holds[chunk] = asyncio.Event()
+        return gate
+
+    async def start(self, on_message: InboundHandler) -> None:
+        raise AssertionError("the worker never starts a channel")
+
+    async def stop(self) -> None:
+        raise AssertionError("the worker never stops a channel")
+
+    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
+        return [RenderedChunk(text=f"<b>{part}</b>", parse_mode="HTML", plain=part)
+                for part in message.text.split("|")]
+
+    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
+                         plain: bool) -> SentMessage:
+        self.attempts.append((chunk.plain, plain))
+        self.reached[chunk.plain].set()
+        if chunk.plain in self._holds:
+            await self._holds[chunk.plain].wait()
+        if self._failures[chunk.plain]:
+            raise self._failures[chunk.plain].pop(0)
+        self.delivered.append((message.chat_id, chunk.plain if plain else chunk.text))
+        return SentMessage(platform_message_id=f"{self.id_prefix}{len(self.delivered)}")
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        self.typing_calls += 1
+
+    def texts(self, chat_id: str = "c1") -> list[str]:
+        return [text for chat, text in self.delivered if chat == chat_id]
+
+
+class FakeSleep:
+    """Records every wait and moves the fake clock instead of waiting."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.clock.advance(seconds=seconds)
+        await asyncio.sleep(0)
+
+
+def reply(text: str, chat_id: str = "c1") -> OutboundMessage:
+    return OutboundMessage(platform="telegram", chat_id=chat_id, text=text)
+
+
+def make_worker(db: Database, channel: FakeChannel, *,
+                may_send: Callable[[OutboundMessage], bool] = lambda m: True,
+                rng: Callable[[], float] = lambda: 1.0,
+                settings: DeliverySettings = SETTINGS) -> tuple[DeliveryWorker, FakeSleep]:
+    clock = FakeClock()
+    sleep = FakeSleep(clock)
+    worker = DeliveryWorker(db, {channel.name: channel}, may_send, settings=settings, sleep=sleep,
+                            clock=clock, rng=rng)
+    return worker, sleep
+
+
+def entry(db: Database, entry_id: int) -> outbox.OutboxEntry:
+    found = db.run_sync(outbox.get, entry_id)
+    assert found is not None
+    return found
+
+
+def test_the_fake_channel_honours_the_delivery_contract() -> None:
+    assert isinstance(FakeChannel(), Channel)
+
+
+async def test_three_chunks_arrive_in_order_and_are_recorded(db: Database) -> None:
+    channel = FakeChannel()
+    worker, sleep = make_worker(db, channel)
+    entry_id = await worker.submit(reply("one|two|three"), source="in-7")
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>one</b>", "<b>two</b>", "<b>three</b>"]
+    stored = entry(db, entry_id)
+    assert stored.status is OutboxStatus.SENT
+    assert (stored.chunks_sent, stored.sent_ids, stored.source) == (3, ("pm1", "pm2", "pm3"), "in-7")
+    assert sleep.waits == []
+
+
+async def test_a_blocked_chat_does_not_hold_up_another_and_each_keeps_its_order(db: Database) -> None:
+    channel = FakeChannel()
+    worker, _ = make_worker(db, channel)
+    gate = channel.hold("a1")
+    await worker.submit(reply("a1|a2", chat_id="A"))
+    await worker.submit(reply("b1|b2", chat_id="B"))
+    await worker.submit(reply("a3", chat_id="A"))
+    await worker.submit(reply("b3", chat_id="B"))
+    await asyncio.wait_for(channel.reached["b3"].wait(), timeout=5)
+    await asyncio.sleep(0)
+    # Chat B is done while chat A is still stuck on its first chunk, and A sent nothing out of turn.
+    assert channel.texts("B") == ["<b>b1</b>", "<b>b2</b>", "<b>b3</b>"]
+    assert channel.texts("A") == []
+    assert "a3" not in {plain for plain, _ in channel.attempts}
+    gate.set()
+    await worker.wait_idle()
+    assert channel.texts("A") == ["<b>a1</b>", "<b>a2</b>", "<b>a3</b>"]
+
+
+async def test_rate_limit_waits_at_least_retry_after_then_delivers_once(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("two", SendError("429", retry_after=30.0))
+    worker, sleep = make_worker(db, channel, rng=lambda: 0.0)  # jitter alone would not wait at all
+    entry_id = await worker.submit(reply("one|two"))
+    await worker.wait_idle()
+    assert sleep.waits == [30.0]
+    assert channel.texts() == ["<b>one</b>", "<b>two</b>"]
+    stored = entry(db, entry_id)
+    assert stored.status is OutboxStatus.SENT and stored.attempts == 0
+
+
+async def test_server_errors_back_off_exponentially_then_deliver(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("hi", SendError("502"), SendError("503"), ConnectionResetError())
+    worker, sleep = make_worker(db, channel)  # rng 1.0: the top of each jitter range
+    entry_id = await worker.submit(reply("hi"))
+    await worker.wait_idle()
+    assert sleep.waits == [1.0, 2.0, 4.0]
+    assert channel.texts() == ["<b>hi</b>"]
+    assert entry(db, entry_id).status is OutboxStatus.SENT
+
+
+def test_backoff_is_full_jitter_capped_and_floored_by_retry_after() -> None:
+    def delay(attempt: int, r: float, retry_after: float | None = None) -> float:
+        return backoff_delay(attempt, base_s=1.0, max_s=60.0, retry_after=retry_after, rng=lambda: r)
+
+    assert [delay(n, 1.0) for n in (1, 2, 3, 7, 8, 20)] == [1.0, 2.0, 4.0, 60.0, 60.0, 60.0]
+    assert delay(4, 0.5) == 4.0
+    assert delay(4, 0.0) == 0.0
+    assert delay(1, 0.5, retry_after=120.0) == 120.0  # beyond our own cap: the platform's word wins
+    assert delay(7, 1.0, retry_after=3.0) == 60.0
+
+
+async def test_exhausted_attempts_leave_the_reply_failed_and_logged_not_dropped(
+        db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    channel = FakeChannel()
+    channel.fail("secret words", *[SendError("502") for _ in range(SETTINGS.max_attempts)])
+    worker, sleep = make_worker(db, channel)
+    with caplog.at_level(logging.ERROR, logger="kith.delivery"):
+        failed_id = await worker.submit(reply("secret words"))
+        next_id = await worker.submit(reply("after"))
+        await worker.wait_idle()
+    stored = entry(db, failed_id)
+    assert stored.status is OutboxStatus.FAILED
+    assert (stored.attempts, stored.last_error) == (SETTINGS.max_attempts, "SendError:transient")
+    assert len(sleep.waits) == SETTINGS.max_attempts - 1
+    assert [e.id for e in db.run_sync(outbox.by_status, OutboxStatus.FAILED)] == [failed_id]
+    # The chat is not stuck behind the failure.
+    assert entry(db, next_id).status is OutboxStatus.SENT and channel.texts() == ["<b>after</b>"]
+    failure_logs = [r.getMessage() for r in caplog.records if "delivery failed" in r.getMessage()]
+    assert len(failure_logs) == 1 and f"id={failed_id}" in failure_logs[0]
+    assert "secret" not in caplog.text
+
+
+async def test_permanent_error_fails_at_once(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("hi", SendError("403 bot was blocked", permanent=True))
+    worker, sleep = make_worker(db, channel)
+    entry_id = await worker.submit(reply("hi"))
+    await worker.wait_idle()
+    stored = entry(db, entry_id)
+    assert (stored.status, stored.attempts) == (OutboxStatus.FAILED, 1)
+    assert stored.last_error == "SendError:permanent"
+    assert sleep.waits == [] and channel.attempts == [("hi", False)]
+
+
+async def test_bad_formatting_resends_that_chunk_as_plain_text_at_once(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("b", SendError("can't parse entities", bad_formatting=True))
+    worker, sleep = make_worker(db, channel)
+    entry_id = await worker.submit(reply("a|b|c"))
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>a</b>", "b", "<b>c</b>"]
+    assert channel.attempts == [("a", False), ("b", False), ("b", True), ("c", False)]
+    assert sleep.waits == []
+    assert entry(db, entry_id).status is OutboxStatus.SENT
+
+
+async def test_restart_resumes_after_the_last_sent_chunk_and_sends_queued_reply_once(tmp_path: Path) -> None:
+    first_db = open_db(tmp_path)
+    before = FakeChannel()
+    before.hold("two")  # the process "dies" while chunk 2 is in flight
+    worker, _ = make_worker(first_db, before)
+    long_id = await worker.submit(reply("one|two|three"))
+    queued_id = await worker.submit(reply("queued"))
+    await asyncio.wait_for(before.reached["two"].wait(), timeout=5)
+    await worker.stop()
+    first_db.close()
+    assert before.texts() == ["<b>one</b>"]
+
+    second_db = open_db(tmp_path)
+    try:
+        after = FakeChannel(id_prefix="new")
+        restarted, _ = make_worker(second_db, after)
+        assert await restarted.start() == 1
+        await restarted.wait_idle()
+        assert after.texts() == ["<b>two</b>", "<b>three</b>", "<b>queued</b>"]
+        long_entry = entry(second_db, long_id)
+        assert (long_entry.status, long_entry.sent_ids) == (OutboxStatus.SENT, ("pm1", "new1", "new2"))
+        assert entry(second_db, queued_id).status is OutboxStatus.SENT
+
+        # A third start finds nothing left to send.
+        again = FakeChannel()
+        third, _ = make_worker(second_db, again)
+        assert await third.start() == 0
+        await third.wait_idle()
+        assert again.delivered == []
+    finally:
+        second_db.close()
+
+
+async def test_restart_honours_a_retry_time_set_before_the_crash(tmp_path: Path) -> None:
+    db = open_db(tmp_path)
+    try:
+        clock = FakeClock()
+        entry_id = db.run_sync(outbox.enqueue, reply("hi"), source=None, now=clock())
+        due = clock() + timedelta(seconds=45)
+        db.run_sync(outbox.schedule_retry, entry_id, attempts=1, next_attempt_at=due,
+                    error="SendError:rate_limited", now=clock())
+        channel = FakeChannel()
+        sleep = FakeSleep(clock)
+        worker = DeliveryWorker(db, {"telegram": channel}, lambda m: True, settings=SETTINGS, sleep=sleep,
+                                clock=clock)
+        await worker.start()
+        await worker.wait_idle()
+        assert sleep.waits == [45.0]
+        assert channel.texts() == ["<b>hi</b>"]
+    finally:
+        db.close()
+
+
+async def test_policy_refusal_is_recorded_and_never_sent(db: Database) -> None:
+    channel = FakeChannel()
+    worker, _ = make_worker(db, channel, may_send=lambda m: m.chat_id != "stranger")
+    refused = await worker.submit(reply("hello stranger", chat_id="stranger"))
+    allowed = await worker.submit(reply("hello friend", chat_id="friend"))
+    await worker.wait_idle()
+    assert channel.delivered == [("friend", "<b>hello friend</b>")]
+    stored = entry(db, refused)
+    assert (stored.status, stored.last_error) == (OutboxStatus.FAILED, "policy")
+    assert entry(db, allowed).status is OutboxStatus.SENT
+
+
+async def test_a_reply_for_a_channel_that_is_down_waits_for_a_process_that_has_it(db: Database) -> None:
+    channel = FakeChannel("telegram")
+    without = DeliveryWorker(db, {}, lambda m: True, settings=SETTINGS)
+    entry_id = await without.submit(reply("later"))
+    await without.wait_idle()
+    assert entry(db, entry_id).status is OutboxStatus.PENDING
+    worker, _ = make_worker(db, channel)
+    await worker.start()
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>later</b>"]
+
+
+class BrokenTyping:
+    name = "broken"
+
+    def __init__(self, *, hang: bool = False) -> None:
+        self.calls = 0
+        self.hang = hang
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        self.calls += 1
+        if self.hang:
+            await asyncio.Event().wait()
+        raise RuntimeError("platform said no")
+
+
+async def test_typing_starts_at_once_refreshes_and_stops_on_exit() -> None:
+    channel = FakeChannel()
+    async with TypingIndicator(channel, "c1", refresh_s=0.02):
+        await asyncio.sleep(0.01)
+        assert channel.typing_calls == 1
+        await asyncio.sleep(0.1)
+    during = channel.typing_calls
+    assert 3 <= during <= 8
+    await asyncio.sleep(0.06)
+    assert channel.typing_calls == during
+
+
+async def test_typing_failures_never_reach_the_reply() -> None:
+    failing = BrokenTyping()
+    async with TypingIndicator(failing, "c1", refresh_s=0.01) as indicator:
+        await asyncio.sleep(0.05)
+    assert failing.calls >= 2 and indicator.failures == failing.calls
+
+    hanging = BrokenTyping(hang=True)
+    async with TypingIndicator(hanging, "c1", refresh_s=0.01):
+        await asyncio.sleep(0.03)
+    assert hanging.calls >= 2  # each hung request is abandoned after one refresh interval
+
+    with pytest.raises(ValueError, match="the reply's own error"):
+        async with TypingIndicator(failing, "c1", refresh_s=0.01):
+            raise ValueError("the reply's own error")

@@ -1,0 +1,93 @@
+"""Inbound reliability: a redelivered platform event is answered once; cursors survive restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from core.db import Database
+from delivery.inbound import Cursors, InboundJournal, cursors, inbound_events
+from tests.helpers import FakeClock
+
+
+def open_db(path: Path) -> Database:
+    db = Database(f"sqlite:///{path / 'kith.db'}")
+    for table in (inbound_events, cursors):
+        table.create(db.engine, checkfirst=True)
+    return db
+
+
+async def test_a_redelivered_event_is_recognised(tmp_path: Path) -> None:
+    db = open_db(tmp_path)
+    try:
+        journal = InboundJournal(db)
+        assert await journal.record("telegram", "1001")
+        assert not await journal.record("telegram", "1001")
+        assert await journal.record("slack", "1001")  # ids are only unique within a platform
+    finally:
+        db.close()
+    reopened = open_db(tmp_path)
+    try:
+        assert not await InboundJournal(reopened).record("telegram", "1001")  # remembered across restarts
+    finally:
+        reopened.close()
+
+
+async def test_concurrent_records_of_one_event_admit_exactly_one(tmp_path: Path) -> None:
+    first, second = open_db(tmp_path), open_db(tmp_path)  # two engines, two DB threads: a real race
+    try:
+        journals = [InboundJournal(first), InboundJournal(second)]
+        for n in range(15):
+            event = f"Ev{n}"
+            outcomes = await asyncio.gather(*(journals[i % 2].record("slack", event) for i in range(6)))
+            assert outcomes.count(True) == 1, event
+    finally:
+        first.close()
+        second.close()
+
+
+async def test_old_entries_are_pruned_recent_ones_kept(tmp_path: Path) -> None:
+    db = open_db(tmp_path)
+    try:
+        clock = FakeClock()
+        journal = InboundJournal(db, clock=clock, retention_days=7)
+        assert await journal.record("discord", "old")
+        clock.advance(days=6)
+        assert await journal.record("discord", "recent")
+        clock.advance(days=2)
+        assert await journal.prune() == 1
+        assert not await journal.record("discord", "recent")
+        assert await journal.record("discord", "old")  # forgotten after the retention
+    finally:
+        db.close()
+
+
+async def test_cursor_only_moves_forward_and_survives_a_restart(tmp_path: Path) -> None:
+    db = open_db(tmp_path)
+    try:
+        offsets = Cursors(db)
+        assert await offsets.get("telegram:offset") is None
+        assert await offsets.set("telegram:offset", 500) == 500
+        assert await offsets.set("telegram:offset", 120) == 500  # a late writer cannot rewind it
+        assert await offsets.set("telegram:offset", 2**40) == 2**40
+        assert await offsets.set("other", 3) == 3
+        assert await offsets.get("telegram:offset") == 2**40
+    finally:
+        db.close()
+    reopened = open_db(tmp_path)
+    try:
+        assert await Cursors(reopened).get("telegram:offset") == 2**40
+        assert await Cursors(reopened).get("other") == 3
+    finally:
+        reopened.close()
+
+
+async def test_concurrent_first_writes_of_a_cursor_keep_the_highest(tmp_path: Path) -> None:
+    first, second = open_db(tmp_path), open_db(tmp_path)
+    try:
+        a, b = Cursors(first), Cursors(second)
+        await asyncio.gather(*(c.set("offset", v) for v in range(1, 21) for c in (a, b)))
+        assert await a.get("offset") == 20
+    finally:
+        first.close()
+        second.close()

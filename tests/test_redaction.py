@@ -1,0 +1,94 @@
+"""Credentials pasted into chat never reach memory. Every token here is fake and built by
+concatenation, so the repository holds no realistic-looking secret literal."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.redaction import REDACTED, redact
+
+FAKE_TOKENS = {
+    "openai": "sk-" + "proj-" + "Ab3" * 12,
+    "openai-legacy": "sk-" + "Qw7" * 10,
+    "anthropic": "sk-" + "ant-" + "api03-" + "Xy5_" * 8,
+    "slack-bot": "xox" + "b-" + "1234567890-" + "0987654321-" + "abcDEF" * 4,
+    "slack-user": "xox" + "p-" + "1111-2222-" + "ghiJKL" * 4,
+    "telegram": "123456789" + ":" + "AA" + "Fk3_" * 9,
+    "github": "gh" + "p_" + "Mn4" * 12,
+    "github-fine-grained": "github" + "_pat_" + "11ABC" * 6,
+    "aws": "AK" + "IA" + "ABCDEFGHIJ234567",
+    "jwt": "ey" + "JhbGciOiJIUzI1NiJ9" + "." + "ey" + "JzdWIiOiIxMjM0In0" + "." + "c2lnbmF0dXJlX2Zha2U",
+    "google": "AI" + "za" + "Sy" + "Df8" * 11,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAKE_TOKENS))
+def test_pasted_tokens_are_redacted_and_the_sentence_survives(name: str) -> None:
+    token = FAKE_TOKENS[name]
+    text = f"here is the thing you asked for: {token} thanks!"
+    redacted = redact(text)
+    assert token not in redacted
+    assert redacted == f"here is the thing you asked for: {REDACTED} thanks!"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my password is hunter2", "my password is [redacted]"),
+        ("password: Tr0ub4dor&3", "password: [redacted]"),
+        ("PASSWORD=correct-horse", "PASSWORD=[redacted]"),
+        ("the password to my bank is qwerty123", "the password to my bank is [redacted]"),
+        ("hasło to kotek123", "hasło to [redacted]"),
+        ("my pin is 4321", "my pin is [redacted]"),
+        ("DB_PASSWORD=s3cret API_KEY=abc123", "DB_PASSWORD=[redacted] API_KEY=[redacted]"),
+        ("my api key is abcdef", "my api key is [redacted]"),
+        ("token: abc", "token: [redacted]"),
+    ],
+)
+def test_labelled_passwords_and_keys_lose_their_value(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_a_long_blob_after_a_key_word_is_redacted() -> None:
+    blob = "9f86d081" + "884c7d65" + "9a2feaa0" + "c55ad015"
+    assert redact(f"the deploy token for prod is {blob} ok") == f"the deploy token for prod is {REDACTED} ok"
+
+
+def test_credentials_inside_a_url_are_redacted_and_the_host_kept() -> None:
+    url = "postgres://app:" + "pa55" + "word@db.local:5432/kith"
+    assert redact(f"connect to {url}") == f"connect to postgres://app:{REDACTED}@db.local:5432/kith"
+
+
+def test_a_bearer_header_is_redacted() -> None:
+    assert redact("Authorization: Bearer " + "abcDEF" * 4) == f"Authorization: Bearer {REDACTED}"
+
+
+def test_a_private_key_block_is_redacted() -> None:
+    block = "-----BEGIN " + "OPENSSH PRIVATE KEY-----\nAAAAfake\nBBBBfake\n-----END " + "OPENSSH PRIVATE KEY-----"
+    assert redact(f"key:\n{block}\nbye") == f"key:\n{REDACTED}\nbye"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is wrong, I reset it",
+        "the token is expired",
+        "I lost my key yesterday",
+        "the key to happiness is patience",
+        "secret santa is fun and the secret is out",
+        "pin the message please",
+        "I like task-based planning and risk-averse plans",
+        "Call me at 123456789 tomorrow",
+        "My sister lives in Munich",
+        "Mój kot ma na imię Filemon",
+    ],
+)
+def test_ordinary_sentences_are_left_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redacting_twice_changes_nothing() -> None:
+    text = "password: hunter2 and key " + FAKE_TOKENS["openai"] + " and " + FAKE_TOKENS["telegram"]
+    once = redact(text)
+    assert redact(once) == once
+    assert once.count(REDACTED) == 3
