@@ -26,9 +26,11 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore", "LiteLLM", "chromadb", "telegram.ext", "discord", "slack_bolt",
-                  "apscheduler"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    # These libraries log request URLs (python-telegram-bot's carry the bot token) or message content at
+    # INFO/DEBUG: keep them at WARNING whatever kith's own level is.
+    for noisy in ("httpx", "httpcore", "LiteLLM", "chromadb", "telegram", "discord", "slack_bolt", "slack_sdk",
+                  "apscheduler", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from policy.settings import PolicySettings
 
 log = logging.getLogger("kith.app")
 
-SHUTDOWN_DELIVERY_S = 10.0
+SHUTDOWN_DELIVERY_S = 3.0
 
 
 @dataclass
@@ -63,11 +63,8 @@ class App:
         return started
 
     async def close(self) -> None:
-        for channel in self.channels.values():
-            try:
-                await channel.stop()
-            except Exception as exc:
-                log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
+        # Deliver what can be delivered while the channels can still send; whatever is left stays
+        # pending in the outbox (the worker is cancelled, never failed) and goes out at the next start.
         if self.router is not None:
             try:
                 await asyncio.wait_for(self.router.close(), SHUTDOWN_DELIVERY_S)
@@ -75,6 +72,11 @@ class App:
                 log.warning("shutdown left undelivered replies in the outbox; they go out at the next start")
         if self.worker is not None:
             await self.worker.stop()
+        for channel in self.channels.values():
+            try:
+                await channel.stop()
+            except Exception as exc:
+                log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
         await self.background.drain(timeout=5)
         await self.background.cancel_all()
         self.db.close()

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
+from collections.abc import Callable
 
-from core.app import build_app
+from core.app import App, build_app
 from core.config import Settings
 from core.hints import llm_failure_hint
+from core.types import Channel
 from persona.llm import LLMError
 
 PLATFORM_ENV_HINT = (
-    "no platform credentials found; set TELEGRAM_BOT_TOKEN for Telegram, DISCORD_BOT_TOKEN for Discord, "
-    "SLACK_BOT_TOKEN and SLACK_APP_TOKEN for Slack (the names are set in the config). Starting the terminal chat."
+    "no platform credentials found; set {telegram} for Telegram (and DISCORD_BOT_TOKEN for Discord, "
+    "SLACK_BOT_TOKEN and SLACK_APP_TOKEN for Slack, once those channels land). Starting the terminal chat."
 )
 
 
-def _hint_once(settings: Settings) -> object:
+def _hint_once(settings: Settings) -> Callable[[LLMError], None]:
     shown = False
 
     def hint(error: LLMError) -> None:
@@ -28,11 +32,23 @@ def _hint_once(settings: Settings) -> object:
     return hint
 
 
+def platform_channels(settings: Settings, app: App) -> list[Channel]:
+    """Every platform channel whose credentials are present in the environment."""
+    channels: list[Channel] = []
+    token = settings.telegram.token()
+    if token:
+        from channels.telegram import TelegramChannel
+
+        channels.append(TelegramChannel(settings.telegram, token, journal=app.journal, cursors=app.cursors,
+                                        clock=app.clock, commands=app.commands.menu()))
+    return channels
+
+
 async def run_chat(settings: Settings) -> int:
     from channels.terminal import TerminalChannel
 
     app = await build_app(settings)
-    app.core.on_llm_error = _hint_once(settings)  # type: ignore[assignment]
+    app.core.on_llm_error = _hint_once(settings)
     terminal = TerminalChannel(persona_name=settings.persona.name)
     try:
         await app.start_channels([terminal])
@@ -43,9 +59,25 @@ async def run_chat(settings: Settings) -> int:
 
 
 async def run_all(settings: Settings) -> int:
-    print(f"kith: {PLATFORM_ENV_HINT}", file=sys.stderr)
-    return await run_chat(settings)
-
-
-def main_sync(coro: object) -> int:  # pragma: no cover - convenience for bench scripts
-    return asyncio.run(coro)  # type: ignore[arg-type]
+    app = await build_app(settings)
+    channels = platform_channels(settings, app)
+    if not channels:
+        await app.close()
+        print("kith: " + PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env), file=sys.stderr)
+        return await run_chat(settings)
+    app.core.on_llm_error = _hint_once(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        started = await app.start_channels(channels)
+        if not started:
+            print("kith: no channel could start; see the log above", file=sys.stderr)
+            return 1
+        print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
+        await stop.wait()
+    finally:
+        await app.close()
+    return 0

@@ -56,8 +56,17 @@ async def check_llm(settings: Settings) -> CheckResult:
     return CheckResult("model", True, f"{settings.llm.model} answered in {reply.elapsed_ms:.0f} ms")
 
 
+async def check_telegram(settings: Settings) -> CheckResult:
+    if not settings.telegram.token():
+        return CheckResult("telegram", True, f"off (set {settings.telegram.token_env} to enable)")
+    from channels.telegram import check_token
+
+    ok, detail = await check_token(settings.telegram)
+    return CheckResult("telegram", ok, detail)
+
+
 Check = Callable[[Settings], Awaitable[CheckResult]]
-CHECKS: list[Check] = [check_data_dir, check_database, check_llm]
+CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_telegram]
 
 
 async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:

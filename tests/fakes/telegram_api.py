@@ -27,7 +27,7 @@ import pytest_asyncio
 from aiohttp import web
 
 # --- Telegram's own limits and defaults -----------------------------------------------------
-FAKE_BOT_TOKEN = "7000000001:AAFakeTokenForKithTests-0123456789ab"
+FAKE_BOT_TOKEN = "7000000001:fake-token-for-kith-tests"
 MESSAGE_MAX_UTF16 = 4_096
 CAPTION_MAX_UTF16 = 1_024
 GET_UPDATES_LIMIT_MAX = 100

@@ -1,0 +1,656 @@
+"""The Telegram channel: python-telegram-bot's ``Bot`` for the Bot API, with our own intake loop.
+
+Intake runs in one of two modes. Polling (the default) is our own ``getUpdates`` loop rather than
+PTB's Updater, because the update offset is persisted so a restart neither loses nor replays an
+update. Webhook mode runs an aiohttp server that Telegram POSTs updates to.
+
+The order each update goes through, and why (``_take_in``):
+
+1. ``journal.record("telegram", update_id)``. False means this update was taken in before (a
+   redelivery after a crash, or the server sending one id twice): it is dropped.
+2. Hand-off: the update is translated and queued for the core in its chat's lane (a task chain that
+   keeps one chat's messages in order while other chats flow). Polling never waits for the core.
+3. ``cursors.set("telegram:<bot id>:offset", update_id + 1)`` and, with the next ``getUpdates``,
+   Telegram's own confirmation. In webhook mode the 200 answer plays that role.
+
+A crash before 1 loses nothing: the update was not confirmed, Telegram sends it again. A crash after
+1 replays nothing: the journal drops the redelivery. What remains is the short time between 1 and the
+core's handler making the message durable (from there the outbox makes the reply durable): an update
+journaled but not yet taken by the handler is lost by a crash. A clean ``stop()`` closes that window:
+it never cuts a batch between journal and cursor, and lets handed-off handlers finish
+(``stop_grace_s``).
+
+Ignored updates (edits, stickers, service messages, channel posts, other bots' commands, odd or
+malformed JSON) are journaled and confirmed like any other, so they are never fetched again; the
+log names the update id and a fixed reason, never content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import re
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any, Protocol
+
+from aiohttp import web
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
+from telegram.constants import ChatAction
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Conflict,
+    Forbidden,
+    InvalidToken,
+    RetryAfter,
+    TelegramError,
+)
+from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning
+
+from channels.telegram_translate import (
+    ALLOWED_UPDATES,
+    PLATFORM,
+    BotIdentity,
+    Skipped,
+    parse_update,
+    sanitize_update,
+    telegram_chat_id,
+    telegram_message_id,
+    telegram_thread_id,
+    translate_update,
+    update_id_of,
+)
+from core.config import TelegramSettings
+from core.types import (
+    Button,
+    ButtonHandler,
+    ButtonPress,
+    InboundHandler,
+    InboundMessage,
+    OutboundMessage,
+    RenderedChunk,
+    SendError,
+    SentMessage,
+    utcnow,
+)
+from delivery.chunking import render_chunks
+
+log = logging.getLogger("kith.telegram")
+
+# --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
+TELEGRAM_HTTP_TIMEOUT_S = 10.0  # connect/read/write budget of one ordinary Bot API call
+TELEGRAM_POLL_READ_MARGIN_S = 10.0  # getUpdates may take poll_timeout_s; allow this much more to read the answer
+TELEGRAM_POLL_BACKOFF_BASE_S = 1.0  # first wait after a failed getUpdates; doubles per failure
+TELEGRAM_POLL_BACKOFF_MAX_S = 60.0
+TELEGRAM_STOP_GRACE_S = 5.0  # on stop, handlers already handed an update may finish this long
+
+# --- Protocol facts ------------------------------------------------------------------------------
+DEFAULT_BASE_URL = "https://api.telegram.org/bot"
+DEFAULT_BASE_FILE_URL = "https://api.telegram.org/file/bot"
+WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+_WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # what setWebhook accepts as secret_token
+_PARSE_ERRORS = ("can't parse entities", "can't find end tag", "unsupported start tag", "unmatched end tag")
+_GONE_CHAT_ERRORS = ("chat not found", "message thread not found", "topic_closed", "topic_deleted")
+
+DEFAULT_COMMANDS: tuple[tuple[str, str], ...] = (("start", "Say hello"), ("help", "What I can do"))
+
+
+class ChannelStartError(Exception):
+    """The channel cannot start; the message is one line, free of secrets."""
+
+
+class UpdateJournal(Protocol):
+    async def record(self, platform: str, event_id: str) -> bool: ...
+
+
+class CursorStore(Protocol):
+    async def get(self, name: str) -> int | None: ...
+
+    async def set(self, name: str, value: int) -> int: ...
+
+
+# --- Pure decisions --------------------------------------------------------------------------------
+def poll_backoff_s(failures: int, *, base_s: float, max_s: float, retry_after: float | None = None) -> float:
+    """Seconds to wait after the ``failures``-th failed poll in a row; Telegram's own figure wins."""
+    if retry_after is not None:
+        return max(retry_after, 0.0)
+    return min(max_s, base_s * 2 ** max(failures - 1, 0))
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    with warnings.catch_warnings():
+        # PTB 22 warns that retry_after will become a timedelta; we accept both.
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return float(value.total_seconds()) if hasattr(value, "total_seconds") else float(value)
+
+
+def send_error_for(exc: TelegramError) -> SendError:
+    """The core's SendError for a failed Bot API send: retry later, never retry, or resend without markup."""
+    if isinstance(exc, RetryAfter):
+        return SendError("telegram: flood control", retry_after=retry_after_seconds(exc))
+    if isinstance(exc, Forbidden):
+        return SendError("telegram: forbidden (bot blocked, kicked or not allowed)", permanent=True)
+    if isinstance(exc, ChatMigrated):
+        return SendError(f"telegram: group moved to chat {exc.new_chat_id}", permanent=True)
+    if isinstance(exc, InvalidToken):
+        return SendError("telegram: token rejected", permanent=True)
+    if isinstance(exc, BadRequest):  # before NetworkError: PTB makes BadRequest a NetworkError
+        complaint = exc.message.lower()
+        if any(marker in complaint for marker in _PARSE_ERRORS):
+            return SendError("telegram: formatting refused", bad_formatting=True)
+        if any(marker in complaint for marker in _GONE_CHAT_ERRORS):
+            return SendError("telegram: chat not found", permanent=True)
+        # The same request would be refused the same way again.
+        return SendError("telegram: bad request", permanent=True)
+    # NetworkError, TimedOut, gateway 5xx, Conflict: worth another try.
+    return SendError(f"telegram: {type(exc).__name__}")
+
+
+def inline_keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup:
+    """One button per row: labels stay readable on a phone whatever their length."""
+    return InlineKeyboardMarkup([[InlineKeyboardButton(b.label, callback_data=b.data)] for b in buttons])
+
+
+def base_urls(settings: TelegramSettings) -> tuple[str, str]:
+    """The Bot API and file URLs; a self-hosted server's ``.../bot`` gets its ``.../file/bot`` twin."""
+    base = settings.base_url or DEFAULT_BASE_URL
+    if not settings.base_url:
+        return base, DEFAULT_BASE_FILE_URL
+    if base.endswith("/bot"):
+        return base, f"{base.removesuffix('bot')}file/bot"
+    return base, DEFAULT_BASE_FILE_URL
+
+
+# --- Transport -----------------------------------------------------------------------------------
+class _UpdatesRequest(HTTPXRequest):
+    """The getUpdates transport: keeps one malformed update from poisoning its whole batch.
+
+    PTB parses a batch in one go, so a single update of an unexpected shape would fail every fetch
+    of that batch forever. Each update is checked here first and, if PTB cannot parse it, replaced
+    by a bare update with the same id (see ``sanitize_update``); it is then journaled, logged and
+    confirmed like any other ignored update.
+    """
+
+    def parse_json_payload(self, payload: bytes) -> dict[str, Any]:
+        data = super().parse_json_payload(payload)
+        if not isinstance(data, dict) or not data.get("ok") or not isinstance(data.get("result"), list):
+            return data
+        kept = []
+        for raw in data["result"]:
+            clean, error = sanitize_update(raw)
+            if error is not None:
+                log.warning("telegram update malformed update_id=%s error=%s", update_id_of(raw), error)
+            if clean is not None:
+                kept.append(clean)
+        data["result"] = kept
+        return data
+
+
+def _make_bot(settings: TelegramSettings, token: str) -> Bot:
+    base_url, base_file_url = base_urls(settings)
+    request = HTTPXRequest(read_timeout=TELEGRAM_HTTP_TIMEOUT_S, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
+                           connect_timeout=TELEGRAM_HTTP_TIMEOUT_S, pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
+    # Polling holds its connection for up to poll_timeout_s; it gets its own pool so a long poll never
+    # waits behind a send, nor a send behind it. PTB adds the poll timeout to this read timeout.
+    updates_request = _UpdatesRequest(connection_pool_size=1, read_timeout=TELEGRAM_POLL_READ_MARGIN_S,
+                                      write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
+                                      connect_timeout=TELEGRAM_HTTP_TIMEOUT_S,
+                                      pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
+    return Bot(token, base_url=base_url, base_file_url=base_file_url, request=request,
+               get_updates_request=updates_request)
+
+
+# --- The channel ---------------------------------------------------------------------------------
+class TelegramChannel:
+    name = PLATFORM
+
+    def __init__(
+        self,
+        settings: TelegramSettings,
+        token: str,
+        *,
+        journal: UpdateJournal,
+        cursors: CursorStore,
+        clock: Callable[[], datetime] = utcnow,
+        commands: Sequence[tuple[str, str]] = DEFAULT_COMMANDS,
+        webhook_secret: str | None = None,
+        poll_backoff_base_s: float = TELEGRAM_POLL_BACKOFF_BASE_S,
+        poll_backoff_max_s: float = TELEGRAM_POLL_BACKOFF_MAX_S,
+        stop_grace_s: float = TELEGRAM_STOP_GRACE_S,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if settings.mode not in ("polling", "webhook"):
+            raise ValueError(f"telegram.mode must be 'polling' or 'webhook', not {settings.mode!r}")
+        self.settings = settings
+        self._token = token
+        self._journal = journal
+        self._cursors = cursors
+        self._clock = clock
+        self._commands = [(name, description) for name, description in commands]
+        # Read from settings.webhook_secret_env at start unless given; never logged.
+        self._webhook_secret = webhook_secret
+        self._backoff_base_s = poll_backoff_base_s
+        self._backoff_max_s = poll_backoff_max_s
+        self._stop_grace_s = stop_grace_s
+        self._sleep = sleep
+        self._bot: Bot | None = None
+        self._me: BotIdentity | None = None
+        self._on_message: InboundHandler | None = None
+        self._on_button: ButtonHandler | None = None
+        self._runner_task: asyncio.Task[None] | None = None
+        self._webhook_runner: web.AppRunner | None = None
+        self._webhook_port: int | None = None
+        self._lanes: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._offset: int | None = None
+        # Held while a fetched batch is taken in, so stop() never cuts a batch between journal and cursor.
+        self._batch_lock = asyncio.Lock()
+        self.ready = asyncio.Event()  # set once getMe and the mode's registration succeeded
+
+    # -- what others may read --------------------------------------------------------------------
+    @property
+    def identity(self) -> BotIdentity | None:
+        """The bot's id and username, once getMe answered."""
+        return self._me
+
+    @property
+    def webhook_port(self) -> int | None:
+        """The port the webhook server listens on (useful with webhook_port = 0)."""
+        return self._webhook_port
+
+    @property
+    def offset_cursor(self) -> str | None:
+        return None if self._me is None else f"telegram:{self._me.id}:offset"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self, on_message: InboundHandler, on_button: ButtonHandler | None = None) -> None:
+        """Connect and begin intake. Raises ChannelStartError when the token or the setup is unusable.
+
+        Telegram being unreachable is not fatal: the channel keeps trying in the background.
+        """
+        self._on_message = on_message
+        self._on_button = on_button
+        if self.settings.mode == "webhook":
+            self._check_webhook_settings()
+        self._bot = _make_bot(self.settings, self._token)
+        try:
+            if self.settings.mode == "webhook":
+                # Listen before setWebhook, so Telegram's first POST finds us.
+                await self._start_webhook_server()
+            await self._prepare()
+        except InvalidToken:
+            await self._close_after_failed_start()
+            log.error("telegram token rejected by the Bot API; channel not started (token_env=%s)",
+                      self.settings.token_env)
+            raise ChannelStartError(f"telegram: the token in {self.settings.token_env} was rejected") from None
+        except TelegramError as exc:
+            log.warning("telegram not reachable at start error=%s; retrying in the background",
+                        type(exc).__name__)
+        except BaseException:
+            await self._close_after_failed_start()
+            raise
+        self._runner_task = asyncio.create_task(self._run(), name="telegram-intake")
+
+    async def _close_after_failed_start(self) -> None:
+        if self._webhook_runner is not None:
+            runner, self._webhook_runner = self._webhook_runner, None
+            await runner.cleanup()
+        if self._bot is not None:
+            bot, self._bot = self._bot, None
+            with contextlib.suppress(TelegramError):
+                await bot.shutdown()
+
+    async def stop(self) -> None:
+        """Stop intake, let handed-off updates finish (up to stop_grace_s), then close the Bot."""
+        if self._runner_task is not None:
+            async with self._batch_lock:  # a batch being taken in finishes first
+                self._runner_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._runner_task
+            self._runner_task = None
+        if self._webhook_runner is not None:
+            runner, self._webhook_runner = self._webhook_runner, None
+            await runner.cleanup()
+        if self._tasks:
+            _done, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("telegram stop cancelled handlers count=%d", len(pending))
+                await asyncio.gather(*pending, return_exceptions=True)
+        if self._bot is not None:
+            bot, self._bot = self._bot, None
+            with contextlib.suppress(TelegramError):
+                await bot.shutdown()
+        self.ready.clear()
+
+    async def _prepare(self) -> None:
+        """getMe, then deleteWebhook (polling) or setWebhook (webhook mode), then setMyCommands."""
+        bot = self._require_bot()
+        if self._me is None:
+            await bot.initialize()  # calls getMe; raises InvalidToken for a rejected token
+            user = bot.bot
+            self._me = BotIdentity(id=user.id, username=user.username or "")
+            log.info("telegram connected bot_id=%d", user.id)
+        if self.settings.mode == "webhook":
+            await bot.set_webhook(self.settings.webhook_url, secret_token=self._webhook_secret,
+                                  allowed_updates=list(ALLOWED_UPDATES), drop_pending_updates=False)
+        else:
+            # A webhook left from an earlier run would make every getUpdates a Conflict.
+            await bot.delete_webhook(drop_pending_updates=False)
+        try:
+            await bot.set_my_commands(self._commands)
+        except TelegramError as exc:
+            # The command menu is a convenience; a bot without it still works.
+            log.warning("telegram setMyCommands failed count=%d error=%s", len(self._commands), type(exc).__name__)
+        self.ready.set()
+
+    async def _run(self) -> None:
+        failures = 0
+        while not self.ready.is_set():
+            try:
+                await self._prepare()
+            except InvalidToken:
+                log.error("telegram token rejected by the Bot API; intake stopped (token_env=%s)",
+                          self.settings.token_env)
+                return
+            except TelegramError as exc:
+                failures += 1
+                delay = self._backoff(failures, exc)
+                log.warning("telegram setup failed attempt=%d error=%s retry_in_s=%.1f", failures,
+                            type(exc).__name__, delay)
+                await self._sleep(delay)
+        if self.settings.mode == "polling":
+            await self._poll()
+
+    def _backoff(self, failures: int, exc: BaseException) -> float:
+        retry_after = retry_after_seconds(exc) if isinstance(exc, RetryAfter) else None
+        return poll_backoff_s(failures, base_s=self._backoff_base_s, max_s=self._backoff_max_s,
+                              retry_after=retry_after)
+
+    # -- polling ---------------------------------------------------------------------------------
+    async def _poll(self) -> None:
+        bot = self._require_bot()
+        key = self.offset_cursor
+        assert key is not None
+        failures = 0
+        loaded = False
+        while True:
+            try:
+                if not loaded:
+                    self._offset = await self._cursors.get(key)
+                    loaded = True
+                    log.info("telegram polling from offset=%s", self._offset)
+                started = time.monotonic()
+                updates = await bot.get_updates(offset=self._offset, timeout=self.settings.poll_timeout_s,
+                                                allowed_updates=list(ALLOWED_UPDATES))
+                failures = 0
+                async with self._batch_lock:
+                    for update in updates:
+                        await self._take_in(update)
+                        # Follow the batch, not the maximum: after a week of silence Telegram restarts
+                        # update ids at a random, possibly lower number, and an offset above them would
+                        # fetch the same update forever. The stored cursor only moves forward: a start hint.
+                        self._offset = update.update_id + 1
+                        await self._cursors.set(key, self._offset)
+                if updates:
+                    log.debug("telegram batch count=%d first=%d ms=%.0f", len(updates), updates[0].update_id,
+                              (time.monotonic() - started) * 1000)
+                continue
+            except asyncio.CancelledError:
+                raise
+            except InvalidToken:
+                log.error("telegram token rejected by the Bot API; polling stopped (token_env=%s)",
+                          self.settings.token_env)
+                return
+            except Conflict as exc:
+                failures += 1
+                log.warning("telegram poll conflict (another instance polling, or a webhook is set) attempt=%d",
+                            failures)
+                error: BaseException = exc
+            except TelegramError as exc:
+                failures += 1
+                log.warning("telegram poll failed error=%s attempt=%d", type(exc).__name__, failures)
+                error = exc
+            except Exception as exc:
+                # The journal or the cursor store failed: nothing past the failing update is confirmed,
+                # so the same batch comes again once the database answers.
+                failures += 1
+                log.error("telegram intake failed error=%s attempt=%d", type(exc).__name__, failures)
+                error = exc
+            await self._sleep(self._backoff(failures, error))
+
+    # -- webhook ---------------------------------------------------------------------------------
+    def _check_webhook_settings(self) -> None:
+        if self._webhook_secret is None:
+            self._webhook_secret = _env(self.settings.webhook_secret_env)
+        if not self.settings.webhook_url:
+            raise ChannelStartError("telegram: mode is webhook but telegram.webhook_url is empty")
+        if not self._webhook_secret or not _WEBHOOK_SECRET.fullmatch(self._webhook_secret):
+            raise ChannelStartError(
+                f"telegram: webhook mode needs {self.settings.webhook_secret_env} set to 1-256 characters "
+                "of A-Z, a-z, 0-9, _ and -"
+            )
+
+    async def _start_webhook_server(self) -> None:
+        app = web.Application()
+        app.router.add_post("/{tail:.*}", self._on_webhook)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.settings.webhook_host, self.settings.webhook_port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ChannelStartError(
+                f"telegram: cannot listen on {self.settings.webhook_host}:{self.settings.webhook_port} "
+                f"({exc.strerror})"
+            ) from None
+        self._webhook_runner = runner
+        self._webhook_port = runner.addresses[0][1]
+        log.info("telegram webhook listening host=%s port=%d", self.settings.webhook_host, self._webhook_port)
+
+    async def _on_webhook(self, request: web.Request) -> web.Response:
+        offered = request.headers.get(WEBHOOK_SECRET_HEADER, "").encode()
+        expected = (self._webhook_secret or "").encode()
+        if not expected or not hmac.compare_digest(offered, expected):
+            log.warning("telegram webhook refused: bad secret remote=%s", request.remote)
+            return web.Response(status=401)
+        if self._me is None or self._bot is None:
+            return web.Response(status=503)  # getMe has not answered yet; Telegram will retry
+        try:
+            raw = await request.json()
+        except ValueError:
+            log.warning("telegram webhook body is not JSON")
+            return web.Response(status=400)
+        clean, error = sanitize_update(raw)
+        if clean is None:
+            log.warning("telegram webhook update without an id")
+            return web.Response(status=400)
+        if error is not None:
+            log.warning("telegram update malformed update_id=%s error=%s", clean["update_id"], error)
+        update = parse_update(clean, self._bot)
+        if update is None:  # sanitize_update already guarantees a parseable update
+            return web.Response(status=400)
+        try:
+            await self._take_in(update)
+        except Exception as exc:
+            # Not recorded: a non-2xx answer makes Telegram deliver it again later.
+            log.error("telegram webhook intake failed update_id=%d error=%s", update.update_id, type(exc).__name__)
+            return web.Response(status=500)
+        return web.Response(status=200)
+
+    # -- intake: journal, translate, hand off -------------------------------------------------------
+    async def _take_in(self, update: Update) -> None:
+        if not await self._journal.record(PLATFORM, str(update.update_id)):
+            log.info("telegram redelivery dropped update_id=%d", update.update_id)
+            return
+        me = self._me
+        assert me is not None
+        try:
+            translated = translate_update(update, me, received_at=self._clock())
+        except Exception as exc:
+            log.warning("telegram update ignored update_id=%d reason=untranslatable error=%s", update.update_id,
+                        type(exc).__name__)
+            return
+        if isinstance(translated, Skipped):
+            log.info("telegram update ignored update_id=%d reason=%s chat=%s", update.update_id,
+                     translated.reason, translated.chat_id)
+            return
+        if isinstance(translated, ButtonPress):
+            query = update.callback_query
+            assert query is not None
+            self._spawn(self._answer_button(query.id, update.update_id))
+            if self._on_button is None:
+                log.info("telegram button ignored update_id=%d reason=no_button_handler", update.update_id)
+                return
+            self._enqueue(translated.chat_id, partial(self._on_button, translated), update.update_id)
+            return
+        self._enqueue(translated.chat_id, partial(self._deliver_inbound, translated), update.update_id)
+
+    async def _deliver_inbound(self, message: InboundMessage) -> None:
+        assert self._on_message is not None
+        await self._on_message(message)
+
+    async def _answer_button(self, query_id: str, update_id: int) -> None:
+        # Answered at once, before the core runs, so the person's button stops spinning.
+        try:
+            await self._require_bot().answer_callback_query(query_id)
+        except TelegramError as exc:
+            log.info("telegram answerCallbackQuery failed update_id=%d error=%s", update_id, type(exc).__name__)
+
+    def _enqueue(self, lane: str, work: Callable[[], Awaitable[None]], update_id: int) -> None:
+        """Run ``work`` after everything already queued for the same chat; other chats do not wait."""
+        previous = self._lanes.get(lane)
+        task = self._spawn(self._run_in_lane(previous, work, update_id))
+        self._lanes[lane] = task
+        task.add_done_callback(partial(self._lane_done, lane))
+
+    async def _run_in_lane(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]],
+                           update_id: int) -> None:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # its outcome is its own; only its end matters here
+        started = time.monotonic()
+        try:
+            await work()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("telegram handler failed update_id=%d error=%s", update_id, type(exc).__name__)
+            return
+        log.debug("telegram handled update_id=%d ms=%.0f", update_id, (time.monotonic() - started) * 1000)
+
+    def _lane_done(self, lane: str, task: asyncio.Task[None]) -> None:
+        if self._lanes.get(lane) is task:
+            del self._lanes[lane]
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- sending ---------------------------------------------------------------------------------
+    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
+        """Telegram HTML chunks of the text; an attachment is one more chunk (its text is the file name)."""
+        chunks = [RenderedChunk(c.text, c.parse_mode, c.plain) for c in render_chunks(message.text, PLATFORM)]
+        if message.attachment_bytes is not None:
+            name = message.attachment_name or "attachment"
+            chunks.append(RenderedChunk(name, None, name))
+        return chunks
+
+    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
+                         plain: bool = False) -> SentMessage:
+        if self._bot is None:
+            raise SendError("telegram: channel not started")
+        bot = self._bot
+        has_attachment = message.attachment_bytes is not None
+        # Buttons ride on the last chunk and the attachment is the chunk after the text: both need the
+        # count, which rendering again gives exactly (render is deterministic).
+        text_count = len(render_chunks(message.text, PLATFORM)) if message.buttons or has_attachment else 0
+        is_attachment = has_attachment and index == text_count
+        is_last = index == text_count + has_attachment - 1
+        markup = inline_keyboard(message.buttons) if message.buttons and is_last else None
+        reply_id = telegram_message_id(message.reply_to_message_id) if index == 0 else None
+        reply = None if reply_id is None else ReplyParameters(reply_id, allow_sending_without_reply=True)
+        chat_id = telegram_chat_id(message.chat_id)
+        thread_id = telegram_thread_id(message.thread_id)
+        try:
+            if is_attachment:
+                sent = await bot.send_document(chat_id, message.attachment_bytes or b"",
+                                               filename=message.attachment_name or "attachment",
+                                               message_thread_id=thread_id, reply_parameters=reply,
+                                               reply_markup=markup)
+            else:
+                sent = await bot.send_message(chat_id, chunk.plain if plain else chunk.text,
+                                              parse_mode=None if plain else chunk.parse_mode,
+                                              message_thread_id=thread_id, reply_parameters=reply,
+                                              reply_markup=markup)
+        except TelegramError as exc:
+            error = send_error_for(exc)
+            log.warning("telegram send failed chat=%s chunk=%d error=%s permanent=%s", message.chat_id, index,
+                        type(exc).__name__, error.permanent)
+            raise error from exc
+        return SentMessage(str(sent.message_id))
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        if self._bot is None:
+            return
+        try:
+            await self._bot.send_chat_action(telegram_chat_id(chat_id), ChatAction.TYPING,
+                                             message_thread_id=telegram_thread_id(thread_id))
+        except TelegramError as exc:
+            log.debug("telegram typing failed chat=%s error=%s", chat_id, type(exc).__name__)
+
+    def _require_bot(self) -> Bot:
+        if self._bot is None:
+            raise RuntimeError("telegram channel is not started")
+        return self._bot
+
+
+# --- doctor --------------------------------------------------------------------------------------
+async def check_token(settings: TelegramSettings, token: str | None = None) -> tuple[bool, str]:
+    """For ``bot.py doctor``: does the Bot API accept the token? ``"@username (id N)"`` or the reason."""
+    token = token if token is not None else settings.token()
+    if not token:
+        return False, f"environment variable {settings.token_env} is not set"
+    try:
+        bot = _make_bot(settings, token)
+    except InvalidToken:
+        return False, f"the token in {settings.token_env} is empty or malformed"
+    try:
+        await bot.initialize()
+        user = bot.bot
+        return True, f"@{user.username} (id {user.id})"
+    except InvalidToken:
+        return False, f"Telegram rejected the token in {settings.token_env}"
+    except TelegramError as exc:
+        where = settings.base_url or DEFAULT_BASE_URL
+        return False, f"cannot reach the Bot API at {where} ({type(exc).__name__})"
+    finally:
+        with contextlib.suppress(TelegramError):
+            await bot.shutdown()
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+__all__ = [
+    "DEFAULT_COMMANDS",
+    "ChannelStartError",
+    "TelegramChannel",
+    "check_token",
+    "inline_keyboard",
+    "poll_backoff_s",
+    "send_error_for",
+]

@@ -1,0 +1,260 @@
+"""Pure translation between Telegram's Update objects (python-telegram-bot) and the core's types.
+
+No I/O here: the channel in :mod:`channels.telegram` fetches updates, and these functions decide what
+each one means. Anything that is not a person's text addressed to a chat we serve becomes a
+:class:`Skipped` with a short, content-free reason the channel logs next to the update id.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from telegram import Bot, Message, MessageEntity, Update
+
+from core.types import ButtonPress, ChatKind, InboundMessage
+
+PLATFORM = "telegram"
+
+# What polling asks Telegram for; everything else is never sent to us.
+ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
+
+_GROUP_TYPES = frozenset({"group", "supergroup"})
+# The attributes that make a message a service message (someone joined, the title changed...).
+_SERVICE_FIELDS = (
+    "new_chat_members", "left_chat_member", "new_chat_title", "new_chat_photo", "delete_chat_photo",
+    "group_chat_created", "supergroup_chat_created", "migrate_to_chat_id", "migrate_from_chat_id",
+    "pinned_message", "forum_topic_created", "forum_topic_edited", "forum_topic_closed",
+    "forum_topic_reopened", "video_chat_started", "video_chat_ended", "message_auto_delete_timer_changed",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """Who the bot is, from getMe: needed to tell a mention of this bot from a mention of anyone else."""
+
+    id: int
+    username: str
+
+    @property
+    def handle(self) -> str:
+        return f"@{self.username}".lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An update the core never sees; ``reason`` is a fixed word, safe to log."""
+
+    reason: str
+    chat_id: str | None = None
+
+
+Translated = InboundMessage | ButtonPress | Skipped
+
+
+# --- raw JSON -------------------------------------------------------------------------------------
+def update_id_of(raw: object) -> int | None:
+    """The update's id when the JSON has a usable one; without it an update can be neither deduped nor confirmed."""
+    if not isinstance(raw, Mapping):
+        return None
+    value = raw.get("update_id")
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def sanitize_update(raw: object) -> tuple[dict[str, Any] | None, str | None]:
+    """``raw`` when PTB can parse it; otherwise a bare update with the same id, and the error's type name.
+
+    PTB parses a getUpdates batch all at once and one malformed update fails the whole batch, which
+    would then be fetched again forever. A bare ``{"update_id": N}`` parses, is journaled and confirmed
+    like any other, and translates to ``Skipped("empty")``. Without a usable id there is nothing to
+    keep: ``(None, "no_update_id")``.
+    """
+    update_id = update_id_of(raw)
+    if update_id is None or not isinstance(raw, Mapping):
+        return None, "no_update_id"
+    try:
+        # de_json copies what it reads, but a deep copy keeps that an implementation detail of PTB.
+        Update.de_json(copy.deepcopy(dict(raw)), None)
+    except Exception as exc:  # PTB raises TypeError, KeyError, AttributeError, ValueError... for odd shapes
+        return {"update_id": update_id}, type(exc).__name__
+    return dict(raw), None
+
+
+def parse_update(raw: Mapping[str, Any], bot: Bot | None) -> Update | None:
+    """One raw update as PTB's Update, or None when PTB cannot make sense of it."""
+    try:
+        return Update.de_json(dict(raw), bot)
+    except Exception:
+        return None
+
+
+# --- Update → core types --------------------------------------------------------------------------
+def translate_update(update: Update, me: BotIdentity, *, received_at: datetime) -> Translated:
+    """What one update means to the core. ``received_at`` stands in for a message without a date."""
+    if update.callback_query is not None:
+        return _translate_button(update, me)
+    if update.edited_message is not None:
+        # The core already answered the original; answering an edit would reply twice to one thought.
+        return Skipped("edited", _chat_of(update.edited_message))
+    if update.channel_post is not None or update.edited_channel_post is not None:
+        return Skipped("channel_post")
+    if update.message is None:
+        return Skipped("empty")
+    return translate_message(update.message, me, received_at=received_at)
+
+
+def translate_message(message: Message, me: BotIdentity, *, received_at: datetime) -> Translated:
+    chat = message.chat
+    if chat is None:
+        return Skipped("malformed")
+    chat_id = str(chat.id)
+    if chat.type == "private":
+        kind = ChatKind.DM
+    elif chat.type in _GROUP_TYPES:
+        kind = ChatKind.GROUP
+    elif chat.type == "channel":
+        return Skipped("channel_post", chat_id)
+    else:
+        return Skipped("unsupported_chat", chat_id)
+    sender = message.from_user
+    if sender is None:
+        return Skipped("no_sender", chat_id)
+    if message.sender_chat is not None:
+        return Skipped("anonymous", chat_id)  # an anonymous admin or a linked channel speaks as a chat
+    if sender.is_bot:
+        return Skipped("from_bot", chat_id)  # bots answering bots is a loop waiting to happen
+    text = message.text if message.text is not None else message.caption
+    if not text or not text.strip():
+        if message.sticker is not None:
+            return Skipped("sticker", chat_id)
+        if any(getattr(message, name, None) for name in _SERVICE_FIELDS):
+            return Skipped("service", chat_id)
+        return Skipped("no_text", chat_id)
+
+    entities = message.parse_entities() if message.text is not None else message.parse_caption_entities()
+    mentioned = kind is ChatKind.DM  # everything in a private chat is addressed to the bot
+    for entity, value in entities.items():
+        if entity.type == MessageEntity.MENTION and value.lower() == me.handle:
+            mentioned = True
+        elif entity.type == MessageEntity.TEXT_MENTION and entity.user is not None and entity.user.id == me.id:
+            mentioned = True
+        elif entity.type == MessageEntity.BOT_COMMAND and "@" in value:
+            command, _, addressee = value.partition("@")
+            if f"@{addressee}".lower() == me.handle:
+                mentioned = True
+                text = text.replace(value, command)
+            elif entity.offset == 0:
+                return Skipped("other_bot_command", chat_id)  # "/start@someone_else_bot" is not for us
+
+    reply_to = _real_reply(message)
+    if reply_to is not None and reply_to.from_user is not None and reply_to.from_user.id == me.id:
+        mentioned = True
+    thread_id = (
+        str(message.message_thread_id)
+        if message.is_topic_message and message.message_thread_id is not None
+        else None
+    )
+    timestamp = message.date if message.date and message.date.timestamp() > 0 else received_at
+    return InboundMessage(
+        platform=PLATFORM,
+        bot_account=str(me.id),
+        chat_id=chat_id,
+        chat_kind=kind,
+        sender_id=str(sender.id),
+        sender_name=_display_name(sender.full_name, sender.username, sender.id),
+        text=text,
+        message_id=f"{chat_id}:{message.message_id}",
+        thread_id=thread_id,
+        mentioned=mentioned,
+        timestamp=timestamp.astimezone(UTC),
+        reply_to_message_id=None if reply_to is None else f"{chat_id}:{reply_to.message_id}",
+    )
+
+
+def _translate_button(update: Update, me: BotIdentity) -> Translated:
+    query = update.callback_query
+    assert query is not None
+    message = query.message
+    if message is None or message.chat is None:
+        return Skipped("inline_button")  # a button on an inline-mode message has no chat to answer in
+    chat_id = str(message.chat.id)
+    if query.data is None:
+        return Skipped("no_button_data", chat_id)
+    if query.from_user is None or query.from_user.is_bot:
+        return Skipped("from_bot", chat_id)
+    kind = ChatKind.DM if message.chat.type == "private" else ChatKind.GROUP
+    return ButtonPress(platform=PLATFORM, chat_id=chat_id, sender_id=str(query.from_user.id), data=query.data,
+                       chat_kind=kind)
+
+
+def _real_reply(message: Message) -> Message | None:
+    """The message this one replies to, ignoring the forum quirk.
+
+    In a forum topic Telegram makes every plain message "reply" to the topic's creation message,
+    which says nothing about whom the person is talking to.
+    """
+    reply = message.reply_to_message
+    if reply is None or reply.forum_topic_created is not None:
+        return None
+    return reply
+
+
+def _chat_of(message: Message) -> str | None:
+    return None if message.chat is None else str(message.chat.id)
+
+
+def _display_name(full_name: str, username: str | None, user_id: int) -> str:
+    name = full_name.strip()
+    if name:
+        return name
+    return f"@{username}" if username else str(user_id)
+
+
+# --- core types → Telegram ------------------------------------------------------------------------
+def telegram_chat_id(chat_id: str) -> int | str:
+    """Numeric chat ids as ints; an ``@channelname`` stays a string, as the Bot API takes both."""
+    try:
+        return int(chat_id)
+    except ValueError:
+        return chat_id
+
+
+def telegram_message_id(message_id: str | None) -> int | None:
+    """The Telegram message id in ``"<chat_id>:<message_id>"`` (our inbound ids) or a bare number."""
+    if not message_id:
+        return None
+    try:
+        return int(message_id.rpartition(":")[2])
+    except ValueError:
+        return None
+
+
+def telegram_thread_id(thread_id: str | None) -> int | None:
+    if not thread_id:
+        return None
+    try:
+        return int(thread_id)
+    except ValueError:
+        return None
+
+
+__all__ = [
+    "ALLOWED_UPDATES",
+    "PLATFORM",
+    "BotIdentity",
+    "Skipped",
+    "Translated",
+    "parse_update",
+    "sanitize_update",
+    "telegram_chat_id",
+    "telegram_message_id",
+    "telegram_thread_id",
+    "translate_message",
+    "translate_update",
+    "update_id_of",
+]

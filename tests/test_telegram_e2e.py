@@ -1,0 +1,207 @@
+"""kith end to end on Telegram: the real python-telegram-bot, the loopback fake Bot API, the fake LLM,
+the shared policy and delivery core, and the owner's pairing command."""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+from html.parser import HTMLParser
+
+import pytest
+
+from core.app import App, build_app
+from core.commands import platform_channels
+from core.config import DeliverySettings, Settings, TelegramSettings
+from delivery import outbox
+from persona.llm import import_litellm
+from policy.cli import run_pairing
+from policy.store import load
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+
+import_litellm()  # seconds, once: a first reply must not race the test's timeouts
+
+ANA = 501
+BEN = 502
+GROUP = -100_777
+
+
+def _settings(make_settings, fake_llm, tg: FakeTelegramApi, **policy) -> Settings:
+    s = make_settings(fake_llm)
+    return dataclasses.replace(
+        s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
+        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
+        policy={"telegram": {"allow_groups": [str(GROUP)], **policy}})
+
+
+async def _start(settings: Settings, monkeypatch) -> App:
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+    app = await build_app(settings, warm_llm=False)
+    channels = platform_channels(settings, app)
+    assert [c.name for c in channels] == ["telegram"]
+    assert await app.start_channels(channels) == ["telegram"]
+    return app
+
+
+async def _approve(app: App, account: str) -> None:
+    access, _ = app.db.run_sync(load)
+    code = next(p.code for p in access.pending if p.account == account)
+    args = argparse.Namespace(pairing_action="approve", code=code, owner=False)
+    assert await asyncio.to_thread(run_pairing, app.db, args) == 0
+
+
+async def test_pairing_then_conversation(telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        telegram_api.push_text(ANA, ANA, "hello kith")
+        sent = await telegram_api.wait_for_sent(1)
+        access, _ = app.db.run_sync(load)
+        code = access.pending[0].code
+        assert code in sent[0].visible_text and sent[0].chat_id == ANA
+        assert fake_llm.requests == []  # an unpaired stranger never reaches the model
+
+        await _approve(app, f"telegram:{ANA}")
+        fake_llm.reply("Hi Ana! Nice to finally talk.")
+        telegram_api.push_text(ANA, ANA, "it's me again")
+        sent = await telegram_api.wait_for_sent(2, timeout=15)
+        assert sent[1].visible_text == "Hi Ana! Nice to finally talk."
+        assert any(a.chat_id == ANA and a.action == "typing" for a in telegram_api.actions)
+        assert ("help" in [c["command"] for c in telegram_api.commands])
+    finally:
+        await app.close()
+
+
+async def test_group_answers_only_when_mentioned(telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        telegram_api.push_text(GROUP, BEN, "anyone seen my keys?", "supergroup", chat_title="flat")
+        fake_llm.reply("Did you check the fridge?")
+        telegram_api.push_text(GROUP, BEN, "@kith_test_bot where could they be?", "supergroup", chat_title="flat")
+        sent = await telegram_api.wait_for_sent(1)
+        await asyncio.sleep(0.3)
+        assert len(telegram_api.sent) == 1 and len(fake_llm.requests) == 1
+        assert sent[0].chat_id == GROUP and sent[0].visible_text == "Did you check the fridge?"
+        assert sent[0].reply_to_message_id is not None  # in groups the reply quotes the question
+    finally:
+        await app.close()
+
+
+class _Balance(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.ok = True
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.stack.append(tag)
+
+    def handle_endtag(self, tag) -> None:
+        self.ok = self.ok and bool(self.stack) and self.stack.pop() == tag
+
+
+async def test_long_reply_with_code_arrives_whole_in_valid_chunks(telegram_api, fake_llm, make_settings,
+                                                                 monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api, dm="open"), monkeypatch)
+    try:
+        code = "\n".join(f"    print('line {i}', x < {i} and y > {i})" for i in range(120))
+        prose = " ".join(f"Sentence {i} of the long answer & more." for i in range(160))
+        reply = f"{prose}\n\n```python\ndef main():\n{code}\n```\n\n**Done** — {prose}"
+        assert len(reply) > 10_000
+        fake_llm.reply(reply)
+        telegram_api.push_text(ANA, ANA, "explain it all")
+        await telegram_api.wait_until(lambda: app.db.run_sync(outbox.by_status, outbox.OutboxStatus.SENT))
+        chunks = [m for m in telegram_api.sent if m.chat_id == ANA]
+        assert len(chunks) >= 3
+        for m in chunks:
+            checker = _Balance()
+            checker.feed(m.text)
+            assert checker.ok and not checker.stack and m.parse_mode == "HTML"
+        visible = "".join(m.visible_text for m in chunks)
+        for i in (0, 59, 119):
+            assert f"print('line {i}', x < {i} and y > {i})" in visible
+        assert visible.index("line 0") < visible.index("line 119") < visible.rindex("Sentence 159")
+        inside_code = [m for m in chunks if "line 60" in m.visible_text]
+        assert all("<pre>" in m.text or "<pre><code" in m.text for m in inside_code)
+    finally:
+        await app.close()
+
+
+async def test_flood_limit_delays_but_never_loses_or_doubles(telegram_api, fake_llm, make_settings,
+                                                             monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api, dm="open"), monkeypatch)
+    try:
+        telegram_api.fail_next("sendMessage", status=429, retry_after=1)
+        fake_llm.reply("worth the wait")
+        telegram_api.push_text(ANA, ANA, "hi")
+        sent = await telegram_api.wait_for_sent(1, timeout=10)
+        await asyncio.sleep(0.2)
+        assert [m.visible_text for m in telegram_api.sent] == ["worth the wait"]
+        assert sent[0].chat_id == ANA
+    finally:
+        await app.close()
+
+
+async def test_reply_produced_before_a_crash_is_delivered_once_after_restart(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    settings = _settings(make_settings, fake_llm, telegram_api, dm="open")
+    settings = dataclasses.replace(settings, delivery=dataclasses.replace(settings.delivery, backoff_base_s=2.0,
+                                                                          backoff_max_s=30.0))
+    app = await _start(settings, monkeypatch)
+    fake_llm.reply("this reply must survive", delay_s=1.0)
+    telegram_api.push_text(ANA, ANA, "tell me something")
+    await telegram_api.wait_until(lambda: len(fake_llm.requests) == 1)
+    await telegram_api.go_away()  # Telegram unreachable while the model thinks: the reply waits in the outbox
+    for _ in range(400):
+        if app.db.run_sync(outbox.by_status, outbox.OutboxStatus.PENDING):
+            break
+        await asyncio.sleep(0.05)
+    await app.close()  # the process goes down with the reply produced but undelivered
+    assert telegram_api.sent == []
+    await telegram_api.come_back()
+    app2 = await _start(settings, monkeypatch)
+    try:
+        await telegram_api.wait_for_sent(1, timeout=20)
+        await asyncio.sleep(0.5)
+        assert [m.visible_text for m in telegram_api.sent] == ["this reply must survive"]
+        assert len(fake_llm.requests) == 1  # the update was not replayed into a second answer
+    finally:
+        await app2.close()
+
+
+async def test_redelivered_update_is_answered_once(telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api, dm="open"), monkeypatch)
+    try:
+        update = telegram_api.push_text(ANA, ANA, "only once please")
+        telegram_api.push_update(update)  # the same update_id again
+        await telegram_api.wait_for_sent(1)
+        await asyncio.sleep(0.5)
+        assert len(telegram_api.sent) == 1 and len(fake_llm.requests) == 1
+    finally:
+        await app.close()
+
+
+@pytest.mark.parametrize("weird", [
+    {"message": {"message_id": 9, "date": 1, "chat": {"id": ANA, "type": "private"}, "sticker": {}}},
+    {"edited_message": {"message_id": 1, "date": 1, "edit_date": 2, "text": "edited",
+                        "chat": {"id": ANA, "type": "private"}, "from": {"id": ANA, "is_bot": False,
+                                                                         "first_name": "A"}}},
+    {"message": {"message_id": 10, "date": 1, "chat": {"id": GROUP, "type": "supergroup", "title": "t"},
+                 "new_chat_members": [{"id": 77, "is_bot": False, "first_name": "N"}],
+                 "from": {"id": BEN, "is_bot": False, "first_name": "B"}}},
+    {"message": {"text": "no ids at all"}},
+    {"something_new": {"x": 1}},
+])
+async def test_malformed_and_unexpected_updates_lose_nothing(telegram_api, fake_llm, make_settings, monkeypatch,
+                                                             weird) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api, dm="open"), monkeypatch)
+    try:
+        telegram_api.push_update(weird)
+        fake_llm.reply("still here")
+        telegram_api.push_text(ANA, ANA, "you ok?")
+        sent = await telegram_api.wait_for_sent(1)
+        await asyncio.sleep(0.2)
+        assert [m.visible_text for m in sent] == ["still here"]
+    finally:
+        await app.close()

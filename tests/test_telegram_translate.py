@@ -1,0 +1,170 @@
+"""Telegram Update → core types, on raw Bot API JSON parsed by the real python-telegram-bot."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from telegram import Update
+
+from channels.telegram_translate import (
+    BotIdentity,
+    Skipped,
+    sanitize_update,
+    telegram_chat_id,
+    telegram_message_id,
+    translate_update,
+)
+from core.types import ButtonPress, ChatKind, InboundMessage
+
+ME = BotIdentity(id=7000000001, username="kith_test_bot")
+BOT_USER = {"id": ME.id, "is_bot": True, "first_name": "Kith", "username": ME.username}
+ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice", "last_name": "Liddell"}
+GROUP = {"id": -100555, "type": "supergroup", "title": "Family"}
+FORUM = {"id": -100777, "type": "supergroup", "title": "Forum", "is_forum": True}
+DM = {"id": 1001, "type": "private", "first_name": "Alice"}
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+DATE = 1_790_000_000
+
+
+def _message(chat: dict[str, Any], text: str | None = "hi", **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"message_id": 42, "from": ALICE, "chat": chat, "date": DATE}
+    if text is not None:
+        message["text"] = text
+    message.update(extra)
+    return message
+
+
+def _translate(message: dict[str, Any], kind: str = "message") -> InboundMessage | ButtonPress | Skipped:
+    update = Update.de_json({"update_id": 5, kind: message}, None)
+    return translate_update(update, ME, received_at=NOW)
+
+
+def _inbound(message: dict[str, Any]) -> InboundMessage:
+    result = _translate(message)
+    assert isinstance(result, InboundMessage), result
+    return result
+
+
+def test_dm_fields() -> None:
+    message = _inbound(_message(DM, "hello"))
+    assert (message.platform, message.bot_account, message.chat_id, message.chat_kind) == (
+        "telegram", "7000000001", "1001", ChatKind.DM,
+    )
+    assert (message.sender_id, message.sender_name, message.text, message.message_id) == (
+        "1001", "Alice Liddell", "hello", "1001:42",
+    )
+    assert message.timestamp == datetime.fromtimestamp(DATE, UTC)
+    assert message.mentioned  # a private chat is addressed to the bot
+    assert message.thread_id is None and message.reply_to_message_id is None
+
+
+def test_group_mentions_by_handle_text_mention_and_reply() -> None:
+    handle = "hey @KITH_test_bot"
+    by_handle = _message(GROUP, handle, entities=[{"type": "mention", "offset": 4, "length": 14}])
+    other = _message(GROUP, "hey @someone_else", entities=[{"type": "mention", "offset": 4, "length": 13}])
+    text_mention = _message(GROUP, "hey Kith", entities=[
+        {"type": "text_mention", "offset": 4, "length": 4, "user": BOT_USER}])
+    bot_said = {"message_id": 7, "from": BOT_USER, "chat": GROUP, "date": DATE, "text": "earlier"}
+    reply_to_bot = _message(GROUP, "thanks", reply_to_message=bot_said)
+    reply_to_person = _message(GROUP, "thanks", reply_to_message={**bot_said, "from": ALICE})
+
+    assert [_inbound(m).mentioned for m in (by_handle, other, text_mention, reply_to_bot, reply_to_person)] == [
+        True, False, True, True, False,
+    ]
+    assert _inbound(by_handle).chat_kind is ChatKind.GROUP
+    assert _inbound(reply_to_bot).reply_to_message_id == "-100555:7"
+
+
+def test_forum_topic_root_is_not_a_reply_even_when_the_bot_opened_the_topic() -> None:
+    root = {"message_id": 77, "from": BOT_USER, "chat": FORUM, "date": DATE, "message_thread_id": 77,
+            "is_topic_message": True, "forum_topic_created": {"name": "Plans", "icon_color": 7322096}}
+    message = _inbound(_message(FORUM, "in the topic", message_thread_id=77, is_topic_message=True,
+                                reply_to_message=root))
+    assert message.thread_id == "77"
+    assert not message.mentioned
+    assert message.reply_to_message_id is None
+    assert message.conversation_key == "telegram:-100777:77"
+
+
+def test_reply_thread_in_a_plain_supergroup_is_not_a_topic() -> None:
+    # Outside forums Telegram also sets message_thread_id on replies; that is not a conversation of its own.
+    message = _inbound(_message(GROUP, "reply", message_thread_id=12))
+    assert message.thread_id is None
+
+
+def test_commands_addressed_to_us_are_normalized_and_others_are_skipped() -> None:
+    ours = _message(GROUP, "/remember@Kith_Test_Bot the cat is Tom",
+                    entities=[{"type": "bot_command", "offset": 0, "length": 23}])
+    theirs = _message(GROUP, "/start@other_bot", entities=[{"type": "bot_command", "offset": 0, "length": 16}])
+    bare = _message(GROUP, "/help", entities=[{"type": "bot_command", "offset": 0, "length": 5}])
+
+    normalized = _inbound(ours)
+    assert (normalized.text, normalized.mentioned) == ("/remember the cat is Tom", True)
+    assert _translate(theirs) == Skipped("other_bot_command", "-100555")
+    assert (_inbound(bare).text, _inbound(bare).mentioned) == ("/help", False)
+
+
+def test_caption_is_the_text_and_its_entities_count() -> None:
+    photo = [{"file_id": "p", "file_unique_id": "u", "width": 1, "height": 1}]
+    message = _inbound(_message(GROUP, None, photo=photo, caption="look @kith_test_bot",
+                                caption_entities=[{"type": "mention", "offset": 5, "length": 14}]))
+    assert (message.text, message.mentioned) == ("look @kith_test_bot", True)
+
+
+@pytest.mark.parametrize(
+    ("message", "kind", "reason"),
+    [
+        (_message(DM, None, sticker={"file_id": "s", "file_unique_id": "u", "width": 1, "height": 1,
+                                     "is_animated": False, "is_video": False, "type": "regular"}),
+         "message", "sticker"),
+        (_message(GROUP, None, new_chat_members=[ALICE]), "message", "service"),
+        (_message(DM, None), "message", "no_text"),
+        (_message(DM, "   "), "message", "no_text"),
+        (_message(DM, "edited"), "edited_message", "edited"),
+        (_message({"id": -100900, "type": "channel", "title": "News"}, "post"), "channel_post", "channel_post"),
+        ({**_message(DM, "from a bot"), "from": {"id": 5, "is_bot": True, "first_name": "Other"}},
+         "message", "from_bot"),
+        ({k: v for k, v in _message(GROUP, "no sender").items() if k != "from"}, "message", "no_sender"),
+        (_message(GROUP, "anonymous admin", sender_chat=GROUP), "message", "anonymous"),
+    ],
+)
+def test_what_the_core_never_sees(message: dict[str, Any], kind: str, reason: str) -> None:
+    result = _translate(message, kind)
+    assert isinstance(result, Skipped) and result.reason == reason
+
+
+def test_button_press() -> None:
+    query = {"id": "99", "from": ALICE, "chat_instance": "1", "data": "q1:yes",
+             "message": {"message_id": 3, "from": BOT_USER, "chat": GROUP, "date": DATE, "text": "Q?"}}
+    press = translate_update(Update.de_json({"update_id": 9, "callback_query": query}, None), ME, received_at=NOW)
+    assert press == ButtonPress(platform="telegram", chat_id="-100555", sender_id="1001", data="q1:yes",
+                                chat_kind=ChatKind.GROUP)
+    inline = {k: v for k, v in query.items() if k != "message"} | {"inline_message_id": "x"}
+    skipped = translate_update(Update.de_json({"update_id": 10, "callback_query": inline}, None), ME,
+                               received_at=NOW)
+    assert skipped == Skipped("inline_button")
+
+
+def test_sanitize_keeps_good_updates_and_reduces_bad_ones_to_their_id() -> None:
+    good = {"update_id": 1, "message": _message(DM)}
+    no_date = {"update_id": 2, "message": {k: v for k, v in _message(DM).items() if k != "date"}}
+    nonsense = {"update_id": 3, "message": "nonsense"}
+    bad_entity = {"update_id": 4, "message": _message(DM, entities=[{"type": "mention"}])}
+
+    assert sanitize_update(good) == (good, None)
+    assert sanitize_update(no_date) == ({"update_id": 2}, "KeyError")
+    assert sanitize_update(nonsense)[0] == {"update_id": 3}
+    assert sanitize_update(bad_entity)[0] == {"update_id": 4}
+    assert sanitize_update({"message": _message(DM)}) == (None, "no_update_id")
+    assert sanitize_update({"update_id": True}) == (None, "no_update_id")
+    assert sanitize_update(["not", "a", "dict"]) == (None, "no_update_id")
+    empty = translate_update(Update.de_json({"update_id": 2}, None), ME, received_at=NOW)
+    assert empty == Skipped("empty")
+
+
+def test_outbound_ids() -> None:
+    assert telegram_chat_id("-100555") == -100555 and telegram_chat_id("@news") == "@news"
+    assert telegram_message_id("-100555:42") == 42 and telegram_message_id("42") == 42
+    assert telegram_message_id("nope") is None and telegram_message_id(None) is None
