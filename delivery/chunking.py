@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.tunables import DISCORD_MAX_CHARS, SLACK_MAX_CHARS, TELEGRAM_MAX_UTF16, TERMINAL_MAX_CHARS
+from core.types import RenderedChunk
 from delivery.formatting import (
     Atom,
     BreakPriority,
@@ -37,17 +38,23 @@ CLUSTER_BACKOFF_CHARS = 32
 
 Measure = Callable[[str], int]
 
+__all__ = [
+    "MIN_CHUNK_LIMIT",
+    "Platform",
+    "PlatformLimit",
+    "RenderedChunk",
+    "as_platform",
+    "platform_limit",
+    "render_chunks",
+    "split_markdown",
+    "split_tokens",
+    "utf16_len",
+]
+
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, Telegram's measure: a character outside the BMP counts 2."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-@dataclass(frozen=True, slots=True)
-class RenderedChunk:
-    text: str
-    parse_mode: str | None  # "HTML" for Telegram, None otherwise
-    plain: str  # the same chunk with no markup, for when the platform rejects the formatting
 
 
 @dataclass(frozen=True, slots=True)

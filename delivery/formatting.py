@@ -211,7 +211,9 @@ _STYLE_BY_CHAR = {"*": ("i", "b"), "_": ("i", "b"), "~": ("s", "s")}
 
 
 def _is_punct(char: str) -> bool:
-    return char in _ASCII_PUNCT or unicodedata.category(char)[0] in "PS"
+    if char.isascii():
+        return char in _ASCII_PUNCT
+    return unicodedata.category(char)[0] in "PS"
 
 
 class _BacktickRuns:
@@ -418,7 +420,7 @@ def _resolve_emphasis(tokens: list[_Inline | _Delim]) -> list[_Inline]:
             del frames[found + 1 :]
             opener, children = frames[found]
             used = 2 if opener.count >= 2 and closer.count >= 2 else 1
-            node = _Styled(_STYLE_BY_CHAR[closer.char][used - 1], tuple(children))
+            node = _Styled(_STYLE_BY_CHAR[closer.char][used - 1], tuple(_merge_literals(children)))
             opener.count -= used
             closer.count -= used
             if opener.count:
@@ -434,7 +436,24 @@ def _resolve_emphasis(tokens: list[_Inline | _Delim]) -> list[_Inline]:
     for opener, children in frames:
         root.append(_Literal(opener.char * opener.count))
         root.extend(children)
-    return root
+    return _merge_literals(root)
+
+
+def _merge_literals(nodes: list[_Inline]) -> list[_Inline]:
+    """Adjacent literals as one node: unmatched delimiters otherwise leave thousands of tiny ones."""
+    merged: list[_Inline] = []
+    run: list[str] = []
+    for node in nodes:
+        if isinstance(node, _Literal):
+            run.append(node.text)
+            continue
+        if run:
+            merged.append(_Literal("".join(run)))
+            run = []
+        merged.append(node)
+    if run:
+        merged.append(_Literal("".join(run)))
+    return merged
 
 
 def _find_opener(frames: list[tuple[_Delim, list[_Inline]]], closer: _Delim) -> int | None:
@@ -699,11 +718,11 @@ def _escape_html_attribute(text: str) -> str:
     return _escape_html(text).replace('"', "&quot;")
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~|\[\]])")
+_MARKDOWN_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_~|[]"})
 
 
 def _escape_markdown(text: str) -> str:
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return text.translate(_MARKDOWN_ESCAPES)
 
 
 def _escape_discord_code_block(text: str) -> str:
@@ -720,6 +739,8 @@ def _markdown_code_span(content: str) -> tuple[str, str]:
 
 
 def _url_for_markdown(url: str) -> str:
+    if _LINK_DESTINATION.fullmatch(url):
+        return url
     return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
