@@ -62,6 +62,12 @@ def cmd_pairing(args: argparse.Namespace) -> int:
         db.close()
 
 
+def cmd_memory(args: argparse.Namespace) -> int:
+    from memory.cli import run_memory
+
+    return run_memory(_settings(args), args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot.py", description="kith: a companion that remembers with receipts.")
     parser.add_argument("--config", metavar="PATH", help="TOML config file (default: built-in defaults, "
@@ -79,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     from policy.cli import add_pairing_parser
 
     add_pairing_parser(sub).set_defaults(func=cmd_pairing)
+    from memory.cli import add_memory_parser
+
+    add_memory_parser(sub).set_defaults(func=cmd_memory)
     return parser
 
 

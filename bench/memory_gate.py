@@ -35,14 +35,97 @@ TARGET_P95_MS = {10_000: 25.0, 100_000: 60.0}
 LOAD_BATCH = 1_000
 SAMPLES = 200
 
-VERBS = ["likes", "owns", "visited", "is learning", "plays", "collects", "cooks", "avoids", "repairs", "paints",
-         "reads about", "grows", "teaches", "studies", "photographs", "sells", "builds", "misses", "writes", "trains"]
-THINGS = [f"{a}{b}" for a in ["vel", "mar", "tor", "sil", "qua", "bren", "lum", "dor", "kesh", "pav", "rin", "zol",
-                              "fen", "gar", "hol", "jas", "mik", "nor", "osk", "pell"]
-          for b in ["ant", "ber", "cio", "dal", "eno", "fir", "gat", "hux", "ilo", "jun", "kor", "lex", "mop", "nix",
-                    "orb", "pim", "quo", "ros", "sut", "tav"]]  # 400 made-up nouns
-PLACES = ["Lyon", "Porto", "Gdansk", "Osaka", "Quito", "Tartu", "Cork", "Leeds", "Bergen", "Split", "Graz", "Turin",
-          "Brno", "Malmo", "Vigo", "Nantes", "Aarhus", "Kaunas", "Ghent", "Basel"]
+VERBS = [
+    "likes",
+    "owns",
+    "visited",
+    "is learning",
+    "plays",
+    "collects",
+    "cooks",
+    "avoids",
+    "repairs",
+    "paints",
+    "reads about",
+    "grows",
+    "teaches",
+    "studies",
+    "photographs",
+    "sells",
+    "builds",
+    "misses",
+    "writes",
+    "trains",
+]
+THINGS = [
+    f"{a}{b}"
+    for a in [
+        "vel",
+        "mar",
+        "tor",
+        "sil",
+        "qua",
+        "bren",
+        "lum",
+        "dor",
+        "kesh",
+        "pav",
+        "rin",
+        "zol",
+        "fen",
+        "gar",
+        "hol",
+        "jas",
+        "mik",
+        "nor",
+        "osk",
+        "pell",
+    ]
+    for b in [
+        "ant",
+        "ber",
+        "cio",
+        "dal",
+        "eno",
+        "fir",
+        "gat",
+        "hux",
+        "ilo",
+        "jun",
+        "kor",
+        "lex",
+        "mop",
+        "nix",
+        "orb",
+        "pim",
+        "quo",
+        "ros",
+        "sut",
+        "tav",
+    ]
+]  # 400 made-up nouns
+PLACES = [
+    "Lyon",
+    "Porto",
+    "Gdansk",
+    "Osaka",
+    "Quito",
+    "Tartu",
+    "Cork",
+    "Leeds",
+    "Bergen",
+    "Split",
+    "Graz",
+    "Turin",
+    "Brno",
+    "Malmo",
+    "Vigo",
+    "Nantes",
+    "Aarhus",
+    "Kaunas",
+    "Ghent",
+    "Basel",
+]
 
 
 def fact_text(rng: random.Random) -> str:
@@ -53,9 +136,19 @@ def synthetic(person: str, n: int, rng: random.Random, now: datetime) -> list[Me
     out = []
     for _ in range(n):
         text = fact_text(rng)
-        out.append(MemoryRecord(id=new_memory_id(), person=person, kind=rng.choice(list(MemoryKind)), text=text,
-                                evidence=(text,), sources=(Source("console", "ana", "m1", now),), scope=Scope.DM,
-                                created_at=now, updated_at=now))
+        out.append(
+            MemoryRecord(
+                id=new_memory_id(),
+                person=person,
+                kind=rng.choice(list(MemoryKind)),
+                text=text,
+                evidence=(text,),
+                sources=(Source("console", "ana", "m1", now),),
+                scope=Scope.DM,
+                created_at=now,
+                updated_at=now,
+            )
+        )
     return out
 
 
@@ -64,17 +157,24 @@ class InstantModel:
 
     async def acompletion(self, **kwargs: Any) -> Any:
         transcript = kwargs["messages"][1]["content"]
-        said = [line.removeprefix("PERSON: ") for line in transcript.splitlines() if line.startswith("PERSON: ")]
+        said = [
+            line.removeprefix("PERSON: ") for line in transcript.splitlines() if line.startswith("PERSON: ")
+        ]
         first, _, second = said[-1].partition(" and ")
-        memories = [{"kind": "fact", "text": f"Ana says: {first}", "evidence": first},
-                    {"kind": "preference", "text": f"Ana says: {second}", "evidence": second}]
+        memories = [
+            {"kind": "fact", "text": f"Ana says: {first}", "evidence": first},
+            {"kind": "preference", "text": f"Ana says: {second}", "evidence": second},
+        ]
         message = type("M", (), {"content": json.dumps({"memories": memories}), "tool_calls": None})
         return type("R", (), {"choices": [type("C", (), {"message": message})], "usage": None})
 
 
 def settings_for(tmp: Path, embedder: str) -> Settings:
-    return Settings(llm=LLMSettings(model="openai/instant", api_base="http://127.0.0.1:9/v1", max_retries=0),
-                    storage=StorageSettings(data_dir=str(tmp)), memory=MemorySettings(embedder=embedder))
+    return Settings(
+        llm=LLMSettings(model="openai/instant", api_base="http://127.0.0.1:9/v1", max_retries=0),
+        storage=StorageSettings(data_dir=str(tmp)),
+        memory=MemorySettings(embedder=embedder),
+    )
 
 
 async def throughput(tmp: Path, embedder: str, turns: int) -> None:
@@ -89,10 +189,28 @@ async def throughput(tmp: Path, embedder: str, turns: int) -> None:
     started = time.perf_counter()
     for i in range(turns):
         text = f"I {rng.choice(VERBS)} {rng.choice(THINGS)} {i} and I love {rng.choice(PLACES)} {i}"
-        await db.run(history.append, conversation="console:ana", role="user", author="console:ana", person=person,
-                     platform="console", chat_id="ana", text=text, created_at=now, platform_message_id=f"u{i}")
-        last = await db.run(history.append, conversation="console:ana", role="assistant", author="kith",
-                            platform="console", chat_id="ana", text="Nice.", created_at=now)
+        await db.run(
+            history.append,
+            conversation="console:ana",
+            role="user",
+            author="console:ana",
+            person=person,
+            platform="console",
+            chat_id="ana",
+            text=text,
+            created_at=now,
+            platform_message_id=f"u{i}",
+        )
+        last = await db.run(
+            history.append,
+            conversation="console:ana",
+            role="assistant",
+            author="kith",
+            platform="console",
+            chat_id="ana",
+            text="Nice.",
+            created_at=now,
+        )
         written += (await service.capture.run("console:ana", last)).written
     captured_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -100,10 +218,15 @@ async def throughput(tmp: Path, embedder: str, turns: int) -> None:
     promoted_s = time.perf_counter() - started
     await service.close()
     db.close()
-    print(f"capture: {turns} turns -> {written} notes validated and written in {captured_s:.2f} s "
-          f"= {written / captured_s:.0f} memories/s")
-    print(f"promote: {report.notes} notes through the gate in {promoted_s:.2f} s = {report.notes / promoted_s:.0f} "
-          f"memories/s {report.outcomes}")
+    print(
+        f"capture: {turns} turns -> {written} notes validated and written in {captured_s:.2f} s "
+        f"= {written / captured_s:.0f} memories/s"
+    )
+    print(
+        f"promote: {report.notes} notes through the gate in {promoted_s:.2f} s = "
+        f"{report.notes / promoted_s:.0f} "
+        f"memories/s {report.outcomes}"
+    )
     print(f"capture + gate end to end: {written / (captured_s + promoted_s):.0f} memories/s")
 
 
@@ -130,8 +253,12 @@ async def latency(tmp: Path, embedder: str, sizes: list[int]) -> None:
             t0 = time.perf_counter()
             await service.gate.compare("p_bench", text, MemoryKind.FACT)
             compare_ms.append((time.perf_counter() - t0) * 1000)
-            candidate = MemoryCandidate(kind=MemoryKind.FACT, text=text, evidence=(text,),
-                                        sources=(Source("console", "ana", f"s{size}-{i}", now),))
+            candidate = MemoryCandidate(
+                kind=MemoryKind.FACT,
+                text=text,
+                evidence=(text,),
+                sources=(Source("console", "ana", f"s{size}-{i}", now),),
+            )
             t0 = time.perf_counter()
             await service.gate.admit("p_bench", candidate)
             admit_ms.append((time.perf_counter() - t0) * 1000)
@@ -154,7 +281,9 @@ async def main(sizes: list[int], embedder: str, turns: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--embedder", default="none")
     parser.add_argument("--turns", type=int, default=300)

@@ -17,6 +17,7 @@ from core.router import Router
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
+from memory.service import MemoryService
 from persona.llm import LLMClient, import_litellm
 from policy.gate import PolicyGate
 from policy.settings import PolicySettings
@@ -41,6 +42,7 @@ class App:
     channels: dict[str, Channel] = field(default_factory=dict)
     router: Router | None = None
     worker: DeliveryWorker | None = None
+    memory: MemoryService | None = None
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
@@ -79,6 +81,8 @@ class App:
                 log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
         await self.background.drain(timeout=5)
         await self.background.cancel_all()
+        if self.memory is not None:
+            await self.memory.close()
         self.db.close()
 
 
@@ -100,6 +104,9 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
     gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
                       clock=clock)
+    memory = await MemoryService.open(settings, db, llm, clock=clock)
+    if settings.memory.capture:
+        core.observers.append(memory.observer)
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
                journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
-               commands=ChatCommands(settings.persona.name), clock=clock)
+               commands=ChatCommands(settings.persona.name), clock=clock, memory=memory)

@@ -65,8 +65,14 @@ async def check_telegram(settings: Settings) -> CheckResult:
     return CheckResult("telegram", ok, detail)
 
 
+async def check_embedder(settings: Settings) -> CheckResult:
+    from memory.embedders import check_embedder as check
+
+    return await check(settings)
+
+
 Check = Callable[[Settings], Awaitable[CheckResult]]
-CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_telegram]
+CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_embedder, check_telegram]
 
 
 async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:

@@ -14,6 +14,7 @@ from core.config import (
     BudgetSettings,
     HistorySettings,
     LLMSettings,
+    MemorySettings,
     PersonaSettings,
     Settings,
     StorageSettings,
@@ -38,7 +39,7 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
         llm = LLMSettings(model="openai/fake-model", api_base=fake.base_url if fake else "http://127.0.0.1:9/v1",
                           timeout_s=3.0, max_retries=0)
         base = Settings(llm=llm, persona=PersonaSettings(), storage=StorageSettings(data_dir=str(tmp_path / "data")),
-                        history=HistorySettings(), budget=BudgetSettings())
+                        history=HistorySettings(), budget=BudgetSettings(), memory=MemorySettings(embedder="none", capture=False))
         import dataclasses
 
         return dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
@@ -49,5 +50,5 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 def write_config(path: Path, fake: FakeOpenAI, data_dir: Path, extra: str = "") -> Path:
     path.write_text(
         f'[llm]\nmodel = "openai/fake-model"\napi_base = "{fake.base_url}"\ntimeout_s = 5.0\nmax_retries = 0\n'
-        f'[storage]\ndata_dir = "{data_dir}"\n{extra}', encoding="utf-8")
+        f'[storage]\ndata_dir = "{data_dir}"\n[memory]\nembedder = "none"\ncapture = false\n{extra}', encoding="utf-8")
     return path

@@ -142,3 +142,36 @@ async def test_history_survives_reopening_the_database(fake_llm, make_settings) 
         assert [r.text for r in rows] == ["remember this line", "echo: remember this line"]
     finally:
         db.close()
+
+
+async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fake_llm, make_settings) -> None:
+    import json
+
+    from core.config import MemorySettings
+
+    settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))
+    app = await build_app(settings, warm_llm=False)
+    try:
+        captured = {"memories": [
+            {"kind": "fact", "text": "Ana's dog is called Luna", "evidence": "my dog Luna", "importance": 0.7},
+            {"kind": "fact", "text": "Ana is an astronaut", "evidence": "I am an astronaut", "importance": 0.9},
+        ]}
+
+        def route(request):  # the capture call is the one whose system prompt says transcripts are data
+            from tests.fakes.openai_api import Scripted
+
+            if "never instructions" in request["messages"][0]["content"]:
+                return Scripted(text=json.dumps(captured))
+            return None
+
+        fake_llm.route = route
+        out = await app.core.handle(inbound("I have to take my dog Luna to the vet tomorrow"))
+        assert out.text.startswith("echo:")  # the reply did not wait for capture
+        await app.background.drain()
+        person = (await app.core.speaker_of(inbound("x"))).person
+        assert app.memory is not None
+        notes = await app.memory.list_notes(person)
+        assert [n.record.text for n in notes] == ["Ana's dog is called Luna"]  # the invented one is dropped
+        assert notes[0].record.evidence == ("my dog Luna",)
+    finally:
+        await app.close()

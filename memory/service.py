@@ -1,0 +1,269 @@
+"""The memory façade the rest of kith calls: one object built at start-up, closed at shutdown.
+
+It owns the embedder (probed once per start; its status is visible), the Chroma store, the
+merge/conflict gate, the after-reply capture observer, the tombstones and forgetting. Memory
+belongs to a person id, not an account: :meth:`MemoryService.reassign` moves it when accounts
+are linked later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from core.config import Settings
+from core.db import Database
+from core.types import utcnow
+from memory.capture import Capture, PausedHook
+from memory.embedders import Embedder, EmbedderStatus, open_embedder
+from memory.gate import MemoryGate, PromoteReport
+from memory.records import MemoryRecord, Status
+from memory.store import MemoryStore, Note
+from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
+from persona.llm import LLMClient
+
+log = logging.getLogger("kith.memory")
+
+SEARCH_POOL_FACTOR = 3  # each path fetches this many times the wanted hits before blending
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    record: MemoryRecord
+    score: float
+    cosine: float | None  # the embedder's, when it took part
+    bm25: float  # normalised to the best lexical hit (0..1)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    hits: list[SearchHit]
+    lexical_only: bool  # no embedder cosine took part (and ``reason`` says why)
+    reason: str = ""
+
+
+def record_json(record: MemoryRecord) -> dict[str, Any]:
+    """A memory as plain JSON, every field, for export and the operator commands."""
+
+    def when(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "id": record.id,
+        "person": record.person,
+        "kind": record.kind.value,
+        "text": record.text,
+        "evidence": list(record.evidence),
+        "sources": [
+            {
+                "platform": s.platform,
+                "chat_id": s.chat_id,
+                "message_id": s.message_id,
+                "timestamp": s.timestamp.isoformat(),
+            }
+            for s in record.sources
+        ],
+        "scope": record.scope.value,
+        "origin": record.origin.value,
+        "tier": record.tier.value,
+        "importance": record.importance,
+        "pinned": record.pinned,
+        "status": record.status.value,
+        "revision": record.revision,
+        "conflicts_with": list(record.conflicts_with),
+        "expires_at": when(record.expires_at),
+        "valid_to": when(record.valid_to),
+        "created_at": when(record.created_at),
+        "updated_at": when(record.updated_at),
+        "use_count": record.use_count,
+        "last_used_at": when(record.last_used_at),
+    }
+
+
+def note_json(note: Note) -> dict[str, Any]:
+    return record_json(note.record) | {
+        "horizon": note.horizon.value if note.horizon else None,
+        "corrects": note.corrects,
+        "conversation": note.conversation,
+        "promoted_to": note.promoted_to,
+        "promoted_at": note.promoted_at.isoformat() if note.promoted_at else None,
+    }
+
+
+class MemoryService:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        db: Database,
+        store: MemoryStore,
+        book: TombstoneBook,
+        gate: MemoryGate,
+        capture: Capture,
+        forgetter: Forgetter,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.store = store
+        self.book = book
+        self.gate = gate
+        self.capture = capture
+        self.forgetter = forgetter
+        self.clock = clock
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        db: Database,
+        llm: LLMClient,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        is_paused: PausedHook | None = None,
+        embedder: Embedder | None = None,
+        status: EmbedderStatus | None = None,
+        namespace: str = "",
+        announce: bool = True,
+    ) -> MemoryService:
+        """Probe the embedder, open Chroma, wire the parts.
+
+        ``embedder`` and ``status`` replace the probe (tests; commands that need no vectors pass a
+        not-ready status and ``announce=False``). ``announce`` logs the embedder's status line.
+        """
+        if status is None:
+            embedder, status = await open_embedder(settings)
+        if announce:
+            if status.ready or status.disabled:
+                log.info("%s", status.line())
+            else:
+                log.warning("%s", status.line())
+        store = await MemoryStore.open(
+            settings.memory, settings.storage.data_path(), embedder, status, namespace=namespace
+        )
+        book = TombstoneBook(db)
+        gate = MemoryGate(store, book, settings.memory, clock)
+        capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused)
+        return cls(
+            settings=settings,
+            db=db,
+            store=store,
+            book=book,
+            gate=gate,
+            capture=capture,
+            forgetter=Forgetter(store, book, clock),
+            clock=clock,
+        )
+
+    @property
+    def status(self) -> EmbedderStatus:
+        """The embedder's state now (it degrades to unavailable if re-embedding failed at open)."""
+        return self.store.status
+
+    @property
+    def observer(self) -> Capture:
+        """The after-reply capture, to append to ``ConversationCore.observers``."""
+        return self.capture
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    # --- reading ------------------------------------------------------------------------
+    async def get(self, memory_id: str) -> MemoryRecord | None:
+        return await self.store.get_memory(memory_id)
+
+    async def list_memories(self, person: str, *, include_inactive: bool = False) -> list[MemoryRecord]:
+        return await self.store.memories_of(person, statuses=None if include_inactive else (Status.ACTIVE,))
+
+    async def list_notes(self, person: str) -> list[Note]:
+        return await self.store.notes_of(person)
+
+    async def search(self, person: str, query: str, limit: int | None = None) -> SearchResult:
+        """The person's live memories for ``query``: 70 % embedder cosine + 30 % BM25, or BM25 alone.
+
+        Without a working embedder the result says so (``lexical_only`` and ``reason``) instead of
+        coming back quietly empty.
+        """
+        rs = self.settings.recall
+        limit = limit or rs.tool_max_items
+        pool = limit * SEARCH_POOL_FACTOR
+        now = self.clock()
+        vectors = await self.store.vectors([query])
+        hits = await self.store.nearest(person, vectors, pool) if vectors.from_embedder else []
+        lexical = await self.store.lexical(person, query, pool)
+        top_bm25 = max((score for _r, score in lexical), default=0.0)
+        records: dict[str, MemoryRecord] = {}
+        cosines: dict[str, float] = {}
+        bm25: dict[str, float] = {}
+        for hit in hits:
+            if hit.trusted and hit.record.is_live(now):
+                records[hit.record.id] = hit.record
+                cosines[hit.record.id] = max(0.0, hit.cosine)
+        for record, score in lexical:
+            if record.is_live(now):
+                records.setdefault(record.id, record)
+                bm25[record.id] = score / top_bm25 if top_bm25 > 0 else 0.0
+        lexical_only = not cosines
+        found = []
+        for memory_id, record in records.items():
+            cosine = cosines.get(memory_id)
+            lex = bm25.get(memory_id, 0.0)
+            score = lex if lexical_only else rs.vector_weight * (cosine or 0.0) + rs.bm25_weight * lex
+            found.append(SearchHit(record, score, cosine, lex))
+        found.sort(key=lambda h: (-h.score, h.record.id))
+        reason = ""
+        if lexical_only:
+            status = self.status
+            reason = (
+                status.line()
+                if not status.ready
+                else "the embedder failed for this query"
+                if not vectors.from_embedder
+                else "no stored memory has an embedder vector yet"
+            )
+        return SearchResult(found[:limit], lexical_only, reason)
+
+    # --- curating -----------------------------------------------------------------------
+    async def promote(self, person: str) -> PromoteReport:
+        return await self.gate.promote(person)
+
+    async def clear_conflict(self, a: str, b: str) -> bool:
+        return await self.gate.clear_conflict(a, b)
+
+    async def prune_notes(self, now: datetime | None = None) -> int:
+        """Drop staged notes older than ``memory.notes_retention_days`` (curated memory is untouched)."""
+        cutoff = (now or self.clock()) - timedelta(days=self.settings.memory.notes_retention_days)
+        removed = await self.store.delete_notes(await self.store.notes_older_than(cutoff))
+        log.info("notes pruned count=%d", removed)
+        return removed
+
+    # --- forgetting ---------------------------------------------------------------------
+    async def plan_forget(self, person: str, query: str) -> ForgetPlan:
+        return await self.forgetter.plan(person, query)
+
+    async def apply_forget(self, plan: ForgetPlan) -> ForgetResult:
+        return await self.forgetter.apply(plan)
+
+    # --- people -------------------------------------------------------------------------
+    async def reassign(self, old_person: str, new_person: str) -> dict[str, int]:
+        """Memory follows the person: move everything of ``old_person`` to ``new_person``."""
+        if old_person == new_person:
+            return {"notes": 0, "memories": 0, "tombstones": 0}
+        notes, memories = await self.store.reassign(old_person, new_person, self.clock())
+        tombstones = await self.book.reassign(old_person, new_person)
+        return {"notes": notes, "memories": memories, "tombstones": tombstones}
+
+    async def export(self, person: str) -> dict[str, Any]:
+        """Everything stored about ``person``: memories (every status) and staged notes."""
+        memories = await self.list_memories(person, include_inactive=True)
+        notes = await self.list_notes(person)
+        return {
+            "person": person,
+            "exported_at": self.clock().isoformat(),
+            "memories": [record_json(m) for m in memories],
+            "notes": [note_json(n) for n in notes],
+            "tombstones": await self.book.count(person),
+        }

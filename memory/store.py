@@ -1,0 +1,781 @@
+"""The memory store: two Chroma collections, ``notes`` (staged captures, seed 002's daily notes)
+and ``memories`` (curated), one record per id, every field of :class:`~memory.records.MemoryRecord`
+kept as metadata.
+
+Chroma runs embedded (``PersistentClient`` under ``<data_dir>/chroma``) unless
+``memory.chroma_url`` names a server (``HttpClient``); both go through the same code, telemetry
+off. Chroma is synchronous, so every call runs on this store's own single thread and the
+event loop never waits on it.
+
+Vectors are always computed here and passed in (Chroma's own embedding function is never
+invoked: it would fetch a model). When the embedder is off or failing, a record gets the
+hashed bag-of-words vector instead and its ``vector`` metadata says ``hash``, so its cosine is
+never mistaken for an embedder's (seed 001); the next start with a working embedder
+re-embeds those records, and rebuilds a collection whose vector size changed.
+
+Curated memory is written with compare-and-swap on ``revision``: under a per-id lock the
+store re-reads the record and refuses a writer whose revision is stale with
+:class:`RevisionConflict`, so two writers never silently overwrite each other (seed 002).
+Every write to an existing memory (update, delete, reassign) takes that lock.
+
+Each person also gets a BM25 index of their active memories (:mod:`memory.bm25`), built
+lazily from the store and kept in step with every write, for the lexical path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import functools
+import logging
+import math
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from core.config import MemorySettings
+from memory.bm25 import BM25Index
+from memory.embedders import EMBED_TIMEOUT_S, HASH_DIM, Embedder, EmbedderStatus, Vector, hashed_vector
+from memory.records import (
+    Horizon,
+    MemoryCandidate,
+    MemoryRecord,
+    MetadataValue,
+    Status,
+    from_metadata,
+    to_metadata,
+)
+from memory.text import content_words
+
+log = logging.getLogger("kith.memory.store")
+
+T = TypeVar("T")
+
+VECTOR_KEY = "vector"  # record metadata: the vector space its stored vector came from
+HASH_SPACE = "hash"  # ... when it is the hashed fallback, not an embedder's
+SPACE_KEY = "kith_vector_space"  # collection metadata: the space the collection was built for
+DIM_KEY = "kith_dim"
+REBUILD_SUFFIX = "-rebuild"
+STORE_PAGE = 500  # records per Chroma round trip when scanning
+FILTERED_QUERY_MAX = 500  # up to this many memories, a person is searched with Chroma's metadata filter
+NEAREST_OVERSAMPLE = 2.0  # beyond it, an unfiltered search fetches this many times the person's share
+NEAREST_POOL_MAX = 1_000  # ... unless that pool would be larger than this: then filtered after all
+LEXICAL_MAX_DF_FRACTION = 0.2  # a query word in more of a person's memories than this is left out of BM25
+
+
+class Collection(enum.StrEnum):
+    NOTES = "notes"
+    MEMORIES = "memories"
+
+
+class RevisionConflict(Exception):
+    """A compare-and-swap write lost: the memory changed since the writer read it."""
+
+    def __init__(self, memory_id: str, expected: int, actual: int) -> None:
+        super().__init__(f"memory {memory_id} is at revision {actual}, writer expected {expected}")
+        self.memory_id = memory_id
+        self.expected = expected
+        self.actual = actual
+
+
+class MemoryNotFound(KeyError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A staged capture: a record plus what only staging needs."""
+
+    record: MemoryRecord
+    horizon: Horizon | None = None
+    corrects: str | None = None
+    conversation: str = ""
+    promoted_to: str | None = None  # the memory it became or merged into
+    promoted_at: datetime | None = None  # set once promotion handled it, whatever the outcome
+
+    def candidate(self) -> MemoryCandidate:
+        r = self.record
+        return MemoryCandidate(
+            kind=r.kind,
+            text=r.text,
+            evidence=r.evidence,
+            importance=r.importance,
+            corrects=self.corrects,
+            horizon=self.horizon,
+            sources=r.sources,
+            scope=r.scope,
+        )
+
+
+def note_metadata(note: Note) -> dict[str, MetadataValue]:
+    md = to_metadata(note.record)
+    md.update(
+        {
+            "note_horizon": note.horizon.value if note.horizon else "",
+            "note_corrects": note.corrects or "",
+            "note_conversation": note.conversation,
+            "note_promoted": note.promoted_at is not None,
+            "note_promoted_to": note.promoted_to or "",
+            "note_promoted_at": note.promoted_at.isoformat() if note.promoted_at else "",
+        }
+    )
+    return md
+
+
+def note_from_metadata(md: Mapping[str, MetadataValue]) -> Note:
+    promoted_at = str(md.get("note_promoted_at") or "")
+    return Note(
+        record=from_metadata(md),
+        horizon=Horizon(str(md["note_horizon"])) if md.get("note_horizon") else None,
+        corrects=str(md["note_corrects"]) if md.get("note_corrects") else None,
+        conversation=str(md.get("note_conversation") or ""),
+        promoted_to=str(md["note_promoted_to"]) if md.get("note_promoted_to") else None,
+        promoted_at=datetime.fromisoformat(promoted_at) if promoted_at else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Vectors:
+    values: list[Vector]
+    space: str  # the embedder's name, or HASH_SPACE
+
+    @property
+    def from_embedder(self) -> bool:
+        return self.space != HASH_SPACE
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    record: MemoryRecord
+    cosine: float
+    trusted: bool  # both vectors came from the embedder: the cosine means something
+
+
+@dataclass
+class _PersonIndex:
+    """One person's active memories for the lexical path: BM25, document frequencies, vector spaces."""
+
+    bm25: BM25Index = field(default_factory=BM25Index)
+    texts: dict[str, str] = field(default_factory=dict)
+    spaces: dict[str, str] = field(default_factory=dict)  # id -> the space its stored vector came from
+    df: Counter[str] = field(default_factory=Counter)  # content word -> memories holding it
+
+    def put(self, record: MemoryRecord, space: str) -> None:
+        self.drop(record.id)
+        if record.status is not Status.ACTIVE:
+            return
+        self.texts[record.id] = record.text
+        self.spaces[record.id] = space
+        self.df.update(set(content_words(record.text)))
+        self.bm25.add(record.id, record.text)
+
+    def drop(self, memory_id: str) -> None:
+        text = self.texts.pop(memory_id, None)
+        if text is None:
+            return
+        self.spaces.pop(memory_id, None)
+        self.df.subtract(set(content_words(text)))
+        self.bm25.remove(memory_id)
+
+    def distinctive(self, query: str, max_words: int | None = None) -> str:
+        """The query's words that can tell memories apart (at most ``max_words``, rarest first).
+
+        A word most of the person's memories hold (often their own name) barely moves BM25 yet
+        costs a pass over all of them; it is left out unless nothing rarer is left.
+        """
+        words = list(dict.fromkeys(content_words(query)))
+        if not words or not self.texts:
+            return query
+        limit = max(1.0, LEXICAL_MAX_DF_FRACTION * len(self.texts))
+        kept = [w for w in words if self.df.get(w, 0) <= limit] or [
+            min(words, key=lambda w: self.df.get(w, 0))
+        ]
+        if max_words is not None and len(kept) > max_words:
+            kept = sorted(kept, key=lambda w: self.df.get(w, 0))[:max_words]
+        return " ".join(kept)
+
+
+def _where(**conditions: Any) -> dict[str, Any]:
+    """Chroma's where: one condition as is, several under $and (which needs two or more)."""
+    parts = [{k: v} for k, v in conditions.items() if v is not None]
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
+def make_client(settings: MemorySettings, data_dir: Path) -> Any:
+    """A Chroma client: a server when ``chroma_url`` is set, else embedded under ``data_dir/chroma``."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_url:
+        url = urllib.parse.urlsplit(settings.chroma_url)
+        ssl = url.scheme == "https"
+        return chromadb.HttpClient(
+            host=url.hostname or "localhost",
+            port=url.port or (443 if ssl else 8000),
+            ssl=ssl,
+            settings=chroma_settings,
+        )
+    path = data_dir / "chroma"
+    path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+
+
+class _KeyedLocks:
+    """One asyncio lock per key, dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, keys: Iterable[str]) -> AsyncIterator[None]:
+        ordered = sorted(set(keys))  # one global order: no deadlock between multi-key holders
+        registered: list[str] = []
+        acquired: list[asyncio.Lock] = []
+        try:
+            for key in ordered:
+                lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+                self._locks[key] = (lock, users + 1)
+                registered.append(key)
+                await lock.acquire()
+                acquired.append(lock)
+            yield
+        finally:
+            for lock in reversed(acquired):
+                lock.release()
+            for key in registered:
+                lock, users = self._locks[key]
+                if users <= 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        client: Any,
+        embedder: Embedder | None,
+        status: EmbedderStatus,
+        *,
+        namespace: str = "",
+        executor: concurrent.futures.ThreadPoolExecutor | None = None,
+    ) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.status = status
+        self.namespace = namespace
+        self._executor = executor or concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="kith-chroma"
+        )
+        self._cols: dict[Collection, Any] = {}
+        self._hash_dims: dict[Collection, int] = {}
+        self._cas = _KeyedLocks()
+        self._index_locks = _KeyedLocks()
+        self._indexes: dict[str, _PersonIndex] = {}
+        self._writes: dict[str, int] = {}  # person -> write counter, so a lazy index build sees races
+        self._memory_total = 0  # records in the memories collection, kept in step by this store
+        self.embed_failures = 0
+
+    # --- opening ------------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        settings: MemorySettings,
+        data_dir: Path,
+        embedder: Embedder | None,
+        status: EmbedderStatus,
+        *,
+        namespace: str = "",
+    ) -> MemoryStore:
+        executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-chroma")
+        loop = asyncio.get_running_loop()
+        try:
+            client = await loop.run_in_executor(executor, make_client, settings, data_dir)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        store = cls(client, embedder, status, namespace=namespace, executor=executor)
+        await store._prepare()
+        return store
+
+    @property
+    def embedder_ready(self) -> bool:
+        return self.embedder is not None and self.status.ready
+
+    def _name(self, kind: Collection) -> str:
+        return f"{self.namespace}{kind.value}"
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    def _open_collection(self, name: str, space: str, dim: int) -> Any:
+        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        rebuild = name + REBUILD_SUFFIX
+        if rebuild in names:
+            if name in names:  # a rebuild that never finished: the original is intact, start over
+                self.client.delete_collection(rebuild)
+            else:  # the original was dropped, the rebuild is complete: finish the swap
+                self.client.get_collection(rebuild, embedding_function=None).modify(name=name)
+        return self.client.get_or_create_collection(
+            name, embedding_function=None, metadata={"hnsw:space": "cosine", SPACE_KEY: space, DIM_KEY: dim}
+        )
+
+    async def _prepare(self) -> None:
+        for kind in Collection:
+            space = self.embedder.name if self.embedder_ready and self.embedder else HASH_SPACE
+            dim = self.status.dim if self.embedder_ready and self.status.dim else HASH_DIM
+            col = await self._run(self._open_collection, self._name(kind), space, dim)
+            meta = dict(col.metadata or {})
+            stored_dim = int(meta.get(DIM_KEY) or dim)
+            if self.embedder_ready:
+                try:
+                    if stored_dim != dim:
+                        col = await self._rebuild(kind, col, space, dim)
+                    elif meta.get(SPACE_KEY) != space:
+                        await self._reembed(col, None)
+                        await self._run(col.modify, metadata={SPACE_KEY: space, DIM_KEY: dim})
+                    else:
+                        await self._reembed(col, HASH_SPACE)
+                except Exception as exc:
+                    # The stored records are intact; this start stays lexical and the next one retries.
+                    log.warning(
+                        "re-embedding failed collection=%s error=%s; lexical until next start",
+                        kind.value,
+                        type(exc).__name__,
+                    )
+                    self._degrade(f"re-embedding stored memories failed ({type(exc).__name__})")
+                    col = await self._run(self._open_collection, self._name(kind), HASH_SPACE, HASH_DIM)
+                    stored_dim = int(dict(col.metadata or {}).get(DIM_KEY) or HASH_DIM)
+            self._cols[kind] = col
+            self._hash_dims[kind] = dim if self.embedder_ready else stored_dim
+        self._memory_total = await self._run(self._cols[Collection.MEMORIES].count)
+
+    def _degrade(self, reason: str) -> None:
+        self.status = EmbedderStatus(self.status.configured, ready=False, reason=reason)
+        self.embedder = None
+
+    async def _reembed(self, col: Any, only_space: str | None) -> int:
+        """Give records (all, or those whose vector is from ``only_space``) fresh embedder vectors."""
+        assert self.embedder is not None
+        done = offset = 0
+        where = {VECTOR_KEY: only_space} if only_space else None
+        while True:
+            # Re-embedded records leave the filter, so a filtered scan always reads from the start.
+            page = await self._run(
+                col.get, where=where, include=["metadatas"], limit=STORE_PAGE, offset=0 if where else offset
+            )
+            ids = page["ids"]
+            if not ids:
+                return done
+            metadatas = [dict(md) for md in page["metadatas"]]
+            values = await self.embedder.embed([str(md["text"]) for md in metadatas])
+            for md in metadatas:
+                md[VECTOR_KEY] = self.embedder.name
+            await self._run(col.update, ids=ids, embeddings=values, metadatas=metadatas)
+            done += len(ids)
+            offset += len(ids)
+            log.info("re-embedded collection=%s records=%d", col.name, done)
+
+    async def _rebuild(self, kind: Collection, col: Any, space: str, dim: int) -> Any:
+        """The vector size changed: copy every record into a new collection with new vectors, then swap."""
+        assert self.embedder is not None
+        name = self._name(kind)
+        tmp = await self._run(
+            self.client.create_collection,
+            name + REBUILD_SUFFIX,
+            embedding_function=None,
+            metadata={"hnsw:space": "cosine", SPACE_KEY: space, DIM_KEY: dim},
+        )
+        offset = 0
+        try:
+            while True:
+                page = await self._run(col.get, include=["metadatas"], limit=STORE_PAGE, offset=offset)
+                ids = page["ids"]
+                if not ids:
+                    break
+                metadatas = [dict(md) for md in page["metadatas"]]
+                values = await self.embedder.embed([str(md["text"]) for md in metadatas])
+                for md in metadatas:
+                    md[VECTOR_KEY] = space
+                await self._run(tmp.add, ids=ids, embeddings=values, metadatas=metadatas)
+                offset += len(ids)
+        except BaseException:
+            await self._run(self.client.delete_collection, name + REBUILD_SUFFIX)
+            raise
+        await self._run(self.client.delete_collection, name)
+        await self._run(tmp.modify, name=name)
+        log.info("rebuilt collection=%s records=%d dim=%d", kind.value, offset, dim)
+        return await self._run(self.client.get_collection, name, embedding_function=None)
+
+    async def close(self) -> None:
+        if self.embedder is not None:
+            await self.embedder.close()
+        self._executor.shutdown(wait=True)
+
+    # --- vectors ------------------------------------------------------------------------
+    async def vectors(self, texts: Sequence[str], kind: Collection = Collection.MEMORIES) -> Vectors:
+        """Embedder vectors for ``texts``; on any embedder failure, hashed ones (never a failed write)."""
+        if self.embedder is not None and self.status.ready:
+            started = time.perf_counter()
+            try:
+                values = await asyncio.wait_for(self.embedder.embed(list(texts)), EMBED_TIMEOUT_S)
+                return Vectors(values, self.embedder.name)
+            except Exception as exc:
+                self.embed_failures += 1
+                log.warning(
+                    "embedding failed, using lexical vectors name=%s error=%s ms=%.0f",
+                    self.embedder.name,
+                    type(exc).__name__,
+                    (time.perf_counter() - started) * 1000,
+                )
+        dim = self._hash_dims.get(kind, HASH_DIM)
+        return Vectors([hashed_vector(t, dim) for t in texts], HASH_SPACE)
+
+    # --- reading ------------------------------------------------------------------------
+    def _get_sync(self, kind: Collection, ids: Sequence[str]) -> list[dict[str, MetadataValue]]:
+        if not ids:
+            return []
+        page = self._cols[kind].get(ids=list(dict.fromkeys(ids)), include=["metadatas"])
+        by_id = {i: dict(md) for i, md in zip(page["ids"], page["metadatas"], strict=True)}
+        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+    def _scan_sync(self, kind: Collection, where: dict[str, Any]) -> list[dict[str, MetadataValue]]:
+        out: list[dict[str, MetadataValue]] = []
+        offset = 0
+        while True:
+            page = self._cols[kind].get(where=where, include=["metadatas"], limit=STORE_PAGE, offset=offset)
+            out.extend(dict(md) for md in page["metadatas"])
+            if len(page["ids"]) < STORE_PAGE:
+                return out
+            offset += len(page["ids"])
+
+    async def get_memories(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        return [from_metadata(md) for md in await self._run(self._get_sync, Collection.MEMORIES, ids)]
+
+    async def get_memory(self, memory_id: str) -> MemoryRecord | None:
+        found = await self.get_memories([memory_id])
+        return found[0] if found else None
+
+    async def get_notes(self, ids: Sequence[str]) -> list[Note]:
+        return [note_from_metadata(md) for md in await self._run(self._get_sync, Collection.NOTES, ids)]
+
+    async def memories_of(
+        self, person: str, *, statuses: Sequence[Status] | None = (Status.ACTIVE,)
+    ) -> list[MemoryRecord]:
+        """A person's memories (``statuses=None``: every status), oldest first."""
+        status = {"$in": [s.value for s in statuses]} if statuses is not None else None
+        rows = await self._run(self._scan_sync, Collection.MEMORIES, _where(person=person, status=status))
+        return sorted((from_metadata(md) for md in rows), key=lambda r: (r.created_at, r.id))
+
+    async def notes_of(self, person: str, *, unpromoted_only: bool = False) -> list[Note]:
+        rows = await self._run(
+            self._scan_sync,
+            Collection.NOTES,
+            _where(person=person, note_promoted=False if unpromoted_only else None),
+        )
+        return sorted(
+            (note_from_metadata(md) for md in rows), key=lambda n: (n.record.created_at, n.record.id)
+        )
+
+    async def count(self, kind: Collection) -> int:
+        return int(await self._run(self._cols[kind].count))
+
+    def _nearest_sync(
+        self, person: str | None, vector: Vector, k: int, with_metadata: bool
+    ) -> tuple[list[str], list[dict[str, Any]], list[float]]:
+        where = _where(person=person, status=Status.ACTIVE.value) if person is not None else None
+        include = ["metadatas", "distances"] if with_metadata else ["distances"]
+        result = self._cols[Collection.MEMORIES].query(
+            query_embeddings=[vector], n_results=k, where=where, include=include
+        )
+        metadatas = [dict(md) for md in result["metadatas"][0]] if with_metadata else []
+        return list(result["ids"][0]), metadatas, list(result["distances"][0])
+
+    async def nearest(self, person: str, vectors: Vectors, k: int) -> list[VectorHit]:
+        """The ``k`` active memories of ``person`` nearest the (single) query vector."""
+        hits, _lexical = await self.lookup(person, vectors=vectors, k=k)
+        return hits
+
+    async def lexical(self, person: str, query: str, k: int) -> list[tuple[MemoryRecord, float]]:
+        """BM25 over the person's active memories, best first."""
+        _hits, found = await self.lookup(person, query=query, k=k)
+        return found
+
+    async def lookup(
+        self,
+        person: str,
+        *,
+        vectors: Vectors | None = None,
+        query: str | None = None,
+        k: int,
+        max_query_words: int | None = None,
+    ) -> tuple[list[VectorHit], list[tuple[MemoryRecord, float]]]:
+        """Vector neighbours and/or BM25 hits of ``person``'s active memories, fresh, in one round trip.
+
+        Chroma's metadata-filtered search costs time in proportion to the person's memories, so a
+        person with many is searched unfiltered with enough extra results to hold ``k`` of theirs,
+        then filtered here. ``max_query_words`` keeps BM25 to the query's rarest words.
+        """
+        if k <= 0:
+            return [], []
+        index = await self._index(person)
+        fresh: dict[str, dict[str, Any]] = {}
+        distance_of: dict[str, float] = {}
+        if vectors is not None:
+            own = len(index.texts)
+            pool = math.ceil(k * NEAREST_OVERSAMPLE * max(self._memory_total, own, 1) / max(own, 1))
+            if own <= FILTERED_QUERY_MAX or pool > NEAREST_POOL_MAX:
+                ids, metadatas, distances = await self._run(
+                    self._nearest_sync, person, vectors.values[0], k, True
+                )
+                fresh.update(zip(ids, metadatas, strict=True))
+            else:
+                ids, _md, distances = await self._run(
+                    self._nearest_sync, None, vectors.values[0], pool, False
+                )
+            distance_of = {
+                i: d for i, d in zip(ids, distances, strict=True) if i in fresh or i in index.texts
+            }
+        ranked = index.bm25.search(index.distinctive(query, max_query_words), k) if query else []
+        wanted = [i for i in [*distance_of, *(i for i, _s in ranked)] if i not in fresh]
+        if wanted:
+            fresh.update(
+                (str(md["id"]), md) for md in await self._run(self._get_sync, Collection.MEMORIES, wanted)
+            )
+        live = {
+            i: md
+            for i, md in fresh.items()
+            if md.get("person") == person and md.get("status") == Status.ACTIVE.value
+        }
+        for memory_id in [i for i, _s in ranked if i not in live]:
+            index.drop(memory_id)  # changed by another process (an operator's forget): heal the index
+        near = sorted((d, i) for i, d in distance_of.items() if i in live)[:k]
+        hits = [
+            VectorHit(
+                from_metadata(live[i]),
+                1.0 - float(d),
+                vectors is not None and vectors.from_embedder and live[i].get(VECTOR_KEY) == vectors.space,
+            )
+            for d, i in near
+        ]
+        return hits, [(from_metadata(live[i]), score) for i, score in ranked if i in live]
+
+    async def _index(self, person: str) -> _PersonIndex:
+        index = self._indexes.get(person)
+        if index is not None:
+            return index
+        async with self._index_locks.hold([person]):
+            while person not in self._indexes:
+                seen = self._writes.get(person, 0)
+                rows = await self._run(
+                    self._scan_sync, Collection.MEMORIES, _where(person=person, status=Status.ACTIVE.value)
+                )
+                if self._writes.get(person, 0) != seen:
+                    continue  # a write landed while reading: read again so the index misses nothing
+                built = _PersonIndex()
+                for md in rows:
+                    built.put(from_metadata(md), str(md.get(VECTOR_KEY, HASH_SPACE)))
+                self._indexes[person] = built
+        return self._indexes[person]
+
+    def _touched(
+        self,
+        record: MemoryRecord | None,
+        space: str = HASH_SPACE,
+        *,
+        person: str | None = None,
+        dropped: str | None = None,
+    ) -> None:
+        owner = record.person if record is not None else person
+        if owner is None:
+            return
+        self._writes[owner] = self._writes.get(owner, 0) + 1
+        index = self._indexes.get(owner)
+        if index is None:
+            return
+        if record is not None:
+            index.put(record, space)
+        if dropped is not None:
+            index.drop(dropped)
+
+    # --- writing ------------------------------------------------------------------------
+    async def add_memory(self, record: MemoryRecord, vectors: Vectors | None = None) -> MemoryRecord:
+        """Store a new memory (a fresh id) with its vector."""
+        vectors = vectors or await self.vectors([record.text])
+        md = to_metadata(record) | {VECTOR_KEY: vectors.space}
+        await self._run(
+            self._cols[Collection.MEMORIES].add,
+            ids=[record.id],
+            embeddings=vectors.values[:1],
+            metadatas=[md],
+        )
+        self._memory_total += 1
+        self._touched(record, vectors.space)
+        return record
+
+    async def add_memories(self, records: Sequence[MemoryRecord], vectors: Vectors | None = None) -> None:
+        """Store many new memories in one round trip (imports, benchmarks)."""
+        if not records:
+            return
+        vectors = vectors or await self.vectors([r.text for r in records])
+        metadatas = [to_metadata(r) | {VECTOR_KEY: vectors.space} for r in records]
+        await self._run(
+            self._cols[Collection.MEMORIES].add,
+            ids=[r.id for r in records],
+            embeddings=vectors.values,
+            metadatas=metadatas,
+        )
+        self._memory_total += len(records)
+        for record in records:
+            self._touched(record, vectors.space)
+
+    def _add_absent_sync(
+        self,
+        kind: Collection,
+        ids: list[str],
+        values: list[Vector],
+        metadatas: list[dict[str, MetadataValue]],
+    ) -> list[str]:
+        existing = set(self._cols[kind].get(ids=ids, include=[])["ids"])
+        fresh = [i for i, record_id in enumerate(ids) if record_id not in existing]
+        if fresh:
+            self._cols[kind].add(
+                ids=[ids[i] for i in fresh],
+                embeddings=[values[i] for i in fresh],
+                metadatas=[metadatas[i] for i in fresh],
+            )
+        return [ids[i] for i in fresh]
+
+    async def add_notes(self, notes: Sequence[Note], vectors: Vectors | None = None) -> list[str]:
+        """Stage notes whose id is not stored yet; returns the ids actually added."""
+        if not notes:
+            return []
+        vectors = vectors or await self.vectors([n.record.text for n in notes], Collection.NOTES)
+        metadatas = [note_metadata(n) | {VECTOR_KEY: vectors.space} for n in notes]
+        return await self._run(
+            self._add_absent_sync, Collection.NOTES, [n.record.id for n in notes], vectors.values, metadatas
+        )
+
+    async def mark_promoted(self, note_id: str, memory_id: str | None, now: datetime) -> bool:
+        """Record that promotion handled the note (``memory_id`` None: a tombstone blocked it)."""
+        return await self.mark_promoted_many([(note_id, memory_id)], now) == 1
+
+    async def mark_promoted_many(self, handled: Sequence[tuple[str, str | None]], now: datetime) -> int:
+        if not handled:
+            return 0
+        target = dict(handled)
+        notes = await self.get_notes(list(target))
+        if notes:
+            marked = [replace(n, promoted_to=target[n.record.id], promoted_at=now) for n in notes]
+            await self._run(
+                self._cols[Collection.NOTES].update,
+                ids=[n.record.id for n in marked],
+                metadatas=[note_metadata(n) for n in marked],
+            )
+        return len(notes)
+
+    async def replace_memory(self, record: MemoryRecord) -> MemoryRecord:
+        """Compare-and-swap: store ``record`` if the memory is still at ``record.revision``.
+
+        Returns the stored record (revision bumped). Raises RevisionConflict for a stale writer
+        and MemoryNotFound when the memory is gone.
+        """
+        async with self._cas.hold([record.id]):
+            rows = await self._run(self._get_sync, Collection.MEMORIES, [record.id])
+            if not rows:
+                raise MemoryNotFound(record.id)
+            current = from_metadata(rows[0])
+            if current.revision != record.revision:
+                raise RevisionConflict(record.id, record.revision, current.revision)
+            if current.person != record.person:
+                raise RevisionConflict(record.id, record.revision, current.revision)
+            stored = replace(record, revision=current.revision + 1)
+            md = to_metadata(stored)
+            kwargs: dict[str, Any] = {}
+            if stored.text != current.text:
+                vectors = await self.vectors([stored.text])
+                kwargs["embeddings"] = vectors.values
+                md[VECTOR_KEY] = vectors.space
+            else:
+                md[VECTOR_KEY] = rows[0].get(VECTOR_KEY, HASH_SPACE)
+            await self._run(self._cols[Collection.MEMORIES].update, ids=[record.id], metadatas=[md], **kwargs)
+            self._touched(stored, str(md[VECTOR_KEY]))
+            return stored
+
+    async def delete_memories(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        async with self._cas.hold(ids):
+            rows = await self._run(self._get_sync, Collection.MEMORIES, ids)
+            await self._run(self._cols[Collection.MEMORIES].delete, ids=list(ids))
+        self._memory_total -= len(rows)
+        for md in rows:
+            self._touched(None, person=str(md["person"]), dropped=str(md["id"]))
+        return len(rows)
+
+    async def delete_notes(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        rows = await self._run(self._get_sync, Collection.NOTES, ids)
+        await self._run(self._cols[Collection.NOTES].delete, ids=list(ids))
+        return len(rows)
+
+    async def notes_older_than(self, cutoff: datetime) -> list[str]:
+        rows = await self._run(
+            self._scan_sync, Collection.NOTES, {"created_at_ts": {"$lt": cutoff.timestamp()}}
+        )
+        return [str(md["id"]) for md in rows]
+
+    async def reassign(self, old: str, new: str, now: datetime | None = None) -> tuple[int, int]:
+        """Move every note and memory of person ``old`` to ``new``; returns (notes, memories) moved."""
+        now = now or datetime.now(UTC)
+        moved_notes = 0
+        while True:
+            page = await self._run(
+                self._cols[Collection.NOTES].get,
+                where={"person": old},
+                include=["metadatas"],
+                limit=STORE_PAGE,
+            )
+            if not page["ids"]:
+                break
+            metadatas = [dict(md) | {"person": new} for md in page["metadatas"]]
+            await self._run(self._cols[Collection.NOTES].update, ids=page["ids"], metadatas=metadatas)
+            moved_notes += len(page["ids"])
+        moved_memories = 0
+        while True:
+            page = await self._run(
+                self._cols[Collection.MEMORIES].get, where={"person": old}, include=[], limit=STORE_PAGE
+            )
+            if not page["ids"]:
+                break
+            ids = list(page["ids"])
+            async with self._cas.hold(ids):
+                rows = await self._run(self._get_sync, Collection.MEMORIES, ids)
+                # The person change is a write like any other: stale writers must see a new revision.
+                metadatas = []
+                for md in rows:
+                    record = replace(
+                        from_metadata(md), person=new, revision=int(md["revision"]) + 1, updated_at=now
+                    )
+                    metadatas.append(to_metadata(record) | {VECTOR_KEY: md.get(VECTOR_KEY, HASH_SPACE)})
+                await self._run(
+                    self._cols[Collection.MEMORIES].update,
+                    ids=[str(md["id"]) for md in rows],
+                    metadatas=metadatas,
+                )
+            moved_memories += len(rows)
+        for person in (old, new):
+            self._indexes.pop(person, None)
+            self._writes[person] = self._writes.get(person, 0) + 1
+        log.info("memory reassigned notes=%d memories=%d", moved_notes, moved_memories)
+        return moved_notes, moved_memories

@@ -1,0 +1,267 @@
+"""Forgetting with tombstones: remove exactly what matched, and keep it from coming back.
+
+A person asks kith to forget something; the operator (or, later, chat) first sees the plan
+(:meth:`Forgetter.plan`): the notes and memories that match and the conflict links that hang
+off them. :meth:`Forgetter.apply` then deletes exactly that plan, records and embeddings,
+unlinks the conflicts that would dangle, checks that nothing is left, and logs counts only.
+
+It also leaves a tombstone (seed 000's forgottenBefore) per forgotten text and evidence quote,
+so that a later capture or promotion over the same old transcript cannot resurrect the fact.
+A tombstone holds a salted SHA-256 of the normalised text and the time of forgetting, never
+the text. It blocks a candidate only when none of the candidate's sources is newer than the
+forgetting: a person who says it again afterwards is heard again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core.db import Database, metadata
+from memory.records import MemoryCandidate, MemoryRecord, Status
+from memory.store import MemoryStore, RevisionConflict
+from memory.text import content_words, normalize, words_match
+
+log = logging.getLogger("kith.memory.forget")
+
+DIGEST_DOMAIN = b"kith-tombstone-v1\x00"
+FORGET_CAS_RETRIES = 5
+
+tombstones = sa.Table(
+    "memory_tombstones",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("person", sa.String(64), nullable=False),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("forgotten_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_memory_tombstones_person_digest", "person", "digest"),
+)
+
+
+def digest(text: str) -> str:
+    """The tombstone key of a text or quote: case and spacing do not matter, the words do."""
+    return hashlib.sha256(DIGEST_DOMAIN + normalize(text).casefold().encode("utf-8")).hexdigest()
+
+
+def digests_of(text: str, evidence: Iterable[str]) -> set[str]:
+    return {digest(text)} | {digest(q) for q in evidence}
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def is_blocked(forgotten_at: datetime | None, source_times: Sequence[datetime]) -> bool:
+    """Pure rule: a match blocks unless some source was said after the forgetting."""
+    if forgotten_at is None:
+        return False
+    if not source_times:
+        return True
+    return max(_aware(t) for t in source_times) <= _aware(forgotten_at)
+
+
+# --- relational access -------------------------------------------------------------------
+def _add(conn: Connection, person: str, digests: Iterable[str], now: datetime) -> int:
+    rows = [{"person": person, "digest": d, "forgotten_at": now} for d in sorted(set(digests))]
+    if rows:
+        conn.execute(tombstones.insert(), rows)
+    return len(rows)
+
+
+def _latest(conn: Connection, person: str, digests: Sequence[str]) -> datetime | None:
+    if not digests:
+        return None
+    value = conn.execute(
+        sa.select(sa.func.max(tombstones.c.forgotten_at)).where(
+            tombstones.c.person == person, tombstones.c.digest.in_(list(digests))
+        )
+    ).scalar()
+    return _aware(value) if value is not None else None
+
+
+def _reassign(conn: Connection, old: str, new: str) -> int:
+    return conn.execute(tombstones.update().where(tombstones.c.person == old).values(person=new)).rowcount
+
+
+def _count(conn: Connection, person: str) -> int:
+    return int(
+        conn.execute(
+            sa.select(sa.func.count()).select_from(tombstones).where(tombstones.c.person == person)
+        ).scalar_one()
+    )
+
+
+class TombstoneBook:
+    """The tombstones of every person, in the relational store."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(self, person: str, digests: Iterable[str], now: datetime) -> int:
+        return await self.db.run(_add, person, list(digests), now)
+
+    async def blocks(
+        self, person: str, text: str, evidence: Sequence[str], source_times: Sequence[datetime]
+    ) -> bool:
+        forgotten_at = await self.db.run(_latest, person, sorted(digests_of(text, evidence)))
+        return is_blocked(forgotten_at, source_times)
+
+    async def blocks_candidate(self, person: str, candidate: MemoryCandidate) -> bool:
+        return await self.blocks(
+            person, candidate.text, candidate.evidence, [s.timestamp for s in candidate.sources]
+        )
+
+    async def reassign(self, old: str, new: str) -> int:
+        return await self.db.run(_reassign, old, new)
+
+    async def count(self, person: str) -> int:
+        return await self.db.run(_count, person)
+
+
+# --- planning and applying ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ForgetPlan:
+    """Exactly what forgetting ``query`` for ``person`` removes, for a person to confirm first."""
+
+    person: str
+    query: str
+    note_ids: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+    # memory id -> ids it links to (conflicts_with) that the plan removes; those links go too
+    unlink: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    previews: dict[str, str] = field(default_factory=dict)  # id -> text, shown to the person only
+
+    @property
+    def empty(self) -> bool:
+        return not self.note_ids and not self.memory_ids
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    notes_deleted: int
+    memories_deleted: int
+    links_removed: int
+    tombstones: int
+    leftover: int  # records still found after deleting (0 unless something went wrong)
+
+
+def query_matches(query: str, texts: Sequence[str]) -> bool:
+    """Whole-word match: every content word of the query appears (as the same word) in one of the texts."""
+    wanted = set(content_words(query))
+    if not wanted:
+        return False
+    for text in texts:
+        have = set(content_words(text))
+        if all(any(words_match(w, h) for h in have) for w in wanted):
+            return True
+    return False
+
+
+class Forgetter:
+    """Plans and applies forgetting over the memory store."""
+
+    def __init__(self, store: MemoryStore, book: TombstoneBook, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.book = book
+        self.clock = clock
+
+    async def plan(self, person: str, query: str) -> ForgetPlan:
+        """Records of ``person`` whose text or evidence holds every word of ``query``, or whose id it is."""
+        query = query.strip()
+        notes = await self.store.notes_of(person)
+        memories = await self.store.memories_of(person, statuses=None)
+
+        def hit(record: MemoryRecord) -> bool:
+            return record.id == query or query_matches(query, [record.text, *record.evidence])
+
+        matched_memories = [m for m in memories if hit(m)]
+        matched_ids = {m.id for m in matched_memories}
+        # A note promoted into a forgotten memory holds the same fact: it goes too.
+        matched_notes = [n for n in notes if hit(n.record) or (n.promoted_to in matched_ids)]
+        unlink: dict[str, tuple[str, ...]] = {}
+        for memory in memories:
+            if memory.id in matched_ids:
+                continue
+            dangling = tuple(i for i in memory.conflicts_with if i in matched_ids)
+            if dangling:
+                unlink[memory.id] = dangling
+        previews = {r.id: r.text for r in matched_memories} | {
+            n.record.id: n.record.text for n in matched_notes
+        }
+        return ForgetPlan(
+            person,
+            query,
+            tuple(n.record.id for n in matched_notes),
+            tuple(m.id for m in matched_memories),
+            unlink,
+            previews,
+        )
+
+    async def apply(self, plan: ForgetPlan) -> ForgetResult:
+        """Delete exactly ``plan``, unlink what would dangle, leave tombstones, verify, log counts."""
+        now = self.clock()
+        notes = await self.store.get_notes(plan.note_ids)
+        memories = await self.store.get_memories(plan.memory_ids)
+        digests: set[str] = set()
+        for record in [n.record for n in notes] + memories:
+            digests |= digests_of(record.text, record.evidence)
+        # Tombstones first: if deleting fails half-way, the fact still cannot come back.
+        added = await self.book.add(plan.person, digests, now)
+        links = 0
+        for memory_id, gone in plan.unlink.items():
+            links += await self._unlink(memory_id, set(gone))
+        await self.store.delete_notes([n.record.id for n in notes])
+        await self.store.delete_memories([m.id for m in memories])
+        leftover = len(await self.store.get_notes(plan.note_ids)) + len(
+            await self.store.get_memories(plan.memory_ids)
+        )
+        result = ForgetResult(len(notes), len(memories), links, added, leftover)
+        log.info(
+            "forget applied person=%s notes=%d memories=%d links=%d tombstones=%d leftover=%d",
+            plan.person,
+            result.notes_deleted,
+            result.memories_deleted,
+            links,
+            added,
+            leftover,
+        )
+        return result
+
+    async def _unlink(self, memory_id: str, gone: set[str]) -> int:
+        for _attempt in range(FORGET_CAS_RETRIES):
+            current = await self.store.get_memory(memory_id)
+            if current is None:
+                return 0
+            keep = tuple(i for i in current.conflicts_with if i not in gone)
+            if len(keep) == len(current.conflicts_with):
+                return 0
+            try:
+                await self.store.replace_memory(_with_links(current, keep, self.clock()))
+                return len(current.conflicts_with) - len(keep)
+            except RevisionConflict:
+                continue
+        raise RuntimeError(f"could not unlink conflicts of {memory_id} after {FORGET_CAS_RETRIES} attempts")
+
+
+def _with_links(record: MemoryRecord, links: tuple[str, ...], now: datetime) -> MemoryRecord:
+    return replace(record, conflicts_with=links, updated_at=now)
+
+
+__all__ = [
+    "ForgetPlan",
+    "ForgetResult",
+    "Forgetter",
+    "Status",
+    "TombstoneBook",
+    "digest",
+    "digests_of",
+    "is_blocked",
+    "query_matches",
+    "tombstones",
+]

@@ -1,0 +1,172 @@
+"""Forgetting: exactly the plan goes, links do not dangle, and a tombstone keeps it from coming back."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from core.db import Database
+from memory.gate import Outcome
+from memory.records import MemoryKind
+from memory.service import MemoryService
+from memory.store import Note
+from memory.tombstones import tombstones
+from persona.llm import LLMClient
+from tests.fakes.openai_api import FakeOpenAI
+from tests.helpers import FakeClock
+from tests.test_capture import answer, fact
+from tests.test_memory_gate import candidate
+from tests.test_memory_store import T0, memory_settings, open_db, record, reply, say
+
+CONV = "console:ana"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = open_db(tmp_path)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+async def service(
+    tmp_path: Path, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> AsyncIterator[MemoryService]:
+    settings = memory_settings(tmp_path, llm_base=fake_llm.base_url)
+    opened = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock)
+    yield opened
+    await opened.close()
+
+
+async def test_the_plan_names_exactly_the_matching_records_and_the_links_on_them(
+    service: MemoryService,
+) -> None:
+    vim = await service.gate.admit(
+        "p_ana", candidate("Ana's favourite editor is Vim", kind=MemoryKind.PREFERENCE)
+    )
+    emacs = await service.gate.admit(
+        "p_ana", candidate("Ana's favourite editor is Emacs", kind=MemoryKind.PREFERENCE)
+    )
+    await service.gate.admit("p_ana", candidate("Ana keeps bees"))
+    await service.gate.admit(
+        "p_bob", candidate("Bob's favourite editor is Emacs", kind=MemoryKind.PREFERENCE)
+    )
+    note = Note(record("p_ana", "Ana switched to Emacs"))
+    await service.store.add_notes([note, Note(record("p_ana", "Ana sells honey"))])
+    plan = await service.plan_forget("p_ana", "emacs")
+    assert plan.memory_ids == (emacs.memory_id,)
+    assert plan.note_ids == (note.record.id,)
+    assert plan.unlink == {vim.memory_id: (emacs.memory_id,)}
+    assert (await service.plan_forget("p_ana", "kayaking")).empty
+
+
+async def test_applying_removes_records_and_embeddings_and_unlinks_conflicts(
+    service: MemoryService, db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    vim = await service.gate.admit(
+        "p_ana", candidate("Ana's favourite editor is Vim", kind=MemoryKind.PREFERENCE)
+    )
+    emacs = await service.gate.admit(
+        "p_ana",
+        candidate(
+            "Ana's favourite editor is Emacs", kind=MemoryKind.PREFERENCE, evidence=["I use Emacs daily"]
+        ),
+    )
+    plan = await service.plan_forget("p_ana", "Emacs")
+    with caplog.at_level(logging.INFO, logger="kith.memory"):
+        result = await service.apply_forget(plan)
+    assert (result.memories_deleted, result.links_removed, result.leftover) == (1, 1, 0)
+    assert await service.get(emacs.memory_id or "") is None
+    vectors = await service.store.vectors(["Ana's favourite editor is Emacs"])
+    assert [h.record.id for h in await service.store.nearest("p_ana", vectors, 10)] == [vim.memory_id]
+    kept = await service.get(vim.memory_id or "")
+    assert kept is not None and kept.conflicts_with == ()  # no pointer to a forgotten fact
+    # Tombstones keep hashes and a time, never the words; logs keep counts.
+    rows = await db.run(lambda conn: conn.execute(sa.select(tombstones)).all())
+    assert len(rows) == result.tombstones == 2  # the text and its one quote
+    for row in rows:
+        assert len(row.digest) == 64 and all(c in "0123456789abcdef" for c in row.digest)
+        assert "Emacs" not in json.dumps([str(v) for v in row])
+    assert "Emacs" not in caplog.text and "memories=1" in caplog.text
+
+
+async def test_a_tombstone_survives_capture_rerun_over_the_same_transcript(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    ana, _ = await say(db, "console:ana", "I'm vegetarian since 2019.", when=clock())
+    last = await reply(db, "Good to know.", when=clock())
+    fake_llm.reply(answer(fact("Ana is vegetarian", "I'm vegetarian")))
+    await service.capture.run(CONV, last)
+    await service.promote(ana)
+    assert [m.text for m in await service.list_memories(ana)] == ["Ana is vegetarian"]
+    clock.advance(days=1)
+    result = await service.apply_forget(await service.plan_forget(ana, "vegetarian"))
+    assert (result.notes_deleted, result.memories_deleted) == (1, 1)
+    # An operator re-runs capture over the old transcript; the model proposes the fact again.
+    await service.capture.reset(CONV)
+    fake_llm.reply(answer(fact("The person is vegetarian", "I'm vegetarian")))
+    report = await service.capture.run(CONV, last)
+    assert report.counts["accepted"] == 1 and report.tombstoned == 1 and report.written == 0
+    assert await service.list_notes(ana) == [] and (await service.promote(ana)).notes == 0
+    assert await service.list_memories(ana) == []
+
+
+async def test_promotion_cannot_resurrect_a_forgotten_fact_from_an_old_note(
+    service: MemoryService, clock: FakeClock
+) -> None:
+    await service.gate.admit("p_ana", candidate("Ana smokes", evidence=["I smoke"]))
+    clock.advance(days=1)
+    await service.apply_forget(await service.plan_forget("p_ana", "smokes"))
+    # A note staged from the old transcript (before the forgetting) turns up, e.g. from a backup.
+    await service.store.add_notes([Note(record("p_ana", "Ana is a smoker", evidence=["I smoke"], when=T0))])
+    report = await service.promote("p_ana")
+    assert report.outcomes == {Outcome.BLOCKED.value: 1}
+    assert await service.list_memories("p_ana") == []
+
+
+async def test_said_again_after_forgetting_is_heard_again(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    ana, _ = await say(db, "console:ana", "I'm vegetarian", when=clock())
+    last = await reply(db, "Noted.", when=clock())
+    fake_llm.reply(answer(fact("Ana is vegetarian", "I'm vegetarian")))
+    await service.capture.run(CONV, last)
+    clock.advance(days=1)
+    await service.apply_forget(await service.plan_forget(ana, "vegetarian"))
+    clock.advance(days=30)
+    await say(db, "console:ana", "I'm vegetarian again, for good this time", when=clock())
+    last = await reply(db, "Noted again.", when=clock())
+    fake_llm.reply(answer(fact("Ana is vegetarian", "I'm vegetarian")))
+    report = await service.capture.run(CONV, last)
+    assert report.written == 1 and report.tombstoned == 0
+
+
+async def test_forgetting_leaves_other_people_alone(service: MemoryService) -> None:
+    await service.gate.admit("p_ana", candidate("Ana keeps bees"))
+    await service.gate.admit("p_bob", candidate("Bob keeps bees"))
+    await service.apply_forget(await service.plan_forget("p_ana", "bees"))
+    assert await service.list_memories("p_ana") == []
+    assert [m.text for m in await service.list_memories("p_bob")] == ["Bob keeps bees"]
+    # Bob's identical words are not blocked by Ana's tombstone.
+    again = await service.gate.admit("p_bob", candidate("Bob keeps bees", message="m9"))
+    assert again.outcome is Outcome.MERGED
+
+
+async def test_reassign_carries_tombstones_with_the_person(service: MemoryService, clock: FakeClock) -> None:
+    await service.gate.admit("p_old", candidate("Ana smokes", evidence=["I smoke"]))
+    clock.advance(days=1)
+    await service.apply_forget(await service.plan_forget("p_old", "smokes"))
+    moved = await service.reassign("p_old", "p_new")
+    assert moved["tombstones"] == 2
+    blocked = await service.gate.admit("p_new", candidate("Ana smokes", evidence=["I smoke"]))
+    assert blocked.outcome is Outcome.BLOCKED

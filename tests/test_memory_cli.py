@@ -1,0 +1,161 @@
+"""``bot.py memory``: an operator sees evidence and provenance, exports everything, forgets exactly a plan."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import people
+from core.app import open_database
+from core.config import Settings
+from memory.cli import add_memory_parser, run_memory
+from memory.records import MemoryKind
+from memory.service import MemoryService
+from memory.store import Note
+from persona.llm import LLMClient
+from tests.conftest import ROOT
+from tests.helpers import FakeClock
+from tests.test_memory_gate import candidate
+from tests.test_memory_store import T0, memory_settings, record
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bot.py")
+    add_memory_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["memory", *argv])
+
+
+def run(settings: Settings, *argv: str, stdin: str = "") -> tuple[int, str]:
+    out = io.StringIO()
+    code = run_memory(settings, parse(*argv), out=out, stdin=io.StringIO(stdin))
+    return code, out.getvalue()
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> tuple[Settings, str, dict[str, str]]:
+    """Ana (telegram:42) with a merged fact, a conflicting pair and a staged note; Bob with one fact."""
+    settings = memory_settings(tmp_path)
+
+    async def seed() -> tuple[str, dict[str, str]]:
+        db = open_database(settings)
+        service = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=FakeClock(T0))
+        try:
+            ana = await db.run(people.resolve, "telegram:42", "Ana", T0)
+            bob = await db.run(people.resolve, "telegram:7", "Bob", T0)
+            ids = {}
+            ids["postgres"] = (
+                await service.gate.admit(ana, candidate("I use Postgres", message="101"))
+            ).memory_id
+            await service.gate.admit(ana, candidate("Database is Postgres", message="102"))
+            ids["vim"] = (
+                await service.gate.admit(
+                    ana, candidate("Ana's favourite editor is Vim", kind=MemoryKind.PREFERENCE)
+                )
+            ).memory_id
+            ids["emacs"] = (
+                await service.gate.admit(
+                    ana, candidate("Ana's favourite editor is Emacs", kind=MemoryKind.PREFERENCE)
+                )
+            ).memory_id
+            await service.store.add_notes(
+                [Note(record(ana, "Ana is learning Rust"), conversation="telegram:42")]
+            )
+            await service.gate.admit(bob, candidate("Bob uses Emacs too"))
+            return ana, {k: v or "" for k, v in ids.items()}
+        finally:
+            await service.close()
+            db.close()
+
+    ana, ids = asyncio.run(seed())
+    return settings, ana, ids
+
+
+def test_list_shows_evidence_and_provenance(seeded: tuple[Settings, str, dict[str, str]]) -> None:
+    settings, ana, ids = seeded
+    code, out = run(settings, "list", "--account", "telegram:42", "--notes")
+    assert code == 0
+    assert out.startswith(f"3 memories of {ana}")
+    assert 'evidence: "I use Postgres"' in out and 'evidence: "Database is Postgres"' in out
+    assert "source: console chat ana message 101" in out and "message 102" in out
+    assert f"conflicts with: {ids['emacs']}" in out
+    assert "1 staged notes" in out and "Ana is learning Rust" in out
+    assert "Bob" not in out
+
+
+def test_show_one_memory_and_what_it_conflicts_with(seeded: tuple[Settings, str, dict[str, str]]) -> None:
+    settings, ana, ids = seeded
+    code, out = run(settings, "show", "--person", ana, ids["vim"])
+    assert code == 0 and "Ana's favourite editor is Vim" in out
+    assert f"{ids['emacs']} says: Ana's favourite editor is Emacs" in out and "origin heard" in out
+    code, _ = run(settings, "show", "--account", "telegram:7", ids["vim"])
+    assert code == 1  # Bob's selection cannot read Ana's memory
+
+
+def test_search_says_when_it_is_keyword_only(seeded: tuple[Settings, str, dict[str, str]]) -> None:
+    settings, _ana, _ids = seeded
+    code, out = run(settings, "search", "--account", "telegram:42", "postgres")
+    assert code == 0 and "note: keyword search only" in out
+    assert "1 matches" in out and "I use Postgres" in out
+
+
+def test_export_is_everything_about_that_person(
+    seeded: tuple[Settings, str, dict[str, str]], tmp_path: Path
+) -> None:
+    settings, ana, ids = seeded
+    code, out = run(settings, "export", "--account", "telegram:42")
+    data = json.loads(out)
+    assert code == 0 and data["person"] == ana
+    assert {m["id"] for m in data["memories"]} == set(ids.values())
+    postgres = next(m for m in data["memories"] if m["id"] == ids["postgres"])
+    assert postgres["evidence"] == ["I use Postgres", "Database is Postgres"]
+    assert [n["text"] for n in data["notes"]] == ["Ana is learning Rust"]
+    target = tmp_path / "ana.json"
+    code, _ = run(settings, "export", "--person", ana, "--out", str(target))
+    written = json.loads(target.read_text())
+    assert code == 0 and written | {"exported_at": ""} == data | {"exported_at": ""}
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_forget_asks_first_then_removes_exactly_the_plan(
+    seeded: tuple[Settings, str, dict[str, str]],
+) -> None:
+    settings, ana, _ids = seeded
+    code, out = run(settings, "forget", "--account", "telegram:42", "emacs")
+    assert code == 1 and "removes 1 memories and 0 notes" in out and "re-run with --yes" in out
+    assert "clears 1 conflict flags" in out
+    code, out = run(settings, "forget", "--account", "telegram:42", "emacs", "--yes")
+    assert code == 0 and "forgotten: 1 memories, 0 notes, 1 conflict flags cleared" in out
+    _code, listing = run(settings, "list", "--person", ana)
+    assert "Emacs" not in listing and "conflicts with" not in listing and listing.startswith("2 memories")
+    _code, bobs = run(settings, "list", "--account", "telegram:7")
+    assert "Bob uses Emacs too" in bobs
+
+
+def test_an_unknown_account_is_an_error(
+    seeded: tuple[Settings, str, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings, _ana, _ids = seeded
+    code, out = run(settings, "list", "--account", "discord:999")
+    assert code == 2 and out == ""
+    assert "no person has the account discord:999" in capsys.readouterr().err
+
+
+def test_building_the_parser_imports_nothing_heavy() -> None:
+    probe = (
+        "import argparse, sys; from memory.cli import add_memory_parser; "
+        "add_memory_parser(argparse.ArgumentParser().add_subparsers()); "
+        "print(sorted(m for m in ('chromadb', 'litellm', 'sqlalchemy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

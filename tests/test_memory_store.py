@@ -1,0 +1,303 @@
+"""The Chroma memory store, embedded and against a real ``chroma run`` server, through the same code."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from core import history, people
+from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
+from core.db import Database
+from memory import capture as _capture_tables  # noqa: F401  (declares capture_cursors)
+from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
+from memory.embedders import EmbedderStatus
+from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.store import Collection, MemoryStore, Note, RevisionConflict
+
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+NONE_STATUS = EmbedderStatus("none", ready=False, disabled=True)
+
+
+# --- helpers shared by the memory test files ---------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def memory_settings(
+    tmp_path: Path, *, llm_base: str = "http://127.0.0.1:9/v1", chroma_url: str = "", **memory: object
+) -> Settings:
+    ms = dataclasses.replace(MemorySettings(embedder="none", chroma_url=chroma_url), **memory)  # type: ignore[arg-type]
+    return Settings(
+        llm=LLMSettings(model="openai/fake-model", api_base=llm_base, timeout_s=5.0, max_retries=0),
+        storage=StorageSettings(data_dir=str(tmp_path / "data")),
+        memory=ms,
+    )
+
+
+def open_db(tmp_path: Path) -> Database:
+    db = Database(f"sqlite:///{tmp_path / 'kith.db'}")
+    db.create_all()
+    return db
+
+
+def record(
+    person: str,
+    text: str,
+    *,
+    evidence: Sequence[str] | None = None,
+    kind: MemoryKind = MemoryKind.FACT,
+    memory_id: str | None = None,
+    when: datetime = T0,
+    status: Status = Status.ACTIVE,
+) -> MemoryRecord:
+    return MemoryRecord(
+        id=memory_id or "m_" + secrets.token_hex(6),
+        person=person,
+        kind=kind,
+        text=text,
+        evidence=tuple(evidence or (text,)),
+        sources=(Source("console", "ana", "m" + secrets.token_hex(3), when),),
+        scope=Scope.DM,
+        status=status,
+        created_at=when,
+        updated_at=when,
+    )
+
+
+async def say(
+    db: Database,
+    account: str,
+    text: str,
+    *,
+    name: str = "",
+    chat_id: str = "ana",
+    conversation: str = "console:ana",
+    group: bool = False,
+    when: datetime = T0,
+) -> tuple[str, int]:
+    """Record a user turn the way the core does; returns (person, message id)."""
+    person = await db.run(people.resolve, account, name or account.split(":")[-1].title(), when)
+    message_id = await db.run(
+        history.append,
+        conversation=conversation,
+        role="user",
+        author=account,
+        person=person,
+        platform=account.split(":")[0],
+        chat_id=chat_id,
+        text=text,
+        created_at=when,
+        chat_kind="group" if group else "dm",
+        platform_message_id="pm" + secrets.token_hex(4),
+    )
+    return person, message_id
+
+
+async def reply(
+    db: Database,
+    text: str,
+    *,
+    chat_id: str = "ana",
+    conversation: str = "console:ana",
+    group: bool = False,
+    when: datetime = T0,
+) -> int:
+    return await db.run(
+        history.append,
+        conversation=conversation,
+        role="assistant",
+        author="kith",
+        platform="console",
+        chat_id=chat_id,
+        text=text,
+        created_at=when,
+        chat_kind="group" if group else "dm",
+    )
+
+
+# --- the Chroma server, one per test session ------------------------------------------------
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    exe = Path(sys.executable).parent / "chroma"
+    assert exe.exists(), f"the chroma executable is missing next to {sys.executable}"
+    path = tmp_path_factory.mktemp("chroma-server")
+    port = free_port()
+    log = (path / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [str(exe), "run", "--path", str(path / "db"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert proc.poll() is None, "chroma run exited: " + (path / "server.log").read_text(
+                errors="replace"
+            )
+            assert time.monotonic() < deadline, "chroma run gave no heartbeat within 60 s"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+@pytest.fixture(params=["embedded", "server"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    chroma_url = request.getfixturevalue("chroma_server") if request.param == "server" else ""
+    settings = memory_settings(tmp_path, chroma_url=chroma_url)
+    # Tests sharing the server keep to their own collections.
+    namespace = f"t{secrets.token_hex(4)}-" if chroma_url else ""
+    opened = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace
+    )
+    opened.reopen_args = (settings, namespace)  # type: ignore[attr-defined]
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+# --- the tests ----------------------------------------------------------------------------
+async def test_a_memory_comes_back_with_every_field(store: MemoryStore) -> None:
+    original = dataclasses.replace(
+        record("p_ana", "Ana is vegetarian", evidence=["I'm vegetarian", "no meat for me"]),
+        importance=0.75,
+        pinned=True,
+        expires_at=T0 + timedelta(days=30),
+        conflicts_with=("m_other",),
+        use_count=3,
+        last_used_at=T0 + timedelta(hours=1),
+    )
+    await store.add_memory(original)
+    assert await store.get_memory(original.id) == original
+    assert await store.get_memory("m_missing") is None
+
+
+async def test_memories_are_kept_per_person_and_status(store: MemoryStore) -> None:
+    ana = record("p_ana", "Ana plays the cello")
+    old = record("p_ana", "Ana lives in Lyon", status=Status.SUPERSEDED)
+    bob = record("p_bob", "Bob plays the drums")
+    for r in (ana, old, bob):
+        await store.add_memory(r)
+    assert [m.id for m in await store.memories_of("p_ana")] == [ana.id]
+    assert {m.id for m in await store.memories_of("p_ana", statuses=None)} == {ana.id, old.id}
+    hits = await store.nearest("p_ana", await store.vectors(["Ana plays the cello"]), 5)
+    # Only Ana's active memory, and a hashed vector's cosine is never presented as an embedder's.
+    assert [(h.record.id, h.trusted) for h in hits] == [(ana.id, False)]
+    assert hits[0].cosine == pytest.approx(1.0, abs=1e-4)
+
+
+async def test_a_stale_writer_gets_a_revision_conflict_and_loses_nothing(store: MemoryStore) -> None:
+    stored = await store.add_memory(record("p_ana", "Ana uses Postgres", evidence=["I use Postgres"]))
+    first = dataclasses.replace(stored, evidence=(*stored.evidence, "Database is Postgres"))
+    second = dataclasses.replace(stored, importance=0.9)
+    written = await store.replace_memory(first)
+    assert written.revision == 2
+    with pytest.raises(RevisionConflict):
+        await store.replace_memory(second)  # based on revision 1: refused, not silently applied
+    # The loser re-reads and retries; both changes survive.
+    fresh = await store.get_memory(stored.id)
+    assert fresh is not None
+    await store.replace_memory(dataclasses.replace(fresh, importance=0.9))
+    final = await store.get_memory(stored.id)
+    assert final is not None
+    assert final.evidence == ("I use Postgres", "Database is Postgres")
+    assert final.importance == 0.9 and final.revision == 3
+
+
+async def test_two_concurrent_writers_one_wins_one_conflicts(store: MemoryStore) -> None:
+    stored = await store.add_memory(record("p_ana", "Ana runs marathons"))
+    both_read = asyncio.Barrier(2)
+
+    async def writer(quote: str) -> str:
+        current = await store.get_memory(stored.id)
+        assert current is not None
+        await both_read.wait()  # both hold revision 1 before either writes
+        try:
+            await store.replace_memory(dataclasses.replace(current, evidence=(*current.evidence, quote)))
+            return "won"
+        except RevisionConflict:
+            return "conflict"
+
+    outcomes = await asyncio.gather(writer("I ran Berlin"), writer("I ran Paris"))
+    assert sorted(outcomes) == ["conflict", "won"]
+    final = await store.get_memory(stored.id)
+    assert final is not None and final.revision == 2 and len(final.evidence) == 2
+
+
+async def test_the_lexical_index_follows_every_write(store: MemoryStore) -> None:
+    cello = await store.add_memory(record("p_ana", "Ana plays the cello in an orchestra"))
+    await store.add_memory(record("p_bob", "Bob plays the cello badly"))
+    assert [r.id for r, _s in await store.lexical("p_ana", "cello", 5)] == [cello.id]
+    later = await store.add_memory(record("p_ana", "Ana bought a new cello bow"))
+    assert {r.id for r, _s in await store.lexical("p_ana", "cello", 5)} == {cello.id, later.id}
+    await store.replace_memory(dataclasses.replace(later, text="Ana bought a violin bow"))
+    assert [r.id for r, _s in await store.lexical("p_ana", "cello", 5)] == [cello.id]
+    await store.delete_memories([cello.id])
+    assert await store.lexical("p_ana", "cello", 5) == []
+    assert await store.get_memories([cello.id]) == []
+
+
+async def test_notes_stage_once_and_record_their_promotion(store: MemoryStore) -> None:
+    note = Note(record("p_ana", "Ana is learning Rust", kind=MemoryKind.GOAL), conversation="console:ana")
+    assert await store.add_notes([note]) == [note.record.id]
+    assert await store.add_notes([note]) == []  # the same capture twice stages one note
+    assert [n.record.id for n in await store.notes_of("p_ana", unpromoted_only=True)] == [note.record.id]
+    await store.mark_promoted(note.record.id, "m_target", T0)
+    assert await store.notes_of("p_ana", unpromoted_only=True) == []
+    (kept,) = await store.notes_of("p_ana")
+    assert kept.promoted_to == "m_target" and kept.record == note.record
+    assert await store.count(Collection.NOTES) == 1
+
+
+async def test_reassign_moves_memory_to_the_linked_person(store: MemoryStore) -> None:
+    memory = await store.add_memory(record("p_old", "Ana keeps bees"))
+    await store.add_notes([Note(record("p_old", "Ana sells honey"))])
+    assert await store.lexical("p_old", "bees", 3)  # builds p_old's index before the move
+    assert await store.reassign("p_old", "p_new", T0) == (1, 1)
+    assert await store.memories_of("p_old") == [] and await store.notes_of("p_old") == []
+    (moved,) = await store.memories_of("p_new")
+    assert moved.id == memory.id and moved.revision == memory.revision + 1  # stale writers will notice
+    assert [r.id for r, _s in await store.lexical("p_new", "bees", 3)] == [memory.id]
+    assert await store.lexical("p_old", "bees", 3) == []
+    with pytest.raises(RevisionConflict):
+        await store.replace_memory(dataclasses.replace(memory, importance=1.0))
+
+
+async def test_records_survive_closing_and_reopening(store: MemoryStore) -> None:
+    memory = await store.add_memory(record("p_ana", "Ana's cat is called Miso"))
+    settings, namespace = store.reopen_args  # type: ignore[attr-defined]
+    again = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace
+    )
+    try:
+        assert await again.get_memory(memory.id) == memory
+        assert [r.id for r, _s in await again.lexical("p_ana", "Miso", 3)] == [memory.id]
+    finally:
+        await again.close()
