@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.common import percentile, summary_ms, verdict
 from core.app import build_app
-from core.config import LLMSettings, Settings, StorageSettings
+from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
 from tests.fakes.openai_api import FakeOpenAI
 
@@ -57,7 +57,8 @@ async def measure(n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
             Settings(), llm=LLMSettings(model="openai/bench", api_base=fake.base_url, max_retries=0),
-            storage=StorageSettings(data_dir=tmp))
+            storage=StorageSettings(data_dir=tmp),
+            memory=MemorySettings(embedder="none", capture=False))
         app = await build_app(settings, warm_llm=False)
         channel = NullChannel()
         await app.start_channels([channel])

@@ -19,7 +19,7 @@ import time
 from bench.common import peak_rss_mb, percentile, summary_ms, verdict
 from core.app import build_app
 from core.commands import platform_channels
-from core.config import DeliverySettings, LLMSettings, Settings, StorageSettings, TelegramSettings
+from core.config import DeliverySettings, LLMSettings, MemorySettings, Settings, StorageSettings, TelegramSettings
 from persona.llm import import_litellm
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
@@ -45,7 +45,8 @@ async def measure(n: int, chats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
             Settings(), llm=LLMSettings(model="openai/bench", api_base=llm.base_url, max_retries=0),
-            storage=StorageSettings(data_dir=tmp), telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
+            storage=StorageSettings(data_dir=tmp),
+            memory=MemorySettings(embedder="none", capture=False), telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
             delivery=DeliverySettings(debounce_ms=0), policy={"telegram": {"dm": "open"}})
         app = await build_app(settings, warm_llm=False)
         await app.start_channels(platform_channels(settings, app))
