@@ -46,7 +46,8 @@ async def measure(n: int, chats: int) -> None:
         settings = dataclasses.replace(
             Settings(), llm=LLMSettings(model="openai/bench", api_base=llm.base_url, max_retries=0),
             storage=StorageSettings(data_dir=tmp),
-            memory=MemorySettings(embedder="none", capture=False), telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
+            memory=MemorySettings(embedder="none", capture=False),
+            telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
             delivery=DeliverySettings(debounce_ms=0), policy={"telegram": {"dm": "open"}})
         app = await build_app(settings, warm_llm=False)
         await app.start_channels(platform_channels(settings, app))
