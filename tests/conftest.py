@@ -39,7 +39,8 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
         llm = LLMSettings(model="openai/fake-model", api_base=fake.base_url if fake else "http://127.0.0.1:9/v1",
                           timeout_s=3.0, max_retries=0)
         base = Settings(llm=llm, persona=PersonaSettings(), storage=StorageSettings(data_dir=str(tmp_path / "data")),
-                        history=HistorySettings(), budget=BudgetSettings(), memory=MemorySettings(embedder="none", capture=False))
+                        history=HistorySettings(), budget=BudgetSettings(),
+                        memory=MemorySettings(embedder="none", capture=False))
         import dataclasses
 
         return dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
