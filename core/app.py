@@ -105,6 +105,8 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
                       clock=clock)
     memory = await MemoryService.open(settings, db, llm, clock=clock)
+    # Building every person's lexical index takes seconds on a large store: never on a reply's path.
+    background.spawn(memory.store.warm(), name="memory-warm")
     if settings.memory.capture:
         core.observers.append(memory.observer)
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,

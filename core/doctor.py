@@ -65,6 +65,12 @@ async def check_telegram(settings: Settings) -> CheckResult:
     return CheckResult("telegram", ok, detail)
 
 
+async def check_chroma(settings: Settings) -> CheckResult:
+    from memory.store import check_chroma as check
+
+    return await check(settings)
+
+
 async def check_embedder(settings: Settings) -> CheckResult:
     from memory.embedders import check_embedder as check
 
@@ -72,7 +78,7 @@ async def check_embedder(settings: Settings) -> CheckResult:
 
 
 Check = Callable[[Settings], Awaitable[CheckResult]]
-CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_embedder, check_telegram]
+CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_telegram]
 
 
 async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:

@@ -37,7 +37,7 @@ from memory.records import (
     horizon_expiry,
 )
 from memory.similarity import Action, Match, Via, matches
-from memory.store import MemoryNotFound, MemoryStore, RevisionConflict, Vectors
+from memory.store import MemoryNotFound, MemoryStore, MemorySummary, RevisionConflict, Vectors
 from memory.tombstones import TombstoneBook
 
 log = logging.getLogger("kith.memory.gate")
@@ -45,7 +45,7 @@ log = logging.getLogger("kith.memory.gate")
 MERGE_IMPORTANCE_BOOST = 0.05  # a repeated fact matters a little more each time
 GATE_CAS_RETRIES = 5
 MAX_CONFLICT_LINKS = 3  # one new fact flags at most this many stored ones
-GATE_QUERY_WORDS = 4  # a near-duplicate shares its rarest words: BM25 looks for those only
+GATE_QUERY_WORDS = 3  # a near-duplicate shares its rarest words: BM25 looks for those only
 MAX_EVIDENCE_PER_MEMORY = 20  # the newest quotes and sources are kept when a fact is repeated often
 
 
@@ -72,7 +72,7 @@ class Comparison:
     """What the gate compared a candidate with, and what similarity decided."""
 
     vectors: Vectors
-    records: dict[str, MemoryRecord]
+    records: dict[str, MemorySummary]  # the in-memory view; a merge re-reads its target
     cosines: dict[str, float]  # trusted embedder cosines only
     matches: list[Match]
 
@@ -169,7 +169,7 @@ class MemoryGate:
     ) -> Comparison:
         """The person's live memories nearest ``text`` (vector and BM25) and similarity's verdicts."""
         vectors = vectors or await self.store.vectors([text])
-        hits, lexical = await self.store.lookup(
+        found_candidates = await self.store.candidates(
             person,
             vectors=vectors,
             query=text,
@@ -177,16 +177,13 @@ class MemoryGate:
             max_query_words=GATE_QUERY_WORDS,
         )
         now = self.clock()
-        records: dict[str, MemoryRecord] = {}
+        records: dict[str, MemorySummary] = {}
         cosines: dict[str, float] = {}
-        for hit in hits:
-            if hit.record.is_live(now) and hit.record.id not in exclude:
-                records[hit.record.id] = hit.record
-                if hit.trusted:
-                    cosines[hit.record.id] = hit.cosine
-        for record, _score in lexical:
-            if record.is_live(now) and record.id not in exclude:
-                records.setdefault(record.id, record)
+        for c in found_candidates:
+            if c.summary.is_live(now) and c.summary.id not in exclude:
+                records[c.summary.id] = c.summary
+                if c.trusted and c.cosine is not None:
+                    cosines[c.summary.id] = c.cosine
         found = matches(text, str(kind), list(records.values()), cosines)
         return Comparison(vectors, records, cosines, found)
 
@@ -229,7 +226,10 @@ class MemoryGate:
         used_cosines = bool(view.cosines)
         best = view.matches[0] if view.matches else None
         if best is not None and best.decision.action is Action.MERGE:
-            existing = view.records[best.id]
+            existing = await self.store.get_memory(best.id)
+            if existing is None or existing.person != person or not existing.is_live(now):
+                self.store.forget_cached(person, best.id)  # gone or changed elsewhere: decide again
+                raise MemoryNotFound(best.id)
             merged = merged_record(existing, candidate, now)
             if merged is not None:
                 await self.store.replace_memory(merged)

@@ -192,8 +192,9 @@ class MemoryService:
         pool = limit * SEARCH_POOL_FACTOR
         now = self.clock()
         vectors = await self.store.vectors([query])
-        hits = await self.store.nearest(person, vectors, pool) if vectors.from_embedder else []
-        lexical = await self.store.lexical(person, query, pool)
+        hits, lexical = await self.store.lookup(
+            person, vectors=vectors if vectors.from_embedder else None, query=query, k=pool
+        )
         top_bm25 = max((score for _r, score in lexical), default=0.0)
         records: dict[str, MemoryRecord] = {}
         cosines: dict[str, float] = {}

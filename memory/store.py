@@ -40,12 +40,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.config import MemorySettings
+from core.config import MemorySettings, Settings
+from core.doctor import CheckResult
 from memory.bm25 import BM25Index
 from memory.embedders import EMBED_TIMEOUT_S, HASH_DIM, Embedder, EmbedderStatus, Vector, hashed_vector
 from memory.records import (
     Horizon,
     MemoryCandidate,
+    MemoryKind,
     MemoryRecord,
     MetadataValue,
     Status,
@@ -63,10 +65,12 @@ HASH_SPACE = "hash"  # ... when it is the hashed fallback, not an embedder's
 SPACE_KEY = "kith_vector_space"  # collection metadata: the space the collection was built for
 DIM_KEY = "kith_dim"
 REBUILD_SUFFIX = "-rebuild"
+CHROMA_CHECK_TIMEOUT_S = 10.0
 STORE_PAGE = 500  # records per Chroma round trip when scanning
 FILTERED_QUERY_MAX = 500  # up to this many memories, a person is searched with Chroma's metadata filter
 NEAREST_OVERSAMPLE = 2.0  # beyond it, an unfiltered search fetches this many times the person's share
 NEAREST_POOL_MAX = 1_000  # ... unless that pool would be larger than this: then filtered after all
+LEXICAL_PRUNE_MIN_MEMORIES = 200  # below this, BM25 keeps every query word
 LEXICAL_MAX_DF_FRACTION = 0.2  # a query word in more of a person's memories than this is left out of BM25
 
 
@@ -158,30 +162,52 @@ class VectorHit:
     trusted: bool  # both vectors came from the embedder: the cosine means something
 
 
+@dataclass(frozen=True, slots=True)
+class MemorySummary:
+    """What the gate compares: enough of an active memory to decide, kept in memory per person."""
+
+    id: str
+    person: str
+    text: str
+    kind: MemoryKind
+    pinned: bool
+    expires_at: datetime | None
+    space: str  # the space its stored vector came from
+
+    def is_live(self, now: datetime) -> bool:
+        return self.pinned or self.expires_at is None or self.expires_at > now
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    summary: MemorySummary
+    cosine: float | None  # from Chroma's nearest search, when it found this one
+    trusted: bool  # that cosine compares two embedder vectors
+
+
 @dataclass
 class _PersonIndex:
-    """One person's active memories for the lexical path: BM25, document frequencies, vector spaces."""
+    """One person's active memories, in memory: summaries, BM25 and document frequencies."""
 
     bm25: BM25Index = field(default_factory=BM25Index)
-    texts: dict[str, str] = field(default_factory=dict)
-    spaces: dict[str, str] = field(default_factory=dict)  # id -> the space its stored vector came from
+    summaries: dict[str, MemorySummary] = field(default_factory=dict)
     df: Counter[str] = field(default_factory=Counter)  # content word -> memories holding it
 
     def put(self, record: MemoryRecord, space: str) -> None:
         self.drop(record.id)
         if record.status is not Status.ACTIVE:
             return
-        self.texts[record.id] = record.text
-        self.spaces[record.id] = space
+        self.summaries[record.id] = MemorySummary(
+            record.id, record.person, record.text, record.kind, record.pinned, record.expires_at, space
+        )
         self.df.update(set(content_words(record.text)))
         self.bm25.add(record.id, record.text)
 
     def drop(self, memory_id: str) -> None:
-        text = self.texts.pop(memory_id, None)
-        if text is None:
+        summary = self.summaries.pop(memory_id, None)
+        if summary is None:
             return
-        self.spaces.pop(memory_id, None)
-        self.df.subtract(set(content_words(text)))
+        self.df.subtract(set(content_words(summary.text)))
         self.bm25.remove(memory_id)
 
     def distinctive(self, query: str, max_words: int | None = None) -> str:
@@ -191,14 +217,15 @@ class _PersonIndex:
         costs a pass over all of them; it is left out unless nothing rarer is left.
         """
         words = list(dict.fromkeys(content_words(query)))
-        if not words or not self.texts:
-            return query
-        limit = max(1.0, LEXICAL_MAX_DF_FRACTION * len(self.texts))
+        if not words or len(self.summaries) < LEXICAL_PRUNE_MIN_MEMORIES:
+            return query  # few memories: every word is cheap, keep them all
+        limit = max(1.0, LEXICAL_MAX_DF_FRACTION * len(self.summaries))
         kept = [w for w in words if self.df.get(w, 0) <= limit] or [
             min(words, key=lambda w: self.df.get(w, 0))
         ]
         if max_words is not None and len(kept) > max_words:
-            kept = sorted(kept, key=lambda w: self.df.get(w, 0))[:max_words]
+            # Rarest first, but a word no memory holds finds nothing: those go last.
+            kept = sorted(kept, key=lambda w: (self.df.get(w, 0) == 0, self.df.get(w, 0)))[:max_words]
         return " ".join(kept)
 
 
@@ -267,8 +294,10 @@ class MemoryStore:
         *,
         namespace: str = "",
         executor: concurrent.futures.ThreadPoolExecutor | None = None,
+        filtered_query_max: int = FILTERED_QUERY_MAX,
     ) -> None:
         self.client = client
+        self.filtered_query_max = filtered_query_max
         self.embedder = embedder
         self.status = status
         self.namespace = namespace
@@ -294,6 +323,7 @@ class MemoryStore:
         status: EmbedderStatus,
         *,
         namespace: str = "",
+        filtered_query_max: int = FILTERED_QUERY_MAX,
     ) -> MemoryStore:
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-chroma")
         loop = asyncio.get_running_loop()
@@ -302,7 +332,14 @@ class MemoryStore:
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        store = cls(client, embedder, status, namespace=namespace, executor=executor)
+        store = cls(
+            client,
+            embedder,
+            status,
+            namespace=namespace,
+            executor=executor,
+            filtered_query_max=filtered_query_max,
+        )
         await store._prepare()
         return store
 
@@ -363,27 +400,29 @@ class MemoryStore:
         self.status = EmbedderStatus(self.status.configured, ready=False, reason=reason)
         self.embedder = None
 
+    def _ids_sync(self, col: Any, where: dict[str, Any] | None) -> list[str]:
+        return list(col.get(where=where, include=[])["ids"])
+
+    def _metadata_sync(self, col: Any, ids: list[str]) -> list[dict[str, MetadataValue]]:
+        page = col.get(ids=ids, include=["metadatas"])
+        return [dict(md) for md in page["metadatas"]]
+
     async def _reembed(self, col: Any, only_space: str | None) -> int:
         """Give records (all, or those whose vector is from ``only_space``) fresh embedder vectors."""
         assert self.embedder is not None
-        done = offset = 0
-        where = {VECTOR_KEY: only_space} if only_space else None
-        while True:
-            # Re-embedded records leave the filter, so a filtered scan always reads from the start.
-            page = await self._run(
-                col.get, where=where, include=["metadatas"], limit=STORE_PAGE, offset=0 if where else offset
-            )
-            ids = page["ids"]
-            if not ids:
-                return done
-            metadatas = [dict(md) for md in page["metadatas"]]
+        ids = await self._run(self._ids_sync, col, {VECTOR_KEY: only_space} if only_space else None)
+        for start in range(0, len(ids), STORE_PAGE):
+            chunk = ids[start : start + STORE_PAGE]
+            metadatas = await self._run(self._metadata_sync, col, chunk)
             values = await self.embedder.embed([str(md["text"]) for md in metadatas])
             for md in metadatas:
                 md[VECTOR_KEY] = self.embedder.name
-            await self._run(col.update, ids=ids, embeddings=values, metadatas=metadatas)
-            done += len(ids)
-            offset += len(ids)
-            log.info("re-embedded collection=%s records=%d", col.name, done)
+            await self._run(
+                col.update, ids=[str(md["id"]) for md in metadatas], embeddings=values, metadatas=metadatas
+            )
+        if ids:
+            log.info("re-embedded collection=%s records=%d", col.name, len(ids))
+        return len(ids)
 
     async def _rebuild(self, kind: Collection, col: Any, space: str, dim: int) -> Any:
         """The vector size changed: copy every record into a new collection with new vectors, then swap."""
@@ -395,25 +434,22 @@ class MemoryStore:
             embedding_function=None,
             metadata={"hnsw:space": "cosine", SPACE_KEY: space, DIM_KEY: dim},
         )
-        offset = 0
+        ids = await self._run(self._ids_sync, col, None)
         try:
-            while True:
-                page = await self._run(col.get, include=["metadatas"], limit=STORE_PAGE, offset=offset)
-                ids = page["ids"]
-                if not ids:
-                    break
-                metadatas = [dict(md) for md in page["metadatas"]]
+            for start in range(0, len(ids), STORE_PAGE):
+                metadatas = await self._run(self._metadata_sync, col, ids[start : start + STORE_PAGE])
                 values = await self.embedder.embed([str(md["text"]) for md in metadatas])
                 for md in metadatas:
                     md[VECTOR_KEY] = space
-                await self._run(tmp.add, ids=ids, embeddings=values, metadatas=metadatas)
-                offset += len(ids)
+                await self._run(
+                    tmp.add, ids=[str(md["id"]) for md in metadatas], embeddings=values, metadatas=metadatas
+                )
         except BaseException:
             await self._run(self.client.delete_collection, name + REBUILD_SUFFIX)
             raise
         await self._run(self.client.delete_collection, name)
         await self._run(tmp.modify, name=name)
-        log.info("rebuilt collection=%s records=%d dim=%d", kind.value, offset, dim)
+        log.info("rebuilt collection=%s records=%d dim=%d", kind.value, len(ids), dim)
         return await self._run(self.client.get_collection, name, embedding_function=None)
 
     async def close(self) -> None:
@@ -449,14 +485,12 @@ class MemoryStore:
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def _scan_sync(self, kind: Collection, where: dict[str, Any]) -> list[dict[str, MetadataValue]]:
+        # Ids first (cheap), then metadata by id: Chroma's offset paging re-reads every page before it.
+        ids = self._cols[kind].get(where=where, include=[])["ids"]
         out: list[dict[str, MetadataValue]] = []
-        offset = 0
-        while True:
-            page = self._cols[kind].get(where=where, include=["metadatas"], limit=STORE_PAGE, offset=offset)
-            out.extend(dict(md) for md in page["metadatas"])
-            if len(page["ids"]) < STORE_PAGE:
-                return out
-            offset += len(page["ids"])
+        for start in range(0, len(ids), STORE_PAGE):
+            out.extend(self._get_sync(kind, ids[start : start + STORE_PAGE]))
+        return out
 
     async def get_memories(self, ids: Sequence[str]) -> list[MemoryRecord]:
         return [from_metadata(md) for md in await self._run(self._get_sync, Collection.MEMORIES, ids)]
@@ -476,6 +510,15 @@ class MemoryStore:
         rows = await self._run(self._scan_sync, Collection.MEMORIES, _where(person=person, status=status))
         return sorted((from_metadata(md) for md in rows), key=lambda r: (r.created_at, r.id))
 
+    async def pinned_of(self, person: str) -> list[MemoryRecord]:
+        """The person's active pinned memories (a filtered read: no scan of all their memories)."""
+        rows = await self._run(
+            self._scan_sync,
+            Collection.MEMORIES,
+            _where(person=person, status=Status.ACTIVE.value, pinned=True),
+        )
+        return sorted((from_metadata(md) for md in rows), key=lambda r: (r.created_at, r.id))
+
     async def notes_of(self, person: str, *, unpromoted_only: bool = False) -> list[Note]:
         rows = await self._run(
             self._scan_sync,
@@ -489,26 +532,29 @@ class MemoryStore:
     async def count(self, kind: Collection) -> int:
         return int(await self._run(self._cols[kind].count))
 
-    def _nearest_sync(
-        self, person: str | None, vector: Vector, k: int, with_metadata: bool
-    ) -> tuple[list[str], list[dict[str, Any]], list[float]]:
+    def _nearest_sync(self, person: str | None, vector: Vector, k: int) -> tuple[list[str], list[float]]:
         where = _where(person=person, status=Status.ACTIVE.value) if person is not None else None
-        include = ["metadatas", "distances"] if with_metadata else ["distances"]
         result = self._cols[Collection.MEMORIES].query(
-            query_embeddings=[vector], n_results=k, where=where, include=include
+            query_embeddings=[vector], n_results=k, where=where, include=["distances"]
         )
-        metadatas = [dict(md) for md in result["metadatas"][0]] if with_metadata else []
-        return list(result["ids"][0]), metadatas, list(result["distances"][0])
+        return list(result["ids"][0]), list(result["distances"][0])
 
     async def nearest(self, person: str, vectors: Vectors, k: int) -> list[VectorHit]:
-        """The ``k`` active memories of ``person`` nearest the (single) query vector."""
-        hits, _lexical = await self.lookup(person, vectors=vectors, k=k)
-        return hits
+        """The ``k`` active memories of ``person`` nearest the (single) query vector, read fresh."""
+        found = await self.candidates(person, vectors=vectors, k=k)
+        records = {r.id: r for r in await self._fresh(person, [c.summary.id for c in found])}
+        return [
+            VectorHit(records[c.summary.id], c.cosine or 0.0, c.trusted)
+            for c in found
+            if c.summary.id in records
+        ]
 
     async def lexical(self, person: str, query: str, k: int) -> list[tuple[MemoryRecord, float]]:
-        """BM25 over the person's active memories, best first."""
-        _hits, found = await self.lookup(person, query=query, k=k)
-        return found
+        """BM25 over the person's active memories, best first, read fresh."""
+        index = await self._index(person)
+        ranked = index.bm25.search(index.distinctive(query), k)
+        records = {r.id: r for r in await self._fresh(person, [i for i, _s in ranked])}
+        return [(records[i], score) for i, score in ranked if i in records]
 
     async def lookup(
         self,
@@ -519,55 +565,80 @@ class MemoryStore:
         k: int,
         max_query_words: int | None = None,
     ) -> tuple[list[VectorHit], list[tuple[MemoryRecord, float]]]:
-        """Vector neighbours and/or BM25 hits of ``person``'s active memories, fresh, in one round trip.
+        """Vector neighbours and BM25 hits together, records read fresh in one round trip."""
+        near = await self.candidates(person, vectors=vectors, k=k) if vectors is not None else []
+        index = await self._index(person)
+        ranked = index.bm25.search(index.distinctive(query, max_query_words), k) if query else []
+        ids = list(dict.fromkeys([c.summary.id for c in near] + [i for i, _s in ranked]))
+        records = {r.id: r for r in await self._fresh(person, ids)}
+        hits = [
+            VectorHit(records[c.summary.id], c.cosine or 0.0, c.trusted)
+            for c in near
+            if c.summary.id in records
+        ]
+        return hits, [(records[i], score) for i, score in ranked if i in records]
 
-        Chroma's metadata-filtered search costs time in proportion to the person's memories, so a
-        person with many is searched unfiltered with enough extra results to hold ``k`` of theirs,
-        then filtered here. ``max_query_words`` keeps BM25 to the query's rarest words.
+    async def _fresh(self, person: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The records as stored now; ids gone or changed elsewhere (an operator's forget) leave the index."""
+        if not ids:
+            return []
+        rows = {str(md["id"]): md for md in await self._run(self._get_sync, Collection.MEMORIES, ids)}
+        out = []
+        for memory_id in ids:
+            md = rows.get(memory_id)
+            if md is None or md.get("person") != person or md.get("status") != Status.ACTIVE.value:
+                self.forget_cached(person, memory_id)
+                continue
+            out.append(from_metadata(md))
+        return out
+
+    def forget_cached(self, person: str, memory_id: str) -> None:
+        """Drop a memory from the in-memory index (it was found gone or changed)."""
+        index = self._indexes.get(person)
+        if index is not None:
+            index.drop(memory_id)
+
+    async def candidates(
+        self,
+        person: str,
+        *,
+        vectors: Vectors | None = None,
+        query: str | None = None,
+        k: int,
+        max_query_words: int | None = None,
+    ) -> list[Candidate]:
+        """The person's active memories nearest ``vectors`` and best for ``query`` (BM25), from memory.
+
+        Chroma is asked for ids and distances only: reading a record's metadata costs far more
+        than the search. Its metadata-filtered search costs time in proportion to the person's
+        memories, so a person with many is searched unfiltered, with enough extra results to
+        hold ``k`` of theirs. Summaries may trail another process's writes; writers re-read.
         """
         if k <= 0:
-            return [], []
+            return []
         index = await self._index(person)
-        fresh: dict[str, dict[str, Any]] = {}
-        distance_of: dict[str, float] = {}
+        found: dict[str, Candidate] = {}
         if vectors is not None:
-            own = len(index.texts)
+            own = len(index.summaries)
             pool = math.ceil(k * NEAREST_OVERSAMPLE * max(self._memory_total, own, 1) / max(own, 1))
-            if own <= FILTERED_QUERY_MAX or pool > NEAREST_POOL_MAX:
-                ids, metadatas, distances = await self._run(
-                    self._nearest_sync, person, vectors.values[0], k, True
-                )
-                fresh.update(zip(ids, metadatas, strict=True))
-            else:
-                ids, _md, distances = await self._run(
-                    self._nearest_sync, None, vectors.values[0], pool, False
-                )
-            distance_of = {
-                i: d for i, d in zip(ids, distances, strict=True) if i in fresh or i in index.texts
-            }
-        ranked = index.bm25.search(index.distinctive(query, max_query_words), k) if query else []
-        wanted = [i for i in [*distance_of, *(i for i, _s in ranked)] if i not in fresh]
-        if wanted:
-            fresh.update(
-                (str(md["id"]), md) for md in await self._run(self._get_sync, Collection.MEMORIES, wanted)
+            filtered = own <= self.filtered_query_max or pool > NEAREST_POOL_MAX
+            ids, distances = await self._run(
+                self._nearest_sync, person if filtered else None, vectors.values[0], k if filtered else pool
             )
-        live = {
-            i: md
-            for i, md in fresh.items()
-            if md.get("person") == person and md.get("status") == Status.ACTIVE.value
-        }
-        for memory_id in [i for i, _s in ranked if i not in live]:
-            index.drop(memory_id)  # changed by another process (an operator's forget): heal the index
-        near = sorted((d, i) for i, d in distance_of.items() if i in live)[:k]
-        hits = [
-            VectorHit(
-                from_metadata(live[i]),
-                1.0 - float(d),
-                vectors is not None and vectors.from_embedder and live[i].get(VECTOR_KEY) == vectors.space,
-            )
-            for d, i in near
-        ]
-        return hits, [(from_metadata(live[i]), score) for i, score in ranked if i in live]
+            unknown = [i for i in ids if i not in index.summaries] if filtered else []
+            if unknown:  # written by another process since the index was built: learn them
+                for md in await self._run(self._get_sync, Collection.MEMORIES, unknown):
+                    index.put(from_metadata(md), str(md.get(VECTOR_KEY, HASH_SPACE)))
+            for memory_id, distance in zip(ids, distances, strict=True):
+                summary = index.summaries.get(memory_id)
+                if summary is not None and len(found) < k:
+                    trusted = vectors.from_embedder and summary.space == vectors.space
+                    found[memory_id] = Candidate(summary, 1.0 - float(distance), trusted)
+        if query:
+            for memory_id, _score in index.bm25.search(index.distinctive(query, max_query_words), k):
+                if memory_id not in found and memory_id in index.summaries:
+                    found[memory_id] = Candidate(index.summaries[memory_id], None, False)
+        return list(found.values())
 
     async def _index(self, person: str) -> _PersonIndex:
         index = self._indexes.get(person)
@@ -586,6 +657,26 @@ class MemoryStore:
                     built.put(from_metadata(md), str(md.get(VECTOR_KEY, HASH_SPACE)))
                 self._indexes[person] = built
         return self._indexes[person]
+
+    async def warm(self) -> int:
+        """Build every person's in-memory index in one pass (run it in the background at start-up).
+
+        Returns how many people were indexed. A person written to meanwhile is left to the lazy build.
+        """
+        seen = dict(self._writes)
+        rows = await self._run(self._scan_sync, Collection.MEMORIES, {"status": Status.ACTIVE.value})
+        built: dict[str, _PersonIndex] = {}
+        for md in rows:
+            built.setdefault(str(md["person"]), _PersonIndex()).put(
+                from_metadata(md), str(md.get(VECTOR_KEY, HASH_SPACE))
+            )
+        installed = 0
+        for person, index in built.items():
+            if person not in self._indexes and self._writes.get(person, 0) == seen.get(person, 0):
+                self._indexes[person] = index
+                installed += 1
+        log.info("memory indexes warmed people=%d memories=%d", installed, len(rows))
+        return installed
 
     def _touched(
         self,
@@ -779,3 +870,25 @@ class MemoryStore:
             self._writes[person] = self._writes.get(person, 0) + 1
         log.info("memory reassigned notes=%d memories=%d", moved_notes, moved_memories)
         return moved_notes, moved_memories
+
+
+async def check_chroma(settings: Settings) -> CheckResult:
+    """``bot.py doctor``: can kith open its Chroma (embedded directory, or the server at chroma_url)?"""
+    where = settings.memory.chroma_url or str(settings.storage.data_path() / "chroma")
+
+    def probe() -> None:
+        client = make_client(settings.memory, settings.storage.data_path())
+        client.heartbeat()
+
+    try:
+        await asyncio.wait_for(asyncio.to_thread(probe), CHROMA_CHECK_TIMEOUT_S)
+    except Exception as exc:
+        hint = (
+            "start the server or fix memory.chroma_url"
+            if settings.memory.chroma_url
+            else "set [storage] data_dir"
+        )
+        return CheckResult("chroma", False, f"cannot open {where} ({type(exc).__name__}); {hint}")
+    return CheckResult(
+        "chroma", True, f"{'server' if settings.memory.chroma_url else 'embedded'} at {where} answers"
+    )

@@ -23,7 +23,7 @@ from memory import capture as _capture_tables  # noqa: F401  (declares capture_c
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
 from memory.embedders import EmbedderStatus
 from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
-from memory.store import Collection, MemoryStore, Note, RevisionConflict
+from memory.store import Collection, MemoryStore, Note, RevisionConflict, check_chroma
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NONE_STATUS = EmbedderStatus("none", ready=False, disabled=True)
@@ -301,3 +301,63 @@ async def test_records_survive_closing_and_reopening(store: MemoryStore) -> None
         assert [r.id for r, _s in await again.lexical("p_ana", "Miso", 3)] == [memory.id]
     finally:
         await again.close()
+
+
+async def test_a_person_with_many_memories_is_searched_without_seeing_anyone_else(tmp_path: Path) -> None:
+    # Past ``filtered_query_max`` memories a person is searched unfiltered and filtered here.
+    settings = memory_settings(tmp_path)
+    store = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, filtered_query_max=5
+    )
+    try:
+        ana = [record("p_ana", f"Ana visited island number {i}") for i in range(12)]
+        bob = [record("p_bob", f"Bob visited island number {i}") for i in range(12)]
+        await store.add_memories(ana + bob)
+        hits = await store.nearest("p_ana", await store.vectors(["Bob visited island number 3"]), 6)
+        assert len(hits) == 6 and {h.record.person for h in hits} == {"p_ana"}
+        assert hits[0].record.text == "Ana visited island number 3"
+        found = await store.candidates("p_ana", vectors=await store.vectors(["island"]), query="island", k=4)
+        assert {c.summary.person for c in found} == {"p_ana"}
+    finally:
+        await store.close()
+
+
+async def test_a_memory_forgotten_by_another_process_is_not_served_from_memory(tmp_path: Path) -> None:
+    settings = memory_settings(tmp_path)
+    path = settings.storage.data_path()
+    bot = await MemoryStore.open(settings.memory, path, None, NONE_STATUS)
+    operator = await MemoryStore.open(settings.memory, path, None, NONE_STATUS)
+    try:
+        kept = await bot.add_memory(record("p_ana", "Ana keeps bees on the roof"))
+        gone = await bot.add_memory(record("p_ana", "Ana keeps a secret diary"))
+        assert len(await bot.lexical("p_ana", "keeps", 5)) == 2  # the bot's index holds both
+        await operator.delete_memories([gone.id])  # e.g. `bot.py memory forget` while kith runs
+        assert [r.id for r, _s in await bot.lexical("p_ana", "keeps diary", 5)] == [kept.id]
+        vectors = await bot.vectors(["Ana keeps a secret diary"])
+        assert [h.record.id for h in await bot.nearest("p_ana", vectors, 5)] == [kept.id]
+        assert gone.id not in {c.summary.id for c in await bot.candidates("p_ana", query="diary", k=5)}
+    finally:
+        await operator.close()
+        await bot.close()
+
+
+async def test_warming_indexes_everyone_at_once(store: MemoryStore) -> None:
+    await store.add_memories([record("p_ana", "Ana rows on the river"), record("p_bob", "Bob rows at dawn")])
+    settings, namespace = store.reopen_args  # type: ignore[attr-defined]
+    again = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace
+    )
+    try:
+        assert await again.warm() == 2
+        assert [r.text for r, _s in await again.lexical("p_bob", "rows", 3)] == ["Bob rows at dawn"]
+    finally:
+        await again.close()
+
+
+async def test_doctor_checks_the_chroma_in_use(tmp_path: Path, chroma_server: str) -> None:
+    embedded = await check_chroma(memory_settings(tmp_path))
+    server = await check_chroma(memory_settings(tmp_path, chroma_url=chroma_server))
+    missing = await check_chroma(memory_settings(tmp_path, chroma_url=f"http://127.0.0.1:{free_port()}"))
+    assert embedded.ok and "embedded" in embedded.detail
+    assert server.ok and chroma_server in server.detail
+    assert not missing.ok and "memory.chroma_url" in missing.detail
