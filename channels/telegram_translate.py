@@ -189,7 +189,7 @@ def _translate_button(update: Update, me: BotIdentity) -> Translated:
         return Skipped("from_bot", chat_id)
     kind = ChatKind.DM if message.chat.type == "private" else ChatKind.GROUP
     return ButtonPress(platform=PLATFORM, chat_id=chat_id, sender_id=str(query.from_user.id), data=query.data,
-                       chat_kind=kind)
+                       chat_kind=kind, event_id=str(query.id))
 
 
 def _real_reply(message: Message) -> Message | None:

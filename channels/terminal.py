@@ -13,6 +13,7 @@ import sys
 from typing import TextIO
 
 from core.types import (
+    ButtonHandler,
     ChatKind,
     InboundHandler,
     InboundMessage,
@@ -44,7 +45,8 @@ class TerminalChannel:
     def chat_id(self) -> str:
         return self.user
 
-    async def start(self, on_message: InboundHandler) -> None:
+    async def start(self, on_message: InboundHandler, on_button: ButtonHandler | None = None) -> None:
+        # The terminal has no buttons: every question it shows also takes a typed answer.
         if self.interactive:
             self._write(f"Talking to {self.persona_name}. Ctrl-D to leave.\n")
         self._reader = asyncio.get_running_loop().create_task(self._read_loop(on_message), name="terminal")

@@ -52,11 +52,12 @@ class App:
                                      clock=self.clock)
         self.router = Router(self.core, self.channels, self.worker, self.gate, self.journal,
                              debounce_s=self.settings.delivery.debounce_ms / 1000,
-                             typing_refresh_s=self.settings.delivery.typing_refresh_s, commands=self.commands)
+                             typing_refresh_s=self.settings.delivery.typing_refresh_s, commands=self.commands,
+                             buttons=self.commands.press)
         started = []
         for channel in channels:
             try:
-                await channel.start(self.router.on_message)
+                await channel.start(self.router.on_message, self.router.on_button)
                 started.append(channel.name)
             except Exception as exc:
                 log.error("channel failed to start name=%s error=%s", channel.name, type(exc).__name__)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from core.conversation import reply_to
-from core.types import InboundMessage, OutboundMessage
+from core.types import ButtonPress, InboundMessage, OutboundMessage
 
 Command = Callable[[InboundMessage, str], Awaitable[OutboundMessage | None]]
+ButtonAction = Callable[[ButtonPress, str], Awaitable[OutboundMessage | None]]
 
 HELP_TEXT = (
     "Hi, I'm {name}. Just talk to me: I remember what you tell me, with your own words as the receipt.\n"
@@ -21,11 +22,21 @@ class ChatCommands:
     def __init__(self, persona_name: str) -> None:
         self.persona_name = persona_name
         self._commands: dict[str, tuple[str, Command]] = {}
+        self._buttons: dict[str, ButtonAction] = {}
         self.register("start", "say hello", self._help)
         self.register("help", "what I can do", self._help)
 
     def register(self, name: str, description: str, handler: Command) -> None:
         self._commands[name] = (description, handler)
+
+    def register_button(self, prefix: str, handler: ButtonAction) -> None:
+        """Button payloads look like ``<prefix>:<rest>``; the handler gets the press and ``rest``."""
+        self._buttons[prefix] = handler
+
+    async def press(self, press: ButtonPress) -> OutboundMessage | None:
+        prefix, _, rest = press.data.partition(":")
+        handler = self._buttons.get(prefix)
+        return None if handler is None else await handler(press, rest)
 
     def menu(self) -> list[tuple[str, str]]:
         """(command, description) pairs, for platforms that show a command menu."""

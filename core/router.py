@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from core.conversation import ConversationCore
-from core.types import Channel, InboundMessage, OutboundMessage
+from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal
 from delivery.typing import TypingIndicator
@@ -22,18 +22,22 @@ from policy.rules import Verdict
 log = logging.getLogger("kith.router")
 
 CommandHandler = Callable[[InboundMessage], Awaitable[OutboundMessage | None]]
+ButtonAnswer = Callable[[ButtonPress], Awaitable[OutboundMessage | None]]
 
 
 class Router:
     def __init__(self, core: ConversationCore, channels: Mapping[str, Channel], worker: DeliveryWorker,
                  gate: PolicyGate, journal: InboundJournal, *, debounce_s: float, typing_refresh_s: float,
-                 commands: CommandHandler | None = None, immediate: frozenset[str] = frozenset({"console"})) -> None:
+                 commands: CommandHandler | None = None,
+                 buttons: ButtonAnswer | None = None,
+                 immediate: frozenset[str] = frozenset({"console"})) -> None:
         self.core = core
         self.channels = dict(channels)
         self.worker = worker
         self.gate = gate
         self.journal = journal
         self.commands = commands
+        self.buttons = buttons
         self.typing_refresh_s = typing_refresh_s
         # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
         self.immediate = immediate
@@ -69,6 +73,17 @@ class Router:
                                        refresh_s=self.typing_refresh_s):
                 reply = await self.core.handle(message)
         await self.worker.submit(reply, source=message.message_id)
+
+    async def on_button(self, press: ButtonPress) -> None:
+        """A person pressed one of kith's buttons; only the registered action may answer."""
+        if self.buttons is None:
+            return
+        if not await self.journal.record(press.platform, f"press:{press.chat_id}:{press.sender_id}:{press.data}:"
+                                         f"{press.event_id}"):
+            return
+        reply = await self.buttons(press)
+        if reply is not None:
+            await self.worker.submit(reply, source=f"press:{press.event_id}")
 
     def _notice(self, message: InboundMessage, text: str) -> OutboundMessage:
         return OutboundMessage(platform=message.platform, chat_id=message.chat_id, text=text,

@@ -79,6 +79,7 @@ class ButtonPress:
     sender_id: str
     data: str
     chat_kind: ChatKind = ChatKind.DM
+    event_id: str = ""  # the platform's id for this press (dedupe key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,7 @@ class Channel(Protocol):
 
     name: str
 
-    async def start(self, on_message: InboundHandler) -> None: ...
+    async def start(self, on_message: InboundHandler, on_button: ButtonHandler | None = None) -> None: ...
 
     async def stop(self) -> None: ...
 

@@ -176,7 +176,8 @@ async def test_button_press_is_answered_and_handed_over(telegram_api: FakeTelegr
         await api.wait_until(lambda: bool(api.callback_answers))
 
     assert inbox.presses == [ButtonPress(platform="telegram", chat_id=str(ALICE), sender_id=str(ALICE),
-                                         data="q1:yes", chat_kind=ChatKind.DM)]
+                                         data="q1:yes", chat_kind=ChatKind.DM,
+                                         event_id=query["callback_query"]["id"])]
     assert [a.callback_query_id for a in api.callback_answers] == [query["callback_query"]["id"]]
     assert inbox.messages == []
 

@@ -140,7 +140,7 @@ def test_button_press() -> None:
              "message": {"message_id": 3, "from": BOT_USER, "chat": GROUP, "date": DATE, "text": "Q?"}}
     press = translate_update(Update.de_json({"update_id": 9, "callback_query": query}, None), ME, received_at=NOW)
     assert press == ButtonPress(platform="telegram", chat_id="-100555", sender_id="1001", data="q1:yes",
-                                chat_kind=ChatKind.GROUP)
+                                chat_kind=ChatKind.GROUP, event_id="99")
     inline = {k: v for k, v in query.items() if k != "message"} | {"inline_message_id": "x"}
     skipped = translate_update(Update.de_json({"update_id": 10, "callback_query": inline}, None), ME,
                                received_at=NOW)
