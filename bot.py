@@ -68,6 +68,12 @@ def cmd_memory(args: argparse.Namespace) -> int:
     return run_memory(_settings(args), args)
 
 
+def cmd_people(args: argparse.Namespace) -> int:
+    from core.people_cli import run_people
+
+    return run_people(_settings(args), args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot.py", description="kith: a companion that remembers with receipts.")
     parser.add_argument("--config", metavar="PATH", help="TOML config file (default: built-in defaults, "
@@ -88,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     from memory.cli import add_memory_parser
 
     add_memory_parser(sub).set_defaults(func=cmd_memory)
+    from core.people_cli import add_people_parser
+
+    add_people_parser(sub).set_defaults(func=cmd_people)
     return parser
 
 

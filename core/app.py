@@ -13,6 +13,7 @@ from core.chat_commands import ChatCommands
 from core.config import Settings
 from core.conversation import ConversationCore
 from core.db import Database
+from core.linking import Linker
 from core.router import Router
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
@@ -43,6 +44,7 @@ class App:
     router: Router | None = None
     worker: DeliveryWorker | None = None
     memory: MemoryService | None = None
+    linker: Linker | None = None
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
@@ -53,7 +55,7 @@ class App:
         self.router = Router(self.core, self.channels, self.worker, self.gate, self.journal,
                              debounce_s=self.settings.delivery.debounce_ms / 1000,
                              typing_refresh_s=self.settings.delivery.typing_refresh_s, commands=self.commands,
-                             buttons=self.commands.press)
+                             buttons=self.commands.press, linker=self.linker)
         started = []
         for channel in channels:
             try:
@@ -110,6 +112,9 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     background.spawn(memory.store.warm(), name="memory-warm")
     if settings.memory.capture:
         core.observers.append(memory.observer)
+    commands = ChatCommands(settings.persona.name)
+    linker = Linker(db, clock, on_moved=memory.reassign)
+    commands.register("link", "use me from another platform as the same person", linker.issue)
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
                journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
-               commands=ChatCommands(settings.persona.name), clock=clock, memory=memory)
+               commands=commands, clock=clock, memory=memory, linker=linker)

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from core.conversation import ConversationCore
+from core.linking import Linker
 from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal
@@ -29,7 +30,7 @@ class Router:
     def __init__(self, core: ConversationCore, channels: Mapping[str, Channel], worker: DeliveryWorker,
                  gate: PolicyGate, journal: InboundJournal, *, debounce_s: float, typing_refresh_s: float,
                  commands: CommandHandler | None = None,
-                 buttons: ButtonAnswer | None = None,
+                 buttons: ButtonAnswer | None = None, linker: Linker | None = None,
                  immediate: frozenset[str] = frozenset({"console"})) -> None:
         self.core = core
         self.channels = dict(channels)
@@ -38,6 +39,7 @@ class Router:
         self.journal = journal
         self.commands = commands
         self.buttons = buttons
+        self.linker = linker
         self.typing_refresh_s = typing_refresh_s
         # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
         self.immediate = immediate
@@ -49,6 +51,11 @@ class Router:
             log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
                      message.message_id)
             return
+        if self.linker is not None:
+            linked = await self.linker.redeem_message(message)
+            if linked is not None:
+                await self.worker.submit(linked, source=message.message_id)
+                return
         decision = await self.gate.check_inbound(message)
         if decision.verdict in (Verdict.PAIRING_CODE, Verdict.NOTICE) and decision.notice:
             await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)

@@ -1,6 +1,6 @@
 """Imports every module that declares tables, so ``Database.create_all`` creates them all."""
 
-from core import history, people  # noqa: F401
+from core import history, linking, people  # noqa: F401
 from delivery import inbound, outbox  # noqa: F401
 from memory import capture, tombstones  # noqa: F401
 from policy import store  # noqa: F401

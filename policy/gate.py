@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from core.db import Database
+from core import people
+from core.db import Connection, Database
 from core.types import InboundMessage, OutboundMessage
 from policy import store
 from policy.pairing import AccessState, Chooser
@@ -22,6 +23,14 @@ from policy.rules import Decision, Verdict, decide_inbound, may_send
 from policy.settings import DmPolicy, PlatformPolicy, PolicySettings
 
 log = logging.getLogger("kith.policy")
+
+
+def _sibling_accounts(conn: Connection, account: str) -> list[str]:
+    """The other accounts of the person behind ``account`` (linked with /link or bot.py people link)."""
+    person = people.person_of(conn, account)
+    if person is None:
+        return []
+    return [a.account for a in people.accounts_of(conn, person) if a.account != account]
 
 
 def effective_policy(settings: PolicySettings, platform: str, configured: set[str]) -> PlatformPolicy:
@@ -44,6 +53,7 @@ class PolicyGate:
         self.monotonic = monotonic
         self.rng = rng
         self._access: AccessState | None = None  # cache for may_send; refreshed by every inbound decision
+        self._linked_ok: set[str] = set()  # accounts approved through a linked account of the same person
 
     def policy_for(self, platform: str) -> PlatformPolicy:
         return effective_policy(self.settings, platform, self.configured)
@@ -52,7 +62,16 @@ class PolicyGate:
         policy = self.policy_for(message.platform)
         now = self.clock()
 
+        siblings = await self.db.run(_sibling_accounts, message.account)
+
         def decide(access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
+            if not access.is_approved(message.account) and any(self._trusted(a, access) for a in siblings):
+                # Policy follows the person: an account linked to an approved one is approved too,
+                # without writing that into the owner's list.
+                view = replace(access, approved=access.approved | {message.account})
+                decision, _ = decide_inbound(message, policy, view, now, rng=self.rng)
+                self._linked_ok.add(message.account)
+                return (decision, access), access
             decision, new_state = decide_inbound(message, policy, access, now, rng=self.rng)
             return (decision, new_state), new_state
 
@@ -66,6 +85,15 @@ class PolicyGate:
                  message.sender_id, decision.verdict.value, decision.reason.value)
         return decision
 
+    def _trusted(self, account: str, access: AccessState) -> bool:
+        """Whether ``account`` may talk to kith in a DM on its own platform without pairing anew."""
+        platform, _, sender = account.partition(":")
+        policy = self.policy_for(platform)
+        if policy.dm is DmPolicy.DISABLED:
+            return False
+        return policy.dm is DmPolicy.OPEN or access.is_approved(account) or sender in policy.allow_from \
+            or account in policy.allow_from
+
     async def refresh(self) -> None:
         """Reload the access state (at start, and after the pairing command may have changed it)."""
         self._access, _ = await self.db.run(store.load)
@@ -75,6 +103,9 @@ class PolicyGate:
         if message.notice:
             return True  # inbound policy itself decided to answer this sender with a notice
         access = self._access if self._access is not None else self.db.run_sync(store.load)[0]
+        recipient = f"{message.platform}:{message.recipient_id or message.chat_id}"
+        if recipient in self._linked_ok:
+            access = replace(access, approved=access.approved | {recipient})
         decision = may_send(message.platform, message.chat_id, message.chat_kind,
                             self.policy_for(message.platform), access, recipient_id=message.recipient_id)
         if decision.verdict is not Verdict.ALLOW:
