@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import sys
 import tempfile
 import time
 
@@ -21,14 +22,16 @@ from core.app import build_app
 from core.commands import platform_channels
 from core.config import DeliverySettings, LLMSettings, MemorySettings, Settings, StorageSettings, TelegramSettings
 from persona.llm import import_litellm
-from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 
 
-async def measure(n: int, chats: int) -> None:
+async def measure(n: int, chats: int, rate: float) -> None:
     import_litellm()
-    llm = await FakeOpenAI().start()
-    llm.default = lambda _req: "Sounds good, tell me more."
+    # The model is another process, as in production: its CPU is not kith's.
+    llm = await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.fakes.openai_api",
+                                               "Sounds good, tell me more.", stdout=asyncio.subprocess.PIPE)
+    assert llm.stdout is not None
+    llm_url = f"http://127.0.0.1:{int(await llm.stdout.readline())}/v1"
     tg = FakeTelegramApi()
     await tg.start()
     pushed: dict[str, float] = {}
@@ -44,40 +47,47 @@ async def measure(n: int, chats: int) -> None:
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
-            Settings(), llm=LLMSettings(model="openai/bench", api_base=llm.base_url, max_retries=0),
+            Settings(), llm=LLMSettings(model="openai/bench", api_base=llm_url, max_retries=0),
             storage=StorageSettings(data_dir=tmp),
             memory=MemorySettings(embedder="none", capture=False),
             telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
             delivery=DeliverySettings(debounce_ms=0), policy={"telegram": {"dm": "open"}})
         app = await build_app(settings, warm_llm=False)
         await app.start_channels(platform_channels(settings, app))
-        # rate limit is per sender; 100 chats x 10 messages stays inside the default burst
+        # Throughput: every message at once (10 per chat, inside the default rate-limit burst).
         started = time.perf_counter()
         for i in range(n):
             chat = 10_000 + i % chats
-            update = tg.push_text(chat, chat, f"message {i}: what a day")
-            pushed[str(update["update_id"])] = time.perf_counter()
-            if i % chats == chats - 1:
-                await asyncio.sleep(0)
-        await tg.wait_for_sent(n, timeout=600)
+            tg.push_text(chat, chat, f"message {i}: what a day")
+        await tg.wait_for_sent(n, timeout=900)
         elapsed = time.perf_counter() - started
+        # Latency: paced messages, so the figure is the path's own time rather than queueing behind a burst.
+        tg.sent.clear()
+        delivered.clear()
+        for i in range(n):
+            chat = 20_000 + i % chats
+            update = tg.push_text(chat, chat, f"message {i}: and then?")
+            pushed[str(update["update_id"])] = time.perf_counter()
+            await asyncio.sleep(1 / rate)
+        await tg.wait_for_sent(n, timeout=900)
         await app.close()
     await tg.stop()
-    await llm.stop()
+    llm.kill()
+    await llm.wait()
     # Latency: each chat's k-th reply answers its k-th message (per-chat order is guaranteed).
     per_chat_sent: dict[int, list[float]] = {}
     for idx, message in enumerate(tg.sent, 1):
         per_chat_sent.setdefault(int(message.chat_id), []).append(delivered[idx])
     per_chat_push: dict[int, list[float]] = {}
     for i, t in enumerate(pushed.values()):
-        per_chat_push.setdefault(10_000 + i % chats, []).append(t)
+        per_chat_push.setdefault(20_000 + i % chats, []).append(t)
     latencies = [(s - p) * 1000 for chat, sends in per_chat_sent.items()
                  for p, s in zip(per_chat_push[chat], sends, strict=False)]
-    rate = n / elapsed
-    print(f"telegram end to end: {rate:.0f} messages/s over {n} messages in {chats} chats "
-          f"(target >= 200: {verdict(rate, 200, higher_is_better=True)})")
-    print(f"update -> sendMessage latency: {summary_ms(latencies)} "
-          f"(target p95 <= 50 ms: {verdict(percentile(latencies, 95), 50)}; includes the loopback fake LLM)")
+    throughput = n / elapsed
+    print(f"telegram end to end: {throughput:.0f} messages/s over {n} messages in {chats} chats, sent at once "
+          f"(target >= 200: {verdict(throughput, 200, higher_is_better=True)})")
+    print(f"update -> sendMessage latency at {rate:g} messages/s: {summary_ms(latencies)} "
+          f"(target p95 <= 50 ms: {verdict(percentile(latencies, 95), 50)}; includes the loopback model round trip)")
     rss = peak_rss_mb()
     print(f"peak RSS: {rss:.0f} MB (target <= 400 MB without a local embedder: {verdict(rss, 400)})")
 
@@ -86,8 +96,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--chats", type=int, default=100)
+    parser.add_argument("--rate", type=float, default=20.0, help="messages per second in the latency phase")
     args = parser.parse_args()
-    asyncio.run(measure(args.messages, args.chats))
+    asyncio.run(measure(args.messages, args.chats, args.rate))
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ class App:
                                      clock=self.clock)
         self.router = Router(self.core, self.channels, self.worker, self.gate, self.journal,
                              debounce_s=self.settings.delivery.debounce_ms / 1000,
-                             typing_refresh_s=self.settings.delivery.typing_refresh_s, commands=self.commands,
+                             typing_refresh_s=self.settings.delivery.typing_refresh_s,
+                             typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
                              buttons=self.commands.press, linker=self.linker)
         started = []
         for channel in channels:

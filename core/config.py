@@ -129,6 +129,7 @@ class DeliverySettings:
     backoff_max_s: float = t.SEND_BACKOFF_MAX_S
     debounce_ms: int = t.DEBOUNCE_MS
     typing_refresh_s: float = t.TYPING_REFRESH_S
+    typing_delay_s: float = t.TYPING_DELAY_S
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ ButtonAnswer = Callable[[ButtonPress], Awaitable[OutboundMessage | None]]
 class Router:
     def __init__(self, core: ConversationCore, channels: Mapping[str, Channel], worker: DeliveryWorker,
                  gate: PolicyGate, journal: InboundJournal, *, debounce_s: float, typing_refresh_s: float,
+                 typing_delay_s: float = 0.0,
                  commands: CommandHandler | None = None,
                  buttons: ButtonAnswer | None = None, linker: Linker | None = None,
                  immediate: frozenset[str] = frozenset({"console"})) -> None:
@@ -41,6 +42,7 @@ class Router:
         self.buttons = buttons
         self.linker = linker
         self.typing_refresh_s = typing_refresh_s
+        self.typing_delay_s = typing_delay_s
         # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
         self.immediate = immediate
         self.debouncer = Debouncer(self.take_turn, window_s=debounce_s)
@@ -77,7 +79,7 @@ class Router:
             if channel is None:
                 return
             async with TypingIndicator(channel, message.chat_id, message.thread_id,
-                                       refresh_s=self.typing_refresh_s):
+                                       refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
                 reply = await self.core.handle(message)
         await self.worker.submit(reply, source=message.message_id)
 

@@ -93,5 +93,6 @@ SEND_MAX_ATTEMPTS = 6
 SEND_BACKOFF_BASE_S = 1.0
 SEND_BACKOFF_MAX_S = 60.0
 TYPING_REFRESH_S = 4.0  # Telegram's typing status lasts ~5 s
+TYPING_DELAY_S = 0.3  # no indicator for a reply ready sooner than this
 DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become one turn
 INBOUND_DEDUPE_DAYS = 7

@@ -26,11 +26,14 @@ class TypingIndicator:
     """``async with TypingIndicator(channel, chat_id, thread_id, refresh_s=...):`` around the model call."""
 
     def __init__(self, channel: TypingChannel, chat_id: str, thread_id: str | None = None, *,
-                 refresh_s: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 refresh_s: float, delay_s: float = 0.0,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.channel = channel
         self.chat_id = chat_id
         self.thread_id = thread_id
         self.refresh_s = refresh_s
+        # A reply ready within delay_s needs no indicator: that saves a platform request per fast reply.
+        self.delay_s = delay_s
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -56,6 +59,8 @@ class TypingIndicator:
             task.exception()  # retrieved so asyncio does not report it; _loop already logged it
 
     async def _loop(self) -> None:
+        if self.delay_s > 0:
+            await self._sleep(self.delay_s)
         while not self._stopped:
             try:
                 async with asyncio.timeout(self.refresh_s):

@@ -63,7 +63,7 @@ async def test_pairing_then_conversation(telegram_api, fake_llm, make_settings, 
         assert fake_llm.requests == []  # an unpaired stranger never reaches the model
 
         await _approve(app, f"telegram:{ANA}")
-        fake_llm.reply("Hi Ana! Nice to finally talk.")
+        fake_llm.reply("Hi Ana! Nice to finally talk.", delay_s=0.8)  # a model that thinks: typing shows
         telegram_api.push_text(ANA, ANA, "it's me again")
         sent = await telegram_api.wait_for_sent(2, timeout=15)
         assert sent[1].visible_text == "Hi Ana! Nice to finally talk."
@@ -178,6 +178,7 @@ async def test_redelivered_update_is_answered_once(telegram_api, fake_llm, make_
         await telegram_api.wait_for_sent(1)
         await asyncio.sleep(0.5)
         assert len(telegram_api.sent) == 1 and len(fake_llm.requests) == 1
+        assert telegram_api.actions == []  # an instant reply needs no typing indicator
     finally:
         await app.close()
 

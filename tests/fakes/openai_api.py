@@ -174,3 +174,16 @@ class FakeOpenAI:
                 for i, t in enumerate(inputs)]
         return web.json_response({"object": "list", "data": data, "model": body.get("model", "fake"),
                                   "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+
+async def _serve(reply: str) -> None:
+    server = await FakeOpenAI().start()
+    server.default = lambda _request: reply
+    print(server.port, flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":  # a standalone instant model for benchmarks: prints its port, serves until killed
+    import sys
+
+    asyncio.run(_serve(sys.argv[1] if len(sys.argv) > 1 else "ok"))
