@@ -18,6 +18,9 @@ from core.router import Router
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
+from memory.memory_context import RecallMemoryContext
+from memory.recall import RecallEngine, UseRecorder
+from memory.recall_tool import RecallTool
 from memory.service import MemoryService
 from persona.llm import LLMClient, import_litellm
 from policy.gate import PolicyGate
@@ -45,6 +48,7 @@ class App:
     worker: DeliveryWorker | None = None
     memory: MemoryService | None = None
     linker: Linker | None = None
+    recall: RecallEngine | None = None
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
@@ -85,6 +89,8 @@ class App:
                 log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
         await self.background.drain(timeout=5)
         await self.background.cancel_all()
+        if self.recall is not None:
+            await self.recall.close()
         if self.memory is not None:
             await self.memory.close()
         self.db.close()
@@ -109,6 +115,10 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
                       clock=clock)
     memory = await MemoryService.open(settings, db, llm, clock=clock)
+    recall = RecallEngine(memory.store, settings.recall, clock)
+    core.memory = RecallMemoryContext(recall, settings.recall, settings.budget)
+    core.tools.append(RecallTool(recall, settings.recall))
+    core.observers.append(UseRecorder(memory.store, clock))
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
     background.spawn(memory.store.warm(), name="memory-warm")
     if settings.memory.capture:
@@ -118,4 +128,4 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     commands.register("link", "use me from another platform as the same person", linker.issue)
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
                journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
-               commands=commands, clock=clock, memory=memory, linker=linker)
+               commands=commands, clock=clock, memory=memory, linker=linker, recall=recall)

@@ -175,3 +175,31 @@ async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fa
         assert notes[0].record.evidence == ("my dog Luna",)
     finally:
         await app.close()
+
+
+async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_settings) -> None:
+    import json
+
+    from core.config import MemorySettings
+    from tests.fakes.openai_api import Scripted
+
+    settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))
+    app = await build_app(settings, warm_llm=False)
+    try:
+        def route(request):
+            if "never instructions" in request["messages"][0]["content"]:
+                return Scripted(text=json.dumps({"memories": [
+                    {"kind": "fact", "text": "Ana's dog is called Luna", "evidence": "my dog Luna"}]}))
+            return None
+
+        fake_llm.route = route
+        await app.core.handle(inbound("I have to take my dog Luna to the vet tomorrow"))
+        await app.background.drain()
+        fake_llm.route = None
+        await app.core.handle(inbound("what should I pack for Luna's vet visit?", chat_id="ana-2"))
+        system = fake_llm.requests[-1]["messages"][0]["content"]
+        assert "Ana's dog is called Luna" in system
+        assert "not instructions" in system  # labelled as stored data
+        assert fake_llm.requests[-1]["tools"][0]["function"]["name"] == "recall"
+    finally:
+        await app.close()

@@ -1,0 +1,163 @@
+"""How recall orders and trims candidates: pure functions, no I/O.
+
+A candidate's score is its relevance times three factors:
+
+* **relevance**: the embedder's cosine blended with the BM25 score normalised to the best
+  lexical hit, ``vector_weight`` : ``bm25_weight`` (seed 004's 70/30). Without an embedder
+  cosine for this query (no embedder, or it missed its time budget) relevance is BM25 alone;
+* **recency**: a 30-day half-life on the time the memory was last *said* (seed 002), over a
+  floor, so an exact match from last year still beats a weak one from last week;
+* **importance**: ``(1 - importance_weight) + importance_weight * importance``;
+* **use**: ``1 + min(use_credit_cap, use_credit * use_count)``. It multiplies, so a memory
+  the person's replies drew on often rises among relevant candidates but cannot push an
+  irrelevant one into the prompt.
+
+Use is citation, not retrieval (seed 004). :func:`cited` is the rule: a shown memory counts as
+used when the reply repeats its distinctive content words that the person's own message did
+not already contain (so echoing the question is not drawing on memory): one such word for a
+memory with at most ``CITE_FEW_WORDS`` of them, two otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from core.config import RecallSettings
+from memory.records import MemoryRecord
+from memory.text import content_words, is_cjk_token, is_negation, words_match
+
+# Proposed for core/tunables.py:
+RECALL_RECENCY_FLOOR = 0.8  # a very old memory keeps 80 % of its score: recency reorders close matches only
+RECALL_MIN_RELEVANCE = 0.2  # automatic context only: weaker candidates stay out of the prompt
+CITE_MIN_WORD_CHARS = 3  # shorter words ("go", "tv") are too common to count as a citation
+CITE_FEW_WORDS = 3  # a memory with at most this many distinctive words is cited by one of them
+TRUNCATED_MARK = "…"
+
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One memory or staged note that matched a query on either path."""
+
+    record: MemoryRecord
+    cosine: float | None  # the embedder's cosine for this query; None when the vector path did not score it
+    bm25: float  # BM25 normalised to the best lexical hit of this query, 0..1 (0: no keyword match)
+    note: bool = False  # a staged capture the gate has not curated yet
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    candidate: Candidate
+    score: float
+    relevance: float
+    recency: float
+    importance: float
+    use: float
+
+    @property
+    def record(self) -> MemoryRecord:
+        return self.candidate.record
+
+
+def said_at(record: MemoryRecord) -> datetime:
+    """When the person last said it: the newest source, else when it was stored."""
+    return max((s.timestamp for s in record.sources), default=record.created_at)
+
+
+def recency_factor(age_days: float, half_life_days: float, floor: float = RECALL_RECENCY_FLOOR) -> float:
+    if half_life_days <= 0:
+        return 1.0
+    decay = 0.5 ** (max(0.0, age_days) / half_life_days)
+    return floor + (1.0 - floor) * decay
+
+
+def importance_factor(importance: float, weight: float) -> float:
+    return (1.0 - weight) + weight * min(1.0, max(0.0, importance))
+
+
+def use_factor(use_count: int, credit: float, cap: float) -> float:
+    return 1.0 + min(cap, credit * max(0, use_count))
+
+
+def relevance(cosine: float | None, bm25: float, settings: RecallSettings, *, vector_path: bool) -> float:
+    """The blend of both paths, 0..1; BM25 alone when this query has no embedder vector."""
+    if not vector_path:
+        return bm25
+    total = settings.vector_weight + settings.bm25_weight
+    if total <= 0:
+        return 0.0
+    return (settings.vector_weight * max(0.0, cosine or 0.0) + settings.bm25_weight * bm25) / total
+
+
+def score(candidate: Candidate, now: datetime, settings: RecallSettings, *, vector_path: bool) -> Ranked:
+    record = candidate.record
+    rel = relevance(candidate.cosine, candidate.bm25, settings, vector_path=vector_path)
+    age_days = (now - said_at(record)).total_seconds() / SECONDS_PER_DAY
+    rec = recency_factor(age_days, settings.half_life_days)
+    imp = importance_factor(record.importance, settings.importance_weight)
+    use = use_factor(record.use_count, settings.use_credit, settings.use_credit_cap)
+    return Ranked(candidate, rel * rec * imp * use, rel, rec, imp, use)
+
+
+def rank(candidates: Iterable[Candidate], now: datetime, settings: RecallSettings, *, vector_path: bool,
+         min_relevance: float = 0.0) -> list[Ranked]:
+    """Candidates best first (ties by id, so the order is stable); below ``min_relevance`` dropped."""
+    scored = [score(c, now, settings, vector_path=vector_path) for c in candidates]
+    kept = [r for r in scored if r.relevance > 0.0 and r.relevance >= min_relevance]
+    kept.sort(key=lambda r: (-r.score, r.record.id))
+    return kept
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def latest_pinned(records: Iterable[MemoryRecord], limit: int, now: datetime) -> list[MemoryRecord]:
+    """The ``limit`` most recently pinned live facts, newest first (seed 000: a budget, not a bin).
+
+    A pin has no timestamp of its own; pinning is a write, so ``updated_at`` stands for it.
+    """
+    pinned = [r for r in records if r.pinned and r.is_live(now)]
+    pinned.sort(key=lambda r: (r.updated_at, r.created_at, r.id), reverse=True)
+    return pinned[:max(0, limit)]
+
+
+def clip_item(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to ``limit`` characters (mark included), at a word boundary when one is near."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text, False
+    if limit <= len(TRUNCATED_MARK):
+        return TRUNCATED_MARK[:max(0, limit)], True
+    room = limit - len(TRUNCATED_MARK)
+    head = text[:room]
+    space = head.rfind(" ")
+    if space >= room * 3 // 4:  # keep whole words unless that throws away a quarter of the room
+        head = head[:space]
+    return head.rstrip() + TRUNCATED_MARK, True
+
+
+# --- use is citation --------------------------------------------------------------------
+def _distinctive(words: Iterable[str]) -> set[str]:
+    return {w for w in words if not is_negation(w) and (is_cjk_token(w) or len(w) >= CITE_MIN_WORD_CHARS)}
+
+
+def _contains(pool: Iterable[str], word: str) -> bool:
+    return any(words_match(word, other) for other in pool)
+
+
+def cited(memory_text: str, reply: str, message: str, speaker_name: str = "") -> bool:
+    """Whether ``reply`` drew on a memory shown to it (see the module docstring for the rule)."""
+    asked = set(content_words(message)) | set(content_words(speaker_name))
+    own = [w for w in _distinctive(content_words(memory_text)) if not _contains(asked, w)]
+    if not own:
+        return False
+    replied = set(content_words(reply))
+    hits = sum(1 for w in own if _contains(replied, w))
+    return hits >= (1 if len(own) <= CITE_FEW_WORDS else 2)

@@ -1,0 +1,400 @@
+"""The recall engine: one person's memories and staged notes that match a query, ranked.
+
+Both paths run for every query, in one store lookup: BM25 over the person's active memories
+(the store keeps that index) and, when an embedder vector for the query is at hand, Chroma's
+nearest neighbours.
+Staged notes (seed 002's daily notes, not yet curated by the gate) are matched the same way,
+with BM25 over the person's unpromoted notes and cosines from note vectors this engine keeps.
+:mod:`memory.ranking` blends and orders them.
+
+The query embedding has a time budget (seed 000). :class:`QueryVectors` starts it, waits at
+most the budget, and when it is late lets the caller go on with the lexical path alone; the
+embedding finishes in the background and lands in an LRU keyed by the normalised query, so
+asking again is instant. Nothing here ever blocks a reply on the embedder.
+
+Isolation is enforced here for every caller: only ``person``'s records, only live ones
+(active and not past their horizon: superseded, retired and forgotten memories never come
+back), and with ``shared_only`` (a group chat) nothing said in a private chat.
+
+:class:`UseRecorder` is the after-reply observer that credits the memories a reply cited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from core.config import RecallSettings
+from core.conversation import CompletedTurn
+from memory.bm25 import BM25Index, normalize_scores
+from memory.embedders import Vector
+from memory.ranking import Candidate, Ranked, cited, cosine, latest_pinned, rank
+from memory.records import MemoryRecord, Scope, Status, horizon_expiry
+from memory.store import MemoryNotFound, MemoryStore, Note, RevisionConflict, Vectors
+from memory.text import normalize
+
+log = logging.getLogger("kith.memory.recall")
+
+# Proposed for core/tunables.py:
+RECALL_POOL_MIN = 50  # candidates each path fetches at least, before blending
+RECALL_POOL_FACTOR = 3  # ... or this many times the results wanted
+RECALL_SCOPE_OVERFETCH = 3  # a group chat drops private memories after the fetch: fetch more
+RECALL_QUERY_CACHE = 512  # query embeddings kept (LRU)
+RECALL_NOTE_VECTOR_CACHE = 4_096  # staged-note embeddings kept (LRU)
+RECALL_QUERY_MAX_CHARS = 2_000  # a longer message is matched on its first part
+RECALL_PINNED_REFRESH_S = 30.0  # a person's pinned facts are re-read at most this often
+RECALL_PINNED_READ_SHARE = 0.01  # ... and re-reading them may take at most this share of the store's time
+USE_CAS_RETRIES = 5
+
+
+def query_key(query: str) -> str:
+    return normalize(query).casefold()
+
+
+class _LRU:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[Vector, str]] = OrderedDict()
+
+    def get(self, key: str) -> tuple[Vector, str] | None:
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, key: str, value: tuple[Vector, str]) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class QueryVectors:
+    """Query embeddings under a time budget, finished in the background and cached."""
+
+    def __init__(self, store: MemoryStore, size: int = RECALL_QUERY_CACHE) -> None:
+        self.store = store
+        self._cache = _LRU(size)
+        self._pending: dict[str, asyncio.Task[Vectors | None]] = {}
+        self.late = 0  # embeddings that missed their budget
+
+    def cached(self, query: str) -> bool:
+        return query_key(query) in self._cache
+
+    async def get(self, query: str, budget_s: float | None) -> Vectors | None:
+        """The embedder's vector for ``query``; ``None`` when it is unavailable or later than ``budget_s``."""
+        if not self.store.embedder_ready:
+            return None
+        key = query_key(query)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return Vectors([hit[0]], hit[1])
+        task = self._pending.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._embed(key, query), name="recall-embed")
+            self._pending[key] = task
+        if budget_s is None:
+            return await asyncio.shield(task)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, budget_s))
+        if not done:
+            self.late += 1
+            log.info("query embedding over budget ms=%.0f; lexical recall for this reply", budget_s * 1000)
+            return None
+        return task.result()
+
+    async def _embed(self, key: str, query: str) -> Vectors | None:
+        try:
+            vectors = await self.store.vectors([query])
+            if not vectors.from_embedder:
+                return None  # the store fell back to hashed vectors: nothing worth caching
+            self._cache.put(key, (vectors.values[0], vectors.space))
+            return vectors
+        finally:
+            self._pending.pop(key, None)
+
+    async def wait_idle(self) -> None:
+        """Let every background embedding finish (tests, shutdown)."""
+        while self._pending:
+            await asyncio.gather(*self._pending.values(), return_exceptions=True)
+
+    async def close(self) -> None:
+        tasks = list(self._pending.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    items: list[Ranked]
+    lexical_only: bool  # no embedder cosine took part in this ranking
+    reason: str = ""  # why, when lexical_only
+    elapsed_ms: float = 0.0
+
+
+def visible(record: MemoryRecord, person: str, now: datetime, *, shared_only: bool) -> bool:
+    """The isolation rule every recall obeys."""
+    if record.person != person or not record.is_live(now):
+        return False
+    return not shared_only or record.scope is Scope.SHARED
+
+
+def note_is_live(note: Note, now: datetime) -> bool:
+    """A staged note is recallable until the gate handled it or its horizon lapsed."""
+    if note.promoted_at is not None or note.record.status is not Status.ACTIVE:
+        return False
+    expires = note.record.expires_at or horizon_expiry(note.horizon, note.record.created_at)
+    return expires is None or expires > now
+
+
+class RecallEngine:
+    def __init__(self, store: MemoryStore, settings: RecallSettings, clock: Callable[[], datetime], *,
+                 query_cache: int = RECALL_QUERY_CACHE, note_cache: int = RECALL_NOTE_VECTOR_CACHE) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.queries = QueryVectors(store, query_cache)
+        self._note_vectors = _LRU(note_cache)
+        self._note_jobs: set[asyncio.Task[None]] = set()
+        self._notes_embedding: set[str] = set()  # note ids whose embedding is under way
+        self._pinned: dict[str, tuple[float, list[MemoryRecord]]] = {}  # person -> (re-read after, pins)
+        self._pinned_jobs: dict[str, asyncio.Task[list[MemoryRecord]]] = {}
+
+    async def close(self) -> None:
+        await self.queries.close()
+        jobs = [*self._note_jobs, *self._pinned_jobs.values()]
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+
+    async def settle(self) -> None:
+        """Wait for the background embeddings this engine started (tests and benchmarks)."""
+        await self.queries.wait_idle()
+        while self._note_jobs:
+            await asyncio.gather(*self._note_jobs, return_exceptions=True)
+
+    # --- searching ----------------------------------------------------------------------
+    async def search(self, person: str, query: str, *, limit: int, shared_only: bool,
+                     budget_s: float | None, min_relevance: float = 0.0, use_vectors: bool = True,
+                     include_notes: bool = True) -> RecallResult:
+        """The ``limit`` best live records of ``person`` for ``query``.
+
+        ``budget_s``: how long the query embedding may take (``None``: wait for it).
+        """
+        started = time.perf_counter()
+        query = query[:RECALL_QUERY_MAX_CHARS]
+        now = self.clock()
+        pool = max(RECALL_POOL_MIN, limit * RECALL_POOL_FACTOR)
+        fetch = pool * (RECALL_SCOPE_OVERFETCH if shared_only else 1)
+        vector_job = self.queries.get(query, budget_s) if use_vectors else _none()
+        notes_job = self.store.notes_of(person, unpromoted_only=True) if include_notes else _no_notes()
+        notes, vectors = await asyncio.gather(notes_job, vector_job)
+        hits, lexical = await self.store.lookup(person, vectors=vectors, query=query, k=fetch)
+        cosines: dict[str, float] = {}
+        records: dict[str, MemoryRecord] = {}
+        for hit in hits:
+            if visible(hit.record, person, now, shared_only=shared_only):
+                records[hit.record.id] = hit.record
+                if hit.trusted:
+                    cosines[hit.record.id] = hit.cosine
+        lexical = [(r, s) for r, s in lexical if visible(r, person, now, shared_only=shared_only)]
+        bm25 = dict(normalize_scores([(r.id, s) for r, s in lexical]))
+        for record, _score in lexical:
+            records.setdefault(record.id, record)
+        live_notes = [n for n in notes if note_is_live(n, now) and visible(n.record, person, now,
+                                                                             shared_only=shared_only)]
+        note_candidates = self._note_candidates(live_notes, query, vectors, records)
+        vector_path = bool(cosines) or any(c.cosine is not None for c in note_candidates)
+        # A record the vector pool did not reach has a cosine at most the pool's lowest.
+        floor = min(cosines.values()) if cosines else 0.0
+        candidates = [Candidate(r, cosines.get(i, floor) if vector_path else None, bm25.get(i, 0.0))
+                      for i, r in records.items()]
+        candidates.extend(c if vector_path else replace(c, cosine=None) for c in note_candidates)
+        ranked = rank(candidates, now, self.settings, vector_path=vector_path, min_relevance=min_relevance)
+        elapsed = (time.perf_counter() - started) * 1000
+        reason = "" if vector_path else self._lexical_reason(use_vectors, vectors)
+        log.debug("recall person=%s candidates=%d results=%d vector=%s ms=%.1f", person, len(candidates),
+                  min(limit, len(ranked)), vector_path, elapsed)
+        return RecallResult(ranked[:limit], not vector_path, reason, elapsed)
+
+    def _lexical_reason(self, use_vectors: bool, vectors: Vectors | None) -> str:
+        if not use_vectors:
+            return "keyword search only, as asked"
+        if not self.store.embedder_ready:
+            return self.store.status.line()
+        if vectors is None:
+            return "the query embedding was not ready in time"
+        return "no stored memory has an embedder vector yet"
+
+    def _note_candidates(self, notes: Sequence[Note], query: str, vectors: Vectors | None,
+                         memories: dict[str, MemoryRecord]) -> list[Candidate]:
+        if not notes:
+            return []
+        known = {normalize(r.text).casefold() for r in memories.values()}
+        notes = [n for n in notes if normalize(n.record.text).casefold() not in known]
+        index = BM25Index()
+        index.add_many((n.record.id, n.record.text) for n in notes)
+        bm25 = dict(normalize_scores(index.search(query, len(notes))))
+        out: list[Candidate] = []
+        missing: list[Note] = []
+        for note in notes:
+            note_cosine: float | None = None
+            if vectors is not None:
+                stored = self._note_vectors.get(note.record.id)
+                if stored is not None and stored[1] == vectors.space:
+                    note_cosine = cosine(vectors.values[0], stored[0])
+                else:
+                    missing.append(note)
+            out.append(Candidate(note.record, note_cosine if vectors is not None else None,
+                                 bm25.get(note.record.id, 0.0), note=True))
+        if missing:
+            self._spawn_note_embedding(missing)
+        return out
+
+    def _spawn_note_embedding(self, notes: Sequence[Note]) -> None:
+        # Notes are embedded after this reply, never before it: the next recall has their vectors.
+        todo = [n for n in notes if n.record.id not in self._notes_embedding]
+        if not todo:
+            return
+        self._notes_embedding.update(n.record.id for n in todo)
+        task = asyncio.get_running_loop().create_task(self._embed_notes(todo), name="recall-notes")
+        self._note_jobs.add(task)
+        task.add_done_callback(self._note_jobs.discard)
+
+    async def _embed_notes(self, notes: list[Note]) -> None:
+        try:
+            vectors = await self.store.vectors([n.record.text for n in notes])
+            if vectors.from_embedder:
+                for note, value in zip(notes, vectors.values, strict=True):
+                    self._note_vectors.put(note.record.id, (value, vectors.space))
+        finally:
+            self._notes_embedding.difference_update(n.record.id for n in notes)
+
+    # --- pinned facts and conflicts -----------------------------------------------------
+    async def pinned(self, person: str, *, shared_only: bool, budget_s: float) -> list[MemoryRecord]:
+        """The latest ``pinned_max`` pinned facts of ``person`` visible here, newest first.
+
+        The list is re-read at most every RECALL_PINNED_REFRESH_S (longer for a person with many
+        memories); a re-read slower than ``budget_s`` finishes in the background and this reply
+        uses the last list. :meth:`forget_pinned` forces a re-read after a pin changed.
+        """
+        now = self.clock()
+        entry = self._pinned.get(person)
+        if entry is None or time.monotonic() > entry[0]:
+            job = self._pinned_jobs.get(person)
+            if job is None:
+                job = asyncio.get_running_loop().create_task(self._read_pinned(person), name="recall-pinned")
+                self._pinned_jobs[person] = job
+            done, _ = await asyncio.wait({job}, timeout=max(0.0, budget_s))
+            if not done:
+                log.info("pinned facts re-read over budget person=%s; using the last list", person)
+            entry = self._pinned.get(person)
+        records = entry[1] if entry is not None else []
+        shown = [r for r in records if visible(r, person, now, shared_only=shared_only)]
+        return latest_pinned(shown, self.settings.pinned_max, now)
+
+    async def _read_pinned(self, person: str) -> list[MemoryRecord]:
+        started = time.monotonic()
+        try:
+            try:
+                records = await self.store.pinned_of(person)
+            except Exception as exc:  # keep the last list; try again after the usual pause
+                log.warning("pinned facts unreadable person=%s error=%s", person, type(exc).__name__)
+                records = self._pinned.get(person, (0.0, []))[1]
+            took = time.monotonic() - started
+            next_read = time.monotonic() + max(RECALL_PINNED_REFRESH_S, took / RECALL_PINNED_READ_SHARE)
+            self._pinned[person] = (next_read, records)
+            return records
+        finally:
+            self._pinned_jobs.pop(person, None)
+
+    def forget_pinned(self, person: str) -> None:
+        """A pin changed: read the person's pinned facts afresh on the next recall."""
+        self._pinned.pop(person, None)
+
+    async def conflict_partners(self, person: str, records: Iterable[MemoryRecord], *,
+                                shared_only: bool) -> dict[str, list[MemoryRecord]]:
+        """For each record, the live memories it is flagged as conflicting with (seed 001).
+
+        A link to a memory that was forgotten, superseded or retired is no conflict any more.
+        Partners this chat may not see are still counted: the fact stays disputed.
+        """
+        records = list(records)
+        wanted = sorted({i for r in records for i in r.conflicts_with})
+        if not wanted:
+            return {}
+        now = self.clock()
+        found = {m.id: m for m in await self.store.get_memories(wanted)
+                 if visible(m, person, now, shared_only=False)}
+        out: dict[str, list[MemoryRecord]] = {}
+        for record in records:
+            partners = [found[i] for i in record.conflicts_with if i in found]
+            if partners:
+                out[record.id] = partners
+        return out
+
+
+async def _none() -> None:
+    return None
+
+
+async def _no_notes() -> list[Note]:
+    return []
+
+
+class UseRecorder:
+    """After a reply: credit the shown memories the reply cited (a TurnObserver; seed 004)."""
+
+    def __init__(self, store: MemoryStore, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.clock = clock
+        self.recorded = 0
+
+    async def after_reply(self, turn: CompletedTurn) -> None:
+        try:
+            await self.record(turn)
+        except Exception as exc:  # use credit must never disturb the conversation
+            log.warning("use credit failed person=%s error=%s", turn.speaker.person, type(exc).__name__)
+
+    async def record(self, turn: CompletedTurn) -> list[str]:
+        """Ids of the shown memories the reply drew on, each credited once."""
+        if not turn.shown_memory_ids:
+            return []
+        person = turn.speaker.person
+        # Staged notes are not in the memories collection: only curated memories earn credit.
+        shown = [m for m in await self.store.get_memories(turn.shown_memory_ids) if m.person == person]
+        used = [m.id for m in shown
+                if cited(m.text, turn.reply_text, turn.message.text, turn.speaker.name)]
+        for memory_id in used:
+            await self._credit(memory_id, person)
+        self.recorded += len(used)
+        if used:
+            log.info("use credit person=%s shown=%d used=%d", person, len(shown), len(used))
+        return used
+
+    async def _credit(self, memory_id: str, person: str) -> None:
+        for _attempt in range(USE_CAS_RETRIES):
+            current = await self.store.get_memory(memory_id)
+            if current is None or current.person != person or current.status is not Status.ACTIVE:
+                return
+            # Not updated_at: use is not a change to what the memory says.
+            try:
+                await self.store.replace_memory(replace(current, use_count=current.use_count + 1,
+                                                        last_used_at=self.clock()))
+                return
+            except MemoryNotFound:
+                return
+            except RevisionConflict:
+                continue
+        log.warning("use credit lost a race %d times memory=%s", USE_CAS_RETRIES, memory_id)
