@@ -15,8 +15,8 @@ from core.types import Channel
 from persona.llm import LLMError
 
 PLATFORM_ENV_HINT = (
-    "no platform credentials found; set {telegram} for Telegram (and DISCORD_BOT_TOKEN for Discord, "
-    "SLACK_BOT_TOKEN and SLACK_APP_TOKEN for Slack, once those channels land). Starting the terminal chat."
+    "no platform credentials found; set {telegram} for Telegram, {slack} (and {slack_app} for Socket Mode) "
+    "for Slack, DISCORD_BOT_TOKEN for Discord. Starting the terminal chat."
 )
 
 
@@ -41,6 +41,11 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
 
         channels.append(TelegramChannel(settings.telegram, token, journal=app.journal, cursors=app.cursors,
                                         clock=app.clock, commands=app.commands.menu()))
+    slack_token = settings.slack.bot_token()
+    if slack_token:
+        from channels.slack import SlackChannel
+
+        channels.append(SlackChannel(settings.slack, slack_token, journal=app.journal, clock=app.clock))
     return channels
 
 
@@ -63,7 +68,9 @@ async def run_all(settings: Settings) -> int:
     channels = platform_channels(settings, app)
     if not channels:
         await app.close()
-        print("kith: " + PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env), file=sys.stderr)
+        hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
+                                        slack_app=settings.slack.app_token_env)
+        print(f"kith: {hint}", file=sys.stderr)
         return await run_chat(settings)
     app.core.on_llm_error = _hint_once(settings)
     stop = asyncio.Event()

@@ -148,6 +148,27 @@ class TelegramSettings:
 
 
 @dataclass(frozen=True)
+class SlackSettings:
+
+    bot_token_env: str = "SLACK_BOT_TOKEN"  # xoxb-…
+    app_token_env: str = "SLACK_APP_TOKEN"  # xapp-…, Socket Mode only
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"  # HTTP mode only
+    mode: str = "socket"  # "socket" or "http"
+    api_url: str = ""  # empty = https://slack.com/api/ ; a test fake
+    http_host: str = "127.0.0.1"
+    http_port: int = 3000
+
+    def bot_token(self) -> str | None:
+        return os.environ.get(self.bot_token_env) or None
+
+    def app_token(self) -> str | None:
+        return os.environ.get(self.app_token_env) or None
+
+    def signing_secret(self) -> str | None:
+        return os.environ.get(self.signing_secret_env) or None
+
+
+@dataclass(frozen=True)
 class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     persona: PersonaSettings = field(default_factory=PersonaSettings)
@@ -158,6 +179,7 @@ class Settings:
     recall: RecallSettings = field(default_factory=RecallSettings)
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     telegram: TelegramSettings = field(default_factory=TelegramSettings)
+    slack: SlackSettings = field(default_factory=SlackSettings)
     # [policy.<platform>] tables, validated by policy.settings.PolicySettings.from_mapping
     policy: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"  # the file these settings came from, for messages

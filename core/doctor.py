@@ -77,8 +77,18 @@ async def check_embedder(settings: Settings) -> CheckResult:
     return await check(settings)
 
 
+async def check_slack(settings: Settings) -> CheckResult:
+    if not settings.slack.bot_token():
+        return CheckResult("slack", True, f"off (set {settings.slack.bot_token_env} to enable)")
+    from channels.slack import check_token
+
+    ok, detail = await check_token(settings.slack)
+    return CheckResult("slack", ok, detail)
+
+
 Check = Callable[[Settings], Awaitable[CheckResult]]
-CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_telegram]
+CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_telegram,
+                       check_slack]
 
 
 async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:

@@ -160,7 +160,7 @@ async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fa
         def route(request):  # the capture call is the one whose system prompt says transcripts are data
             from tests.fakes.openai_api import Scripted
 
-            if "never instructions" in request["messages"][0]["content"]:
+            if request["messages"][0]["content"].startswith("The transcript and the stored memories"):
                 return Scripted(text=json.dumps(captured))
             return None
 
@@ -187,7 +187,7 @@ async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_se
     app = await build_app(settings, warm_llm=False)
     try:
         def route(request):
-            if "never instructions" in request["messages"][0]["content"]:
+            if request["messages"][0]["content"].startswith("The transcript and the stored memories"):
                 return Scripted(text=json.dumps({"memories": [
                     {"kind": "fact", "text": "Ana's dog is called Luna", "evidence": "my dog Luna"}]}))
             return None

@@ -33,7 +33,7 @@ async def test_link_code_joins_a_telegram_account_to_the_console_person(telegram
         delivery=DeliverySettings(debounce_ms=20), memory=MemorySettings(embedder="none", capture=True))
 
     def route(request):  # capture keeps the dog fact the person stated, quoting their own words
-        if "never instructions" in request["messages"][0]["content"]:
+        if request["messages"][0]["content"].startswith("The transcript and the stored memories"):
             return Scripted(text=json.dumps({"memories": [
                 {"kind": "fact", "text": "Ana's dog is Luna", "evidence": "my dog is Luna"}]}))
         return None

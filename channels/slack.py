@@ -1,0 +1,718 @@
+"""The Slack channel: slack-bolt's ``AsyncApp`` over Socket Mode (the default) or HTTP Events.
+
+Socket Mode needs no public URL: ``apps.connections.open`` (with the app-level ``xapp-`` token) hands out a
+WebSocket URL, and slack_sdk's aiohttp ``SocketModeClient`` (behind bolt's ``AsyncSocketModeHandler``)
+keeps that socket alive: it pings, and on a close, a refresh request or a stale ping it asks for a new URL
+and reconnects by itself. HTTP mode runs an aiohttp server on ``http_host:http_port`` that Slack POSTs to;
+bolt verifies every request's ``X-Slack-Signature`` against the signing secret and refuses (401) a forged
+or stale (over five minutes) one before anything else reads it, and answers ``url_verification``.
+
+The order every event goes through, and why:
+
+1. bolt's own middleware: signature check (HTTP), authorization (from our auth.test at start, no network
+   call per event), the bot's own messages acknowledged and dropped.
+2. ``journal.record("slack", event_id)`` in our global middleware. Slack retries an event it did not see
+   acknowledged within 3 s (``X-Slack-Retry-Num`` over HTTP, ``retry_attempt`` in a socket envelope) with
+   the same ``event_id``: the second record is False and the retry is acknowledged and dropped. A journal
+   failure acknowledges nothing (500 / no socket ack), so Slack delivers the event again later.
+3. The listener is acknowledged at once (bolt's auto-ack for events), translates the event and queues it in
+   its chat's lane; the core runs in that task, never inside the 3 s acknowledgement budget.
+
+A crash between 2 and the core making the message durable loses that one message (the journal says it was
+taken in); ``stop()`` narrows that window by letting queued handlers finish (``stop_grace_s``).
+
+Sending: ``chat.postMessage`` with mrkdwn from :mod:`delivery.chunking`. Buttons ride on the last text chunk
+as Block Kit (a section repeating the text, then ``actions``); such messages are chunked to the section's
+3,000 characters. A plain resend (after ``invalid_blocks``) drops the blocks, so the words arrive without
+the buttons. An attachment is one more chunk, uploaded with ``files_upload_v2``. slack_sdk's own retry
+handlers are switched off: the delivery outbox retries, honouring ``Retry-After``, so a rate-limited send
+is never retried in two places at once. Slack has no typing indicator for bots (outside assistant
+threads): ``typing`` does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import replace
+from datetime import datetime
+from functools import partial
+from typing import Any, Protocol
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from channels.slack_translate import (
+    PLATFORM,
+    SECTION_TEXT_MAX_CHARS,
+    Skipped,
+    SlackIdentity,
+    button_blocks,
+    escape_text,
+    identity_from_auth_test,
+    profile_name,
+    target_channel,
+    thread_ts_for,
+    translate_block_action,
+    translate_event,
+    user_display_name,
+)
+from core.config import SlackSettings
+from core.tunables import SLACK_MAX_CHARS
+from core.types import (
+    ButtonHandler,
+    ButtonPress,
+    InboundHandler,
+    InboundMessage,
+    OutboundMessage,
+    RenderedChunk,
+    SendError,
+    SentMessage,
+    utcnow,
+)
+from delivery.chunking import split_tokens
+from delivery.formatting import Platform, render_tokens
+
+log = logging.getLogger("kith.slack")
+
+# --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
+SLACK_HTTP_TIMEOUT_S = 10.0  # budget of one Web API call
+SLACK_SOCKET_PING_INTERVAL_S = 10.0  # Socket Mode keep-alive; a dead socket is noticed within about this long
+SLACK_CONNECT_WAIT_S = 10.0  # start() waits this long for the socket's hello, then keeps trying in the background
+SLACK_STOP_GRACE_S = 5.0  # on stop, handlers already handed an event may finish this long
+SLACK_NAME_CACHE_SIZE = 1_000  # people whose display name (users.info) is remembered
+SLACK_NAME_CACHE_TTL_S = 3_600.0
+SLACK_NAME_LOOKUP_TIMEOUT_S = 2.0  # a slow users.info costs a reply this much at most; the user id stands in
+
+# --- Protocol facts ------------------------------------------------------------------------------
+DEFAULT_API_URL = "https://slack.com/api/"
+DEFAULT_RETRY_AFTER_S = 1.0  # Slack always sends Retry-After with a 429; this covers a proxy that drops it
+_RATE_LIMIT_ERRORS = frozenset({"ratelimited", "rate_limited"})
+_AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
+                          "not_allowed_token_type", "no_permission", "org_login_required", "ekm_access_denied"})
+# A resend would be refused the same way: the chat is gone or closed to us, or the token is.
+_PERMANENT_ERRORS = _AUTH_ERRORS | frozenset({
+    "channel_not_found", "not_in_channel", "is_archived", "missing_scope", "restricted_action",
+    "restricted_action_read_only_channel", "restricted_action_thread_only_channel",
+    "restricted_action_non_threadable_channel", "cannot_reply_to_message", "team_access_not_granted",
+    "msg_too_long", "no_text", "too_many_attachments", "user_not_found", "user_not_in_channel",
+})
+# Slack refused the markup, not the message: the plain text goes through.
+_FORMATTING_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long",
+                                "invalid_attachments", "markdown_text_conflict"})
+_TRANSIENT_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+_NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, SlackClientError)
+_ANY_ID = re.compile(r".*")
+
+
+class ChannelStartError(Exception):
+    """The channel cannot start; the message is one line, free of secrets."""
+
+
+class EventJournal(Protocol):
+    async def record(self, platform: str, event_id: str) -> bool: ...
+
+
+# --- Pure decisions --------------------------------------------------------------------------------
+def api_url_of(settings: SlackSettings) -> str:
+    return settings.api_url or DEFAULT_API_URL
+
+
+def slack_error_code(exc: SlackApiError) -> str:
+    """Slack's ``error`` field (``"channel_not_found"``), or ``""`` when the answer was not Slack's JSON."""
+    data = getattr(exc.response, "data", None)
+    if isinstance(data, Mapping):
+        error = data.get("error")
+        if isinstance(error, str):
+            return error
+    return ""
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float:
+    raw = (headers or {}).get("Retry-After") or (headers or {}).get("retry-after")
+    try:
+        return max(float(raw), 0.0) if raw is not None else DEFAULT_RETRY_AFTER_S
+    except ValueError:
+        return DEFAULT_RETRY_AFTER_S
+
+
+def send_error_for(exc: BaseException) -> SendError:
+    """The core's SendError for a failed send: retry later, never retry, or resend without markup."""
+    if isinstance(exc, SlackApiError):
+        # Slack's JSON answers carry status_code; a body that was not JSON leaves aiohttp's response here.
+        status = int(getattr(exc.response, "status_code", None) or getattr(exc.response, "status", 0) or 0)
+        error = slack_error_code(exc)
+        if status == 429 or error in _RATE_LIMIT_ERRORS:
+            return SendError("slack: rate limited", retry_after=retry_after_seconds(exc.response.headers))
+        if error in _FORMATTING_ERRORS:
+            return SendError(f"slack: {error}", bad_formatting=True)
+        if error in _PERMANENT_ERRORS:
+            return SendError(f"slack: {error}", permanent=True)
+        if status >= 500 or error in _TRANSIENT_ERRORS or (not error and status < 400):
+            # A gateway's error page, or an answer garbled on the way: Slack itself may well accept a resend.
+            return SendError(f"slack: {error or f'HTTP {status}'}")
+        # Any other refusal names something wrong with the request itself: it would be refused again.
+        return SendError(f"slack: {error or f'HTTP {status}'}", permanent=True)
+    # Network failures, timeouts, a failed file upload: worth another try.
+    return SendError(f"slack: {type(exc).__name__}")
+
+
+def chunk_limit(message: OutboundMessage) -> int:
+    """Characters per chunk: buttons put the last chunk in a Block Kit section, which holds fewer."""
+    return min(SLACK_MAX_CHARS, SECTION_TEXT_MAX_CHARS) if message.buttons else SLACK_MAX_CHARS
+
+
+def text_chunks(message: OutboundMessage) -> list[RenderedChunk]:
+    """The message's text as Slack mrkdwn, cut so every chunk is valid on its own (deterministic)."""
+    pieces = split_tokens(render_tokens(message.text, Platform.SLACK), chunk_limit(message), len)
+    return [RenderedChunk(markup, None, plain) for markup, plain in pieces]
+
+
+# --- The channel ---------------------------------------------------------------------------------
+class SlackChannel:
+    name = PLATFORM
+
+    def __init__(
+        self,
+        settings: SlackSettings,
+        bot_token: str,
+        *,
+        journal: EventJournal,
+        app_token: str | None = None,
+        signing_secret: str | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        ping_interval_s: float = SLACK_SOCKET_PING_INTERVAL_S,
+        connect_wait_s: float = SLACK_CONNECT_WAIT_S,
+        stop_grace_s: float = SLACK_STOP_GRACE_S,
+        name_cache_ttl_s: float = SLACK_NAME_CACHE_TTL_S,
+    ) -> None:
+        self.settings = settings
+        self._bot_token = bot_token
+        # Read from the settings' environment variables at start unless given; never logged.
+        self._app_token = app_token
+        self._signing_secret = signing_secret
+        self._journal = journal
+        self._clock = clock
+        self._ping_interval_s = ping_interval_s
+        self._connect_wait_s = connect_wait_s
+        self._stop_grace_s = stop_grace_s
+        self._names = _NameCache(SLACK_NAME_CACHE_SIZE, name_cache_ttl_s)
+        self._session: aiohttp.ClientSession | None = None
+        self._web: AsyncWebClient | None = None
+        self._app: AsyncApp | None = None
+        self._me: SlackIdentity | None = None
+        self._handler: AsyncSocketModeHandler | None = None
+        self._connect_task: asyncio.Task[None] | None = None
+        self._http_runner: web.AppRunner | None = None
+        self._http_port: int | None = None
+        self._on_message: InboundHandler | None = None
+        self._on_button: ButtonHandler | None = None
+        self._lanes: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self._intake_lock = asyncio.Lock()
+        self.ready = asyncio.Event()  # set once Slack can reach us: the socket's hello, or the HTTP server up
+
+    # -- what others may read --------------------------------------------------------------------
+    @property
+    def identity(self) -> SlackIdentity | None:
+        """The bot's team, user id and name, once auth.test answered."""
+        return self._me
+
+    @property
+    def http_port(self) -> int | None:
+        """The port the HTTP Events server listens on (useful with http_port = 0)."""
+        return self._http_port
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self, on_message: InboundHandler, on_button: ButtonHandler | None = None) -> None:
+        """auth.test, then Socket Mode or the HTTP server. Raises ChannelStartError with a one-line reason."""
+        self._on_message = on_message
+        self._on_button = on_button
+        self._stopping = False
+        self._check_settings()
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=SLACK_HTTP_TIMEOUT_S))
+        api_url = api_url_of(self.settings)
+        self._web = AsyncWebClient(token=self._bot_token, base_url=api_url, session=self._session,
+                                   retry_handlers=[])
+        try:
+            self._me = await self._auth_test(self._web)
+            self._app = self._build_app(api_url)
+            if self.settings.mode == "socket":
+                await self._start_socket()
+            else:
+                await self._start_http()
+        except BaseException:
+            await self._close()
+            raise
+
+    async def stop(self) -> None:
+        """Stop intake, let handed-off events finish (up to stop_grace_s), then close every connection."""
+        self._stopping = True
+        await self._close_intake()
+        if self._tasks:
+            _done, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("slack stop cancelled handlers count=%d", len(pending))
+                await asyncio.gather(*pending, return_exceptions=True)
+        await self._close()
+
+    def _check_settings(self) -> None:
+        mode = self.settings.mode
+        if mode not in ("socket", "http"):
+            raise ChannelStartError(f"slack: slack.mode must be 'socket' or 'http', not {mode!r}")
+        if not self._bot_token:
+            raise ChannelStartError(f"slack: environment variable {self.settings.bot_token_env} is not set")
+        if mode == "socket":
+            self._app_token = self._app_token or self.settings.app_token()
+            if not self._app_token:
+                raise ChannelStartError(
+                    f"slack: Socket Mode needs an app-level token (xapp-…) in {self.settings.app_token_env}")
+        else:
+            self._signing_secret = self._signing_secret or self.settings.signing_secret()
+            if not self._signing_secret or not self._signing_secret.strip():
+                raise ChannelStartError(
+                    f"slack: HTTP mode needs the app's signing secret in {self.settings.signing_secret_env}")
+
+    async def _auth_test(self, web_client: AsyncWebClient) -> SlackIdentity:
+        try:
+            response = await web_client.auth_test()
+        except SlackApiError as exc:
+            error = slack_error_code(exc)
+            if error in _AUTH_ERRORS:
+                log.error("slack token rejected by auth.test error=%s (token_env=%s)", error,
+                          self.settings.bot_token_env)
+                raise ChannelStartError(
+                    f"slack: the token in {self.settings.bot_token_env} was rejected ({error})") from None
+            raise ChannelStartError(f"slack: auth.test failed ({error or 'HTTP error'})") from None
+        except _NETWORK_ERRORS as exc:
+            raise ChannelStartError(
+                f"slack: cannot reach the Web API at {api_url_of(self.settings)} ({type(exc).__name__})") from None
+        try:
+            identity = identity_from_auth_test(_data(response))
+        except ValueError:
+            raise ChannelStartError("slack: auth.test named no bot user; is the token a bot token (xoxb-)?") from None
+        log.info("slack connected team=%s bot_user=%s", identity.team_id, identity.user_id)
+        return identity
+
+    def _build_app(self, api_url: str) -> AsyncApp:
+        assert self._me is not None
+        http = self.settings.mode == "http"
+        # bolt's own client carries no token: authorize() below hands every request ours, without the extra
+        # auth.test per first event that token= would cost (and whose failure bolt answers with a 200).
+        app = AsyncApp(
+            name="kith",
+            # The "slack_bolt" logger as base: bolt then logs at its level (bot.py pins it to WARNING), as
+            # bolt's INFO lines can carry a request's body.
+            logger=logging.getLogger("slack_bolt"),
+            client=AsyncWebClient(base_url=api_url, session=self._session, retry_handlers=[]),
+            authorize=_authorizer(self._me, self._bot_token),
+            signing_secret=self._signing_secret or "",
+            request_verification_enabled=http,
+            ssl_check_enabled=http,
+            url_verification_enabled=http,
+        )
+        app.use(self._intake_middleware)
+        app.event("message")(self._on_event)
+        app.event("app_mention")(self._on_event)
+        app.event(_ANY_ID)(self._on_other_event)
+        app.block_action(_ANY_ID)(self._on_block_action)
+        return app
+
+    async def _close_intake(self) -> None:
+        if self._connect_task is not None:
+            self._connect_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connect_task
+            self._connect_task = None
+        if self._handler is not None:
+            handler, self._handler = self._handler, None
+            try:
+                await handler.close_async()
+            except Exception as exc:
+                log.warning("slack socket close failed error=%s", type(exc).__name__)
+        if self._http_runner is not None:
+            runner, self._http_runner = self._http_runner, None
+            await runner.cleanup()
+        self.ready.clear()
+
+    async def _close(self) -> None:
+        await self._close_intake()
+        self._app = None
+        self._web = None
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    # -- Socket Mode ------------------------------------------------------------------------------
+    async def _start_socket(self) -> None:
+        assert self._app is not None and self._web is not None and self._app_token
+        handler = AsyncSocketModeHandler(self._app, self._app_token, web_client=self._web,
+                                         ping_interval=self._ping_interval_s)
+        self._handler = handler
+        handler.client.message_listeners.append(self._on_socket_message)
+        # The first URL is asked for here, not inside slack_sdk's connect loop: a rejected app token is a
+        # start error with a reason, where the loop would retry it forever.
+        try:
+            opened = await self._web.apps_connections_open(app_token=self._app_token)
+        except SlackApiError as exc:
+            error = slack_error_code(exc)
+            if error in _AUTH_ERRORS:
+                log.error("slack app token rejected by apps.connections.open error=%s (token_env=%s)", error,
+                          self.settings.app_token_env)
+                raise ChannelStartError(
+                    f"slack: the app-level token in {self.settings.app_token_env} was rejected ({error})") from None
+            raise ChannelStartError(f"slack: apps.connections.open failed ({error or 'HTTP error'})") from None
+        except _NETWORK_ERRORS as exc:
+            raise ChannelStartError(
+                f"slack: cannot reach the Web API at {api_url_of(self.settings)} ({type(exc).__name__})") from None
+        handler.client.wss_uri = str(_data(opened).get("url") or "") or None
+        self._connect_task = asyncio.create_task(handler.connect_async(), name="slack-socket-connect")
+        try:
+            await asyncio.wait_for(self.ready.wait(), self._connect_wait_s)
+        except TimeoutError:
+            log.warning("slack socket not connected within %.0f s; retrying in the background", self._connect_wait_s)
+
+    async def _on_socket_message(self, client: AsyncBaseSocketModeClient, message: dict[str, Any],
+                                 raw_message: str | None) -> None:
+        kind = message.get("type")
+        if kind == "hello":
+            log.info("slack socket connected connections=%s", message.get("num_connections"))
+            self.ready.set()
+        elif kind == "disconnect":
+            # slack_sdk opens a fresh connection on its own; this only leaves a trace in the log.
+            log.info("slack socket refresh reason=%s", message.get("reason"))
+
+    # -- HTTP Events ------------------------------------------------------------------------------
+    async def _start_http(self) -> None:
+        server = web.Application()
+        server.router.add_post("/{tail:.*}", self._on_http_request)
+        runner = web.AppRunner(server, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.settings.http_host, self.settings.http_port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ChannelStartError(
+                f"slack: cannot listen on {self.settings.http_host}:{self.settings.http_port} ({exc.strerror})"
+            ) from None
+        self._http_runner = runner
+        self._http_port = runner.addresses[0][1]
+        self.ready.set()
+        log.info("slack events server listening host=%s port=%d", self.settings.http_host, self._http_port)
+
+    async def _on_http_request(self, request: web.Request) -> web.Response:
+        app = self._app
+        if app is None:
+            return web.Response(status=503)
+        stamp = request.headers.get("X-Slack-Request-Timestamp", "")
+        if not stamp.isdigit():
+            # bolt would fail on int() and answer 500; a request without a usable stamp is simply not Slack's.
+            log.warning("slack request refused reason=bad_timestamp remote=%s", request.remote)
+            return web.Response(status=401)
+        response = await app.async_dispatch(await to_bolt_request(request))
+        if response.status == 401:
+            log.warning("slack request refused reason=bad_signature_or_stale remote=%s", request.remote)
+        return await to_aiohttp_response(response)
+
+    # -- intake -----------------------------------------------------------------------------------
+    async def _intake_middleware(self, request: AsyncBoltRequest, body: dict[str, Any],
+                                 next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
+        """Journal every event before it is acknowledged; acknowledge and drop a redelivery."""
+        kind = body.get("type")
+        if kind == "block_actions":
+            return await next()
+        if kind != "event_callback":
+            log.info("slack request ignored kind=%s", kind)
+            return BoltResponse(status=200, body="")
+        event_id = body.get("event_id")
+        if not isinstance(event_id, str) or not event_id:
+            log.warning("slack event without event_id; taken in without dedupe")
+            return await next()
+        retry = _header(request, "x-slack-retry-num")
+        try:
+            # One record at a time, first come first served: events reach their chat's lane in the order
+            # they arrived, not in the order their database writes happened to finish.
+            async with self._intake_lock:
+                fresh = await self._journal.record(PLATFORM, event_id)
+        except Exception as exc:
+            log.error("slack intake failed event_id=%s error=%s", event_id, type(exc).__name__)
+            return BoltResponse(status=500, body="")  # unacknowledged: Slack delivers it again
+        if not fresh:
+            log.info("slack redelivery dropped event_id=%s retry=%s", event_id, retry or "0")
+            return BoltResponse(status=200, body="")
+        return await next()
+
+    async def _on_event(self, body: dict[str, Any]) -> None:
+        me = self._me
+        if me is None:
+            return
+        event_id = str(body.get("event_id") or "")
+        try:
+            translated = translate_event(body, me, received_at=self._clock())
+        except Exception as exc:
+            log.warning("slack event ignored event_id=%s reason=untranslatable error=%s", event_id,
+                        type(exc).__name__)
+            return
+        if isinstance(translated, Skipped):
+            log.info("slack event ignored event_id=%s reason=%s chat=%s", event_id, translated.reason,
+                     translated.chat_id)
+            return
+        event = body.get("event") or {}
+        needs_name = profile_name(event) is None
+        self._enqueue(translated.chat_id, partial(self._deliver_inbound, translated, needs_name), event_id)
+
+    async def _on_other_event(self, body: dict[str, Any]) -> None:
+        event = body.get("event") or {}
+        log.info("slack event ignored event_id=%s reason=unsupported_event type=%s", body.get("event_id"),
+                 event.get("type"))
+
+    async def _on_block_action(self, ack: Callable[[], Awaitable[Any]], body: dict[str, Any]) -> None:
+        # Acknowledged before anything else, so the person's button stops spinning.
+        await ack()
+        translated = translate_block_action(body)
+        if isinstance(translated, Skipped):
+            log.info("slack button ignored reason=%s chat=%s", translated.reason, translated.chat_id)
+            return
+        if self._on_button is None:
+            log.info("slack button ignored reason=no_button_handler chat=%s", translated.chat_id)
+            return
+        self._enqueue(translated.chat_id, partial(self._deliver_press, translated), translated.event_id)
+
+    async def _deliver_inbound(self, message: InboundMessage, needs_name: bool) -> None:
+        assert self._on_message is not None
+        if needs_name:
+            user = message.sender_id.rpartition(":")[2]
+            name = await self._display_name(user)
+            if name:
+                message = replace(message, sender_name=name)
+        await self._on_message(message)
+
+    async def _deliver_press(self, press: ButtonPress) -> None:
+        assert self._on_button is not None
+        await self._on_button(press)
+
+    async def _display_name(self, user: str) -> str | None:
+        found, name = self._names.get(user)
+        if found:
+            return name
+        web_client = self._web
+        if web_client is None:
+            return None
+        name = None
+        try:
+            response = await asyncio.wait_for(web_client.users_info(user=user), SLACK_NAME_LOOKUP_TIMEOUT_S)
+            user_obj = _data(response).get("user")
+            name = user_display_name(user_obj) if isinstance(user_obj, Mapping) else None
+        except (SlackApiError, *_NETWORK_ERRORS) as exc:
+            # Without users:read, or with Slack slow, the user id stands in; remembered, so not asked each time.
+            log.info("slack users.info failed user=%s error=%s", user, _error_label(exc))
+        self._names.put(user, name)
+        return name
+
+    def _enqueue(self, lane: str, work: Callable[[], Awaitable[None]], event_id: str) -> None:
+        """Run ``work`` after everything already queued for the same chat; other chats do not wait."""
+        if self._stopping:
+            log.warning("slack event dropped at stop event_id=%s", event_id)
+            return
+        previous = self._lanes.get(lane)
+        task = self._spawn(self._run_in_lane(previous, work, event_id))
+        self._lanes[lane] = task
+        task.add_done_callback(partial(self._lane_done, lane))
+
+    async def _run_in_lane(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]],
+                           event_id: str) -> None:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # its outcome is its own; only its end matters here
+        started = time.monotonic()
+        try:
+            await work()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("slack handler failed event_id=%s error=%s", event_id, type(exc).__name__)
+            return
+        log.debug("slack handled event_id=%s ms=%.0f", event_id, (time.monotonic() - started) * 1000)
+
+    def _lane_done(self, lane: str, task: asyncio.Task[None]) -> None:
+        if self._lanes.get(lane) is task:
+            del self._lanes[lane]
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- sending ---------------------------------------------------------------------------------
+    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
+        """mrkdwn chunks of the text; an attachment is one more chunk (its text is the file name)."""
+        chunks = text_chunks(message)
+        if message.attachment_bytes is not None:
+            name = message.attachment_name or "attachment"
+            chunks.append(RenderedChunk(name, None, name))
+        return chunks
+
+    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
+                         plain: bool = False) -> SentMessage:
+        web_client = self._web
+        if web_client is None:
+            raise SendError("slack: channel not started")
+        has_attachment = message.attachment_bytes is not None
+        # Buttons ride on the last text chunk and the attachment follows the text: both need the count,
+        # which rendering again gives exactly (rendering is deterministic).
+        text_count = len(text_chunks(message)) if message.buttons or has_attachment else 0
+        channel = target_channel(message)
+        thread_ts = thread_ts_for(message)
+        try:
+            if has_attachment and index == text_count:
+                name = message.attachment_name or "attachment"
+                uploaded = await web_client.files_upload_v2(channel=channel, thread_ts=thread_ts, filename=name,
+                                                            title=name, content=message.attachment_bytes or b"")
+                file_obj = _data(uploaded).get("file") or {}
+                return SentMessage(f"file:{file_obj.get('id', '')}")
+            arguments: dict[str, Any] = {"channel": channel, "mrkdwn": not plain,
+                                         "text": escape_text(chunk.plain) if plain else chunk.text}
+            if thread_ts:
+                arguments["thread_ts"] = thread_ts
+            if message.buttons and index == text_count - 1:
+                if plain:
+                    log.info("slack buttons dropped with the plain resend chat=%s count=%d", channel,
+                             len(message.buttons))
+                else:
+                    arguments["blocks"] = button_blocks(chunk.text, message.buttons)
+            sent = await web_client.chat_postMessage(**arguments)
+        except (SlackApiError, *_NETWORK_ERRORS) as exc:
+            error = send_error_for(exc)
+            log.warning("slack send failed chat=%s chunk=%d error=%s permanent=%s retry_after=%s", channel, index,
+                        _error_label(exc), error.permanent, error.retry_after)
+            raise error from exc
+        data = _data(sent)
+        return SentMessage(f"{data.get('channel') or channel}:{data.get('ts', '')}")
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Slack offers bots no typing indicator outside assistant threads: nothing to show."""
+        return None
+
+
+class _NameCache:
+    """A small, bounded memory of display names (``None``: the lookup failed; the user id stands in)."""
+
+    def __init__(self, size: int, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._size = size
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._entries: dict[str, tuple[float, str | None]] = {}
+
+    def get(self, user: str) -> tuple[bool, str | None]:
+        entry = self._entries.get(user)
+        if entry is None or entry[0] < self._clock():
+            return False, None
+        return True, entry[1]
+
+    def put(self, user: str, name: str | None) -> None:
+        self._entries.pop(user, None)
+        while len(self._entries) >= self._size:
+            self._entries.pop(next(iter(self._entries)))  # the oldest entry
+        self._entries[user] = (self._clock() + self._ttl_s, name)
+
+
+def _authorizer(me: SlackIdentity, token: str) -> Callable[[], Awaitable[AuthorizeResult]]:
+    """bolt's ``authorize``: every request is ours, as auth.test said at start.
+
+    A closure, not a method: bolt passes an authorize function its arguments by parameter name, ``self`` too.
+    """
+    result = AuthorizeResult(enterprise_id=me.enterprise_id, team_id=me.team_id, bot_user_id=me.user_id,
+                             bot_id=me.bot_id, bot_token=token)
+
+    async def authorize() -> AuthorizeResult:
+        return result
+
+    return authorize
+
+
+def _data(response: AsyncSlackResponse) -> Mapping[str, Any]:
+    data = response.data
+    return data if isinstance(data, Mapping) else {}
+
+
+def _header(request: AsyncBoltRequest, name: str) -> str | None:
+    values = request.headers.get(name) or []
+    return values[0] if values else None
+
+
+def _error_label(exc: BaseException) -> str:
+    """What a log line may say about an error: Slack's code or the exception's class, never its text."""
+    if isinstance(exc, SlackApiError):
+        return slack_error_code(exc) or f"HTTP {getattr(exc.response, 'status_code', '?')}"
+    return type(exc).__name__
+
+
+# --- doctor --------------------------------------------------------------------------------------
+async def check_token(settings: SlackSettings, token: str | None = None, *, app_token: str | None = None,
+                      signing_secret: str | None = None) -> tuple[bool, str]:
+    """For ``bot.py doctor``: do the tokens work for the configured mode? A one-line answer either way."""
+    token = token if token is not None else settings.bot_token()
+    if not token:
+        return False, f"environment variable {settings.bot_token_env} is not set"
+    if settings.mode not in ("socket", "http"):
+        return False, f"slack.mode must be 'socket' or 'http', not {settings.mode!r}"
+    where = api_url_of(settings)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=SLACK_HTTP_TIMEOUT_S)) as session:
+        web_client = AsyncWebClient(token=token, base_url=where, session=session, retry_handlers=[])
+        try:
+            me = identity_from_auth_test(_data(await web_client.auth_test()))
+        except SlackApiError as exc:
+            error = slack_error_code(exc)
+            if error in _AUTH_ERRORS:
+                return False, f"Slack rejected the token in {settings.bot_token_env} ({error})"
+            return False, f"auth.test failed ({_error_label(exc)})"
+        except _NETWORK_ERRORS as exc:
+            return False, f"cannot reach the Web API at {where} ({type(exc).__name__})"
+        except ValueError:
+            return False, f"the token in {settings.bot_token_env} is not a bot token (xoxb-)"
+        who = f"@{me.name} in team {me.team_id} (user {me.user_id})"
+        if settings.mode == "http":
+            if not (signing_secret or settings.signing_secret()):
+                return False, f"{who}, but HTTP mode needs {settings.signing_secret_env} set"
+            return True, f"{who}, HTTP events on {settings.http_host}:{settings.http_port}"
+        app_token = app_token or settings.app_token()
+        if not app_token:
+            return False, f"{who}, but Socket Mode needs {settings.app_token_env} set"
+        try:
+            # Issues a socket URL nobody uses; Slack lets it expire. It is the only way to test the app token.
+            await web_client.apps_connections_open(app_token=app_token)
+        except SlackApiError as exc:
+            return False, f"{who}, but Slack rejected the app-level token in {settings.app_token_env} " \
+                          f"({_error_label(exc)})"
+        except _NETWORK_ERRORS as exc:
+            return False, f"{who}, but apps.connections.open failed ({type(exc).__name__})"
+        return True, f"{who}, Socket Mode"
+
+
+__all__ = [
+    "ChannelStartError",
+    "SlackChannel",
+    "SlackSettings",
+    "check_token",
+    "chunk_limit",
+    "send_error_for",
+    "text_chunks",
+]
