@@ -14,11 +14,14 @@ from core.config import Settings
 from core.conversation import ConversationCore
 from core.db import Database
 from core.linking import Linker
+from core.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
 from core.router import Router
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
+from memory.controls import MemoryControls, PauseBook
 from memory.memory_context import RecallMemoryContext
+from memory.questions import QuestionBook
 from memory.recall import RecallEngine, UseRecorder
 from memory.recall_tool import RecallTool
 from memory.service import MemoryService
@@ -49,6 +52,8 @@ class App:
     memory: MemoryService | None = None
     linker: Linker | None = None
     recall: RecallEngine | None = None
+    question_sender: QuestionSender | None = None
+    memory_commands: MemoryCommands | None = None
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
@@ -60,7 +65,8 @@ class App:
                              debounce_s=self.settings.delivery.debounce_ms / 1000,
                              typing_refresh_s=self.settings.delivery.typing_refresh_s,
                              typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
-                             buttons=self.commands.press, linker=self.linker)
+                             buttons=self.commands.press, linker=self.linker,
+                             pending=self.memory_commands.answer_if_pending if self.memory_commands else None)
         started = []
         for channel in channels:
             try:
@@ -114,7 +120,9 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
     gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
                       clock=clock)
-    memory = await MemoryService.open(settings, db, llm, clock=clock)
+    pauses = PauseBook(db)
+    await pauses.load()
+    memory = await MemoryService.open(settings, db, llm, clock=clock, is_paused=pauses.is_paused)
     recall = RecallEngine(memory.store, settings.recall, clock)
     core.memory = RecallMemoryContext(recall, settings.recall, settings.budget)
     core.tools.append(RecallTool(recall, settings.recall))
@@ -123,9 +131,24 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     background.spawn(memory.store.warm(), name="memory-warm")
     if settings.memory.capture:
         core.observers.append(memory.observer)
+    questions = QuestionBook(db, clock)
+    controls = MemoryControls(memory, questions, pauses, db, clock, on_change=recall.forget_pinned)
+
+    async def moved(old: str, new: str) -> None:  # a linked account's person: everything follows
+        await memory.reassign(old, new)
+        await questions.reassign(old, new)
+        await pauses.reassign(old, new)
+
     commands = ChatCommands(settings.persona.name)
-    linker = Linker(db, clock, on_moved=memory.reassign)
+    linker = Linker(db, clock, on_moved=moved)
     commands.register("link", "use me from another platform as the same person", linker.issue)
-    return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
-               journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
-               commands=commands, clock=clock, memory=memory, linker=linker, recall=recall)
+    app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
+              journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
+              commands=commands, clock=clock, memory=memory, linker=linker, recall=recall)
+    app.question_sender = QuestionSender(db=db, memory=memory, book=questions, worker=lambda: app.worker,
+                                         clock=clock)
+    app.memory_commands = MemoryCommands(db=db, controls=controls, sender=app.question_sender, clock=clock)
+    app.memory_commands.register(commands)
+    core.observers.append(app.question_sender)
+    core.persona_notes.append(PERSONA_HINT)
+    return app

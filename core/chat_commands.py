@@ -12,7 +12,9 @@ ButtonAction = Callable[[ButtonPress, str], Awaitable[OutboundMessage | None]]
 
 HELP_TEXT = (
     "Hi, I'm {name}. Just talk to me: I remember what you tell me, with your own words as the receipt.\n"
-    "Commands: /help shows this."
+    "Commands: /memory shows what I remember about you, /why explains where a memory came from, "
+    "/remember, /pin, /forget, /export, /pause and /resume manage it, /link joins your accounts on other "
+    "platforms, /help shows this."
 )
 
 

@@ -104,6 +104,7 @@ class ConversationCore:
     tools: list[Tool] = field(default_factory=list)
     last_timings: TurnTimings = field(default_factory=TurnTimings)
     on_llm_error: Callable[[LLMError], None] | None = None
+    persona_notes: list[str] = field(default_factory=list)  # standing notes for the persona card
 
     def __post_init__(self) -> None:
         self.summarizer = Summarizer(self.db, self.llm, self.settings, self.clock)
@@ -206,7 +207,7 @@ class ConversationCore:
         return build_prompt(parts, self.settings.budget), shown
 
     def _tool_hints(self) -> tuple[str, ...]:
-        return tuple(h for h in (getattr(t, "hint", "") for t in self.tools) if h)
+        return (*self.persona_notes, *(h for h in (getattr(t, "hint", "") for t in self.tools) if h))
 
     async def _complete_with_tools(self, messages: Sequence[dict[str, Any]], speaker: Speaker,
                                    message: InboundMessage) -> str:

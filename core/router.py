@@ -32,6 +32,7 @@ class Router:
                  typing_delay_s: float = 0.0,
                  commands: CommandHandler | None = None,
                  buttons: ButtonAnswer | None = None, linker: Linker | None = None,
+                 pending: CommandHandler | None = None,
                  immediate: frozenset[str] = frozenset({"console"})) -> None:
         self.core = core
         self.channels = dict(channels)
@@ -41,6 +42,7 @@ class Router:
         self.commands = commands
         self.buttons = buttons
         self.linker = linker
+        self.pending = pending  # answers to an open question (e.g. "the first") before the conversation
         self.typing_refresh_s = typing_refresh_s
         self.typing_delay_s = typing_delay_s
         # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
@@ -74,6 +76,8 @@ class Router:
         reply: OutboundMessage | None = None
         if self.commands is not None and message.text.startswith("/"):
             reply = await self.commands(message)
+        if reply is None and self.pending is not None:
+            reply = await self.pending(message)
         if reply is None:
             channel = self.channels.get(message.platform)
             if channel is None:
