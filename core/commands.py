@@ -16,7 +16,7 @@ from persona.llm import LLMError
 
 PLATFORM_ENV_HINT = (
     "no platform credentials found; set {telegram} for Telegram, {slack} (and {slack_app} for Socket Mode) "
-    "for Slack, DISCORD_BOT_TOKEN for Discord. Starting the terminal chat."
+    "for Slack, {discord} for Discord. Starting the terminal chat."
 )
 
 
@@ -41,6 +41,11 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
 
         channels.append(TelegramChannel(settings.telegram, token, journal=app.journal, cursors=app.cursors,
                                         clock=app.clock, commands=app.commands.menu()))
+    discord_token = settings.discord.token()
+    if discord_token:
+        from channels.discord import DiscordChannel
+
+        channels.append(DiscordChannel(settings.discord, discord_token, journal=app.journal))
     slack_token = settings.slack.bot_token()
     if slack_token:
         from channels.slack import SlackChannel
@@ -69,7 +74,7 @@ async def run_all(settings: Settings) -> int:
     if not channels:
         await app.close()
         hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
-                                        slack_app=settings.slack.app_token_env)
+                                        slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
         print(f"kith: {hint}", file=sys.stderr)
         return await run_chat(settings)
     app.core.on_llm_error = _hint_once(settings)

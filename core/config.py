@@ -169,6 +169,15 @@ class SlackSettings:
 
 
 @dataclass(frozen=True)
+class DiscordSettings:
+    token_env: str = "DISCORD_BOT_TOKEN"
+    ready_timeout_s: float = t.DISCORD_READY_TIMEOUT_S
+
+    def token(self) -> str | None:
+        return os.environ.get(self.token_env) or None
+
+
+@dataclass(frozen=True)
 class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     persona: PersonaSettings = field(default_factory=PersonaSettings)
@@ -180,6 +189,7 @@ class Settings:
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     telegram: TelegramSettings = field(default_factory=TelegramSettings)
     slack: SlackSettings = field(default_factory=SlackSettings)
+    discord: DiscordSettings = field(default_factory=DiscordSettings)
     # [policy.<platform>] tables, validated by policy.settings.PolicySettings.from_mapping
     policy: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"  # the file these settings came from, for messages

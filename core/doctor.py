@@ -86,9 +86,18 @@ async def check_slack(settings: Settings) -> CheckResult:
     return CheckResult("slack", ok, detail)
 
 
+async def check_discord(settings: Settings) -> CheckResult:
+    if not settings.discord.token():
+        return CheckResult("discord", True, f"off (set {settings.discord.token_env} to enable)")
+    from channels.discord import check_token
+
+    ok, detail = await check_token(settings.discord)
+    return CheckResult("discord", ok, detail)
+
+
 Check = Callable[[Settings], Awaitable[CheckResult]]
 CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_telegram,
-                       check_slack]
+                       check_slack, check_discord]
 
 
 async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:

@@ -85,6 +85,7 @@ RATE_LIMIT_PER_MINUTE = 20.0  # sustained refill
 LINK_CODE_TTL_S = 600
 
 # --- Delivery --------------------------------------------------------------------------
+DISCORD_READY_TIMEOUT_S = 30.0
 TELEGRAM_MAX_UTF16 = 4_096
 DISCORD_MAX_CHARS = 2_000
 SLACK_MAX_CHARS = 3_900  # under the 4,000 characters Slack shows before truncating a message

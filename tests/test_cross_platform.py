@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 
@@ -12,7 +13,11 @@ from core.app import build_app
 from core.commands import platform_channels
 from core.config import DeliverySettings, MemorySettings, SlackSettings, TelegramSettings
 from persona.llm import import_litellm
+from policy.cli import run_pairing
+from policy.store import load
+from tests.fakes import discord_api as fake_discord
 from tests.fakes import slack_api as fake_slack
+from tests.fakes.discord_api import discord_api  # noqa: F401
 from tests.fakes.openai_api import Scripted
 from tests.fakes.slack_api import FakeSlack, slack_api  # noqa: F401
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
@@ -21,6 +26,7 @@ import_litellm()
 
 TG_USER = 777
 SLACK_USER = "U0ANA"
+DISCORD_USER = 900_000_000_000_000_001
 CAPTURE_PROMPT_START = "The transcript and the stored memories"
 
 
@@ -101,5 +107,30 @@ async def test_one_platform_going_away_does_not_stop_the_other(telegram_api, sla
         telegram_api.push_text(TG_USER, TG_USER, "and here?")
         sent = await telegram_api.wait_for_sent(1, timeout=20)
         assert sent[0].visible_text == "Telegram is back."
+    finally:
+        await app.close()
+
+
+async def test_discord_dm_through_the_whole_app(discord_api, fake_llm, make_settings, monkeypatch) -> None:
+    monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.FAKE_DISCORD_TOKEN)
+    discord_api.add_user(DISCORD_USER, "ana", global_name="Ana")
+    dm = discord_api.open_dm(DISCORD_USER)
+    settings = dataclasses.replace(
+        make_settings(fake_llm), delivery=DeliverySettings(debounce_ms=20),
+        memory=MemorySettings(embedder="none", capture=False), policy={"discord": {"dm": "pairing"}})
+    app = await build_app(settings, warm_llm=False)
+    assert await app.start_channels(platform_channels(settings, app)) == ["discord"]
+    try:
+        discord_api.push_message(dm, DISCORD_USER, "hi there")
+        posted = await discord_api.wait_for_posted(1, timeout=15)
+        access, _ = app.db.run_sync(load)
+        assert access.pending[0].code in posted[0].content  # a stranger gets a pairing code only
+        assert fake_llm.requests == []
+        access_code = access.pending[0].code
+        assert run_pairing(app.db, argparse.Namespace(pairing_action="approve", code=access_code, owner=False)) == 0
+        fake_llm.default = lambda _r: "Hello Ana, welcome."
+        discord_api.push_message(dm, DISCORD_USER, "approved now?")
+        posted = await discord_api.wait_for_posted(2, timeout=15)
+        assert posted[1].content == "Hello Ana, welcome." and posted[1].channel_id == dm
     finally:
         await app.close()

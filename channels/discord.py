@@ -1,0 +1,508 @@
+"""The Discord channel: discord.py's Client for the gateway and REST, translated to the core's types.
+
+The client runs as a task (``client.start(token)``); :meth:`DiscordChannel.start` returns once the
+gateway said READY and every server arrived, or raises :class:`ChannelStartError` with a one-line
+reason (token rejected, Message Content intent not enabled, Discord unreachable, not ready in time).
+After that discord.py owns the connection: it heartbeats, RESUMEs after a drop (Discord then replays
+what was missed), and re-IDENTIFYs when the session is gone.
+
+The order each MESSAGE_CREATE goes through, and why:
+
+1. discord.py parses it and calls ``on_message``, which at once queues it in its channel's lane (a
+   task chain that keeps one channel's messages in order while other channels flow), so the gateway
+   loop never waits for the core.
+2. In the lane: where it was posted (a thread discord.py has not cached is fetched once), then
+   :func:`translate_message`. Our own and other bots' messages, system messages and messages
+   without text stop here, logged with the message id and a fixed reason.
+3. ``journal.record("discord", message_id)``: False means this message was taken in before (a RESUME
+   replaying what was handled, or Discord sending one event twice) and it is dropped.
+4. Hand-off to the core's handler.
+
+Discord's gateway has no acknowledgement: what arrives while kith is down, or after a session could
+not be resumed, is never redelivered. The journal therefore only guards against replays, and a clean
+:meth:`stop` stops intake first, then lets handed-off handlers finish (``stop_grace_s``).
+
+A malformed event would otherwise end the client: discord.py runs its event parsers inside the
+gateway loop and does not catch their errors. Every parser is wrapped, so a bad event is logged
+(event name and error type) and dropped, and the connection lives on.
+
+Button clicks (component interactions) are acknowledged at once (a deferred update, so the person's
+button stops spinning) and handed to ``on_button`` as :class:`ButtonPress`, through the same lanes
+and journal (``interaction:<id>``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Protocol
+
+import aiohttp
+import discord
+
+from channels.discord_translate import (
+    PLATFORM,
+    BotIdentity,
+    Place,
+    Skipped,
+    allowed_mentions,
+    button_view,
+    gateway_intents,
+    place_of,
+    reply_reference,
+    send_error_for,
+    sender_skip,
+    snowflake,
+    start_failure,
+    translate_interaction,
+    translate_message,
+)
+from core.config import DiscordSettings
+from core.types import (
+    ButtonHandler,
+    ButtonPress,
+    ChatKind,
+    InboundHandler,
+    InboundMessage,
+    OutboundMessage,
+    RenderedChunk,
+    SendError,
+    SentMessage,
+)
+from delivery.chunking import render_chunks
+
+log = logging.getLogger("kith.discord")
+
+# --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
+DISCORD_GUILD_READY_TIMEOUT_S = 2.0  # discord.py's wait for one more GUILD_CREATE before READY counts
+DISCORD_MAX_RATELIMIT_WAIT_S = 30.0  # discord.py sleeps out 429s up to this (its minimum); longer → SendError
+DISCORD_STOP_GRACE_S = 5.0  # on stop, handlers already handed a message may finish this long
+DISCORD_REIDENTIFY_DELAY_S = 5.0  # wait before a fresh IDENTIFY after a lost session (Discord: 1 per 5 s)
+FETCHED_PLACES_MAX = 1_024  # uncached threads remembered after one GET /channels/{id}; oldest forgotten first
+
+
+class ChannelStartError(Exception):
+    """The channel cannot start; the message is one line, free of secrets."""
+
+
+class InboundJournalLike(Protocol):
+    async def record(self, platform: str, event_id: str) -> bool: ...
+
+
+# --- the discord.py client ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Handlers:
+    ready: Callable[[], None]
+    connection: Callable[[bool], None]  # True once resumed, False when the gateway connection drops
+    message: Callable[[discord.Message], None]
+    interaction: Callable[[discord.Interaction], None]
+
+
+class _GatewayClient(discord.Client):
+    """discord.Client with its events forwarded to the channel and its event parsers guarded."""
+
+    def __init__(self, handlers: _Handlers, *, reidentify_delay_s: float, **options: Any) -> None:
+        super().__init__(**options)
+        self._kith = handlers
+        self._reidentify_delay_s = reidentify_delay_s
+        parsers = self._connection.parsers
+        for event, parser in list(parsers.items()):
+            parsers[event] = partial(_guarded_parse, event, parser)
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        # discord.py's own hook waits a fixed 5 s before every IDENTIFY after the first (Discord allows
+        # one IDENTIFY per 5 s per bot); ours waits the same by default, configurably.
+        if not initial:
+            await asyncio.sleep(self._reidentify_delay_s)
+
+    async def on_ready(self) -> None:
+        self._kith.ready()
+
+    async def on_resumed(self) -> None:
+        self._kith.connection(True)
+
+    async def on_disconnect(self) -> None:
+        self._kith.connection(False)
+
+    async def on_message(self, message: discord.Message) -> None:
+        self._kith.message(message)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        self._kith.interaction(interaction)
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        # discord.py's default prints the traceback, locals and all; ours names the event only.
+        log.exception("discord event handler failed event=%s", event_method)
+
+
+def _guarded_parse(event: str, parser: Callable[[Any], None], data: Any) -> None:
+    try:
+        parser(data)
+    except Exception as exc:
+        event_id = data.get("id") if isinstance(data, dict) else None
+        log.warning("discord event malformed event=%s id=%s error=%s", event, event_id, type(exc).__name__)
+
+
+# --- the channel ---------------------------------------------------------------------------------------
+class DiscordChannel:
+    name = PLATFORM
+
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        token: str,
+        *,
+        journal: InboundJournalLike,
+        stop_grace_s: float = DISCORD_STOP_GRACE_S,
+        guild_ready_timeout_s: float = DISCORD_GUILD_READY_TIMEOUT_S,
+        max_ratelimit_wait_s: float = DISCORD_MAX_RATELIMIT_WAIT_S,
+        reidentify_delay_s: float = DISCORD_REIDENTIFY_DELAY_S,
+    ) -> None:
+        self.settings = settings
+        self._token = token
+        self._journal = journal
+        self._stop_grace_s = stop_grace_s
+        self._guild_ready_timeout_s = guild_ready_timeout_s
+        self._max_ratelimit_wait_s = max_ratelimit_wait_s
+        self._reidentify_delay_s = reidentify_delay_s
+        self._client: _GatewayClient | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._me: BotIdentity | None = None
+        self._on_message: InboundHandler | None = None
+        self._on_button: ButtonHandler | None = None
+        self._accepting = False
+        self._lanes: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._dm_channels: dict[int, int] = {}  # user id → DM channel id, for DMs addressed by user
+        self._fetched_places: dict[int, Place] = {}  # channels discord.py did not cache, looked up once
+        self.ready = asyncio.Event()  # set while the gateway is connected and READY (or RESUMED)
+
+    @property
+    def identity(self) -> BotIdentity | None:
+        """The bot's id and name, once READY arrived."""
+        return self._me
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    async def start(self, on_message: InboundHandler, on_button: ButtonHandler | None = None) -> None:
+        """Connect; returns once READY. Raises ChannelStartError when the bot cannot connect."""
+        if self._runner is not None:
+            raise RuntimeError("discord channel already started")
+        self._on_message = on_message
+        self._on_button = on_button
+        self._accepting = True
+        handlers = _Handlers(self._on_ready, self._on_connection, self._on_discord_message,
+                             self._on_discord_interaction)
+        self._client = _GatewayClient(
+            handlers, reidentify_delay_s=self._reidentify_delay_s, intents=gateway_intents(),
+            allowed_mentions=allowed_mentions(),
+            guild_ready_timeout=self._guild_ready_timeout_s, max_ratelimit_timeout=self._max_ratelimit_wait_s,
+            chunk_guilds_at_startup=False,
+        )
+        runner = asyncio.create_task(self._client.start(self._token), name="discord-gateway")
+        self._runner = runner
+        started = time.monotonic()
+        ready = asyncio.create_task(self.ready.wait())
+        try:
+            await asyncio.wait({runner, ready}, timeout=self.settings.ready_timeout_s,
+                               return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            self._accepting = False
+            await self._close_client(runner_wait_s=0)
+            raise
+        finally:
+            ready.cancel()
+        if self.ready.is_set():
+            runner.add_done_callback(self._runner_ended)
+            log.info("discord ready bot_id=%s guilds=%d ms=%.0f", self._me.id if self._me else None,
+                     len(self._client.guilds), (time.monotonic() - started) * 1000)
+            return
+        failure = runner.exception() if runner.done() and not runner.cancelled() else None
+        if failure is not None:
+            reason = start_failure(failure, self.settings.token_env)
+        else:
+            reason = f"discord: not ready within {self.settings.ready_timeout_s:g} s"
+        log.error("discord channel not started: %s", reason)
+        self._accepting = False
+        await self._close_client(runner_wait_s=0)
+        raise ChannelStartError(reason)
+
+    async def stop(self) -> None:
+        """Stop intake, let handed-off messages finish (up to stop_grace_s), then close the client."""
+        self._accepting = False
+        if self._tasks:
+            _done, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("discord stop cancelled handlers count=%d", len(pending))
+                await asyncio.gather(*pending, return_exceptions=True)
+        await self._close_client(runner_wait_s=self._stop_grace_s)
+
+    async def _close_client(self, *, runner_wait_s: float) -> None:
+        client, self._client = self._client, None
+        runner, self._runner = self._runner, None
+        self.ready.clear()
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+        if runner is not None:
+            if not runner.done() and runner_wait_s > 0:
+                # A connected client's loop ends by itself once closed; one asleep in its reconnect
+                # backoff only notices after the sleep, so it is cancelled after this wait.
+                await asyncio.wait({runner}, timeout=runner_wait_s)
+            if not runner.done():
+                runner.cancel()
+            with contextlib.suppress(BaseException):
+                await runner
+
+    def _runner_ended(self, runner: asyncio.Task[None]) -> None:
+        if runner.cancelled() or self._client is None or self._client.is_closed():
+            return
+        exc = runner.exception()
+        reason = start_failure(exc, self.settings.token_env) if exc is not None else "ended"
+        self.ready.clear()
+        log.error("discord gateway stopped for good: %s", reason)
+
+    def _on_ready(self) -> None:
+        client = self._client
+        if client is None or client.user is None:
+            return
+        self._me = BotIdentity(client.user.id, client.user.name)
+        self.ready.set()
+
+    def _on_connection(self, up: bool) -> None:
+        # REST sends work either way; this only tells whether events are flowing.
+        if up and self._me is not None:
+            log.info("discord gateway resumed")
+            self.ready.set()
+        elif not up and self.ready.is_set():
+            log.info("discord gateway disconnected; discord.py reconnects")
+            self.ready.clear()
+
+    # -- intake ----------------------------------------------------------------------------------------
+    def _on_discord_message(self, message: discord.Message) -> None:
+        # Synchronous up to the lane, so messages of one channel keep the gateway's order.
+        if not self._accepting:
+            return
+        channel_id = message.channel.id
+        self._enqueue(str(channel_id), partial(self._take_in_message, message), f"message:{message.id}")
+
+    async def _take_in_message(self, message: discord.Message) -> None:
+        me = self._me
+        if me is None or self._on_message is None:
+            return
+        not_a_person = sender_skip(message, me)
+        if not_a_person is not None:
+            log.debug("discord message ignored id=%d reason=%s", message.id, not_a_person)
+            return
+        place = await self._place(message.channel, message.guild.id if message.guild else None)
+        translated = translate_message(message, me, place)
+        if isinstance(translated, Skipped):
+            log.info("discord message ignored id=%d reason=%s chat=%s", message.id, translated.reason,
+                     translated.chat_id)
+            return
+        if not await self._journal.record(PLATFORM, str(message.id)):
+            log.info("discord redelivery dropped id=%d", message.id)
+            return
+        await self._deliver(translated)
+
+    async def _deliver(self, message: InboundMessage) -> None:
+        assert self._on_message is not None
+        await self._on_message(message)
+
+    def _on_discord_interaction(self, interaction: discord.Interaction) -> None:
+        if not self._accepting or interaction.type is not discord.InteractionType.component:
+            return
+        # Acknowledged before the core runs: Discord gives an interaction three seconds.
+        self._spawn(self._acknowledge(interaction))
+        lane = str(interaction.channel_id or interaction.id)
+        self._enqueue(lane, partial(self._take_in_press, interaction), f"interaction:{interaction.id}")
+
+    async def _acknowledge(self, interaction: discord.Interaction) -> None:
+        try:
+            await interaction.response.defer()
+        except (discord.HTTPException, discord.InteractionResponded, aiohttp.ClientError, OSError) as exc:
+            log.info("discord interaction ack failed id=%d error=%s", interaction.id, type(exc).__name__)
+
+    async def _take_in_press(self, interaction: discord.Interaction) -> None:
+        me = self._me
+        if me is None:
+            return
+        place = await self._place(interaction.channel, interaction.guild_id,
+                                  channel_id=interaction.channel_id)
+        translated = translate_interaction(interaction, me, place)
+        if isinstance(translated, Skipped):
+            log.info("discord interaction ignored id=%d reason=%s", interaction.id, translated.reason)
+            return
+        if not await self._journal.record(PLATFORM, f"interaction:{interaction.id}"):
+            log.info("discord redelivered interaction dropped id=%d", interaction.id)
+            return
+        if self._on_button is None:
+            log.info("discord button ignored id=%d reason=no_button_handler", interaction.id)
+            return
+        await self._press(translated)
+
+    async def _press(self, press: ButtonPress) -> None:
+        assert self._on_button is not None
+        await self._on_button(press)
+
+    async def _place(self, channel: object, guild_id: int | None, *, channel_id: int | None = None) -> Place:
+        """Where a message or click happened; a thread discord.py has not cached is fetched for its parent."""
+        place = place_of(channel, guild_id)
+        if place is not None:
+            return place
+        channel_id = channel_id if channel_id is not None else getattr(channel, "id", None)
+        if channel_id is None:
+            raise ValueError("event without a channel")
+        place = self._fetched_places.get(channel_id)
+        if place is not None:
+            return place
+        client = self._client
+        if client is not None:
+            try:
+                fetched = await client.fetch_channel(channel_id)
+            except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+                log.warning("discord channel lookup failed channel=%d error=%s", channel_id, type(exc).__name__)
+            else:
+                place = place_of(fetched, guild_id)
+                if place is not None:
+                    if len(self._fetched_places) >= FETCHED_PLACES_MAX:
+                        self._fetched_places.pop(next(iter(self._fetched_places)))
+                    self._fetched_places[channel_id] = place
+                    return place
+        # Unknown still: address the channel itself, which is where a reply must go anyway.
+        kind = ChatKind.DM if guild_id is None else ChatKind.GROUP
+        return Place(kind, channel_id)
+
+    def _enqueue(self, lane: str, work: Callable[[], Awaitable[None]], event: str) -> None:
+        """Run ``work`` after everything already queued for the same channel; other channels do not wait."""
+        previous = self._lanes.get(lane)
+        task = self._spawn(self._run_in_lane(previous, work, event))
+        self._lanes[lane] = task
+        task.add_done_callback(partial(self._lane_done, lane))
+
+    async def _run_in_lane(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]],
+                           event: str) -> None:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # its outcome is its own; only its end matters here
+        started = time.monotonic()
+        try:
+            await work()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("discord handler failed event=%s error=%s", event, type(exc).__name__)
+            return
+        log.debug("discord handled event=%s ms=%.0f", event, (time.monotonic() - started) * 1000)
+
+    def _lane_done(self, lane: str, task: asyncio.Task[None]) -> None:
+        if self._lanes.get(lane) is task:
+            del self._lanes[lane]
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- sending --------------------------------------------------------------------------------------
+    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
+        """Discord-Markdown chunks of ≤ 2,000 characters; an attachment is one more chunk (text = file name)."""
+        chunks = [RenderedChunk(c.text, c.parse_mode, c.plain) for c in render_chunks(message.text, PLATFORM)]
+        if message.attachment_bytes is not None:
+            name = message.attachment_name or "attachment"
+            chunks.append(RenderedChunk(name, None, name))
+        return chunks
+
+    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
+                         plain: bool = False) -> SentMessage:
+        """Post one chunk; the first replies to ``reply_to_message_id``, buttons ride on the last."""
+        client = self._client
+        if client is None or client.is_closed():
+            raise SendError("discord: channel not started")
+        has_attachment = message.attachment_bytes is not None
+        # Buttons ride on the last chunk and the attachment is the chunk after the text: both need the
+        # count, which rendering again gives exactly (render is deterministic).
+        text_count = len(render_chunks(message.text, PLATFORM)) if message.buttons or has_attachment else 0
+        is_attachment = has_attachment and index == text_count
+        is_last = index == text_count + has_attachment - 1
+        try:
+            target = await self._target(client, message)
+            options: dict[str, Any] = {"allowed_mentions": allowed_mentions()}
+            reference = reply_reference(message.reply_to_message_id, target.id) if index == 0 else None
+            if reference is not None:
+                options["reference"] = reference
+            if message.buttons and is_last:
+                options["view"] = button_view(message.buttons)
+            if is_attachment:
+                options["file"] = discord.File(io.BytesIO(message.attachment_bytes or b""),
+                                               filename=message.attachment_name or "attachment")
+            else:
+                options["content"] = chunk.plain if plain else chunk.text
+            sent = await target.send(**options)
+        except (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            error = send_error_for(exc)
+            log.warning("discord send failed chat=%s chunk=%d error=%s status=%s permanent=%s retry_after=%s",
+                        message.chat_id, index, type(exc).__name__, getattr(exc, "status", None), error.permanent,
+                        error.retry_after)
+            raise error from exc
+        return SentMessage(f"{target.id}:{sent.id}")
+
+    async def _target(self, client: discord.Client, message: OutboundMessage) -> discord.abc.Messageable:
+        """The channel to post to: the thread, the channel, or the DM (opened first when addressed by user)."""
+        channel_id = snowflake(message.thread_id) or snowflake(message.chat_id)
+        if channel_id is None:
+            raise SendError(f"discord: not a channel id: {message.chat_id!r}", permanent=True)
+        recipient = snowflake(message.recipient_id)
+        if message.chat_kind is ChatKind.DM and recipient is not None and recipient == channel_id:
+            # The core knows only the person: Discord needs the DM channel, which this opens (or finds).
+            dm = self._dm_channels.get(recipient)
+            if dm is None:
+                opened = await client.create_dm(discord.Object(recipient))
+                dm = self._dm_channels[recipient] = opened.id
+            channel_id = dm
+        return client.get_partial_messageable(channel_id)
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        client = self._client
+        channel_id = snowflake(thread_id) or snowflake(chat_id)
+        if client is None or client.is_closed() or channel_id is None:
+            return
+        try:
+            await client.get_partial_messageable(channel_id).typing()
+        except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.debug("discord typing failed chat=%s error=%s", chat_id, type(exc).__name__)
+
+
+# --- doctor ----------------------------------------------------------------------------------------------
+async def check_token(settings: DiscordSettings, token: str | None = None) -> tuple[bool, str]:
+    """For ``bot.py doctor``: does Discord accept the token (GET /users/@me)? ``"@name (id N)"`` or why not."""
+    token = token if token is not None else settings.token()
+    if not token:
+        return False, f"environment variable {settings.token_env} is not set"
+    http = discord.http.HTTPClient(asyncio.get_running_loop())
+    try:
+        user = await http.static_login(token)
+        return True, f"@{user['username']} (id {user['id']})"
+    except discord.LoginFailure:
+        return False, f"Discord rejected the token in {settings.token_env}"
+    except discord.HTTPException as exc:
+        return False, f"Discord answered HTTP {exc.status} to the token check"
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        return False, f"cannot reach Discord ({type(exc).__name__})"
+    finally:
+        await http.close()
+
+
+__all__ = [
+    "ChannelStartError",
+    "DiscordChannel",
+    "DiscordSettings",
+    "check_token",
+]

@@ -1,0 +1,343 @@
+"""Pure translation between discord.py's objects and the core's types.
+
+No I/O here: :mod:`channels.discord` runs the gateway and the REST calls, and these functions decide
+what each event means and how each reply is addressed. Anything that is not a person's text becomes a
+:class:`Skipped` with a short, content-free reason the channel logs next to the event id.
+
+Where a message lives (:class:`Place`):
+
+* a DM: ``chat_id`` is the DM channel's id (what a reply is posted to); the person's user id travels
+  as ``sender_id`` and, outbound, as ``recipient_id``;
+* a server channel: ``chat_id`` is the channel's id;
+* a thread: ``chat_id`` is the thread's parent channel and ``thread_id`` the thread's own channel id,
+  the same shape as a Telegram forum topic. The conversation key stays per thread, a server's
+  policy that names a channel covers its threads, and replies are posted to the thread itself.
+
+Message ids are ``"<channel_id>:<message_id>"`` where the channel is the one the message was posted
+in (the thread for a thread message), which is all a reply reference needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import discord
+
+from core.types import Button, ButtonPress, ChatKind, InboundMessage, SendError
+
+PLATFORM = "discord"
+
+# --- Discord's own limits (protocol facts, not tunables) ---------------------------------------------
+MAX_BUTTONS = 25  # five action rows of five buttons
+BUTTON_LABEL_MAX_CHARS = 80
+CUSTOM_ID_MAX_CHARS = 100
+# What a 429 that names no wait is retried after (candidate for core/tunables.py).
+DISCORD_DEFAULT_RETRY_AFTER_S = 5.0
+
+_SPOKEN_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+_THREAD_TYPES = frozenset({discord.ChannelType.public_thread, discord.ChannelType.private_thread,
+                           discord.ChannelType.news_thread})
+_SERVER_CHANNEL_TYPES = frozenset({discord.ChannelType.text, discord.ChannelType.news, discord.ChannelType.voice,
+                                   discord.ChannelType.stage_voice})
+_ESCAPED_MENTION = "@\u200b"  # how clean_content defuses @everyone and @here
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """Who the bot is, from READY: needed to tell a mention of this bot from a mention of anyone else."""
+
+    id: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a message was posted, as the core addresses it."""
+
+    kind: ChatKind
+    chat_id: int  # the DM channel, the server channel, or a thread's parent channel
+    thread_id: int | None = None  # a thread's own channel id
+
+    @property
+    def channel_id(self) -> int:
+        """The Discord channel messages are actually posted to."""
+        return self.thread_id if self.thread_id is not None else self.chat_id
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An event the core never sees; ``reason`` is a fixed word, safe to log."""
+
+    reason: str
+    chat_id: str | None = None
+
+
+def gateway_intents() -> discord.Intents:
+    """What the gateway is asked for: the defaults plus message content (privileged: enable it in the
+    Developer Portal, or the gateway closes with 4014)."""
+    intents = discord.Intents.default()
+    intents.message_content = True
+    intents.dm_messages = True
+    intents.guild_messages = True
+    return intents
+
+
+def allowed_mentions() -> discord.AllowedMentions:
+    """A reply notifies only the person it answers: no @everyone/@here, no roles, no one the model names."""
+    return discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True)
+
+
+# --- where things are -------------------------------------------------------------------------------
+def place_of(channel: object, guild_id: int | None) -> Place | None:
+    """The Place of a channel discord.py handed us; None when it knows too little (an uncached thread).
+
+    None means: fetch the channel (GET /channels/{id}) and ask again with what came back.
+    """
+    if isinstance(channel, discord.DMChannel):
+        return Place(ChatKind.DM, channel.id)
+    if isinstance(channel, discord.Thread):
+        return Place(ChatKind.GROUP, channel.parent_id, channel.id)
+    if isinstance(channel, discord.GroupChannel):
+        return None  # bots cannot be in group DMs; nothing sensible to address
+    if isinstance(channel, discord.abc.GuildChannel):
+        return Place(ChatKind.GROUP, channel.id)
+    if isinstance(channel, discord.PartialMessageable):
+        kind = channel.type
+        if kind is discord.ChannelType.private or (kind is None and guild_id is None and channel.guild_id is None):
+            return Place(ChatKind.DM, channel.id)
+        if kind in _SERVER_CHANNEL_TYPES:
+            return Place(ChatKind.GROUP, channel.id)
+        return None  # a thread's parent, or the type itself, is unknown
+    return None
+
+
+# --- discord.py → core types ------------------------------------------------------------------------
+def translate_message(message: discord.Message, me: BotIdentity, place: Place) -> InboundMessage | Skipped:
+    """What one MESSAGE_CREATE means to the core."""
+    chat_id = str(place.chat_id)
+    not_a_person = sender_skip(message, me)
+    if not_a_person is not None:
+        return Skipped(not_a_person, chat_id)
+    if message.type not in _SPOKEN_TYPES:
+        return Skipped("service", chat_id)  # pins, joins, thread created, boosts...
+    text = readable_text(message)
+    if not text.strip():
+        return Skipped("no_text", chat_id)  # stickers, attachments alone, forwards
+    reply_to = replied_message_id(message)
+    author = message.author
+    return InboundMessage(
+        platform=PLATFORM,
+        bot_account=str(me.id),
+        chat_id=chat_id,
+        chat_kind=place.kind,
+        sender_id=str(author.id),
+        sender_name=author.display_name or author.name or str(author.id),
+        text=text,
+        message_id=f"{place.channel_id}:{message.id}",
+        thread_id=None if place.thread_id is None else str(place.thread_id),
+        mentioned=place.kind is ChatKind.DM or is_addressed_to(message, me),
+        timestamp=message.created_at,
+        reply_to_message_id=reply_to,
+    )
+
+
+def sender_skip(message: discord.Message, me: BotIdentity) -> str | None:
+    """Why a message is skipped for who sent it (checked before anything costs a request), or None."""
+    author = message.author
+    if author.id == me.id:
+        return "own"
+    if message.webhook_id is not None:
+        return "webhook"
+    if author.bot or author.system:
+        return "from_bot"  # bots answering bots is a loop waiting to happen
+    return None
+
+
+def readable_text(message: discord.Message) -> str:
+    """The text as a person reads it: ``<@123>`` becomes ``@Name``, ``<#456>`` becomes ``#general``.
+
+    discord.py's clean_content also defuses @everyone with a zero-width space; that guard belongs to
+    what is sent, not to what is remembered, so it is undone here.
+    """
+    return message.clean_content.replace(_ESCAPED_MENTION, "@")
+
+
+def is_addressed_to(message: discord.Message, me: BotIdentity) -> bool:
+    """The bot is @-mentioned (itself or its managed role) or the message replies to one of its messages."""
+    if any(user.id == me.id for user in message.mentions):
+        return True
+    if any(role.tags is not None and role.tags.bot_id == me.id for role in message.role_mentions):
+        return True
+    replied = replied_message(message)
+    return replied is not None and replied.author.id == me.id
+
+
+def replied_message(message: discord.Message) -> discord.Message | None:
+    """The message this one replies to, from the event itself or discord.py's message cache."""
+    ref = message.reference
+    if ref is None or ref.message_id is None or ref.type is not discord.MessageReferenceType.reply:
+        return None
+    if isinstance(ref.resolved, discord.Message):
+        return ref.resolved
+    return ref.cached_message
+
+
+def replied_message_id(message: discord.Message) -> str | None:
+    ref = message.reference
+    if ref is None or ref.message_id is None or ref.type is not discord.MessageReferenceType.reply:
+        return None
+    return f"{ref.channel_id}:{ref.message_id}"
+
+
+def translate_interaction(interaction: discord.Interaction, me: BotIdentity, place: Place) -> ButtonPress | Skipped:
+    """A click on one of our buttons, as the core's ButtonPress."""
+    chat_id = str(place.chat_id)
+    if interaction.type is not discord.InteractionType.component:
+        return Skipped("not_component", chat_id)
+    data: Mapping[str, Any] = interaction.data or {}  # type: ignore[assignment]
+    if data.get("component_type") != discord.ComponentType.button.value:
+        return Skipped("not_button", chat_id)
+    custom_id = data.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id:
+        return Skipped("no_button_data", chat_id)
+    user = interaction.user
+    if user is None or user is discord.utils.MISSING or user.bot or user.id == me.id:
+        return Skipped("from_bot", chat_id)
+    return ButtonPress(platform=PLATFORM, chat_id=chat_id, sender_id=str(user.id), data=custom_id,
+                       chat_kind=place.kind)
+
+
+# --- core types → discord.py ------------------------------------------------------------------------
+def snowflake(value: str | None) -> int | None:
+    """A Discord id from our string form; None for anything that is not a positive integer."""
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    return number if number > 0 else None
+
+
+def message_ref(value: str | None) -> tuple[int | None, int] | None:
+    """``(channel_id, message_id)`` from ``"<channel_id>:<message_id>"``; a bare id gives ``(None, id)``."""
+    if not value:
+        return None
+    channel, _, message = value.rpartition(":")
+    message_id = snowflake(message)
+    if message_id is None:
+        return None
+    return snowflake(channel) if channel else None, message_id
+
+
+def reply_reference(reply_to: str | None, channel_id: int) -> discord.MessageReference | None:
+    """A reply to the triggering message; a deleted one makes a plain message, not a failed send."""
+    ref = message_ref(reply_to)
+    if ref is None:
+        return None
+    ref_channel, message_id = ref
+    return discord.MessageReference(message_id=message_id, channel_id=ref_channel or channel_id,
+                                    fail_if_not_exists=False)
+
+
+def button_view(buttons: Sequence[Button]) -> discord.ui.View:
+    """Our buttons as message components; a click comes back through ``on_interaction`` by custom_id.
+
+    The view is stopped before it is sent, so discord.py serialises it but keeps no dispatch state
+    for it: clicks are handled by custom_id, which also works for buttons an earlier process sent.
+    Must be called with a running event loop (discord.py ties a view to it).
+    """
+    view = discord.ui.View(timeout=None)
+    for button in buttons[:MAX_BUTTONS]:
+        if not button.data or len(button.data) > CUSTOM_ID_MAX_CHARS:
+            continue  # Discord refuses the whole message for one bad custom_id
+        label = button.label if len(button.label) <= BUTTON_LABEL_MAX_CHARS else (
+            button.label[: BUTTON_LABEL_MAX_CHARS - 1] + "…")
+        view.add_item(discord.ui.Button(label=label or "…", custom_id=button.data,
+                                        style=discord.ButtonStyle.secondary))
+    view.stop()
+    return view
+
+
+# --- failures -------------------------------------------------------------------------------------------
+def send_error_for(exc: BaseException) -> SendError:
+    """The core's SendError for a failed REST send: wait and retry, retry, or never retry."""
+    if isinstance(exc, discord.RateLimited):
+        # discord.py waits out short 429s itself; this one asked for longer than we let it sleep.
+        return SendError("discord: rate limited", retry_after=max(float(exc.retry_after), 0.0))
+    if isinstance(exc, discord.HTTPException):
+        status = exc.status
+        if status == 429:
+            return SendError("discord: rate limited", retry_after=retry_after_of(exc.response))
+        if isinstance(exc, discord.Forbidden):
+            return SendError(f"discord: forbidden (code {exc.code})", permanent=True)
+        if isinstance(exc, discord.NotFound):
+            return SendError(f"discord: not found (code {exc.code})", permanent=True)
+        if status >= 500:
+            return SendError(f"discord: server error {status}")
+        if status == 408:
+            return SendError("discord: request timeout")
+        # 400 (invalid form body), 401 (token revoked)...: the same request fails the same way again.
+        return SendError(f"discord: refused {status} (code {exc.code})", permanent=True)
+    if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
+        return SendError(f"discord: network {type(exc).__name__}")
+    return SendError(f"discord: {type(exc).__name__}")
+
+
+def retry_after_of(response: object) -> float:
+    """Seconds a 429 asks us to wait, from its headers (discord.py keeps no body for a raised 429)."""
+    headers = getattr(response, "headers", None) or {}
+    for name in ("Retry-After", "X-RateLimit-Reset-After"):
+        value = headers.get(name)
+        if value is None:
+            continue
+        with contextlib.suppress(TypeError, ValueError):
+            return max(float(value), 0.0)
+    return DISCORD_DEFAULT_RETRY_AFTER_S
+
+
+def start_failure(exc: BaseException, token_env: str) -> str:
+    """One line saying why the client could not connect; never the token."""
+    if isinstance(exc, discord.LoginFailure):
+        return f"discord: the token in {token_env} was rejected"
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return ("discord: the Message Content intent is not enabled for this bot "
+                "(Developer Portal → Bot → Privileged Gateway Intents)")
+    if isinstance(exc, discord.ConnectionClosed):
+        if exc.code == 4004:
+            return f"discord: the gateway rejected the token in {token_env}"
+        return f"discord: the gateway closed the connection (code {exc.code})"
+    if isinstance(exc, discord.HTTPException):
+        return f"discord: the API answered HTTP {exc.status} at login"
+    if isinstance(exc, discord.GatewayNotFound | aiohttp.ClientError | OSError | TimeoutError):
+        return f"discord: cannot reach Discord ({type(exc).__name__})"
+    return f"discord: could not connect ({type(exc).__name__})"
+
+
+__all__ = [
+    "PLATFORM",
+    "BotIdentity",
+    "Place",
+    "Skipped",
+    "allowed_mentions",
+    "button_view",
+    "gateway_intents",
+    "is_addressed_to",
+    "message_ref",
+    "place_of",
+    "readable_text",
+    "replied_message",
+    "replied_message_id",
+    "reply_reference",
+    "retry_after_of",
+    "send_error_for",
+    "sender_skip",
+    "snowflake",
+    "start_failure",
+    "translate_interaction",
+    "translate_message",
+]
