@@ -64,6 +64,12 @@ from channels.discord_translate import (
     translate_message,
 )
 from core.config import DiscordSettings
+from core.tunables import (
+    DISCORD_GUILD_READY_TIMEOUT_S,
+    DISCORD_MAX_RATELIMIT_WAIT_S,
+    DISCORD_REIDENTIFY_DELAY_S,
+    DISCORD_STOP_GRACE_S,
+)
 from core.types import (
     ButtonHandler,
     ButtonPress,
@@ -80,10 +86,6 @@ from delivery.chunking import render_chunks
 log = logging.getLogger("kith.discord")
 
 # --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
-DISCORD_GUILD_READY_TIMEOUT_S = 2.0  # discord.py's wait for one more GUILD_CREATE before READY counts
-DISCORD_MAX_RATELIMIT_WAIT_S = 30.0  # discord.py sleeps out 429s up to this (its minimum); longer → SendError
-DISCORD_STOP_GRACE_S = 5.0  # on stop, handlers already handed a message may finish this long
-DISCORD_REIDENTIFY_DELAY_S = 5.0  # wait before a fresh IDENTIFY after a lost session (Discord: 1 per 5 s)
 FETCHED_PLACES_MAX = 1_024  # uncached threads remembered after one GET /channels/{id}; oldest forgotten first
 
 

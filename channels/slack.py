@@ -72,7 +72,16 @@ from channels.slack_translate import (
     user_display_name,
 )
 from core.config import SlackSettings
-from core.tunables import SLACK_MAX_CHARS
+from core.tunables import (
+    SLACK_CONNECT_WAIT_S,
+    SLACK_HTTP_TIMEOUT_S,
+    SLACK_MAX_CHARS,
+    SLACK_NAME_CACHE_SIZE,
+    SLACK_NAME_CACHE_TTL_S,
+    SLACK_NAME_LOOKUP_TIMEOUT_S,
+    SLACK_SOCKET_PING_INTERVAL_S,
+    SLACK_STOP_GRACE_S,
+)
 from core.types import (
     ButtonHandler,
     ButtonPress,
@@ -90,13 +99,6 @@ from delivery.formatting import Platform, render_tokens
 log = logging.getLogger("kith.slack")
 
 # --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
-SLACK_HTTP_TIMEOUT_S = 10.0  # budget of one Web API call
-SLACK_SOCKET_PING_INTERVAL_S = 10.0  # Socket Mode keep-alive; a dead socket is noticed within about this long
-SLACK_CONNECT_WAIT_S = 10.0  # start() waits this long for the socket's hello, then keeps trying in the background
-SLACK_STOP_GRACE_S = 5.0  # on stop, handlers already handed an event may finish this long
-SLACK_NAME_CACHE_SIZE = 1_000  # people whose display name (users.info) is remembered
-SLACK_NAME_CACHE_TTL_S = 3_600.0
-SLACK_NAME_LOOKUP_TIMEOUT_S = 2.0  # a slow users.info costs a reply this much at most; the user id stands in
 
 # --- Protocol facts ------------------------------------------------------------------------------
 DEFAULT_API_URL = "https://slack.com/api/"

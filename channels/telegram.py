@@ -69,6 +69,13 @@ from channels.telegram_translate import (
     update_id_of,
 )
 from core.config import TelegramSettings
+from core.tunables import (
+    TELEGRAM_HTTP_TIMEOUT_S,
+    TELEGRAM_POLL_BACKOFF_BASE_S,
+    TELEGRAM_POLL_BACKOFF_MAX_S,
+    TELEGRAM_POLL_READ_MARGIN_S,
+    TELEGRAM_STOP_GRACE_S,
+)
 from core.types import (
     Button,
     ButtonHandler,
@@ -86,11 +93,6 @@ from delivery.chunking import render_chunks
 log = logging.getLogger("kith.telegram")
 
 # --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
-TELEGRAM_HTTP_TIMEOUT_S = 10.0  # connect/read/write budget of one ordinary Bot API call
-TELEGRAM_POLL_READ_MARGIN_S = 10.0  # getUpdates may take poll_timeout_s; allow this much more to read the answer
-TELEGRAM_POLL_BACKOFF_BASE_S = 1.0  # first wait after a failed getUpdates; doubles per failure
-TELEGRAM_POLL_BACKOFF_MAX_S = 60.0
-TELEGRAM_STOP_GRACE_S = 5.0  # on stop, handlers already handed an update may finish this long
 
 # --- Protocol facts ------------------------------------------------------------------------------
 DEFAULT_BASE_URL = "https://api.telegram.org/bot"

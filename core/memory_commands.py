@@ -33,6 +33,13 @@ from core import history, people
 from core.chat_commands import ChatCommands
 from core.conversation import CompletedTurn, reply_to
 from core.db import Database
+from core.tunables import (
+    FORGET_PREVIEW_MAX,
+    QUESTION_AFTER_REPLY_S,
+    QUESTION_QUOTE_CHARS,
+    QUESTION_RECHECK_S,
+    WHY_RECEIPTS,
+)
 from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
 from delivery import outbox
 from delivery.worker import DeliveryWorker
@@ -57,11 +64,6 @@ from memory.service import MemoryService
 log = logging.getLogger("kith.memory.commands")
 
 # Proposed for core/tunables.py:
-QUESTION_RECHECK_S = 300.0  # after replies, one person's conflicts are looked at most this often
-QUESTION_AFTER_REPLY_S = 1.0  # a question follows the reply it comes after, never overtakes it
-QUESTION_QUOTE_CHARS = 200  # the longest quote a question or /why shows
-WHY_RECEIPTS = 3  # quotes and sources /why shows per memory
-FORGET_PREVIEW_MAX = 20  # memories a forget plan lists before "and N more"
 
 PERSONA_HINT = (
     "People can see and control what you remember about them, in a private chat with you: /memory lists "

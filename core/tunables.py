@@ -97,3 +97,94 @@ TYPING_REFRESH_S = 4.0  # Telegram's typing status lasts ~5 s
 TYPING_DELAY_S = 0.3  # no indicator for a reply ready sooner than this
 DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become one turn
 INBOUND_DEDUPE_DAYS = 7
+
+# --- Delivery (delivery/debounce.py) ------------------------------------------
+DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady typist is never left waiting
+
+# --- Policy (policy/pairing.py) -----------------------------------------------
+PAIRING_REMINDER_INTERVAL_S = 600
+
+# --- Telegram channel (channels/telegram.py) ----------------------------------
+TELEGRAM_HTTP_TIMEOUT_S = 10.0  # connect/read/write budget of one ordinary Bot API call
+TELEGRAM_POLL_READ_MARGIN_S = 10.0  # getUpdates may take poll_timeout_s; allow this much more to read the answer
+TELEGRAM_POLL_BACKOFF_BASE_S = 1.0  # first wait after a failed getUpdates; doubles per failure
+TELEGRAM_POLL_BACKOFF_MAX_S = 60.0
+TELEGRAM_STOP_GRACE_S = 5.0  # on stop, handlers already handed an update may finish this long
+
+# --- Slack channel (channels/slack.py) ----------------------------------------
+SLACK_HTTP_TIMEOUT_S = 10.0  # budget of one Web API call
+SLACK_SOCKET_PING_INTERVAL_S = 10.0  # Socket Mode keep-alive; a dead socket is noticed within about this long
+SLACK_CONNECT_WAIT_S = 10.0  # start() waits this long for the socket's hello, then keeps trying in the background
+SLACK_STOP_GRACE_S = 5.0  # on stop, handlers already handed an event may finish this long
+SLACK_NAME_CACHE_SIZE = 1_000  # people whose display name (users.info) is remembered
+SLACK_NAME_CACHE_TTL_S = 3_600.0
+SLACK_NAME_LOOKUP_TIMEOUT_S = 2.0  # a slow users.info costs a reply this much at most; the user id stands in
+
+# --- Discord channel (channels/discord.py) ------------------------------------
+DISCORD_GUILD_READY_TIMEOUT_S = 2.0  # discord.py's wait for one more GUILD_CREATE before READY counts
+DISCORD_MAX_RATELIMIT_WAIT_S = 30.0  # discord.py sleeps out 429s up to this (its minimum); longer → SendError
+DISCORD_STOP_GRACE_S = 5.0  # on stop, handlers already handed a message may finish this long
+DISCORD_REIDENTIFY_DELAY_S = 5.0  # wait before a fresh IDENTIFY after a lost session (Discord: 1 per 5 s)
+
+# --- Memory: embedders (memory/embedders.py) ----------------------------------
+HASH_DIM = 256  # dimensions of the hashed bag-of-words vector used when no embedder vector exists
+EMBEDDER_PROBE_TIMEOUT_S = 60.0  # first use may load (or fetch) a model
+EMBED_TIMEOUT_S = 30.0  # one embedding call after the probe
+EMBED_BATCH = 64
+
+# --- Memory: the merge/conflict gate (memory/gate.py) -------------------------
+MERGE_IMPORTANCE_BOOST = 0.05  # a repeated fact matters a little more each time
+GATE_CAS_RETRIES = 5
+MAX_CONFLICT_LINKS = 3  # one new fact flags at most this many stored ones
+GATE_QUERY_WORDS = 3  # a near-duplicate shares its rarest words: BM25 looks for those only
+MAX_EVIDENCE_PER_MEMORY = 20  # the newest quotes and sources are kept when a fact is repeated often
+
+# --- Memory: capture (memory/capture.py) --------------------------------------
+CAPTURE_MAX_TURNS = 200  # turns one run reads after its cursor
+CAPTURE_MAX_CHUNKS_PER_RUN = 4  # the rest waits for the next reply
+CAPTURE_MAX_ATTEMPTS = 3  # tries at one chunk while the model cannot be reached
+CAPTURE_SHOWN_MEMORIES = 8  # stored memories shown to the model, so it can correct them by id
+CAPTURE_MAX_TOKENS = 3_000  # seed 000's extraction budget
+
+# --- Memory: the person's controls (memory/controls.py) -----------------------
+MEMORY_PAGE_SIZE = 10  # memories per /memory page
+FORGET_PLAN_TTL_S = 600  # a shown forget plan can be confirmed this long
+WHY_MAX_HITS = 3  # memories /why explains for a text query
+REMEMBER_IMPORTANCE = 0.7  # a fact the person asked kith to keep matters more than a captured one
+EDIT_CAS_RETRIES = 5
+
+# --- Conflict questions and memory commands (core/memory_commands.py) ---------
+QUESTION_RECHECK_S = 300.0  # after replies, one person's conflicts are looked at most this often
+QUESTION_AFTER_REPLY_S = 1.0  # a question follows the reply it comes after, never overtakes it
+QUESTION_QUOTE_CHARS = 200  # the longest quote a question or /why shows
+WHY_RECEIPTS = 3  # quotes and sources /why shows per memory
+FORGET_PREVIEW_MAX = 20  # memories a forget plan lists before "and N more"
+
+# --- Recall: ranking (memory/ranking.py) --------------------------------------
+RECALL_RECENCY_FLOOR = 0.8  # a very old memory keeps 80 % of its score: recency reorders close matches only
+RECALL_MIN_RELEVANCE = 0.2  # automatic context only: weaker candidates stay out of the prompt
+CITE_MIN_WORD_CHARS = 3  # shorter words ("go", "tv") are too common to count as a citation
+CITE_FEW_WORDS = 3  # a memory with at most this many distinctive words is cited by one of them
+
+# --- Recall: the prompt part (memory/memory_context.py) -----------------------
+RECALL_MIN_ITEM_CHARS = 60  # a candidate squeezed below this by the part's budget is left out
+
+# --- Recall: the recall tool (memory/recall_tool.py) --------------------------
+RECALL_TOOL_EMBED_BUDGET_MS = 2_000  # a deliberate search may wait longer for its embedding than a reply's context
+RECALL_TOOL_EVIDENCE = 3  # newest evidence quotes per result
+RECALL_TOOL_QUOTE_CHARS = 500
+RECALL_TOOL_TEXT_CHARS = 2_000
+RECALL_TOOL_MAX_CHARS = 12_000  # the whole JSON answer; the weakest results go first
+
+# --- Memory: similarity (memory/similarity.py) --------------------------------
+DISTINCTIVE_MIN_CHARS = 3
+
+# --- Memory: text matching (memory/text.py) -----------------------------------
+INFLECTION_MIN_STEM_CHARS = 3
+
+# --- Memory: BM25 (memory/bm25.py) --------------------------------------------
+BM25_K1 = 1.5
+BM25_B = 0.75
+
+# --- Memory: records (memory/records.py) --------------------------------------
+DEFAULT_IMPORTANCE = 0.5

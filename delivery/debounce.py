@@ -15,11 +15,13 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.tunables import (
+    DEBOUNCE_MAX_MESSAGES,
+)
 from core.types import InboundMessage
 
 log = logging.getLogger("kith.debounce")
 
-DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady typist is never left waiting
 
 SenderKey = tuple[str, str, str | None, str]  # (platform, chat_id, thread_id, sender_id)
 

@@ -21,11 +21,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
-from core.tunables import PREFIX_MATCH_MIN_CHARS
+from core.tunables import (
+    BM25_B,
+    BM25_K1,
+    PREFIX_MATCH_MIN_CHARS,
+)
 from memory.text import INFLECTION_MIN_STEM_CHARS, content_words, is_cjk_token, words_match
-
-BM25_K1 = 1.5
-BM25_B = 0.75
 
 # Query words shorter than this only match exactly (no prefix/inflection expansion).
 _EXPAND_PREFIX_CHARS = min(PREFIX_MATCH_MIN_CHARS, INFLECTION_MIN_STEM_CHARS)

@@ -32,6 +32,13 @@ from core import history, people
 from core.config import Settings
 from core.conversation import CompletedTurn
 from core.db import Database, metadata
+from core.tunables import (
+    CAPTURE_MAX_ATTEMPTS,
+    CAPTURE_MAX_CHUNKS_PER_RUN,
+    CAPTURE_MAX_TOKENS,
+    CAPTURE_MAX_TURNS,
+    CAPTURE_SHOWN_MEMORIES,
+)
 from memory.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
 from memory.store import MemoryStore, Note
 from memory.text import normalize
@@ -41,11 +48,6 @@ from persona.llm import LLMClient, LLMError
 
 log = logging.getLogger("kith.memory.capture")
 
-CAPTURE_MAX_TURNS = 200  # turns one run reads after its cursor
-CAPTURE_MAX_CHUNKS_PER_RUN = 4  # the rest waits for the next reply
-CAPTURE_MAX_ATTEMPTS = 3  # tries at one chunk while the model cannot be reached
-CAPTURE_SHOWN_MEMORIES = 8  # stored memories shown to the model, so it can correct them by id
-CAPTURE_MAX_TOKENS = 3_000  # seed 000's extraction budget
 
 capture_cursors = sa.Table(
     "capture_cursors",

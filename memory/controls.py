@@ -29,7 +29,14 @@ from sqlalchemy.engine import Connection
 
 from core import history, people
 from core.db import Database, metadata
-from core.tunables import PINNED_MAX
+from core.tunables import (
+    EDIT_CAS_RETRIES,
+    FORGET_PLAN_TTL_S,
+    MEMORY_PAGE_SIZE,
+    PINNED_MAX,
+    REMEMBER_IMPORTANCE,
+    WHY_MAX_HITS,
+)
 from memory.gate import GateResult
 from memory.questions import (
     Answer,
@@ -49,11 +56,6 @@ from memory.tombstones import ForgetPlan, ForgetResult, query_matches
 log = logging.getLogger("kith.memory.controls")
 
 # Proposed for core/tunables.py:
-MEMORY_PAGE_SIZE = 10  # memories per /memory page
-FORGET_PLAN_TTL_S = 600  # a shown forget plan can be confirmed this long
-WHY_MAX_HITS = 3  # memories /why explains for a text query
-REMEMBER_IMPORTANCE = 0.7  # a fact the person asked kith to keep matters more than a captured one
-EDIT_CAS_RETRIES = 5
 
 MEMORY_ID = re.compile(r"m_[0-9a-f]{6,32}")
 

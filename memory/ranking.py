@@ -26,14 +26,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.config import RecallSettings
+from core.tunables import (
+    CITE_FEW_WORDS,
+    CITE_MIN_WORD_CHARS,
+    RECALL_RECENCY_FLOOR,
+)
 from memory.records import MemoryRecord
 from memory.text import content_words, is_cjk_token, is_negation, words_match
 
 # Proposed for core/tunables.py:
-RECALL_RECENCY_FLOOR = 0.8  # a very old memory keeps 80 % of its score: recency reorders close matches only
-RECALL_MIN_RELEVANCE = 0.2  # automatic context only: weaker candidates stay out of the prompt
-CITE_MIN_WORD_CHARS = 3  # shorter words ("go", "tv") are too common to count as a citation
-CITE_FEW_WORDS = 3  # a memory with at most this many distinctive words is cited by one of them
 TRUNCATED_MARK = "…"
 
 SECONDS_PER_DAY = 86_400.0

@@ -15,6 +15,13 @@ from typing import Any
 
 from core.config import RecallSettings
 from core.conversation import Speaker
+from core.tunables import (
+    RECALL_TOOL_EMBED_BUDGET_MS,
+    RECALL_TOOL_EVIDENCE,
+    RECALL_TOOL_MAX_CHARS,
+    RECALL_TOOL_QUOTE_CHARS,
+    RECALL_TOOL_TEXT_CHARS,
+)
 from core.types import ChatKind, InboundMessage
 from memory.ranking import Ranked, clip_item
 from memory.recall import RecallEngine
@@ -23,11 +30,6 @@ from memory.records import MemoryRecord, Scope
 log = logging.getLogger("kith.memory.recall_tool")
 
 # Proposed for core/tunables.py:
-RECALL_TOOL_EMBED_BUDGET_MS = 2_000  # a deliberate search may wait longer for its embedding than a reply's context
-RECALL_TOOL_EVIDENCE = 3  # newest evidence quotes per result
-RECALL_TOOL_QUOTE_CHARS = 500
-RECALL_TOOL_TEXT_CHARS = 2_000
-RECALL_TOOL_MAX_CHARS = 12_000  # the whole JSON answer; the weakest results go first
 
 RECALL_HINT = (
     "You have a read-only `recall` tool that searches what you remember about the person you are talking "

@@ -14,11 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from core.tunables import HORIZON_INTENTION_HOURS, HORIZON_ONE_OFF_DAYS
+from core.tunables import (
+    DEFAULT_IMPORTANCE,
+    HORIZON_INTENTION_HOURS,
+    HORIZON_ONE_OFF_DAYS,
+)
 from core.types import utcnow
 
 METADATA_SCHEMA_VERSION = 1
-DEFAULT_IMPORTANCE = 0.5
 
 MetadataValue = str | int | float | bool
 

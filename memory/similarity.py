@@ -44,6 +44,7 @@ from core.tunables import (
     CONFLICT_MIN_JACCARD,
     CONFLICT_MIN_WORDS,
     CONFLICT_THRESHOLD,
+    DISTINCTIVE_MIN_CHARS,
     MERGE_THRESHOLD,
     SHORT_FACT_MAX_WORDS,
     SINGLE_WORD_LINK_SCORE,
@@ -51,7 +52,6 @@ from core.tunables import (
 from memory.text import content_words, is_cjk_token, is_negation, words_match
 
 # A shared word this short ("car", "tea" pass; "go", "tv" do not) is too common to link two facts.
-DISTINCTIVE_MIN_CHARS = 3
 
 
 class Action(enum.StrEnum):

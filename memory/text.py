@@ -26,10 +26,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from core.tunables import PREFIX_MATCH_MIN_CHARS
+from core.tunables import (
+    INFLECTION_MIN_STEM_CHARS,
+    PREFIX_MATCH_MIN_CHARS,
+)
 
 # Shortest common stem two inflected forms may share ("kot"/"kota"/"kotem").
-INFLECTION_MIN_STEM_CHARS = 3
 
 
 def normalize(text: str) -> str:

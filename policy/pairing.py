@@ -27,10 +27,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from core.tunables import PAIRING_CODE_LENGTH, PAIRING_CODE_TTL_S, PAIRING_MAX_PENDING
+from core.tunables import (
+    PAIRING_CODE_LENGTH,
+    PAIRING_CODE_TTL_S,
+    PAIRING_MAX_PENDING,
+)
 
 # Candidate for core/tunables.py: the least time between two sends of the same pending code.
-PAIRING_REMINDER_INTERVAL_S = 600
 
 PAIRING_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
 

@@ -14,11 +14,10 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from core.tunables import PAIRING_MAX_PENDING
+from core.tunables import PAIRING_MAX_PENDING, PAIRING_REMINDER_INTERVAL_S
 from core.types import ChatKind, InboundMessage
 from policy.pairing import (
     PAIRING_FULL_NOTICE,
-    PAIRING_REMINDER_INTERVAL_S,
     AccessState,
     Chooser,
     issue_code,
