@@ -74,6 +74,24 @@ def cmd_people(args: argparse.Namespace) -> int:
     return run_people(_settings(args), args)
 
 
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    from heartbeat.cli import run_consolidate
+
+    return run_consolidate(_settings(args), args)
+
+
+def cmd_heartbeat(args: argparse.Namespace) -> int:
+    from heartbeat.cli import run_heartbeat
+
+    return run_heartbeat(_settings(args), args)
+
+
+def cmd_decay(args: argparse.Namespace) -> int:
+    from heartbeat.cli import run_decay
+
+    return run_decay(_settings(args), args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot.py", description="kith: a companion that remembers with receipts.")
     parser.add_argument("--config", metavar="PATH", help="TOML config file (default: built-in defaults, "
@@ -97,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     from core.people_cli import add_people_parser
 
     add_people_parser(sub).set_defaults(func=cmd_people)
+    from heartbeat.cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser
+
+    add_consolidate_parser(sub).set_defaults(func=cmd_consolidate)
+    add_heartbeat_parser(sub).set_defaults(func=cmd_heartbeat)
+    add_decay_parser(sub).set_defaults(func=cmd_decay)
     return parser
 
 

@@ -19,6 +19,11 @@ from core.router import Router
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
+from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
+from heartbeat.goals import reassign as goals_reassign
+from heartbeat.scheduler import HeartbeatScheduler
+from heartbeat.service import Heartbeat, start_heartbeat
+from heartbeat.settings import resolve_timezone
 from memory.controls import MemoryControls, PauseBook
 from memory.memory_context import RecallMemoryContext
 from memory.questions import QuestionBook
@@ -53,6 +58,9 @@ class App:
     linker: Linker | None = None
     recall: RecallEngine | None = None
     question_sender: QuestionSender | None = None
+    start_heartbeat: bool = True  # tests of other parts leave the scheduler off
+    heartbeat: Heartbeat | None = None
+    scheduler: HeartbeatScheduler | None = None
     memory_commands: MemoryCommands | None = None
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
@@ -76,9 +84,13 @@ class App:
                 log.error("channel failed to start name=%s error=%s", channel.name, type(exc).__name__)
         # Replies a previous process produced but did not deliver go out now, once.
         await self.worker.start()
+        if self.start_heartbeat:
+            self.heartbeat, self.scheduler = await start_heartbeat(self)
         return started
 
     async def close(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.shutdown()
         # Deliver what can be delivered while the channels can still send; whatever is left stays
         # pending in the outbox (the worker is cancelled, never failed) and goes out at the next start.
         if self.router is not None:
@@ -124,7 +136,9 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     await pauses.load()
     memory = await MemoryService.open(settings, db, llm, clock=clock, is_paused=pauses.is_paused)
     recall = RecallEngine(memory.store, settings.recall, clock)
-    core.memory = RecallMemoryContext(recall, settings.recall, settings.budget)
+    goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
+    core.memory = GoalsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), goals,
+                                 settings.budget.goals_chars)
     core.tools.append(RecallTool(recall, settings.recall))
     core.observers.append(UseRecorder(memory.store, clock))
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
@@ -138,10 +152,12 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
         await memory.reassign(old, new)
         await questions.reassign(old, new)
         await pauses.reassign(old, new)
+        await db.run(goals_reassign, old, new)
 
     commands = ChatCommands(settings.persona.name)
     linker = Linker(db, clock, on_moved=moved)
     commands.register("link", "use me from another platform as the same person", linker.issue)
+    commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
     app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
               journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
               commands=commands, clock=clock, memory=memory, linker=linker, recall=recall)

@@ -178,6 +178,23 @@ class DiscordSettings:
 
 
 @dataclass(frozen=True)
+class HeartbeatSettings:
+    enabled: bool = True
+    every_minutes: int = t.HEARTBEAT_EVERY_MINUTES
+    # Local "HH:MM-HH:MM"; a range past midnight ("22:00-06:00") wraps. Proactive turns happen inside it only.
+    active_hours: str = f"{t.HEARTBEAT_ACTIVE_START_HOUR:02d}:00-{t.HEARTBEAT_ACTIVE_END_HOUR:02d}:00"
+    timezone: str = ""  # IANA name, e.g. "Europe/Warsaw"; empty = the machine's
+    token_budget: int = t.HEARTBEAT_TOKEN_BUDGET  # prompt plus answer of one proactive turn, in tokens
+    retry_base_s: float = t.HEARTBEAT_RETRY_BASE_S
+    retry_max_s: float = t.HEARTBEAT_RETRY_MAX_S
+    max_retries: int = t.HEARTBEAT_MAX_RETRIES
+    busy_defer_s: float = t.HEARTBEAT_BUSY_DEFER_S
+    decay_weekday: str = t.DECAY_WEEKDAY  # mon..sun
+    decay_stale_days: int = t.DECAY_STALE_DAYS
+    sensitive_words: list[str] = field(default_factory=list)  # extra words or names decay never retires
+
+
+@dataclass(frozen=True)
 class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     persona: PersonaSettings = field(default_factory=PersonaSettings)
@@ -190,6 +207,7 @@ class Settings:
     telegram: TelegramSettings = field(default_factory=TelegramSettings)
     slack: SlackSettings = field(default_factory=SlackSettings)
     discord: DiscordSettings = field(default_factory=DiscordSettings)
+    heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
     # [policy.<platform>] tables, validated by policy.settings.PolicySettings.from_mapping
     policy: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"  # the file these settings came from, for messages
@@ -211,6 +229,12 @@ def load_settings(path: str | os.PathLike[str] | None) -> Settings:
     settings = _build(Settings, {k: v for k, v in raw.items()}, file=str(p), prefix="")
     settings = dataclasses.replace(settings, source=str(p))
     check_policy(settings)
+    from heartbeat.settings import check_heartbeat
+
+    try:
+        check_heartbeat(settings.heartbeat)
+    except ValueError as exc:
+        raise ConfigError(f"{settings.source}: heartbeat: {exc}") from None
     check_environment(settings)
     return settings
 

@@ -75,6 +75,11 @@ HEARTBEAT_ACTIVE_END_HOUR = 22
 HEARTBEAT_TOKEN_BUDGET = 1_500
 HEARTBEAT_RETRY_BASE_S = 60.0
 HEARTBEAT_MAX_RETRIES = 5
+HEARTBEAT_BUSY_DEFER_S = 60.0  # a person mid-reply: try again this much later
+HEARTBEAT_RETRY_MAX_S = 3_600.0  # backoff ceiling between retries of a failed heartbeat
+DECAY_WEEKDAY = "sun"  # seed 004: Sunday's nightly
+DECAY_STALE_DAYS = 180  # an unconfirmed, never-used episode or project untouched this long is stale
+
 
 # --- Policy ----------------------------------------------------------------------------
 PAIRING_CODE_LENGTH = 8

@@ -61,6 +61,8 @@ class Debouncer:
         self.max_messages = max_messages
         self._bursts: dict[SenderKey, _Burst] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        # The last emit of each sender: the next one waits for it, so turns are answered in the order sent.
+        self._tails: dict[SenderKey, asyncio.Task[None]] = {}
 
     async def submit(self, message: InboundMessage) -> None:
         key = sender_key(message)
@@ -68,7 +70,7 @@ class Debouncer:
             # Whatever the sender typed before the command is answered first, so order is kept.
             earlier = self._take(key)
             turns = [merge(earlier)] if earlier else []
-            self._spawn(self._emit_all([*turns, message]))
+            self._chain(key, [*turns, message])
             return
         burst = self._bursts.setdefault(key, _Burst())
         burst.messages.append(message)
@@ -76,7 +78,7 @@ class Debouncer:
             burst.timer.cancel()
             burst.timer = None
         if len(burst.messages) >= self.max_messages:
-            self._spawn(self._emit_all([merge(self._take(key))]))
+            self._chain(key, [merge(self._take(key))])
             return
         burst.timer = self._spawn(self._after_pause(key))
 
@@ -85,7 +87,7 @@ class Debouncer:
         for key in list(self._bursts):
             messages = self._take(key)
             if messages:
-                self._spawn(self._emit_all([merge(messages)]))
+                self._chain(key, [merge(messages)])
         await self.drain()
 
     async def drain(self) -> None:
@@ -108,7 +110,7 @@ class Debouncer:
         await self._sleep(self.window_s)
         messages = self._take(key)
         if messages:
-            await self._emit_all([merge(messages)])
+            await self._chain(key, [merge(messages)])
 
     async def _emit_all(self, turns: list[InboundMessage]) -> None:
         for turn in turns:
@@ -117,6 +119,19 @@ class Debouncer:
             except Exception as exc:
                 log.error("debounced turn failed platform=%s chat=%s message=%s error=%s", turn.platform,
                           turn.chat_id, turn.message_id, type(exc).__name__, exc_info=exc)
+
+    def _chain(self, key: SenderKey, turns: list[InboundMessage]) -> asyncio.Task[None]:
+        previous = self._tails.get(key)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait({previous})
+            await self._emit_all(turns)
+
+        task = self._spawn(run())
+        self._tails[key] = task
+        task.add_done_callback(lambda done: self._tails.pop(key, None) if self._tails.get(key) is done else None)
+        return task
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)

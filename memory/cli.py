@@ -59,6 +59,9 @@ def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     export = action("export", "everything stored about the person, as JSON")
     export.add_argument("--out", metavar="FILE", help="write to FILE (mode 600) instead of standard output")
+    from heartbeat.cli import add_undo_decay_action
+
+    add_undo_decay_action(actions)
     return parser
 
 
@@ -66,6 +69,10 @@ def run_memory(
     settings: Settings, args: argparse.Namespace, *, out: TextIO | None = None, stdin: TextIO | None = None
 ) -> int:
     """The handler ``bot.py memory`` calls. Returns the process exit code."""
+    if args.memory_command == "undo-decay":
+        from heartbeat.cli import run_undo_decay
+
+        return run_undo_decay(settings, args, out=out)
     return asyncio.run(_run(settings, args, out or sys.stdout, stdin or sys.stdin))
 
 

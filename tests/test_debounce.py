@@ -153,3 +153,18 @@ async def test_real_timer_merges_a_quick_burst() -> None:
     await asyncio.sleep(0.15)
     await debouncer.drain()
     assert turns.texts() == ["a\nb"]
+
+
+async def test_commands_sent_quickly_are_answered_in_the_order_sent() -> None:
+    answered: list[str] = []
+
+    async def slow_first(turn: InboundMessage) -> None:
+        if turn.text == "/first":
+            await asyncio.sleep(0.05)  # the first command takes longer than the next two
+        answered.append(turn.text)
+
+    debouncer = Debouncer(slow_first, window_s=0.01)
+    for text in ("/first", "/second", "/third"):
+        await debouncer.submit(msg(text))
+    await debouncer.drain()
+    assert answered == ["/first", "/second", "/third"]

@@ -1,0 +1,213 @@
+"""What is due for whom: the only reason a heartbeat ever calls the model.
+
+Three kinds of item (seeds 001, 002, 004):
+
+* a goal with a due date that has come (followed up again every ``GOAL_FOLLOW_UP_EVERY_DAYS``);
+* a memory whose horizon ends within ``HORIZON_SOON_HOURS`` ("I'll call mum tomorrow");
+* a conflict question not asked yet: two of the person's active memories flagged as
+  conflicting, asked once; at most one per person per turn and ``QUESTIONS_PER_HOUR`` in all.
+
+Finding them costs one SQL query and two indexed Chroma metadata queries whatever the number of
+people (see :class:`DisputeWatch`), so an idle tick is cheap. What was handled (asked, or judged
+not worth a message) is recorded in ``heartbeat_items`` by the turn that handled it, in the same
+transaction as the transcript.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, tzinfo
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core.db import Database, metadata
+from core.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
+from heartbeat import goals as goal_table
+from heartbeat import memory_scan
+from heartbeat.settings import local_day
+from memory.records import MemoryRecord, Status
+from memory.store import MemoryStore
+
+# Proposed for core/tunables.py:
+HORIZON_SOON_HOURS = 24
+GOAL_FOLLOW_UP_EVERY_DAYS = 3
+HEARTBEAT_MAX_ITEMS_PER_TURN = 3
+DUE_ITEM_CHARS = 400  # one memory or goal as shown to the heartbeat prompt
+DISPUTES_FULL_SCAN_HOURS = 24  # between full scans, new disputes are found among new memories
+DISPUTES_OVERLAP_S = 300  # each look at new memories reaches back this far, for writes that landed late
+DISPUTES_INCREMENTAL_MAX = 1_000  # more new memories than this (an import): one full scan is cheaper
+
+heartbeat_items = sa.Table(
+    "heartbeat_items",
+    metadata,
+    sa.Column("person", sa.String(64), primary_key=True),
+    sa.Column("item_key", sa.String(255), primary_key=True),
+    sa.Column("handled_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_heartbeat_items_handled", "handled_at"),
+)
+
+
+class ItemKind(enum.StrEnum):
+    GOAL = "goal"
+    HORIZON = "horizon"
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True, slots=True)
+class DueItem:
+    person: str
+    kind: ItemKind
+    key: str  # stable identity, recorded once handled
+    text: str  # as the heartbeat prompt shows it (stored data)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DUE_ITEM_CHARS else text[: DUE_ITEM_CHARS - 1] + "…"
+
+
+# --- pure rules -------------------------------------------------------------------------------
+def candidate_items(due_goals: Iterable[goal_table.Goal], lapsing: Iterable[MemoryRecord],
+                    disputed: Iterable[MemoryRecord], today: date) -> list[DueItem]:
+    items: list[DueItem] = []
+    for g in due_goals:
+        when = "due today" if g.due == today else f"was due {g.due.isoformat() if g.due else ''}"
+        items.append(DueItem(g.person, ItemKind.GOAL, f"goal:{g.id}", f"goal #{g.number} ({when}): {_short(g.text)}"))
+    for m in lapsing:
+        ends = m.expires_at.isoformat(timespec="minutes") if m.expires_at else ""
+        items.append(DueItem(m.person, ItemKind.HORIZON, f"horizon:{m.id}:{ends}",
+                             f"{m.kind.value} that lapses {ends}: {_short(m.text)}"))
+    by_id = {m.id: m for m in disputed}
+    pairs: set[tuple[str, str]] = set()
+    for m in by_id.values():
+        for other_id in m.conflicts_with:
+            other = by_id.get(other_id)
+            if other is not None and other.person == m.person:  # both sides still active and theirs
+                pairs.add((min(m.id, other.id), max(m.id, other.id)))
+    for a_id, b_id in sorted(pairs, key=lambda p: (by_id[p[0]].created_at, p)):
+        a, b = by_id[a_id], by_id[b_id]
+        items.append(DueItem(a.person, ItemKind.CONFLICT, f"conflict:{a_id}:{b_id}",
+                             f"DISPUTED, ask which is current (assert neither): A) {_short(a.text)} "
+                             f"B) {_short(b.text)}"))
+    return items
+
+
+def select_due(candidates: Sequence[DueItem], handled: Mapping[tuple[str, str], datetime], now: datetime, *,
+               questions_left: int, goal_every: timedelta = timedelta(days=GOAL_FOLLOW_UP_EVERY_DAYS),
+               per_person_questions: int = OPEN_QUESTIONS_PER_PERSON,
+               per_turn: int = HEARTBEAT_MAX_ITEMS_PER_TURN) -> dict[str, list[DueItem]]:
+    """The items each person should hear about now, by person; people with none are absent."""
+    out: dict[str, list[DueItem]] = defaultdict(list)
+    questions: dict[str, int] = defaultdict(int)
+    for item in candidates:
+        last = handled.get((item.person, item.key))
+        if last is not None and (item.kind is not ItemKind.GOAL or now - last < goal_every):
+            continue
+        if len(out[item.person]) >= per_turn:
+            continue
+        if item.kind is ItemKind.CONFLICT:
+            if questions_left <= 0 or questions[item.person] >= per_person_questions:
+                continue
+            questions[item.person] += 1
+            questions_left -= 1
+        out[item.person].append(item)
+    return {person: items for person, items in out.items() if items}
+
+
+# --- relational access ----------------------------------------------------------------------------
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def handled_of(conn: Connection, persons: Sequence[str]) -> dict[tuple[str, str], datetime]:
+    if not persons:
+        return {}
+    rows = conn.execute(sa.select(heartbeat_items).where(heartbeat_items.c.person.in_(list(persons)))).all()
+    return {(r.person, r.item_key): _aware(r.handled_at) for r in rows}
+
+
+def questions_since(conn: Connection, since: datetime) -> int:
+    return int(conn.execute(sa.select(sa.func.count()).select_from(heartbeat_items).where(
+        heartbeat_items.c.item_key.like("conflict:%"), heartbeat_items.c.handled_at > since)).scalar_one())
+
+
+def mark_handled(conn: Connection, person: str, keys: Iterable[str], now: datetime) -> None:
+    for key in keys:
+        updated = conn.execute(heartbeat_items.update().where(
+            heartbeat_items.c.person == person, heartbeat_items.c.item_key == key).values(handled_at=now))
+        if updated.rowcount == 0:
+            conn.execute(heartbeat_items.insert().values(person=person, item_key=key, handled_at=now))
+
+
+class DisputeWatch:
+    """Everyone's disputed memories, kept current without a pass over every memory on every tick.
+
+    "conflicts_with is not empty" has no index in Chroma: asking it is a pass over all memories.
+    But a dispute is born with a new memory (the gate writes the newcomer with its conflicts and
+    links the older side back), and "created since T" is an indexed range. So a full scan runs at
+    the first look, every ``DISPUTES_FULL_SCAN_HOURS`` (for links made any other way) and after a
+    burst of new memories; in between only the memories created since the last look are read.
+    Every known dispute is re-read fresh before use, so one resolved, retired or forgotten
+    elsewhere drops out.
+    """
+
+    def __init__(self, store: MemoryStore, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.clock = clock
+        self._known: set[str] = set()
+        self._looked_at: datetime | None = None
+        self._full_at: datetime | None = None
+        self.full_scans = 0
+
+    async def current(self) -> list[MemoryRecord]:
+        now = self.clock()
+        new_ids: list[str] = []
+        full = (self._full_at is None or self._looked_at is None
+                or now - self._full_at >= timedelta(hours=DISPUTES_FULL_SCAN_HOURS))
+        if not full and self._looked_at is not None:
+            since = self._looked_at - timedelta(seconds=DISPUTES_OVERLAP_S)
+            new_ids = await memory_scan.created_since(self.store, since)
+            full = len(new_ids) > DISPUTES_INCREMENTAL_MAX
+        if full:
+            records = await memory_scan.disputed(self.store)
+            self._full_at = now
+            self.full_scans += 1
+        else:
+            records = await self.store.get_memories(sorted(self._known | set(new_ids)))
+        self._looked_at = now
+        live = [r for r in records if r.status is Status.ACTIVE and r.conflicts_with]
+        partners = {p for r in live for p in r.conflicts_with} - {r.id for r in live}
+        if partners:
+            live += [r for r in await self.store.get_memories(sorted(partners))
+                     if r.status is Status.ACTIVE and r.conflicts_with]
+        self._known = {r.id for r in live}
+        return live
+
+
+class DueFinder:
+    def __init__(self, db: Database, store: MemoryStore, clock: Callable[[], datetime], tz: tzinfo) -> None:
+        self.db = db
+        self.store = store
+        self.clock = clock
+        self.tz = tz
+        self.disputes = DisputeWatch(store, clock)
+
+    async def find(self, person: str | None = None) -> dict[str, list[DueItem]]:
+        """Everyone's due items (or one person's), by person."""
+        now = self.clock()
+        today = local_day(now, self.tz)
+        due_goals = await self.db.run(goal_table.due_by, today, person)
+        lapsing = await memory_scan.lapsing(self.store, now, now + timedelta(hours=HORIZON_SOON_HOURS), person)
+        disputed = (await self.disputes.current() if person is None
+                    else await memory_scan.disputed(self.store, person))
+        candidates = candidate_items(due_goals, lapsing, disputed, today)
+        if not candidates:
+            return {}
+        persons = sorted({c.person for c in candidates})
+        handled = await self.db.run(handled_of, persons)
+        asked = await self.db.run(questions_since, now - timedelta(hours=1))
+        return select_due(candidates, handled, now, questions_left=QUESTIONS_PER_HOUR - asked)

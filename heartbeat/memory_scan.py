@@ -1,0 +1,79 @@
+"""Cross-person reads of the memory store by metadata, for the heartbeat's sweeps.
+
+A tick must learn "who has something due" with a fixed number of queries, not one per person:
+that is a Chroma ``where`` filter over every person's memories. :class:`memory.store.MemoryStore`
+has the scans (``_scan_sync``, ``_ids_sync``, on its own Chroma thread) but no public methods for
+them yet, so :func:`scan_memories` and :func:`created_since` are the only places that reach in.
+The proposed patch to memory/store.py:
+
+    async def scan(self, where: dict[str, Any]) -> list[MemoryRecord]:
+        return [from_metadata(md) for md in await self._run(self._scan_sync, Collection.MEMORIES, where)]
+
+    async def ids(self, where: dict[str, Any]) -> list[str]:
+        return await self._run(self._ids_sync, self._cols[Collection.MEMORIES], where)
+
+Once it lands, those two become one-line calls.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from memory.records import MemoryKind, MemoryRecord, Status, Tier, from_metadata
+from memory.store import Collection, MemoryStore
+
+NO_CONFLICTS = "[]"  # records.to_metadata stores conflicts_with as a JSON list
+
+
+async def scan_memories(store: MemoryStore, where: dict[str, Any]) -> list[MemoryRecord]:
+    """Every memory (any person) matching a Chroma ``where`` filter."""
+    rows = await store._run(store._scan_sync, Collection.MEMORIES, where)
+    return [from_metadata(md) for md in rows]
+
+
+def _and(*parts: dict[str, Any]) -> dict[str, Any]:
+    return parts[0] if len(parts) == 1 else {"$and": list(parts)}
+
+
+def _person(person: str | None) -> tuple[dict[str, Any], ...]:
+    return ({"person": person},) if person is not None else ()
+
+
+# Chroma answers a numeric range from an index in a few milliseconds, but intersecting it with a
+# condition most memories meet ("status is active") costs a pass over all of them: the filters
+# below keep only the selective condition in the query and check the rest on the few rows found.
+
+
+async def disputed(store: MemoryStore, person: str | None = None) -> list[MemoryRecord]:
+    """Active memories flagged as conflicting with another (seed 001's open questions)."""
+    found = await scan_memories(store, _and({"conflicts_with": {"$nin": [NO_CONFLICTS]}}, *_person(person)))
+    return [r for r in found if r.status is Status.ACTIVE and r.conflicts_with]
+
+
+async def lapsing(store: MemoryStore, after: datetime, until: datetime,
+                  person: str | None = None) -> list[MemoryRecord]:
+    """Active, unpinned memories whose horizon ends in (after, until]."""
+    found = await scan_memories(store, _and({"expires_at_ts": {"$gt": after.timestamp()}},
+                                            {"expires_at_ts": {"$lte": until.timestamp()}}, *_person(person)))
+    return [r for r in found if r.status is Status.ACTIVE and not r.pinned]
+
+
+async def expired(store: MemoryStore, now: datetime) -> list[MemoryRecord]:
+    """Active memories whose horizon has ended (0.0 in expires_at_ts means "no horizon")."""
+    found = await scan_memories(store, _and({"expires_at_ts": {"$gt": 0.0}},
+                                            {"expires_at_ts": {"$lte": now.timestamp()}}))
+    return [r for r in found if r.status is Status.ACTIVE]
+
+
+async def stale(store: MemoryStore, untouched_since: datetime, kinds: tuple[MemoryKind, ...]) -> list[MemoryRecord]:
+    """Active, never-used, unconfirmed memories of ``kinds`` nobody touched since ``untouched_since``."""
+    found = await scan_memories(store, _and({"updated_at_ts": {"$lt": untouched_since.timestamp()}},
+                                            {"kind": {"$in": [k.value for k in kinds]}}))
+    return [r for r in found if r.status is Status.ACTIVE and r.use_count == 0 and r.tier is Tier.OBSERVATION]
+
+
+async def created_since(store: MemoryStore, since: datetime) -> list[str]:
+    """Ids of the memories created after ``since`` (ids only: reading metadata is the costly part)."""
+    col = store._cols[Collection.MEMORIES]
+    return await store._run(store._ids_sync, col, {"created_at_ts": {"$gt": since.timestamp()}})

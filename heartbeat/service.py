@@ -1,0 +1,118 @@
+"""The heartbeat's parts wired together: the :class:`~heartbeat.scheduler.JobRunner` the scheduled jobs call.
+
+:func:`build_heartbeat` builds it from the parts of a running kith (or of an operator command);
+:func:`start_heartbeat` also starts the scheduler for :class:`core.app.App`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING
+
+from core.config import Settings
+from core.db import Database
+from delivery.worker import DeliveryWorker
+from heartbeat import runs
+from heartbeat.consolidation import ConsolidationReport, Consolidator, Progress
+from heartbeat.decay import Decay, DecayReport, UndoReport
+from heartbeat.due import DueFinder
+from heartbeat.goals import GoalBook
+from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB, HeartbeatScheduler
+from heartbeat.schema import ensure_tables
+from heartbeat.settings import HeartbeatSettings, heartbeat_settings_of, resolve_timezone
+from heartbeat.turns import FollowUps, HeartbeatTurns, TickReport, TurnOutcome
+from memory.service import MemoryService
+from persona.llm import LLMClient
+
+if TYPE_CHECKING:
+    from core.app import App
+
+log = logging.getLogger("kith.heartbeat")
+
+
+@dataclass
+class Heartbeat:
+    settings: Settings
+    hb: HeartbeatSettings
+    tz: tzinfo
+    db: Database
+    clock: Callable[[], datetime]
+    consolidator: Consolidator
+    turns: HeartbeatTurns
+    decayer: Decay
+    goals: GoalBook
+
+    def attach(self, follow_ups: FollowUps) -> None:
+        """Deferrals and retries go to ``follow_ups`` (the scheduler, once it exists)."""
+        self.turns.follow_ups = follow_ups
+
+    async def consolidate(self, progress: Progress | None = None) -> ConsolidationReport:
+        run_id = await self.db.run(runs.start, CONSOLIDATION_JOB, self.clock())
+        try:
+            report = await self.consolidator.run(progress)
+        except BaseException:
+            await self.db.run(runs.finish, run_id, False, {}, self.clock())
+            raise
+        await self.db.run(runs.finish, run_id, not report.interrupted, report.as_counts(), self.clock())
+        return report
+
+    async def tick(self, *, any_hour: bool = False) -> TickReport:
+        if not self.hb.enabled:
+            return TickReport(quiet=True)
+        return await self.turns.tick(any_hour=any_hour)
+
+    async def decay(self) -> DecayReport:
+        run_id = await self.db.run(runs.start, DECAY_JOB, self.clock())
+        try:
+            report = await self.decayer.run()
+        except BaseException:
+            await self.db.run(runs.finish, run_id, False, {}, self.clock())
+            raise
+        counts = {"examined": report.examined, "retired": report.retired_total, "lost_races": report.lost_races}
+        await self.db.run(runs.finish, run_id, True, counts | {f"kept_{k}": v for k, v in report.kept.items()},
+                          self.clock())
+        return report
+
+    async def undo_decay(self) -> UndoReport:
+        return await self.decayer.undo_last()
+
+    async def person_turn(self, person: str, attempt: int) -> TurnOutcome:
+        if not self.hb.enabled:
+            return TurnOutcome.QUIET_HOURS
+        return await self.turns.person_turn(person, attempt)
+
+
+def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory: MemoryService,
+                    clock: Callable[[], datetime], busy: Collection[str] = frozenset(),
+                    worker: Callable[[], DeliveryWorker | None] = lambda: None,
+                    hb: HeartbeatSettings | None = None) -> Heartbeat:
+    """``hb`` overrides ``settings.heartbeat`` (tests, and until core.config carries that table)."""
+    hb = hb or heartbeat_settings_of(settings)
+    tz = resolve_timezone(hb.timezone)
+    finder = DueFinder(db, memory.store, clock, tz)
+    return Heartbeat(
+        settings=settings, hb=hb, tz=tz, db=db, clock=clock,
+        consolidator=Consolidator(settings=settings, db=db, llm=llm, memory=memory, clock=clock, tz=tz),
+        turns=HeartbeatTurns(settings=settings, hb=hb, db=db, llm=llm, finder=finder, clock=clock, tz=tz, busy=busy,
+                             worker=worker),
+        decayer=Decay(db, memory.store, clock, stale_days=hb.decay_stale_days, sensitive_words=hb.sensitive_words),
+        goals=GoalBook(db, clock, tz),
+    )
+
+
+async def start_heartbeat(app: App) -> tuple[Heartbeat, HeartbeatScheduler]:
+    """Build the heartbeat over a running app and start its scheduler (call after the delivery worker exists)."""
+    if app.memory is None:
+        raise RuntimeError("the heartbeat needs the memory service")
+    ensure_tables(app.db)  # start-up, like open_database: a moment of blocking is fine here
+    heartbeat = build_heartbeat(settings=app.settings, db=app.db, llm=app.llm, memory=app.memory, clock=app.clock,
+                                busy=app.core.busy_people, worker=lambda: app.worker)
+    scheduler = HeartbeatScheduler(app.db.engine, heartbeat, hb=heartbeat.hb,
+                                   consolidation_hour=app.settings.memory.consolidation_hour, tz=heartbeat.tz,
+                                   clock=app.clock)
+    heartbeat.attach(scheduler)
+    await scheduler.start()
+    return heartbeat, scheduler

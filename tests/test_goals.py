@@ -1,0 +1,147 @@
+"""Goals: tracked with a status and a number; active ones shape replies, done and paused ones stop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from core import people
+from core.chat_commands import ChatCommands
+from core.db import Database
+from core.types import ChatKind
+from heartbeat import goals
+from heartbeat.goals import GOALS_MAX_OPEN, GoalBook, GoalsCommand, GoalStatus, parse_goal_args
+from tests.helpers import FakeClock, inbound
+from tests.test_memory_store import open_db
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = open_db(tmp_path)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def book(db: Database) -> GoalBook:
+    return GoalBook(db, FakeClock(NOW), ZoneInfo("Europe/Warsaw"))
+
+
+@pytest.fixture
+def commands(book: GoalBook) -> ChatCommands:
+    registry = ChatCommands("Kith")
+    registry.register("goals", GoalsCommand.description, GoalsCommand(book))
+    return registry
+
+
+async def say(commands: ChatCommands, text: str, **kw: object) -> str:
+    reply = await commands(inbound(text, **kw))  # type: ignore[arg-type]
+    assert reply is not None
+    return reply.text
+
+
+async def ana(db: Database) -> str:
+    person = await db.run(people.person_of, "console:ana")
+    assert person is not None
+    return person
+
+
+async def test_goals_added_finished_and_paused_through_the_command(
+    commands: ChatCommands, book: GoalBook, db: Database
+) -> None:
+    assert "No goals yet" in await say(commands, "/goals")
+    assert await say(commands, "/goals add Learn Rust due 2026-12-31") == "Added goal #1: Learn Rust (due 2026-12-31)"
+    assert await say(commands, "/goals add Run a half marathon") == "Added goal #2: Run a half marathon"
+    assert await say(commands, "/goals add Read War and Peace") == "Added goal #3: Read War and Peace"
+    assert await say(commands, "/goals done 1") == "Done: #1 Learn Rust"
+    assert await say(commands, "/goals pause 3") == "Paused: #3 Read War and Peace"
+    listing = await say(commands, "/goals")
+    assert listing == "Active:\n#2 Run a half marathon\nPaused:\n#3 Read War and Peace\nDone:\n#1 Learn Rust"
+    # Numbers stay with their goals: #3 is still War and Peace after #1 was finished.
+    assert await say(commands, "/goals resume 3") == "Resumed: #3 Read War and Peace"
+    statuses = {g.text: g.status for g in await book.list(await ana(db))}
+    assert statuses == {"Learn Rust": GoalStatus.DONE, "Run a half marathon": GoalStatus.ACTIVE,
+                        "Read War and Peace": GoalStatus.ACTIVE}
+
+
+async def test_active_goals_are_rendered_for_the_prompt_and_finished_ones_are_not(
+    commands: ChatCommands, book: GoalBook, db: Database
+) -> None:
+    await say(commands, "/goals add Learn Rust due 2026-11-01")
+    await say(commands, "/goals add Call grandma every Sunday")
+    await say(commands, "/goals add Finish the thesis")
+    await say(commands, "/goals done 3")
+    await say(commands, "/goals pause 2")
+    slot = await book.slot(await ana(db), limit_chars=800)
+    assert "stored data" in slot.splitlines()[0]
+    assert slot.splitlines()[1:] == ["- Learn Rust (due 2026-11-01, overdue)"]
+    await say(commands, "/goals done 1")
+    assert await book.slot(await ana(db), limit_chars=800) == ""
+
+
+async def test_the_goals_slot_stays_within_its_budget(book: GoalBook) -> None:
+    for i in range(12):
+        await book.add("p_ana", f"goal number {i} " + "x" * 60)
+    slot = await book.slot("p_ana", limit_chars=300)
+    assert len(slot) <= 300 and slot.count("\n- ") >= 1
+    assert len((await book.slot("p_ana", limit_chars=10_000)).splitlines()) == 1 + 10  # at most ten goals
+
+
+async def test_goal_numbers_and_people_are_separate(commands: ChatCommands, book: GoalBook, db: Database) -> None:
+    await say(commands, "/goals add Learn Rust")
+    assert await say(commands, "/goals add Learn Go", sender_id="bob", chat_id="bob",
+                     sender_name="Bob") == "Added goal #1: Learn Go"
+    assert await say(commands, "/goals done 2", sender_id="bob", chat_id="bob") == (
+        "You have no goal #2. /goals lists them.")
+    assert [g.text for g in await book.list(await ana(db))] == ["Learn Rust"]
+
+
+async def test_goals_stay_private_in_groups(commands: ChatCommands, book: GoalBook) -> None:
+    text = await say(commands, "/goals add Quit smoking", chat_kind=ChatKind.GROUP, chat_id="club")
+    assert "direct message" in text
+    assert await book.db.run(people.person_of, "console:ana") is None  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ("add", "What is the goal?"),
+        ("add Learn Rust due 2026-02-30", "is not a date"),
+        ("done two", "Which goal?"),
+        ("finish 1", "Usage"),
+        ("add " + "x" * 400, "under 300"),
+    ],
+)
+async def test_requests_that_cannot_be_understood_say_why(commands: ChatCommands, args: str, error: str) -> None:
+    assert error in await say(commands, f"/goals {args}")
+
+
+def test_due_dates_are_parsed_only_at_the_end() -> None:
+    request = parse_goal_args("add Plan the trip due to the strike due 2027-01-15")
+    assert request.text == "Plan the trip due to the strike" and request.due == date(2027, 1, 15)
+    assert parse_goal_args("add Pay what is due").due is None
+
+
+async def test_open_goals_are_capped(book: GoalBook) -> None:
+    for i in range(GOALS_MAX_OPEN):
+        assert await book.add("p_ana", f"goal {i}") is not None
+    assert await book.add("p_ana", "one too many") is None
+    await book.set_status("p_ana", 1, GoalStatus.DONE)
+    assert await book.add("p_ana", "room again") is not None
+
+
+async def test_goals_follow_the_person_when_accounts_are_linked(book: GoalBook) -> None:
+    await book.add("p_phone", "Learn Rust")
+    await book.add("p_laptop", "Run a 10k")
+    await book.add("p_laptop", "Read more")
+    moved = await book.db.run(goals.reassign, "p_laptop", "p_phone")
+    assert moved == 2
+    assert [(g.number, g.text) for g in await book.list("p_phone")] == [
+        (1, "Learn Rust"), (2, "Run a 10k"), (3, "Read more")]
+    assert await book.list("p_laptop") == []
