@@ -38,7 +38,7 @@ import contextlib
 import io
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -63,6 +63,7 @@ from channels.discord_translate import (
     translate_interaction,
     translate_message,
 )
+from channels.lanes import HandlerLanes
 from core.config import DiscordSettings
 from core.tunables import (
     DISCORD_GUILD_READY_TIMEOUT_S,
@@ -179,8 +180,7 @@ class DiscordChannel:
         self._on_message: InboundHandler | None = None
         self._on_button: ButtonHandler | None = None
         self._accepting = False
-        self._lanes: dict[str, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._lanes = HandlerLanes("discord", log)
         self._dm_channels: dict[int, int] = {}  # user id → DM channel id, for DMs addressed by user
         self._fetched_places: dict[int, Place] = {}  # channels discord.py did not cache, looked up once
         self.ready = asyncio.Event()  # set while the gateway is connected and READY (or RESUMED)
@@ -237,13 +237,7 @@ class DiscordChannel:
     async def stop(self) -> None:
         """Stop intake, let handed-off messages finish (up to stop_grace_s), then close the client."""
         self._accepting = False
-        if self._tasks:
-            _done, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace_s)
-            for task in pending:
-                task.cancel()
-            if pending:
-                log.warning("discord stop cancelled handlers count=%d", len(pending))
-                await asyncio.gather(*pending, return_exceptions=True)
+        await self._lanes.stop(self._stop_grace_s)
         await self._close_client(runner_wait_s=self._stop_grace_s)
 
     async def _close_client(self, *, runner_wait_s: float) -> None:
@@ -293,7 +287,7 @@ class DiscordChannel:
         if not self._accepting:
             return
         channel_id = message.channel.id
-        self._enqueue(str(channel_id), partial(self._take_in_message, message), f"message:{message.id}")
+        self._lanes.enqueue(str(channel_id), partial(self._take_in_message, message), f"message:{message.id}")
 
     async def _take_in_message(self, message: discord.Message) -> None:
         me = self._me
@@ -322,9 +316,9 @@ class DiscordChannel:
         if not self._accepting or interaction.type is not discord.InteractionType.component:
             return
         # Acknowledged before the core runs: Discord gives an interaction three seconds.
-        self._spawn(self._acknowledge(interaction))
+        self._lanes.spawn(self._acknowledge(interaction))
         lane = str(interaction.channel_id or interaction.id)
-        self._enqueue(lane, partial(self._take_in_press, interaction), f"interaction:{interaction.id}")
+        self._lanes.enqueue(lane, partial(self._take_in_press, interaction), f"interaction:{interaction.id}")
 
     async def _acknowledge(self, interaction: discord.Interaction) -> None:
         try:
@@ -381,37 +375,6 @@ class DiscordChannel:
         # Unknown still: address the channel itself, which is where a reply must go anyway.
         kind = ChatKind.DM if guild_id is None else ChatKind.GROUP
         return Place(kind, channel_id)
-
-    def _enqueue(self, lane: str, work: Callable[[], Awaitable[None]], event: str) -> None:
-        """Run ``work`` after everything already queued for the same channel; other channels do not wait."""
-        previous = self._lanes.get(lane)
-        task = self._spawn(self._run_in_lane(previous, work, event))
-        self._lanes[lane] = task
-        task.add_done_callback(partial(self._lane_done, lane))
-
-    async def _run_in_lane(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]],
-                           event: str) -> None:
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])  # its outcome is its own; only its end matters here
-        started = time.monotonic()
-        try:
-            await work()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("discord handler failed event=%s error=%s", event, type(exc).__name__)
-            return
-        log.debug("discord handled event=%s ms=%.0f", event, (time.monotonic() - started) * 1000)
-
-    def _lane_done(self, lane: str, task: asyncio.Task[None]) -> None:
-        if self._lanes.get(lane) is task:
-            del self._lanes[lane]
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
 
     # -- sending --------------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:

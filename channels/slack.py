@@ -37,7 +37,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -56,6 +56,7 @@ from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from channels.lanes import HandlerLanes
 from channels.slack_translate import (
     PLATFORM,
     SECTION_TEXT_MAX_CHARS,
@@ -223,8 +224,7 @@ class SlackChannel:
         self._http_port: int | None = None
         self._on_message: InboundHandler | None = None
         self._on_button: ButtonHandler | None = None
-        self._lanes: dict[str, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._lanes = HandlerLanes("slack", log)
         self._stopping = False
         self._intake_lock = asyncio.Lock()
         self.ready = asyncio.Event()  # set once Slack can reach us: the socket's hello, or the HTTP server up
@@ -266,13 +266,7 @@ class SlackChannel:
         """Stop intake, let handed-off events finish (up to stop_grace_s), then close every connection."""
         self._stopping = True
         await self._close_intake()
-        if self._tasks:
-            _done, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace_s)
-            for task in pending:
-                task.cancel()
-            if pending:
-                log.warning("slack stop cancelled handlers count=%d", len(pending))
-                await asyncio.gather(*pending, return_exceptions=True)
+        await self._lanes.stop(self._stop_grace_s)
         await self._close()
 
     def _check_settings(self) -> None:
@@ -529,41 +523,13 @@ class SlackChannel:
         self._names.put(user, name)
         return name
 
+    # -- sending ---------------------------------------------------------------------------------
     def _enqueue(self, lane: str, work: Callable[[], Awaitable[None]], event_id: str) -> None:
-        """Run ``work`` after everything already queued for the same chat; other chats do not wait."""
         if self._stopping:
             log.warning("slack event dropped at stop event_id=%s", event_id)
             return
-        previous = self._lanes.get(lane)
-        task = self._spawn(self._run_in_lane(previous, work, event_id))
-        self._lanes[lane] = task
-        task.add_done_callback(partial(self._lane_done, lane))
+        self._lanes.enqueue(lane, work, event_id)
 
-    async def _run_in_lane(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]],
-                           event_id: str) -> None:
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])  # its outcome is its own; only its end matters here
-        started = time.monotonic()
-        try:
-            await work()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("slack handler failed event_id=%s error=%s", event_id, type(exc).__name__)
-            return
-        log.debug("slack handled event_id=%s ms=%.0f", event_id, (time.monotonic() - started) * 1000)
-
-    def _lane_done(self, lane: str, task: asyncio.Task[None]) -> None:
-        if self._lanes.get(lane) is task:
-            del self._lanes[lane]
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    # -- sending ---------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         """mrkdwn chunks of the text; an attachment is one more chunk (its text is the file name)."""
         chunks = text_chunks(message)

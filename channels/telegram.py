@@ -35,7 +35,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
@@ -55,6 +55,7 @@ from telegram.error import (
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
+from channels.lanes import HandlerLanes
 from channels.telegram_translate import (
     ALLOWED_UPDATES,
     PLATFORM,
@@ -251,8 +252,7 @@ class TelegramChannel:
         self._runner_task: asyncio.Task[None] | None = None
         self._webhook_runner: web.AppRunner | None = None
         self._webhook_port: int | None = None
-        self._lanes: dict[str, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._lanes = HandlerLanes("telegram", log)
         self._offset: int | None = None
         # Held while a fetched batch is taken in, so stop() never cuts a batch between journal and cursor.
         self._batch_lock = asyncio.Lock()
@@ -322,13 +322,7 @@ class TelegramChannel:
         if self._webhook_runner is not None:
             runner, self._webhook_runner = self._webhook_runner, None
             await runner.cleanup()
-        if self._tasks:
-            _done, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace_s)
-            for task in pending:
-                task.cancel()
-            if pending:
-                log.warning("telegram stop cancelled handlers count=%d", len(pending))
-                await asyncio.gather(*pending, return_exceptions=True)
+        await self._lanes.stop(self._stop_grace_s)
         if self._bot is not None:
             bot, self._bot = self._bot, None
             with contextlib.suppress(TelegramError):
@@ -511,13 +505,13 @@ class TelegramChannel:
         if isinstance(translated, ButtonPress):
             query = update.callback_query
             assert query is not None
-            self._spawn(self._answer_button(query.id, update.update_id))
+            self._lanes.spawn(self._answer_button(query.id, update.update_id))
             if self._on_button is None:
                 log.info("telegram button ignored update_id=%d reason=no_button_handler", update.update_id)
                 return
-            self._enqueue(translated.chat_id, partial(self._on_button, translated), update.update_id)
+            self._lanes.enqueue(translated.chat_id, partial(self._on_button, translated), update.update_id)
             return
-        self._enqueue(translated.chat_id, partial(self._deliver_inbound, translated), update.update_id)
+        self._lanes.enqueue(translated.chat_id, partial(self._deliver_inbound, translated), update.update_id)
 
     async def _deliver_inbound(self, message: InboundMessage) -> None:
         assert self._on_message is not None
@@ -529,37 +523,6 @@ class TelegramChannel:
             await self._require_bot().answer_callback_query(query_id)
         except TelegramError as exc:
             log.info("telegram answerCallbackQuery failed update_id=%d error=%s", update_id, type(exc).__name__)
-
-    def _enqueue(self, lane: str, work: Callable[[], Awaitable[None]], update_id: int) -> None:
-        """Run ``work`` after everything already queued for the same chat; other chats do not wait."""
-        previous = self._lanes.get(lane)
-        task = self._spawn(self._run_in_lane(previous, work, update_id))
-        self._lanes[lane] = task
-        task.add_done_callback(partial(self._lane_done, lane))
-
-    async def _run_in_lane(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]],
-                           update_id: int) -> None:
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])  # its outcome is its own; only its end matters here
-        started = time.monotonic()
-        try:
-            await work()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("telegram handler failed update_id=%d error=%s", update_id, type(exc).__name__)
-            return
-        log.debug("telegram handled update_id=%d ms=%.0f", update_id, (time.monotonic() - started) * 1000)
-
-    def _lane_done(self, lane: str, task: asyncio.Task[None]) -> None:
-        if self._lanes.get(lane) is task:
-            del self._lanes[lane]
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
 
     # -- sending ---------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
