@@ -488,7 +488,7 @@ async def test_rejected_tokens_fail_start_without_leaking_them(
 ) -> None:
     api = people
     caplog.set_level(logging.DEBUG)
-    wrong_bot = "xoxb-1000-2000-WrongWrongWrong"
+    wrong_bot = "xoxb-wrong_bot_token"
     wrong_app = "xapp-1-A0KITH-3000-WrongWrongWrong"
     with pytest.raises(ChannelStartError) as bot_refused:
         await _channel(api, stores, token=wrong_bot).start(Inbox().on_message)

@@ -36,7 +36,7 @@ import pytest_asyncio
 from aiohttp import WSCloseCode, web
 
 # --- Who the fake workspace and app are ----------------------------------------------------------
-FAKE_BOT_TOKEN = "xoxb-1000-2000-kithfakebottoken"
+FAKE_BOT_TOKEN = "xoxb-fake_bot_token_for_kith_tests"
 FAKE_APP_TOKEN = "xapp-1-A0KITH-3000-kithfakeapptoken"
 FAKE_SIGNING_SECRET = "8f742231b10e8888abcd99kith85a5e1"
 TEAM_ID = "T0KITH"
