@@ -193,3 +193,28 @@ BM25_B = 0.75
 
 # --- Memory: records (memory/records.py) --------------------------------------
 DEFAULT_IMPORTANCE = 0.5
+
+# --- Memory: the store (memory/store.py) --------------------------------------
+CHROMA_CHECK_TIMEOUT_S = 10.0
+STORE_PAGE = 500  # records per Chroma round trip when scanning
+FILTERED_QUERY_MAX = 500  # up to this many memories, a person is searched with Chroma's metadata filter
+NEAREST_OVERSAMPLE = 2.0  # beyond it, an unfiltered search fetches this many times the person's share
+NEAREST_POOL_MAX = 1_000  # ... unless that pool would be larger than this: then filtered after all
+LEXICAL_PRUNE_MIN_MEMORIES = 200  # below this, BM25 keeps every query word
+LEXICAL_MAX_DF_FRACTION = 0.2  # a query word in more of a person's memories than this is left out of BM25
+CHANGE_CATCHUP_MAX = 2_000  # other writers' changes re-read one by one; more than this: rebuild from Chroma
+
+# --- Recall: the engine (memory/recall.py) ------------------------------------
+RECALL_POOL_MIN = 50  # candidates each path fetches at least, before blending
+RECALL_POOL_FACTOR = 3  # ... or this many times the results wanted
+RECALL_QUERY_CACHE = 512  # query embeddings kept (LRU)
+RECALL_NOTE_VECTOR_CACHE = 4_096  # staged-note embeddings kept (LRU)
+RECALL_QUERY_MAX_CHARS = 2_000  # a longer message is matched on its first part
+RECALL_PINNED_REFRESH_S = 30.0  # a person's pinned facts are re-read at most this often
+RECALL_PINNED_READ_SHARE = 0.01  # ... and re-reading them may take at most this share of the store's time
+USE_CAS_RETRIES = 5
+
+# --- Memory: the change log (memory/changes.py) -------------------------------
+CHANGE_LOG_KEEP = 100_000  # entries kept; a reader further behind than this rebuilds from Chroma
+CHANGE_LOG_TRIM_EVERY = 1_000  # trim once per this many sequence numbers
+CHANGE_LOG_OVERLAP = 256  # entries behind the cursor read again (late commits; not on SQLite)

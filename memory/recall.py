@@ -1,8 +1,11 @@
 """The recall engine: one person's memories and staged notes that match a query, ranked.
 
 Both paths run for every query, in one store lookup: BM25 over the person's active memories
-(the store keeps that index) and, when an embedder vector for the query is at hand, Chroma's
-nearest neighbours.
+and, when an embedder vector for the query is at hand, their nearest neighbours. The store
+keeps both indexes and the records in memory; with its change log it answers without a Chroma
+call, after re-reading whatever another process changed (so a memory forgotten with
+``bot.py memory forget`` never reaches a prompt; see :mod:`memory.store`). A group chat asks
+the store for shared memories only, so nothing private is fetched and then thrown away.
 Staged notes (seed 002's daily notes, not yet curated by the gate) are matched the same way,
 with BM25 over the person's unpromoted notes and cosines from note vectors this engine keeps.
 :mod:`memory.ranking` blends and orders them.
@@ -31,6 +34,16 @@ from datetime import datetime
 
 from core.config import RecallSettings
 from core.conversation import CompletedTurn
+from core.tunables import (
+    RECALL_NOTE_VECTOR_CACHE,
+    RECALL_PINNED_READ_SHARE,
+    RECALL_PINNED_REFRESH_S,
+    RECALL_POOL_FACTOR,
+    RECALL_POOL_MIN,
+    RECALL_QUERY_CACHE,
+    RECALL_QUERY_MAX_CHARS,
+    USE_CAS_RETRIES,
+)
 from memory.bm25 import BM25Index, normalize_scores
 from memory.embedders import Vector
 from memory.ranking import Candidate, Ranked, cited, cosine, latest_pinned, rank
@@ -41,15 +54,6 @@ from memory.text import normalize
 log = logging.getLogger("kith.memory.recall")
 
 # Proposed for core/tunables.py:
-RECALL_POOL_MIN = 50  # candidates each path fetches at least, before blending
-RECALL_POOL_FACTOR = 3  # ... or this many times the results wanted
-RECALL_SCOPE_OVERFETCH = 3  # a group chat drops private memories after the fetch: fetch more
-RECALL_QUERY_CACHE = 512  # query embeddings kept (LRU)
-RECALL_NOTE_VECTOR_CACHE = 4_096  # staged-note embeddings kept (LRU)
-RECALL_QUERY_MAX_CHARS = 2_000  # a longer message is matched on its first part
-RECALL_PINNED_REFRESH_S = 30.0  # a person's pinned facts are re-read at most this often
-RECALL_PINNED_READ_SHARE = 0.01  # ... and re-reading them may take at most this share of the store's time
-USE_CAS_RETRIES = 5
 
 
 def query_key(query: str) -> str:
@@ -196,11 +200,22 @@ class RecallEngine:
         query = query[:RECALL_QUERY_MAX_CHARS]
         now = self.clock()
         pool = max(RECALL_POOL_MIN, limit * RECALL_POOL_FACTOR)
-        fetch = pool * (RECALL_SCOPE_OVERFETCH if shared_only else 1)
-        vector_job = self.queries.get(query, budget_s) if use_vectors else _none()
-        notes_job = self.store.notes_of(person, unpromoted_only=True) if include_notes else _no_notes()
-        notes, vectors = await asyncio.gather(notes_job, vector_job)
-        hits, lexical = await self.store.lookup(person, vectors=vectors, query=query, k=fetch)
+        # Three threads at once: the embedder embeds the query, Chroma's thread reads the staged notes,
+        # and this one catches up with other processes and runs BM25 before it needs the vector.
+        notes_job = asyncio.ensure_future(self.store.notes_of(person, unpromoted_only=True) if include_notes
+                                          else _no_notes())
+        vector_job = asyncio.ensure_future(self.queries.get(query, budget_s)) if use_vectors else None
+        try:
+            hits, lexical = await self.store.lookup(person, vectors=vector_job, query=query, k=pool,
+                                                    scope=Scope.SHARED if shared_only else None)
+            notes = await notes_job
+        except BaseException:
+            jobs = [job for job in (notes_job, vector_job) if job is not None]
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+            raise
+        vectors = vector_job.result() if vector_job is not None else None
         cosines: dict[str, float] = {}
         records: dict[str, MemoryRecord] = {}
         for hit in hits:
@@ -285,11 +300,17 @@ class RecallEngine:
     async def pinned(self, person: str, *, shared_only: bool, budget_s: float) -> list[MemoryRecord]:
         """The latest ``pinned_max`` pinned facts of ``person`` visible here, newest first.
 
-        The list is re-read at most every RECALL_PINNED_REFRESH_S (longer for a person with many
-        memories); a re-read slower than ``budget_s`` finishes in the background and this reply
-        uses the last list. :meth:`forget_pinned` forces a re-read after a pin changed.
+        When the store answers from memory (its change log keeps that current across processes)
+        the pins are read there on every call. Otherwise the list is re-read from Chroma at most
+        every RECALL_PINNED_REFRESH_S (longer for a person with many memories); a re-read slower
+        than ``budget_s`` finishes in the background and this reply uses the last list.
+        :meth:`forget_pinned` forces a re-read after a pin changed.
         """
         now = self.clock()
+        if self.store.answers_from_memory:
+            current = await self.store.pinned_of(person)
+            shown = [r for r in current if visible(r, person, now, shared_only=shared_only)]
+            return latest_pinned(shown, self.settings.pinned_max, now)
         entry = self._pinned.get(person)
         if entry is None or time.monotonic() > entry[0]:
             job = self._pinned_jobs.get(person)
@@ -343,10 +364,6 @@ class RecallEngine:
             if partners:
                 out[record.id] = partners
         return out
-
-
-async def _none() -> None:
-    return None
 
 
 async def _no_notes() -> list[Note]:

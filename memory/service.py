@@ -18,6 +18,7 @@ from core.config import Settings
 from core.db import Database
 from core.types import utcnow
 from memory.capture import Capture, PausedHook
+from memory.changes import ChangeLog
 from memory.embedders import Embedder, EmbedderStatus, open_embedder
 from memory.gate import MemoryGate, PromoteReport
 from memory.records import MemoryRecord, Status
@@ -142,7 +143,8 @@ class MemoryService:
             else:
                 log.warning("%s", status.line())
         store = await MemoryStore.open(
-            settings.memory, settings.storage.data_path(), embedder, status, namespace=namespace
+            settings.memory, settings.storage.data_path(), embedder, status, namespace=namespace,
+            changes=ChangeLog(db),
         )
         book = TombstoneBook(db)
         gate = MemoryGate(store, book, settings.memory, clock)

@@ -18,8 +18,20 @@ store re-reads the record and refuses a writer whose revision is stale with
 :class:`RevisionConflict`, so two writers never silently overwrite each other (seed 002).
 Every write to an existing memory (update, delete, reassign) takes that lock.
 
-Each person also gets a BM25 index of their active memories (:mod:`memory.bm25`), built
-lazily from the store and kept in step with every write, for the lexical path.
+Each person also gets an in-memory view of their active memories, built lazily from the store
+and kept in step with every write, merge, forget and move through one code path
+(``_touched``): the records themselves, a BM25 index (:mod:`memory.bm25`) and, from the first
+vector search on, their vectors as a float32 matrix (:mod:`memory.vector_table`). Chroma
+stays the durable store: every write reaches it first.
+
+Other processes (``bot.py memory forget``, ``bot.py people link``, the heartbeat) write to the
+same Chroma. With a :class:`~memory.changes.ChangeLog` every store logs what it changed there,
+and :meth:`MemoryStore.lookup` and :meth:`MemoryStore.candidates` first re-read whatever other
+writers logged since, then answer from memory alone: vector top-k, BM25 and the records, no
+Chroma call. So a memory forgotten elsewhere never reaches a prompt, and recall costs
+milliseconds at 10,000 memories. Without a change log a store cannot know what others did:
+those two ask Chroma for the nearest neighbours and re-read every hit by id, as
+:meth:`MemoryStore.nearest` and :meth:`MemoryStore.lexical` always do.
 """
 
 from __future__ import annotations
@@ -30,19 +42,34 @@ import enum
 import functools
 import logging
 import math
+import secrets
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from core.config import MemorySettings, Settings
 from core.doctor import CheckResult
+from core.tunables import (
+    CHANGE_CATCHUP_MAX,
+    CHROMA_CHECK_TIMEOUT_S,
+    FILTERED_QUERY_MAX,
+    LEXICAL_MAX_DF_FRACTION,
+    LEXICAL_PRUNE_MIN_MEMORIES,
+    NEAREST_OVERSAMPLE,
+    NEAREST_POOL_MAX,
+    STORE_PAGE,
+)
 from memory.bm25 import BM25Index
+from memory.changes import Change, ChangeLog
 from memory.embedders import EMBED_TIMEOUT_S, HASH_DIM, Embedder, EmbedderStatus, Vector, hashed_vector
 from memory.records import (
     Horizon,
@@ -50,11 +77,13 @@ from memory.records import (
     MemoryKind,
     MemoryRecord,
     MetadataValue,
+    Scope,
     Status,
     from_metadata,
     to_metadata,
 )
 from memory.text import content_words
+from memory.vector_table import VectorTable
 
 log = logging.getLogger("kith.memory.store")
 
@@ -65,13 +94,6 @@ HASH_SPACE = "hash"  # ... when it is the hashed fallback, not an embedder's
 SPACE_KEY = "kith_vector_space"  # collection metadata: the space the collection was built for
 DIM_KEY = "kith_dim"
 REBUILD_SUFFIX = "-rebuild"
-CHROMA_CHECK_TIMEOUT_S = 10.0
-STORE_PAGE = 500  # records per Chroma round trip when scanning
-FILTERED_QUERY_MAX = 500  # up to this many memories, a person is searched with Chroma's metadata filter
-NEAREST_OVERSAMPLE = 2.0  # beyond it, an unfiltered search fetches this many times the person's share
-NEAREST_POOL_MAX = 1_000  # ... unless that pool would be larger than this: then filtered after all
-LEXICAL_PRUNE_MIN_MEMORIES = 200  # below this, BM25 keeps every query word
-LEXICAL_MAX_DF_FRACTION = 0.2  # a query word in more of a person's memories than this is left out of BM25
 
 
 class Collection(enum.StrEnum):
@@ -187,28 +209,60 @@ class Candidate:
 
 @dataclass
 class _PersonIndex:
-    """One person's active memories, in memory: summaries, BM25 and document frequencies."""
+    """One person's active memories, in memory: records, summaries, BM25, document frequencies and,
+    once a vector search needed them, their vectors."""
 
     bm25: BM25Index = field(default_factory=BM25Index)
     summaries: dict[str, MemorySummary] = field(default_factory=dict)
     df: Counter[str] = field(default_factory=Counter)  # content word -> memories holding it
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    scoped: dict[Scope, set[str]] = field(default_factory=lambda: {scope: set() for scope in Scope})
+    pinned: set[str] = field(default_factory=set)
+    vectors: VectorTable | None = None  # None until loaded, or after a write it could not follow
 
-    def put(self, record: MemoryRecord, space: str) -> None:
-        self.drop(record.id)
+    def put(self, record: MemoryRecord, space: str, vector: npt.ArrayLike | None = None) -> None:
+        """Index ``record`` (drop it unless active); ``vector`` None: its stored vector did not change."""
         if record.status is not Status.ACTIVE:
+            self.drop(record.id)
             return
+        self._drop_text(record.id)
+        self.records[record.id] = record
         self.summaries[record.id] = MemorySummary(
             record.id, record.person, record.text, record.kind, record.pinned, record.expires_at, space
         )
+        self.scoped[record.scope].add(record.id)
+        if record.pinned:
+            self.pinned.add(record.id)
         self.df.update(set(content_words(record.text)))
         self.bm25.add(record.id, record.text)
+        if self.vectors is None:
+            return
+        if vector is not None:
+            if not self.vectors.put(record.id, vector, record.scope):
+                self.vectors = None  # another size than the table's: load them afresh when next needed
+        elif record.id in self.vectors:
+            self.vectors.set_scope(record.id, record.scope)
+        else:
+            self.vectors = None  # a vector this view never saw: load them afresh when next needed
 
     def drop(self, memory_id: str) -> None:
+        self._drop_text(memory_id)
+        if self.vectors is not None:
+            self.vectors.drop(memory_id)
+
+    def _drop_text(self, memory_id: str) -> None:
         summary = self.summaries.pop(memory_id, None)
         if summary is None:
             return
+        record = self.records.pop(memory_id)
+        self.scoped[record.scope].discard(memory_id)
+        self.pinned.discard(memory_id)
         self.df.subtract(set(content_words(summary.text)))
         self.bm25.remove(memory_id)
+
+    def allowed(self, scope: Scope | None) -> set[str] | None:
+        """The ids BM25 may rank for ``scope`` (None: all)."""
+        return self.scoped[scope] if scope is not None else None
 
     def distinctive(self, query: str, max_words: int | None = None) -> str:
         """The query's words that can tell memories apart (at most ``max_words``, rarest first).
@@ -295,6 +349,7 @@ class MemoryStore:
         namespace: str = "",
         executor: concurrent.futures.ThreadPoolExecutor | None = None,
         filtered_query_max: int = FILTERED_QUERY_MAX,
+        changes: ChangeLog | None = None,
     ) -> None:
         self.client = client
         self.filtered_query_max = filtered_query_max
@@ -310,8 +365,14 @@ class MemoryStore:
         self._index_locks = _KeyedLocks()
         self._indexes: dict[str, _PersonIndex] = {}
         self._writes: dict[str, int] = {}  # person -> write counter, so a lazy index build sees races
+        self._epoch = 0  # bumped when every index is dropped at once: builds under way start over
         self._memory_total = 0  # records in the memories collection, kept in step by this store
         self.embed_failures = 0
+        self.changes = changes
+        self._writer = secrets.token_hex(8)  # this store's entries in the change log
+        self._cursor = 0  # the change log read so far (set to its head by ``open``)
+        self._applied: set[int] = set()  # other writers' entries applied within the log's overlap
+        self._catchup_lock = asyncio.Lock()
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -324,7 +385,10 @@ class MemoryStore:
         *,
         namespace: str = "",
         filtered_query_max: int = FILTERED_QUERY_MAX,
+        changes: ChangeLog | None = None,
     ) -> MemoryStore:
+        """Open the store; with ``changes`` (the log every kith process on this database shares) lookups
+        are answered from memory after catching up with other processes' writes."""
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-chroma")
         loop = asyncio.get_running_loop()
         try:
@@ -339,9 +403,22 @@ class MemoryStore:
             namespace=namespace,
             executor=executor,
             filtered_query_max=filtered_query_max,
+            changes=changes,
         )
-        await store._prepare()
+        try:
+            if changes is not None:
+                # Before any index is built: whatever was logged until now is in what builds will read.
+                store._cursor = await changes.prepare()
+            await store._prepare()
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
         return store
+
+    @property
+    def answers_from_memory(self) -> bool:
+        """Whether lookups and pinned facts come from memory kept current by a change log (no Chroma call)."""
+        return self.changes is not None
 
     @property
     def embedder_ready(self) -> bool:
@@ -511,7 +588,15 @@ class MemoryStore:
         return sorted((from_metadata(md) for md in rows), key=lambda r: (r.created_at, r.id))
 
     async def pinned_of(self, person: str) -> list[MemoryRecord]:
-        """The person's active pinned memories (a filtered read: no scan of all their memories)."""
+        """The person's active pinned memories, oldest first.
+
+        With a change log, from memory (current: other processes' writes caught up with first);
+        without, a filtered read of Chroma (no scan of all their memories).
+        """
+        if self.changes is not None:
+            await self._catch_up()
+            index = await self._index(person)
+            return sorted((index.records[i] for i in index.pinned), key=lambda r: (r.created_at, r.id))
         rows = await self._run(
             self._scan_sync,
             Collection.MEMORIES,
@@ -532,12 +617,48 @@ class MemoryStore:
     async def count(self, kind: Collection) -> int:
         return int(await self._run(self._cols[kind].count))
 
-    def _nearest_sync(self, person: str | None, vector: Vector, k: int) -> tuple[list[str], list[float]]:
-        where = _where(person=person, status=Status.ACTIVE.value) if person is not None else None
+    def _nearest_sync(
+        self, person: str | None, vector: Vector, k: int, scope: Scope | None = None
+    ) -> tuple[list[str], list[float]]:
+        where = (
+            _where(person=person, status=Status.ACTIVE.value, scope=scope.value if scope else None)
+            if person is not None
+            else None
+        )
         result = self._cols[Collection.MEMORIES].query(
             query_embeddings=[vector], n_results=k, where=where, include=["distances"]
         )
         return list(result["ids"][0]), list(result["distances"][0])
+
+    def _records_sync(self, ids: Sequence[str]) -> list[tuple[dict[str, MetadataValue], npt.NDArray[np.float32]]]:
+        """Memories by id with their stored vectors (float32), in the order asked; missing ids left out."""
+        unique = list(dict.fromkeys(ids))
+        by_id: dict[str, tuple[dict[str, MetadataValue], npt.NDArray[np.float32]]] = {}
+        for start in range(0, len(unique), STORE_PAGE):
+            page = self._cols[Collection.MEMORIES].get(
+                ids=unique[start : start + STORE_PAGE], include=["metadatas", "embeddings"]
+            )
+            if not page["ids"]:
+                continue
+            values = np.asarray(page["embeddings"], dtype=np.float32).reshape(len(page["ids"]), -1)
+            for row, (memory_id, md) in enumerate(zip(page["ids"], page["metadatas"], strict=True)):
+                by_id[memory_id] = (dict(md), values[row])
+        return [by_id[i] for i in unique if i in by_id]
+
+    def _person_vectors_sync(self, person: str) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """Ids and stored vectors of the person's active memories, read in one job on the Chroma thread."""
+        col = self._cols[Collection.MEMORIES]
+        ids = col.get(where=_where(person=person, status=Status.ACTIVE.value), include=[])["ids"]
+        found: list[str] = []
+        chunks: list[npt.NDArray[np.float32]] = []
+        for start in range(0, len(ids), STORE_PAGE):
+            page = col.get(ids=ids[start : start + STORE_PAGE], include=["embeddings"])
+            if page["ids"]:
+                found.extend(page["ids"])
+                chunks.append(np.asarray(page["embeddings"], dtype=np.float32).reshape(len(page["ids"]), -1))
+        if not chunks:
+            return [], np.zeros((0, self._hash_dims.get(Collection.MEMORIES, HASH_DIM)), dtype=np.float32)
+        return found, np.concatenate(chunks)
 
     async def nearest(self, person: str, vectors: Vectors, k: int) -> list[VectorHit]:
         """The ``k`` active memories of ``person`` nearest the (single) query vector, read fresh."""
@@ -551,6 +672,7 @@ class MemoryStore:
 
     async def lexical(self, person: str, query: str, k: int) -> list[tuple[MemoryRecord, float]]:
         """BM25 over the person's active memories, best first, read fresh."""
+        await self._catch_up()
         index = await self._index(person)
         ranked = index.bm25.search(index.distinctive(query), k)
         records = {r.id: r for r in await self._fresh(person, [i for i, _s in ranked])}
@@ -560,17 +682,34 @@ class MemoryStore:
         self,
         person: str,
         *,
-        vectors: Vectors | None = None,
+        vectors: Vectors | Awaitable[Vectors | None] | None = None,
         query: str | None = None,
         k: int,
         max_query_words: int | None = None,
+        scope: Scope | None = None,
     ) -> tuple[list[VectorHit], list[tuple[MemoryRecord, float]]]:
-        """Vector neighbours and BM25 hits together, records read fresh in one round trip."""
-        near = await self.candidates(person, vectors=vectors, k=k) if vectors is not None else []
+        """Vector neighbours and BM25 hits together, each at most ``k``, only of ``scope`` when given.
+
+        ``vectors`` may still be on its way (an awaitable, e.g. the query's embedding): catching up
+        and BM25 run meanwhile. With a change log the records come from memory, after catching up
+        with what other processes logged (so a memory they forgot is gone); without one they are
+        re-read from Chroma in one round trip.
+        """
+        await self._catch_up()
         index = await self._index(person)
-        ranked = index.bm25.search(index.distinctive(query, max_query_words), k) if query else []
-        ids = list(dict.fromkeys([c.summary.id for c in near] + [i for i, _s in ranked]))
-        records = {r.id: r for r in await self._fresh(person, ids)}
+        ranked = (
+            index.bm25.search(index.distinctive(query, max_query_words), k, index.allowed(scope)) if query else []
+        )
+        if vectors is not None and not isinstance(vectors, Vectors):
+            vectors = await vectors
+        near = await self._candidates(person, vectors=vectors, k=k, scope=scope) if vectors is not None else []
+        index = await self._index(person)
+        records: Mapping[str, MemoryRecord]
+        if self.changes is not None:
+            records = index.records
+        else:
+            ids = list(dict.fromkeys([c.summary.id for c in near] + [i for i, _s in ranked]))
+            records = {r.id: r for r in await self._fresh(person, ids) if scope is None or r.scope is scope}
         hits = [
             VectorHit(records[c.summary.id], c.cosine or 0.0, c.trusted)
             for c in near
@@ -606,39 +745,142 @@ class MemoryStore:
         query: str | None = None,
         k: int,
         max_query_words: int | None = None,
+        scope: Scope | None = None,
     ) -> list[Candidate]:
         """The person's active memories nearest ``vectors`` and best for ``query`` (BM25), from memory.
 
-        Chroma is asked for ids and distances only: reading a record's metadata costs far more
-        than the search. Its metadata-filtered search costs time in proportion to the person's
-        memories, so a person with many is searched unfiltered, with enough extra results to
-        hold ``k`` of theirs. Summaries may trail another process's writes; writers re-read.
+        With a change log the vector search runs in memory too, after catching up with other
+        processes. Without one Chroma is asked for ids and distances only, and summaries may
+        trail another process's writes; writers re-read.
         """
+        await self._catch_up()
+        return await self._candidates(
+            person, vectors=vectors, query=query, k=k, max_query_words=max_query_words, scope=scope
+        )
+
+    async def _candidates(
+        self,
+        person: str,
+        *,
+        vectors: Vectors | None = None,
+        query: str | None = None,
+        k: int,
+        max_query_words: int | None = None,
+        scope: Scope | None = None,
+    ) -> list[Candidate]:
         if k <= 0:
             return []
         index = await self._index(person)
         found: dict[str, Candidate] = {}
         if vectors is not None:
-            own = len(index.summaries)
-            pool = math.ceil(k * NEAREST_OVERSAMPLE * max(self._memory_total, own, 1) / max(own, 1))
-            filtered = own <= self.filtered_query_max or pool > NEAREST_POOL_MAX
-            ids, distances = await self._run(
-                self._nearest_sync, person if filtered else None, vectors.values[0], k if filtered else pool
-            )
-            unknown = [i for i in ids if i not in index.summaries] if filtered else []
-            if unknown:  # written by another process since the index was built: learn them
-                for md in await self._run(self._get_sync, Collection.MEMORIES, unknown):
-                    index.put(from_metadata(md), str(md.get(VECTOR_KEY, HASH_SPACE)))
-            for memory_id, distance in zip(ids, distances, strict=True):
+            if self.changes is not None:
+                near = (await self._vector_table(person, index)).nearest(vectors.values[0], k, scope)
+            else:
+                near = await self._nearest_in_chroma(person, index, vectors.values[0], k, scope)
+            for memory_id, cosine in near:
                 summary = index.summaries.get(memory_id)
                 if summary is not None and len(found) < k:
                     trusted = vectors.from_embedder and summary.space == vectors.space
-                    found[memory_id] = Candidate(summary, 1.0 - float(distance), trusted)
+                    found[memory_id] = Candidate(summary, cosine, trusted)
         if query:
-            for memory_id, _score in index.bm25.search(index.distinctive(query, max_query_words), k):
+            ranked = index.bm25.search(index.distinctive(query, max_query_words), k, index.allowed(scope))
+            for memory_id, _score in ranked:
                 if memory_id not in found and memory_id in index.summaries:
                     found[memory_id] = Candidate(index.summaries[memory_id], None, False)
         return list(found.values())
+
+    async def _nearest_in_chroma(
+        self, person: str, index: _PersonIndex, vector: Vector, k: int, scope: Scope | None
+    ) -> list[tuple[str, float]]:
+        """Chroma's nearest neighbours of the person's: (id, cosine), best first.
+
+        Chroma's metadata-filtered search costs time in proportion to the person's memories, so a
+        person with many is searched unfiltered, with enough extra results to hold ``k`` of theirs.
+        """
+        own = len(index.summaries) if scope is None else len(index.scoped[scope])
+        pool = math.ceil(k * NEAREST_OVERSAMPLE * max(self._memory_total, own, 1) / max(own, 1))
+        filtered = own <= self.filtered_query_max or pool > NEAREST_POOL_MAX
+        ids, distances = await self._run(
+            self._nearest_sync,
+            person if filtered else None,
+            vector,
+            k if filtered else pool,
+            scope if filtered else None,
+        )
+        unknown = [i for i in ids if i not in index.summaries] if filtered else []
+        if unknown:  # written by another process since the index was built: learn them
+            for md in await self._run(self._get_sync, Collection.MEMORIES, unknown):
+                index.put(from_metadata(md), str(md.get(VECTOR_KEY, HASH_SPACE)))
+        out: list[tuple[str, float]] = []
+        for memory_id, distance in zip(ids, distances, strict=True):
+            record = index.records.get(memory_id)
+            if record is not None and (scope is None or record.scope is scope):
+                out.append((memory_id, 1.0 - float(distance)))
+        return out
+
+    async def _vector_table(self, person: str, index: _PersonIndex) -> VectorTable:
+        """The person's vectors as one float32 matrix, loaded from Chroma on first use."""
+        if index.vectors is None:
+            async with self._index_locks.hold([f"vectors\x00{person}"]):
+                if index.vectors is None:
+                    started = time.perf_counter()
+                    ids, values = await self._run(self._person_vectors_sync, person)
+                    # Installed before anything else runs: a write queued behind this read on the
+                    # Chroma thread resumes after this, and ``_touched`` then puts its vector here.
+                    keep = [row for row, memory_id in enumerate(ids) if memory_id in index.records]
+                    index.vectors = VectorTable.build(
+                        values.shape[1],
+                        [ids[row] for row in keep],
+                        values[keep],
+                        [index.records[ids[row]].scope for row in keep],
+                    )
+                    log.info(
+                        "memory vectors loaded person=%s vectors=%d ms=%.0f",
+                        person,
+                        len(keep),
+                        (time.perf_counter() - started) * 1000,
+                    )
+        assert index.vectors is not None
+        return index.vectors
+
+    async def _catch_up(self) -> None:
+        """Apply what other processes logged since the last call: re-read those memories from Chroma."""
+        if self.changes is None:
+            return
+        async with self._catchup_lock:
+            found = await self.changes.since(self._cursor, self._writer, CHANGE_CATCHUP_MAX)
+            if not found.complete:
+                log.info(
+                    "memory change log out of reach cursor=%d head=%d; indexes rebuilt from chroma",
+                    self._cursor,
+                    found.head,
+                )
+                self._drop_indexes()
+                self._applied.clear()
+            else:
+                fresh = [c for c in found.changes if c.seq not in self._applied]
+                if fresh:
+                    await self._apply_changes(fresh)
+                    self._applied.update(c.seq for c in fresh)
+            self._cursor = max(self._cursor, found.head)
+            horizon = self._cursor - self.changes.overlap
+            self._applied = {seq for seq in self._applied if seq > horizon}
+
+    async def _apply_changes(self, changes: Sequence[Change]) -> None:
+        # Only memories some index holds need re-reading: an index built later reads Chroma anyway.
+        # A move is logged under both people, so the new owner's index learns it too.
+        wanted = [c.memory_id for c in changes if c.person in self._indexes]
+        rows = await self._run(self._records_sync, wanted) if wanted else []
+        # At once after the read, like a write of this store after its Chroma call.
+        for change in changes:
+            self._touched(None, person=change.person, dropped=change.memory_id)
+        for md, vector in rows:
+            self._touched(from_metadata(md), str(md.get(VECTOR_KEY, HASH_SPACE)), vector=vector)
+        log.info("memory changes from other processes applied changes=%d reread=%d", len(changes), len(rows))
+
+    def _drop_indexes(self) -> None:
+        self._indexes.clear()
+        self._epoch += 1
 
     async def _index(self, person: str) -> _PersonIndex:
         index = self._indexes.get(person)
@@ -646,11 +888,11 @@ class MemoryStore:
             return index
         async with self._index_locks.hold([person]):
             while person not in self._indexes:
-                seen = self._writes.get(person, 0)
+                seen = (self._epoch, self._writes.get(person, 0))
                 rows = await self._run(
                     self._scan_sync, Collection.MEMORIES, _where(person=person, status=Status.ACTIVE.value)
                 )
-                if self._writes.get(person, 0) != seen:
+                if (self._epoch, self._writes.get(person, 0)) != seen:
                     continue  # a write landed while reading: read again so the index misses nothing
                 built = _PersonIndex()
                 for md in rows:
@@ -662,9 +904,13 @@ class MemoryStore:
         """Build every person's in-memory index in one pass (run it in the background at start-up).
 
         Returns how many people were indexed. A person written to meanwhile is left to the lazy build.
+        Vectors are not loaded here: each person's are, on their first vector search.
         """
+        epoch = self._epoch
         seen = dict(self._writes)
         rows = await self._run(self._scan_sync, Collection.MEMORIES, {"status": Status.ACTIVE.value})
+        if self._epoch != epoch:
+            return 0
         built: dict[str, _PersonIndex] = {}
         for md in rows:
             built.setdefault(str(md["person"]), _PersonIndex()).put(
@@ -685,7 +931,9 @@ class MemoryStore:
         *,
         person: str | None = None,
         dropped: str | None = None,
+        vector: npt.ArrayLike | None = None,
     ) -> None:
+        """Keep the in-memory index in step with a write (``vector`` None: the stored one did not change)."""
         owner = record.person if record is not None else person
         if owner is None:
             return
@@ -694,9 +942,14 @@ class MemoryStore:
         if index is None:
             return
         if record is not None:
-            index.put(record, space)
+            index.put(record, space, vector)
         if dropped is not None:
             index.drop(dropped)
+
+    async def _log(self, entries: Iterable[tuple[str, str]]) -> None:
+        """Tell other processes which (person, memory) pairs this store just changed in Chroma."""
+        if self.changes is not None:
+            await self.changes.append(self._writer, list(entries), datetime.now(UTC))
 
     # --- writing ------------------------------------------------------------------------
     async def add_memory(self, record: MemoryRecord, vectors: Vectors | None = None) -> MemoryRecord:
@@ -710,7 +963,8 @@ class MemoryStore:
             metadatas=[md],
         )
         self._memory_total += 1
-        self._touched(record, vectors.space)
+        self._touched(record, vectors.space, vector=vectors.values[0])
+        await self._log([(record.person, record.id)])
         return record
 
     async def add_memories(self, records: Sequence[MemoryRecord], vectors: Vectors | None = None) -> None:
@@ -726,8 +980,9 @@ class MemoryStore:
             metadatas=metadatas,
         )
         self._memory_total += len(records)
-        for record in records:
-            self._touched(record, vectors.space)
+        for record, value in zip(records, vectors.values, strict=True):
+            self._touched(record, vectors.space, vector=value)
+        await self._log((r.person, r.id) for r in records)
 
     def _add_absent_sync(
         self,
@@ -792,15 +1047,18 @@ class MemoryStore:
             stored = replace(record, revision=current.revision + 1)
             md = to_metadata(stored)
             kwargs: dict[str, Any] = {}
+            vector: Vector | None = None
             if stored.text != current.text:
                 vectors = await self.vectors([stored.text])
                 kwargs["embeddings"] = vectors.values
                 md[VECTOR_KEY] = vectors.space
+                vector = vectors.values[0]
             else:
                 md[VECTOR_KEY] = rows[0].get(VECTOR_KEY, HASH_SPACE)
             await self._run(self._cols[Collection.MEMORIES].update, ids=[record.id], metadatas=[md], **kwargs)
-            self._touched(stored, str(md[VECTOR_KEY]))
-            return stored
+            self._touched(stored, str(md[VECTOR_KEY]), vector=vector)
+        await self._log([(stored.person, stored.id)])
+        return stored
 
     async def delete_memories(self, ids: Sequence[str]) -> int:
         if not ids:
@@ -811,6 +1069,7 @@ class MemoryStore:
         self._memory_total -= len(rows)
         for md in rows:
             self._touched(None, person=str(md["person"]), dropped=str(md["id"]))
+        await self._log((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)
 
     async def delete_notes(self, ids: Sequence[str]) -> int:
@@ -851,23 +1110,26 @@ class MemoryStore:
                 break
             ids = list(page["ids"])
             async with self._cas.hold(ids):
-                rows = await self._run(self._get_sync, Collection.MEMORIES, ids)
+                rows = await self._run(self._records_sync, ids)
                 # The person change is a write like any other: stale writers must see a new revision.
-                metadatas = []
-                for md in rows:
+                moved: list[tuple[MemoryRecord, str, npt.NDArray[np.float32]]] = []
+                for md, vector in rows:
                     record = replace(
                         from_metadata(md), person=new, revision=int(md["revision"]) + 1, updated_at=now
                     )
-                    metadatas.append(to_metadata(record) | {VECTOR_KEY: md.get(VECTOR_KEY, HASH_SPACE)})
-                await self._run(
-                    self._cols[Collection.MEMORIES].update,
-                    ids=[str(md["id"]) for md in rows],
-                    metadatas=metadatas,
-                )
+                    moved.append((record, str(md.get(VECTOR_KEY, HASH_SPACE)), vector))
+                if moved:
+                    await self._run(
+                        self._cols[Collection.MEMORIES].update,
+                        ids=[record.id for record, _space, _vector in moved],
+                        metadatas=[to_metadata(record) | {VECTOR_KEY: space} for record, space, _vector in moved],
+                    )
+                # Records, BM25 and vectors go from one person's index to the other's.
+                for record, space, vector in moved:
+                    self._touched(None, person=old, dropped=record.id)
+                    self._touched(record, space, vector=vector)
+            await self._log(pair for record, _s, _v in moved for pair in ((old, record.id), (new, record.id)))
             moved_memories += len(rows)
-        for person in (old, new):
-            self._indexes.pop(person, None)
-            self._writes[person] = self._writes.get(person, 0) + 1
         log.info("memory reassigned notes=%d memories=%d", moved_notes, moved_memories)
         return moved_notes, moved_memories
 

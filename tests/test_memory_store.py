@@ -1,4 +1,8 @@
-"""The Chroma memory store, embedded and against a real ``chroma run`` server, through the same code."""
+"""The Chroma memory store, embedded and against a real ``chroma run`` server, through the same code.
+
+The ``store`` fixture keeps a change log (:mod:`memory.changes`), as kith's processes do, so
+lookups are answered from memory; a few tests open stores without one (the Chroma path).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +25,11 @@ from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.db import Database
 from memory import capture as _capture_tables  # noqa: F401  (declares capture_cursors)
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
+from memory.changes import ChangeLog, memory_changes
 from memory.embedders import EmbedderStatus
 from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.store import Collection, MemoryStore, Note, RevisionConflict, check_chroma
+from memory.tombstones import Forgetter, TombstoneBook
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NONE_STATUS = EmbedderStatus("none", ready=False, disabled=True)
@@ -62,6 +68,7 @@ def record(
     memory_id: str | None = None,
     when: datetime = T0,
     status: Status = Status.ACTIVE,
+    scope: Scope = Scope.DM,
 ) -> MemoryRecord:
     return MemoryRecord(
         id=memory_id or "m_" + secrets.token_hex(6),
@@ -70,7 +77,7 @@ def record(
         text=text,
         evidence=tuple(evidence or (text,)),
         sources=(Source("console", "ana", "m" + secrets.token_hex(3), when),),
-        scope=Scope.DM,
+        scope=scope,
         status=status,
         created_at=when,
         updated_at=when,
@@ -173,14 +180,24 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     settings = memory_settings(tmp_path, chroma_url=chroma_url)
     # Tests sharing the server keep to their own collections.
     namespace = f"t{secrets.token_hex(4)}-" if chroma_url else ""
+    db = open_db(tmp_path)
     opened = await MemoryStore.open(
-        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace, changes=ChangeLog(db)
     )
-    opened.reopen_args = (settings, namespace)  # type: ignore[attr-defined]
+    opened.reopen_args = (settings, namespace, db)  # type: ignore[attr-defined]
     try:
         yield opened
     finally:
         await opened.close()
+        db.close()
+
+
+async def reopen(store: MemoryStore) -> MemoryStore:
+    """Another kith process on the same Chroma and database (its own store, index and change-log cursor)."""
+    settings, namespace, db = store.reopen_args  # type: ignore[attr-defined]
+    return await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace, changes=ChangeLog(db)
+    )
 
 
 # --- the tests ----------------------------------------------------------------------------
@@ -292,10 +309,7 @@ async def test_reassign_moves_memory_to_the_linked_person(store: MemoryStore) ->
 
 async def test_records_survive_closing_and_reopening(store: MemoryStore) -> None:
     memory = await store.add_memory(record("p_ana", "Ana's cat is called Miso"))
-    settings, namespace = store.reopen_args  # type: ignore[attr-defined]
-    again = await MemoryStore.open(
-        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace
-    )
+    again = await reopen(store)
     try:
         assert await again.get_memory(memory.id) == memory
         assert [r.id for r, _s in await again.lexical("p_ana", "Miso", 3)] == [memory.id]
@@ -322,7 +336,8 @@ async def test_a_person_with_many_memories_is_searched_without_seeing_anyone_els
         await store.close()
 
 
-async def test_a_memory_forgotten_by_another_process_is_not_served_from_memory(tmp_path: Path) -> None:
+async def test_without_a_change_log_a_memory_forgotten_elsewhere_is_not_served(tmp_path: Path) -> None:
+    # No change log: hits are re-read from Chroma by id, which finds the forget.
     settings = memory_settings(tmp_path)
     path = settings.storage.data_path()
     bot = await MemoryStore.open(settings.memory, path, None, NONE_STATUS)
@@ -343,15 +358,168 @@ async def test_a_memory_forgotten_by_another_process_is_not_served_from_memory(t
 
 async def test_warming_indexes_everyone_at_once(store: MemoryStore) -> None:
     await store.add_memories([record("p_ana", "Ana rows on the river"), record("p_bob", "Bob rows at dawn")])
-    settings, namespace = store.reopen_args  # type: ignore[attr-defined]
-    again = await MemoryStore.open(
-        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace
-    )
+    again = await reopen(store)
     try:
         assert await again.warm() == 2
         assert [r.text for r, _s in await again.lexical("p_bob", "rows", 3)] == ["Bob rows at dawn"]
     finally:
         await again.close()
+
+
+def spy(monkeypatch: pytest.MonkeyPatch, store: MemoryStore, method: str) -> list[object]:
+    """Calls of one of the store's Chroma reads, recorded (they still run)."""
+    calls: list[object] = []
+    real = getattr(store, method)
+    monkeypatch.setattr(store, method, lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    return calls
+
+
+async def test_a_memory_written_is_found_by_its_vector_from_memory(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.add_memories([record("p_ana", f"Ana visited island number {i}") for i in range(20)])
+    chroma_searches = spy(monkeypatch, store, "_nearest_sync")
+    vector_loads = spy(monkeypatch, store, "_person_vectors_sync")
+
+    async def nearest(text: str) -> list[tuple[MemoryRecord, float]]:
+        hits, _lexical = await store.lookup("p_ana", vectors=await store.vectors([text]), k=3)
+        return [(h.record, h.cosine) for h in hits]
+
+    assert (await nearest("Ana visited island number 7"))[0][0].text == "Ana visited island number 7"
+    kayak = await store.add_memory(record("p_ana", "Ana sails a red kayak to the lighthouse"))
+    ((found, cosine), *_rest) = await nearest("Ana sails a red kayak to the lighthouse")
+    assert found == kayak and cosine == pytest.approx(1.0, abs=1e-4)
+    canoe = await store.replace_memory(dataclasses.replace(kayak, text="Ana paddles a yellow canoe on the lake"))
+    ((found, cosine), *_rest) = await nearest("Ana paddles a yellow canoe on the lake")
+    assert found == canoe and found.revision == 2 and cosine == pytest.approx(1.0, abs=1e-4)
+    assert all(cos < 0.9 for _r, cos in await nearest("Ana sails a red kayak to the lighthouse"))  # old vector gone
+    await store.delete_memories([canoe.id])
+    assert canoe.id not in {r.id for r, _c in await nearest("Ana paddles a yellow canoe on the lake")}
+    assert chroma_searches == []  # every answer came from memory
+    assert len(vector_loads) == 1  # loaded once; every later write carried its vector into memory
+
+
+async def test_a_forget_in_another_process_is_not_recalled_afterwards(store: MemoryStore) -> None:
+    kept = await store.add_memory(record("p_ana", "Ana keeps bees on the roof"))
+    gone = await store.add_memory(record("p_ana", "Ana keeps a secret diary under the bed"))
+    diary = await store.vectors(["Ana keeps a secret diary under the bed"])
+    hits, lexical = await store.lookup("p_ana", vectors=diary, query="secret diary", k=5)
+    assert hits[0].record.id == gone.id and [r.id for r, _s in lexical] == [gone.id]  # held in memory now
+    operator = await reopen(store)  # e.g. `bot.py memory forget` while kith runs
+    try:
+        forgetter = Forgetter(operator, TombstoneBook(store.reopen_args[2]), lambda: T0)  # type: ignore[attr-defined]
+        assert (await forgetter.apply(await forgetter.plan("p_ana", "secret diary"))).memories_deleted == 1
+        hits, lexical = await store.lookup("p_ana", vectors=diary, query="secret diary", k=5)
+        assert [h.record.id for h in hits] == [kept.id] and lexical == []
+        assert gone.id not in {c.summary.id for c in await store.candidates("p_ana", vectors=diary, k=5)}
+        # What the other process writes or retires is seen as well.
+        journal = await operator.add_memory(record("p_ana", "Ana keeps a journal of bee sightings"))
+        await operator.replace_memory(dataclasses.replace(kept, status=Status.RETIRED))
+        hits, lexical = await store.lookup("p_ana", vectors=diary, query="bees journal", k=5)
+        assert [h.record.id for h in hits] == [journal.id] and [r.id for r, _s in lexical] == [journal.id]
+    finally:
+        await operator.close()
+
+
+async def test_reassign_moves_vectors_to_the_linked_person(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bees = await store.add_memory(record("p_old", "Ana keeps bees"))
+    vectors = await store.vectors(["Ana keeps bees"])
+    other = await reopen(store)  # another process that has both people in memory
+    try:
+        for view in (store, other):
+            for person in ("p_old", "p_new", "p_last"):
+                await view.lookup(person, vectors=vectors, query="bees", k=3)
+        loads = [spy(monkeypatch, view, "_person_vectors_sync") for view in (store, other)]
+        await store.reassign("p_old", "p_new", T0)
+        for view in (store, other):
+            hits, lexical = await view.lookup("p_new", vectors=vectors, query="bees", k=3)
+            assert [(h.record.id, h.record.person, h.record.revision) for h in hits] == [(bees.id, "p_new", 2)]
+            assert hits[0].cosine == pytest.approx(1.0, abs=1e-4) and [r.id for r, _s in lexical] == [bees.id]
+            assert await view.lookup("p_old", vectors=vectors, query="bees", k=3) == ([], [])
+        await other.reassign("p_new", "p_last", T0)  # and back the other way round
+        hits, _lexical = await store.lookup("p_last", vectors=vectors, k=3)
+        assert [(h.record.id, h.record.revision) for h in hits] == [(bees.id, 3)]
+        assert await store.lookup("p_new", vectors=vectors, query="bees", k=3) == ([], [])
+        assert loads == [[], []]  # the vectors moved in memory: nobody read them from Chroma again
+    finally:
+        await other.close()
+
+
+async def test_a_group_lookup_gets_its_shared_memories_without_private_ones(store: MemoryStore) -> None:
+    private = [record("p_ana", f"Ana's garden plot {i} grows tomatoes") for i in range(30)]
+    shared = [record("p_ana", f"Ana's garden club {i} meets on Sunday", scope=Scope.SHARED) for i in range(4)]
+    await store.add_memories(private + shared)
+    vectors = await store.vectors(["Ana's garden plot 3 grows tomatoes"])
+    hits, lexical = await store.lookup("p_ana", vectors=vectors, query="garden", k=3, scope=Scope.SHARED)
+    assert len(hits) == 3 and {h.record.scope for h in hits} == {Scope.SHARED}
+    assert len(lexical) == 3 and {r.scope for r, _s in lexical} == {Scope.SHARED}
+    everyone, _lexical = await store.lookup("p_ana", vectors=vectors, k=3)
+    assert everyone[0].record.id == private[3].id
+    pinned = await store.replace_memory(dataclasses.replace(shared[0], pinned=True, scope=Scope.DM))
+    assert [r.id for r in await store.pinned_of("p_ana")] == [pinned.id]
+    hits, lexical = await store.lookup("p_ana", vectors=vectors, query="garden", k=5, scope=Scope.SHARED)
+    assert pinned.id not in {h.record.id for h in hits} | {r.id for r, _s in lexical}  # now private
+
+
+async def test_without_a_change_log_a_group_lookup_still_gets_only_shared_memories(tmp_path: Path) -> None:
+    settings = memory_settings(tmp_path)
+    store = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, filtered_query_max=5
+    )
+    try:
+        await store.add_memories(
+            [record("p_ana", f"Ana's garden plot {i} grows tomatoes") for i in range(12)]
+            + [record("p_ana", f"Ana's garden club {i} meets", scope=Scope.SHARED) for i in range(3)]
+        )
+        vectors = await store.vectors(["Ana's garden plot 3 grows tomatoes"])
+        hits, lexical = await store.lookup("p_ana", vectors=vectors, query="garden", k=2, scope=Scope.SHARED)
+        assert len(hits) == 2 and {h.record.scope for h in hits} == {Scope.SHARED}
+        assert len(lexical) == 2 and {r.scope for r, _s in lexical} == {Scope.SHARED}
+    finally:
+        await store.close()
+
+
+async def test_a_process_too_far_behind_the_change_log_reads_chroma_afresh(store: MemoryStore) -> None:
+    key = await store.add_memory(record("p_ana", "Ana hides a spare key under the mat"))
+    assert [r.id for r, _s in (await store.lookup("p_ana", query="spare key", k=3))[1]] == [key.id]
+    settings, namespace, db = store.reopen_args  # type: ignore[attr-defined]
+    # This writer's log keeps only its newest entry: the bot cannot tell what it missed.
+    operator = await MemoryStore.open(
+        settings.memory,
+        settings.storage.data_path(),
+        None,
+        NONE_STATUS,
+        namespace=namespace,
+        changes=ChangeLog(db, keep=1, trim_every=1),
+    )
+    try:
+        await operator.delete_memories([key.id])
+        await operator.add_memories([record("p_bob", f"Bob's note {i}") for i in range(3)])
+        assert await store.lookup("p_ana", query="spare key", k=3) == ([], [])
+    finally:
+        await operator.close()
+
+
+async def test_a_change_committed_late_behind_the_cursor_is_still_read(tmp_path: Path) -> None:
+    # On PostgreSQL a writer can commit sequence number 3 after another committed 4.
+    db = open_db(tmp_path)
+    try:
+        log = ChangeLog(db, overlap=4)
+        await log.prepare()
+        await log.append("cli", [("p_ana", "m1"), ("p_ana", "m2")], T0)
+        await log.append("bot", [("p_ana", "m_own")], T0)  # a reader never gets its own entries back
+        late = {"writer": "cli", "person": "p_ana", "changed_at": T0}
+        await db.run(lambda conn: conn.execute(memory_changes.insert(), [late | {"seq": 5, "memory_id": "m5"}]))
+        first = await log.since(0, "bot", 100)
+        assert first.complete and first.head == 5 and [c.memory_id for c in first.changes] == ["m1", "m2", "m5"]
+        await db.run(lambda conn: conn.execute(memory_changes.insert(), [late | {"seq": 4, "memory_id": "m4"}]))
+        second = await log.since(first.head, "bot", 100)
+        assert "m4" in [c.memory_id for c in second.changes]
+        assert (await log.since(first.head, "bot", 1)).complete is False  # more than the reader may re-read
+    finally:
+        db.close()
 
 
 async def test_doctor_checks_the_chroma_in_use(tmp_path: Path, chroma_server: str) -> None:

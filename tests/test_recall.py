@@ -2,7 +2,8 @@
 
 Isolation (only the speaker's own live memories; nothing private in a group), the time budget
 on the query embedding, the conflict notice, pinned facts, staged notes, the prompt budget,
-use credit, and keyword matches in Chinese, Japanese and Polish.
+use credit, and keyword matches in Chinese, Japanese and Polish. The stores keep a change log,
+as kith's do, so recall is answered from memory and still never shows what another process forgot.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 import hashlib
 import math
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from core.conversation import CompletedTurn, Speaker
 from core.db import Database
 from core.types import ChatKind, InboundMessage
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
+from memory.changes import ChangeLog
 from memory.embedders import EmbedderStatus
 from memory.memory_context import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG, RecallMemoryContext
 from memory.recall import RecallEngine, UseRecorder
@@ -72,10 +74,12 @@ class ConceptEmbedder:
         return None
 
 
-async def open_store(path: Path, embedder: ConceptEmbedder | None) -> MemoryStore:
+async def open_store(path: Path, embedder: ConceptEmbedder | None, db: Database | None = None) -> MemoryStore:
+    """A store on ``path``; with ``db`` it keeps a change log there, as kith's processes do."""
     status = (EmbedderStatus("test", ready=True, dim=DIM) if embedder is not None
               else EmbedderStatus("none", ready=False, disabled=True))
-    return await MemoryStore.open(MemorySettings(embedder="test" if embedder else "none"), path, embedder, status)
+    return await MemoryStore.open(MemorySettings(embedder="test" if embedder else "none"), path, embedder, status,
+                                  changes=ChangeLog(db) if db is not None else None)
 
 
 async def remember(store: MemoryStore, person: str, text: str, *, scope: Scope = Scope.DM,
@@ -102,15 +106,23 @@ def embedder() -> ConceptEmbedder:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, embedder: ConceptEmbedder) -> AsyncIterator[MemoryStore]:
-    opened = await open_store(tmp_path / "data", embedder)
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'memory.db'}")
+    database.create_all()
+    yield database
+    database.close()
+
+
+@pytest.fixture
+async def store(tmp_path: Path, embedder: ConceptEmbedder, db: Database) -> AsyncIterator[MemoryStore]:
+    opened = await open_store(tmp_path / "data", embedder, db)
     yield opened
     await opened.close()
 
 
 @pytest.fixture
-async def lexical_store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    opened = await open_store(tmp_path / "lexical", None)
+async def lexical_store(tmp_path: Path, db: Database) -> AsyncIterator[MemoryStore]:
+    opened = await open_store(tmp_path / "lexical", None, db)
     yield opened
     await opened.close()
 
@@ -290,3 +302,24 @@ async def test_use_is_credited_only_when_the_reply_cites_the_memory(store: Memor
     # Someone else's turn cannot credit Ana's memories.
     assert await recorder.record(CompletedTurn(BEN, message, 3, "Biscuit!", 4, (dog.id,))) == []
     assert (await store.get_memory(dog.id)).use_count == 1  # type: ignore[union-attr]
+
+
+async def test_a_memory_forgotten_by_the_cli_in_another_process_never_reaches_the_prompt(
+        store: MemoryStore, embedder: ConceptEmbedder, db: Database, clock: FakeClock, tmp_path: Path) -> None:
+    biscuit = await remember(store, ANA.person, "Ana's dog is called Biscuit")
+    vet = await remember(store, ANA.person, "Ana's dog sees the vet for anxiety pills")
+    pill = await remember(store, ANA.person, "Ana's dog needs a pill at noon", pinned=True)
+    _engine, ctx = context(store, clock)
+    before = await ctx.slots(ANA, inbound("how is my dog?"))
+    assert {biscuit.id, vet.id, pill.id} <= set(before.shown_ids) and "pill at noon" in before.pinned
+    operator = await open_store(tmp_path / "data", embedder, db)  # `bot.py memory forget` is its own process
+    try:
+        forgetter = Forgetter(operator, TombstoneBook(db), clock)
+        for query in ("vet anxiety", "pill noon"):
+            assert (await forgetter.apply(await forgetter.plan(ANA.person, query))).memories_deleted == 1
+    finally:
+        await operator.close()
+    after = await ctx.slots(ANA, inbound("how is my dog?"))
+    assert biscuit.id in after.shown_ids and vet.id not in after.shown_ids and pill.id not in after.shown_ids
+    for gone in ("vet", "anxiety", "pill"):
+        assert gone not in after.recalled + after.pinned
