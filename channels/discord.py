@@ -74,6 +74,7 @@ from core.tunables import (
 from core.types import (
     ButtonHandler,
     ButtonPress,
+    ChannelStartError,
     ChatKind,
     InboundHandler,
     InboundMessage,
@@ -88,10 +89,6 @@ log = logging.getLogger("kith.discord")
 
 # --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
 FETCHED_PLACES_MAX = 1_024  # uncached threads remembered after one GET /channels/{id}; oldest forgotten first
-
-
-class ChannelStartError(Exception):
-    """The channel cannot start; the message is one line, free of secrets."""
 
 
 class InboundJournalLike(Protocol):

@@ -56,6 +56,7 @@ from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from channels.http import serve_posts
 from channels.lanes import HandlerLanes
 from channels.slack_translate import (
     PLATFORM,
@@ -86,6 +87,7 @@ from core.tunables import (
 from core.types import (
     ButtonHandler,
     ButtonPress,
+    ChannelStartError,
     InboundHandler,
     InboundMessage,
     OutboundMessage,
@@ -120,10 +122,6 @@ _FORMATTING_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_
 _TRANSIENT_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 _NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, SlackClientError)
 _ANY_ID = re.compile(r".*")
-
-
-class ChannelStartError(Exception):
-    """The channel cannot start; the message is one line, free of secrets."""
 
 
 class EventJournal(Protocol):
@@ -397,18 +395,7 @@ class SlackChannel:
 
     # -- HTTP Events ------------------------------------------------------------------------------
     async def _start_http(self) -> None:
-        server = web.Application()
-        server.router.add_post("/{tail:.*}", self._on_http_request)
-        runner = web.AppRunner(server, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.settings.http_host, self.settings.http_port)
-        try:
-            await site.start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise ChannelStartError(
-                f"slack: cannot listen on {self.settings.http_host}:{self.settings.http_port} ({exc.strerror})"
-            ) from None
+        runner = await serve_posts(self._on_http_request, self.settings.http_host, self.settings.http_port, "slack")
         self._http_runner = runner
         self._http_port = runner.addresses[0][1]
         self.ready.set()

@@ -55,6 +55,7 @@ from telegram.error import (
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
+from channels.http import serve_posts
 from channels.lanes import HandlerLanes
 from channels.telegram_translate import (
     ALLOWED_UPDATES,
@@ -81,6 +82,7 @@ from core.types import (
     Button,
     ButtonHandler,
     ButtonPress,
+    ChannelStartError,
     InboundHandler,
     InboundMessage,
     OutboundMessage,
@@ -104,10 +106,6 @@ _PARSE_ERRORS = ("can't parse entities", "can't find end tag", "unsupported star
 _GONE_CHAT_ERRORS = ("chat not found", "message thread not found", "topic_closed", "topic_deleted")
 
 DEFAULT_COMMANDS: tuple[tuple[str, str], ...] = (("start", "Say hello"), ("help", "What I can do"))
-
-
-class ChannelStartError(Exception):
-    """The channel cannot start; the message is one line, free of secrets."""
 
 
 class UpdateJournal(Protocol):
@@ -438,19 +436,8 @@ class TelegramChannel:
             )
 
     async def _start_webhook_server(self) -> None:
-        app = web.Application()
-        app.router.add_post("/{tail:.*}", self._on_webhook)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.settings.webhook_host, self.settings.webhook_port)
-        try:
-            await site.start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise ChannelStartError(
-                f"telegram: cannot listen on {self.settings.webhook_host}:{self.settings.webhook_port} "
-                f"({exc.strerror})"
-            ) from None
+        runner = await serve_posts(self._on_webhook, self.settings.webhook_host, self.settings.webhook_port,
+                                   "telegram")
         self._webhook_runner = runner
         self._webhook_port = runner.addresses[0][1]
         log.info("telegram webhook listening host=%s port=%d", self.settings.webhook_host, self._webhook_port)

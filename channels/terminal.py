@@ -88,9 +88,6 @@ class TerminalChannel:
             self._write(f"  [{i}] {button.label}\n")
         return SentMessage(f"console-{next(self._ids)}")
 
-    async def send(self, message: OutboundMessage) -> list[SentMessage]:
-        return [await self.send_chunk(message, chunk, i) for i, chunk in enumerate(self.render(message))]
-
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         return None  # the prompt itself shows that kith is thinking
 

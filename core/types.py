@@ -102,6 +102,10 @@ InboundHandler = Callable[[InboundMessage], Awaitable[None]]
 ButtonHandler = Callable[[ButtonPress], Awaitable[None]]
 
 
+class ChannelStartError(Exception):
+    """A channel cannot start; the message is one line, free of secrets."""
+
+
 class SendError(Exception):
     """A send failed. ``retry_after`` is set when the platform asked us to wait (HTTP 429)."""
 

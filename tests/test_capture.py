@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -272,12 +271,10 @@ async def test_capture_runs_after_the_reply_without_delaying_it(
         background=background,
         observers=[service.observer],
     )
-    started = time.perf_counter()
     out = await core.handle(inbound("I'm vegetarian", chat_kind=ChatKind.DM))
     assert out.text == "Noted, no meat then."
-    assert time.perf_counter() - started < 1.2  # the 1.5 s capture did not hold the reply
     ana = (await core.speaker_of(inbound("x"))).person
-    assert await service.list_notes(ana) == []
+    assert await service.list_notes(ana) == []  # the reply is out while the 1.5 s capture still runs
     await asyncio.wait_for(background.drain(), 10)
     assert await notes_text(service, ana) == ["Ana is vegetarian"]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -228,9 +227,7 @@ def test_odd_unicode_renders_within_limits_and_loses_nothing(reply: str, platfor
 
 def test_a_megabyte_without_spaces_is_cut_quickly_and_completely() -> None:
     reply = "x" * 1_000_000
-    started = time.monotonic()
-    chunks = render_chunks(reply, Platform.TELEGRAM)
-    assert time.monotonic() - started < 10
+    chunks = render_chunks(reply, Platform.TELEGRAM)  # a loop that never ends fails on pytest-timeout
     assert all(utf16_len(chunk.text) <= TELEGRAM_MAX_UTF16 for chunk in chunks)
     assert "".join(chunk.text for chunk in chunks) == reply
 
@@ -241,9 +238,7 @@ def test_a_megabyte_without_spaces_is_cut_quickly_and_completely() -> None:
     ids=["openers", "links", "nested", "quotes", "backticks"],
 )
 def test_adversarial_markup_finishes(reply: str) -> None:
-    started = time.monotonic()
-    chunks = render_chunks(reply, Platform.TELEGRAM)
-    assert time.monotonic() - started < 10
+    chunks = render_chunks(reply, Platform.TELEGRAM)  # a loop that never ends fails on pytest-timeout
     visible = "".join(valid_telegram(chunk.text).visible for chunk in chunks)
     assert squeeze(visible) == squeeze(valid_telegram(to_telegram_html(reply)).visible)
 

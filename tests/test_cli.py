@@ -6,7 +6,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.conftest import ROOT, write_config
@@ -22,15 +21,14 @@ async def _run_bot(*args: str, stdin: str = "", env: dict[str, str] | None = Non
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-def test_help_is_fast_and_imports_no_heavy_library() -> None:
+def test_help_imports_no_heavy_library() -> None:
     code = ("import sys, runpy; sys.argv=['bot.py','--help']\n"
             "try: runpy.run_path('bot.py', run_name='__main__')\n"
             "except SystemExit: pass\n"
             "heavy=[m for m in ('litellm','chromadb','telegram','discord','slack_bolt') if m in sys.modules]\n"
             "print('HEAVY', heavy)")
-    started = time.perf_counter()
+    # How fast it is, is measured in bench/core_overhead.py; here: what it loads.
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
-    assert time.perf_counter() - started < 5  # generous: the real target (0.3 s) is measured in bench/
     assert "HEAVY []" in result.stdout
     assert "chat" in result.stdout and "doctor" in result.stdout
 

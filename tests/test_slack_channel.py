@@ -36,49 +36,13 @@ from tests.fakes.slack_api import (
     FakeSlack,
     slack_api,  # noqa: F401
 )
+from tests.helpers import Inbox
 
 ALICE = "U0ALICE"
 BOB = "U0BOB"
 GENERAL = "C0GENERAL"
 WAIT_S = 5.0
 PING_S = 0.2  # Socket Mode keep-alive in tests: a dropped socket is noticed within this
-
-
-class Inbox:
-    """What the core would have received, in arrival order."""
-
-    def __init__(self, gate: asyncio.Event | None = None) -> None:
-        self.messages: list[InboundMessage] = []
-        self.presses: list[ButtonPress] = []
-        self.started = asyncio.Event()
-        self._gate = gate
-        self._changed = asyncio.Event()
-
-    async def on_message(self, message: InboundMessage) -> None:
-        self.started.set()
-        if self._gate is not None:
-            await self._gate.wait()
-        self.messages.append(message)
-        self._notify()
-
-    async def on_button(self, press: ButtonPress) -> None:
-        self.presses.append(press)
-        self._notify()
-
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-
-    @property
-    def texts(self) -> list[str]:
-        return [m.text for m in self.messages]
-
-    async def wait_for(self, n: int, timeout: float = WAIT_S) -> list[InboundMessage]:
-        """Wait until ``n`` messages and button presses arrived in all; returns the messages."""
-        async with asyncio.timeout(timeout):
-            while len(self.messages) + len(self.presses) < n:
-                await self._changed.wait()
-        return list(self.messages)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -25,48 +25,13 @@ from core.db import Database
 from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SendError
 from delivery.inbound import Cursors, InboundJournal
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.helpers import Inbox
 
 ALICE = 1001
 BOB = 1002
 GROUP = -100_555
 BOT_ID = int(FAKE_BOT_TOKEN.split(":")[0])
 WAIT_S = 5.0
-
-
-class Inbox:
-    """What the core would have received, in arrival order."""
-
-    def __init__(self, gate: Callable[[InboundMessage], asyncio.Event | None] | None = None) -> None:
-        self.messages: list[InboundMessage] = []
-        self.presses: list[ButtonPress] = []
-        self._gate = gate
-        self._changed = asyncio.Event()
-
-    async def on_message(self, message: InboundMessage) -> None:
-        event = self._gate(message) if self._gate else None
-        if event is not None:
-            await event.wait()
-        self.messages.append(message)
-        self._notify()
-
-    async def on_button(self, press: ButtonPress) -> None:
-        self.presses.append(press)
-        self._notify()
-
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-
-    @property
-    def texts(self) -> list[str]:
-        return [m.text for m in self.messages]
-
-    async def wait_for(self, n: int, timeout: float = WAIT_S) -> list[InboundMessage]:
-        """Wait until ``n`` messages and button presses arrived in all; returns the messages."""
-        async with asyncio.timeout(timeout):
-            while len(self.messages) + len(self.presses) < n:
-                await self._changed.wait()
-        return list(self.messages)
 
 
 @dataclass
