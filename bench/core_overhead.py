@@ -32,8 +32,9 @@ class NullChannel:
 
     def __init__(self) -> None:
         self.handed_over = 0
+        self.handed_over_at = 0.0  # time.perf_counter() of the latest hand-over
 
-    async def start(self, on_message) -> None:
+    async def start(self, on_message, on_button=None) -> None:
         return None
 
     async def stop(self) -> None:
@@ -45,6 +46,7 @@ class NullChannel:
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:
         self.handed_over += 1
+        self.handed_over_at = time.perf_counter()
         return SentMessage(str(self.handed_over))
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
@@ -70,9 +72,12 @@ async def measure(n: int) -> None:
         started = time.perf_counter()
         for i in range(n):
             msg = _msg(i, 100)
+            arrived = time.perf_counter()
             await app.router.on_message(msg)
-            before.append(app.core.last_timings.before_llm_ms)
-            after.append(app.core.last_timings.after_llm_ms)
+            # From the channel's hand-over through dedupe, policy and the prompt to the model request.
+            before.append((app.core.last_timings.request_at - arrived) * 1000)
+            # From the model's reply through the history, the outbox and the worker to the channel.
+            after.append((channel.handed_over_at - app.core.last_timings.reply_at) * 1000)
         elapsed = time.perf_counter() - started
         await app.close()
     await fake.stop()

@@ -89,7 +89,9 @@ class TurnTimings:
     """Core overhead of one turn, in milliseconds, excluding the model's own time."""
 
     before_llm_ms: float = 0.0
-    after_llm_ms: float = 0.0
+    after_llm_ms: float = 0.0  # until the reply leaves the core; the outbox and channel come after
+    request_at: float = 0.0  # time.perf_counter() when the model request left the core
+    reply_at: float = 0.0  # time.perf_counter() when the model's reply arrived
 
 
 @dataclass
@@ -150,7 +152,7 @@ class ConversationCore:
     async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float) -> OutboundMessage:
         speaker = opened.speaker
         prompt, shown = await self._prompt(message, speaker, opened.recent, opened.summary, opened.user_id)
-        before = time.perf_counter()
+        before = self.last_timings.request_at = time.perf_counter()
         self.last_timings.before_llm_ms = (before - started) * 1000
         try:
             text = await self._complete_with_tools(prompt.messages, speaker, message)
@@ -160,7 +162,7 @@ class ConversationCore:
             if self.on_llm_error is not None:
                 self.on_llm_error(exc)
             return self._outbound(message, HONEST_FAILURE_REPLY)
-        after = time.perf_counter()
+        after = self.last_timings.reply_at = time.perf_counter()
         reply_id = await self.db.run(
             history.append, conversation=message.conversation_key, role="assistant", author="kith",
             platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,

@@ -68,6 +68,16 @@ class Summary:
     through: int  # id of the last message the summary covers
 
 
+# The statements every turn runs, built once: building one costs more than SQLite running it.
+_INSERT_MESSAGE = messages.insert()
+_RECENT = (sa.select(messages).where(messages.c.conversation == sa.bindparam("conversation"))
+           .order_by(messages.c.id.desc()).limit(sa.bindparam("limit")))
+_SUMMARY = sa.select(summaries).where(summaries.c.conversation == sa.bindparam("conversation"))
+_COUNT_BETWEEN = sa.select(sa.func.count()).select_from(messages).where(
+    messages.c.conversation == sa.bindparam("conversation"), messages.c.id > sa.bindparam("after_id"),
+    messages.c.id < sa.bindparam("before_id"))
+
+
 def _row(r: sa.Row) -> StoredMessage:
     created = r.created_at if r.created_at.tzinfo else r.created_at.replace(tzinfo=UTC)
     return StoredMessage(r.id, r.conversation, r.role, r.author, r.person, r.platform, r.chat_id, r.thread_id,
@@ -77,18 +87,16 @@ def _row(r: sa.Row) -> StoredMessage:
 def append(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
            text: str, created_at: datetime, person: str | None = None, thread_id: str | None = None,
            chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False) -> int:
-    result = conn.execute(messages.insert().values(
-        conversation=conversation, role=role, author=author, person=person, platform=platform,
-        chat_id=chat_id, thread_id=thread_id, chat_kind=chat_kind, platform_message_id=platform_message_id,
-        text=text, created_at=created_at, silent=silent))
+    result = conn.execute(_INSERT_MESSAGE, {
+        "conversation": conversation, "role": role, "author": author, "person": person, "platform": platform,
+        "chat_id": chat_id, "thread_id": thread_id, "chat_kind": chat_kind,
+        "platform_message_id": platform_message_id, "text": text, "created_at": created_at, "silent": silent})
     return int(result.inserted_primary_key[0])
 
 
 def recent(conn: Connection, conversation: str, limit: int) -> list[StoredMessage]:
     """The last ``limit`` messages of a thread, oldest first."""
-    rows = conn.execute(
-        sa.select(messages).where(messages.c.conversation == conversation)
-        .order_by(messages.c.id.desc()).limit(limit)).all()
+    rows = conn.execute(_RECENT, {"conversation": conversation, "limit": limit}).all()
     return [_row(r) for r in reversed(rows)]
 
 
@@ -116,7 +124,7 @@ def since(conn: Connection, after: datetime, before: datetime, after_id: int = 0
 
 
 def get_summary(conn: Connection, conversation: str) -> Summary:
-    row = conn.execute(sa.select(summaries).where(summaries.c.conversation == conversation)).first()
+    row = conn.execute(_SUMMARY, {"conversation": conversation}).first()
     if row is None:
         return Summary(conversation, "", 0)
     return Summary(conversation, row.summary, row.summary_through)
@@ -146,5 +154,5 @@ def advance_summary(conn: Connection, conversation: str, *, expected_through: in
 
 def count_between(conn: Connection, conversation: str, after_id: int, before_id: int) -> int:
     """How many messages of a thread lie strictly between two ids (the part awaiting a summary)."""
-    return int(conn.execute(sa.select(sa.func.count()).select_from(messages).where(
-        messages.c.conversation == conversation, messages.c.id > after_id, messages.c.id < before_id)).scalar_one())
+    return int(conn.execute(_COUNT_BETWEEN, {"conversation": conversation, "after_id": after_id,
+                                             "before_id": before_id}).scalar_one())

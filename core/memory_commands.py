@@ -53,6 +53,7 @@ from memory.questions import (
     QuestionBook,
     QuestionStatus,
     askable_pairs,
+    caps_allow,
     parse_answer,
     pick_pair,
     said_at,
@@ -262,16 +263,17 @@ class QuestionSender:
             return None
         self._checked[person] = now
         async with self._locks.setdefault(person, asyncio.Lock()):
-            for question in await self.book.open_of(person):
+            state = await self.book.state_of(person)
+            for question in state.open:
                 if await self._still_open(question):
                     return None
-            if not await self.book.room_for(person):
+            # Every open question was void: none counts against the per-person cap any more.
+            if not caps_allow(0, state.asked_in_window, self.book.limits):
                 return None
             target = target or await self.db.run(last_dm, person)
             if target is None:
                 return None  # never asked in a group: no DM, no question
-            pair = pick_pair(askable_pairs(await self.memory.list_memories(person), now),
-                             await self.book.asked_keys(person))
+            pair = pick_pair(askable_pairs(await self.memory.active_memories(person), now), state.asked_keys)
             if pair is None:
                 return None
             built: list[OutboundMessage] = []

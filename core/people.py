@@ -37,10 +37,15 @@ def new_person_id() -> str:
     return "p_" + secrets.token_hex(8)
 
 
+# Built once: every message resolves its sender, and building a statement costs more than running it.
+_ACCOUNT = sa.select(accounts.c.person, accounts.c.display_name).where(accounts.c.account == sa.bindparam("account"))
+_ACCOUNTS_OF = (sa.select(accounts).where(accounts.c.person == sa.bindparam("person"))
+                .order_by(accounts.c.account))
+
+
 def resolve(conn: Connection, account: str, display_name: str, now: datetime) -> str:
     """The person behind an account, creating a new person the first time the account speaks."""
-    row = conn.execute(sa.select(accounts.c.person, accounts.c.display_name)
-                       .where(accounts.c.account == account)).first()
+    row = conn.execute(_ACCOUNT, {"account": account}).first()
     if row is not None:
         if display_name and row.display_name != display_name:
             conn.execute(accounts.update().where(accounts.c.account == account)
@@ -57,12 +62,12 @@ def resolve(conn: Connection, account: str, display_name: str, now: datetime) ->
 
 
 def person_of(conn: Connection, account: str) -> str | None:
-    value = conn.execute(sa.select(accounts.c.person).where(accounts.c.account == account)).scalar()
-    return str(value) if value is not None else None
+    row = conn.execute(_ACCOUNT, {"account": account}).first()
+    return str(row.person) if row is not None else None
 
 
 def accounts_of(conn: Connection, person: str) -> list[Account]:
-    rows = conn.execute(sa.select(accounts).where(accounts.c.person == person).order_by(accounts.c.account)).all()
+    rows = conn.execute(_ACCOUNTS_OF, {"person": person}).all()
     return [Account(r.account, r.person, r.display_name) for r in rows]
 
 

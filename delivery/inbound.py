@@ -36,8 +36,11 @@ cursors = sa.Table(
 )
 
 
+_INSERT_EVENT = inbound_events.insert()  # built once: it runs for every event
+
+
 def _insert_event(conn: Connection, platform: str, event_id: str, now: datetime) -> None:
-    conn.execute(inbound_events.insert().values(platform=platform, event_id=event_id, received_at=now))
+    conn.execute(_INSERT_EVENT, {"platform": platform, "event_id": event_id, "received_at": now})
 
 
 def _prune_events(conn: Connection, before: datetime) -> int:

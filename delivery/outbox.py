@@ -101,10 +101,21 @@ def _entry(r: sa.Row) -> OutboxEntry:
                        chunks_sent=r.chunks_sent, sent_ids=tuple(json.loads(r.sent_ids)))
 
 
-def _lane_filter(lane: Lane) -> sa.ColumnElement[bool]:
-    platform, chat_id, thread_id = lane
-    thread = outbox.c.thread_id.is_(None) if thread_id is None else outbox.c.thread_id == thread_id
-    return sa.and_(outbox.c.platform == platform, outbox.c.chat_id == chat_id, thread)
+# The statements every delivery runs, built once: building one costs more than SQLite running it.
+_INSERT = outbox.insert()
+_PENDING = outbox.c.status == OutboxStatus.PENDING.value
+_LANE_HEAD = {
+    False: sa.select(outbox).where(_PENDING, outbox.c.platform == sa.bindparam("platform"),
+                                   outbox.c.chat_id == sa.bindparam("chat_id"),
+                                   outbox.c.thread_id == sa.bindparam("thread_id")).order_by(outbox.c.id).limit(1),
+    True: sa.select(outbox).where(_PENDING, outbox.c.platform == sa.bindparam("platform"),
+                                  outbox.c.chat_id == sa.bindparam("chat_id"),
+                                  outbox.c.thread_id.is_(None)).order_by(outbox.c.id).limit(1),
+}
+_SENT_IDS = sa.select(outbox.c.sent_ids).where(outbox.c.id == sa.bindparam("b_id"),
+                                              outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING)
+_PROGRESS = outbox.update().where(outbox.c.id == sa.bindparam("b_id"),
+                                  outbox.c.chunks_sent == sa.bindparam("b_index"))
 
 
 def short_error(error: str) -> str:
@@ -113,14 +124,21 @@ def short_error(error: str) -> str:
 
 def enqueue(conn: Connection, message: OutboundMessage, *, source: str | None, now: datetime) -> int:
     buttons = json.dumps([[b.label, b.data] for b in message.buttons])
-    result = conn.execute(outbox.insert().values(
-        platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
-        reply_to=message.reply_to_message_id, text=message.text, buttons=buttons,
-        attachment_name=message.attachment_name, attachment=message.attachment_bytes, source=source,
-        created_at=now, updated_at=now, status=OutboxStatus.PENDING.value, attempts=0, chunks_sent=0,
-        sent_ids="[]", chat_kind=message.chat_kind.value, recipient_id=message.recipient_id,
-        notice=message.notice))
+    result = conn.execute(_INSERT, {
+        "platform": message.platform, "chat_id": message.chat_id, "thread_id": message.thread_id,
+        "reply_to": message.reply_to_message_id, "text": message.text, "buttons": buttons,
+        "attachment_name": message.attachment_name, "attachment": message.attachment_bytes, "source": source,
+        "created_at": now, "updated_at": now, "status": OutboxStatus.PENDING.value, "attempts": 0,
+        "chunks_sent": 0, "sent_ids": "[]", "chat_kind": message.chat_kind.value,
+        "recipient_id": message.recipient_id, "notice": message.notice})
     return int(result.inserted_primary_key[0])
+
+
+def enqueue_with_head(conn: Connection, message: OutboundMessage, *, source: str | None,
+                      now: datetime) -> tuple[int, OutboxEntry | None]:
+    """Enqueue, and read the lane's head (the new entry unless older work waits) in the same transaction."""
+    entry_id = enqueue(conn, message, source=source, now=now)
+    return entry_id, next_in_lane(conn, lane_of(message))
 
 
 def get(conn: Connection, entry_id: int) -> OutboxEntry | None:
@@ -130,9 +148,9 @@ def get(conn: Connection, entry_id: int) -> OutboxEntry | None:
 
 def next_in_lane(conn: Connection, lane: Lane) -> OutboxEntry | None:
     """The oldest pending entry of a lane: the only one that may be sent now."""
-    pending = outbox.c.status == OutboxStatus.PENDING.value
-    row = conn.execute(sa.select(outbox).where(pending, _lane_filter(lane))
-                       .order_by(outbox.c.id).limit(1)).first()
+    platform, chat_id, thread_id = lane
+    row = conn.execute(_LANE_HEAD[thread_id is None],
+                       {"platform": platform, "chat_id": chat_id, "thread_id": thread_id}).first()
     return _entry(row) if row is not None else None
 
 
@@ -153,19 +171,29 @@ def by_status(conn: Connection, status: OutboxStatus, limit: int = 100) -> list[
 
 
 def record_chunk(conn: Connection, entry_id: int, index: int, platform_message_id: str, *,
-                 now: datetime) -> bool:
-    """Note that chunk ``index`` is delivered. Compare-and-swap on ``chunks_sent`` so progress never skips."""
-    row = conn.execute(sa.select(outbox.c.sent_ids).where(
-        outbox.c.id == entry_id, outbox.c.chunks_sent == index,
-        outbox.c.status == OutboxStatus.PENDING.value)).first()
+                 now: datetime, final: bool = False) -> bool:
+    """Note that chunk ``index`` is delivered (``final``: the last one, so the entry is sent).
+
+    Compare-and-swap on ``chunks_sent`` so progress never skips.
+    """
+    row = conn.execute(_SENT_IDS, {"b_id": entry_id, "b_index": index}).first()
     if row is None:
         return False
     sent_ids = [*json.loads(row.sent_ids), platform_message_id]
-    unchanged = sa.and_(outbox.c.id == entry_id, outbox.c.chunks_sent == index)
-    result = conn.execute(outbox.update().where(unchanged).values(
-        chunks_sent=index + 1, sent_ids=json.dumps(sent_ids), attempts=0, next_attempt_at=None,
-        last_error=None, updated_at=now))
+    values: dict[str, object] = {"b_id": entry_id, "b_index": index, "chunks_sent": index + 1,
+                                 "sent_ids": json.dumps(sent_ids), "attempts": 0, "next_attempt_at": None,
+                                 "last_error": None, "updated_at": now}
+    if final:
+        values["status"] = OutboxStatus.SENT.value
+    result = conn.execute(_PROGRESS, values)
     return result.rowcount == 1
+
+
+def record_final_chunk(conn: Connection, entry_id: int, index: int, platform_message_id: str, lane: Lane, *,
+                       now: datetime) -> tuple[bool, OutboxEntry | None]:
+    """The last chunk is delivered: mark the entry sent and read the lane's next entry in one transaction."""
+    recorded = record_chunk(conn, entry_id, index, platform_message_id, now=now, final=True)
+    return recorded, next_in_lane(conn, lane)
 
 
 def schedule_retry(conn: Connection, entry_id: int, *, attempts: int, next_attempt_at: datetime, error: str,

@@ -80,12 +80,15 @@ class DeliveryWorker:
 
     async def submit(self, message: OutboundMessage, *, source: str | None = None) -> int:
         """Write the message to the outbox, then schedule it. Once this returns, it survives a crash."""
-        entry_id = await self.db.run(outbox.enqueue, message, source=source, now=self._clock())
-        self.schedule(outbox.lane_of(message))
+        entry_id, head = await self.db.run(outbox.enqueue_with_head, message, source=source, now=self._clock())
+        self.schedule(outbox.lane_of(message), head=head)
         return entry_id
 
-    def schedule(self, lane: Lane) -> None:
-        """Make sure the lane has a task; for entries enqueued elsewhere, e.g. inside another transaction."""
+    def schedule(self, lane: Lane, *, head: OutboxEntry | None = None) -> None:
+        """Make sure the lane has a task; for entries enqueued elsewhere, e.g. inside another transaction.
+
+        ``head``: the lane's oldest pending entry, read just now; a new task starts with it, saving a read.
+        """
         if self._stopped:
             return
         if lane[0] not in self.channels:
@@ -96,7 +99,7 @@ class DeliveryWorker:
         task = self._lanes.get(lane)
         if task is None or task.done():
             self._lanes[lane] = asyncio.get_running_loop().create_task(
-                self._run_lane(lane), name=f"deliver:{lane[0]}:{lane[1]}")
+                self._run_lane(lane, head), name=f"deliver:{lane[0]}:{lane[1]}")
 
     async def wait_idle(self) -> None:
         """Wait until every lane has run out of deliverable work (tests, shutdown)."""
@@ -113,17 +116,19 @@ class DeliveryWorker:
         self._lanes.clear()
         self._dirty.clear()
 
-    async def _run_lane(self, lane: Lane) -> None:
+    async def _run_lane(self, lane: Lane, head: OutboxEntry | None = None) -> None:
+        known = head is not None  # whether ``head`` is the lane's current head, read after the last change
         try:
             while True:
                 self._dirty.discard(lane)
-                entry = await self.db.run(outbox.next_in_lane, lane)
+                entry = head if known else await self.db.run(outbox.next_in_lane, lane)
                 if entry is None:
                     if lane in self._dirty:
+                        known = False
                         continue
                     return
                 await self._wait_until_due(entry)
-                await self._deliver(entry)
+                known, head = await self._deliver(entry)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -141,13 +146,14 @@ class DeliveryWorker:
         if delay > 0:
             await self._sleep(delay)
 
-    async def _deliver(self, entry: OutboxEntry) -> None:
+    async def _deliver(self, entry: OutboxEntry) -> tuple[bool, OutboxEntry | None]:
+        """Deliver or fail ``entry``; returns (True, the lane's next entry) when that was read on the way."""
         message = entry.message
         if not self.may_send(message):
             await self.db.run(outbox.mark_failed, entry.id, error=POLICY_REFUSED, now=self._clock())
             log.warning("delivery refused by policy id=%d platform=%s chat=%s", entry.id, message.platform,
                         message.chat_id)
-            return
+            return False, None
         channel = self.channels[message.platform]
         try:
             chunks = list(channel.render(message))
@@ -156,19 +162,31 @@ class DeliveryWorker:
                               now=self._clock())
             log.error("delivery render failed id=%d platform=%s error=%s", entry.id, message.platform,
                       type(exc).__name__)
-            return
+            return False, None
         attempts = entry.attempts
+        following: tuple[bool, OutboxEntry | None] = (False, None)
+        if entry.chunks_sent >= len(chunks):  # every chunk went out before a restart: only the status is left
+            await self.db.run(outbox.mark_sent, entry.id, now=self._clock())
         for index in range(entry.chunks_sent, len(chunks)):
-            if not await self._send_with_retries(entry, channel, chunks[index], index, len(chunks), attempts):
-                return
+            sent = await self._send_with_retries(entry, channel, chunks[index], index, len(chunks), attempts)
+            if sent is None:
+                return False, None
+            if index == len(chunks) - 1:
+                # The last chunk: sent, recorded and the lane's next entry read in one transaction.
+                recorded, head = await self.db.run(outbox.record_final_chunk, entry.id, index,
+                                                   sent.platform_message_id, entry.lane, now=self._clock())
+                following = (recorded, head)
+            else:
+                await self.db.run(outbox.record_chunk, entry.id, index, sent.platform_message_id,
+                                  now=self._clock())
             attempts = 0
-        await self.db.run(outbox.mark_sent, entry.id, now=self._clock())
         log.info("delivered id=%d platform=%s chat=%s chunks=%d resumed_from=%d", entry.id, message.platform,
                  message.chat_id, len(chunks), entry.chunks_sent)
+        return following
 
     async def _send_with_retries(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
-                                 index: int, total: int, attempts: int) -> bool:
-        """Send one chunk until it is delivered (True) or the entry is marked failed (False)."""
+                                 index: int, total: int, attempts: int) -> SentMessage | None:
+        """Send one chunk until it is delivered, or the entry is marked failed (``None``)."""
         message = entry.message
         while True:
             try:
@@ -184,7 +202,7 @@ class DeliveryWorker:
                                       attempts=attempts)
                     log.error("delivery failed id=%d platform=%s chat=%s chunk=%d/%d attempts=%d error=%s",
                               entry.id, message.platform, message.chat_id, index + 1, total, attempts, code)
-                    return False
+                    return None
                 retry_after = exc.retry_after if isinstance(exc, SendError) else None
                 delay = backoff_delay(attempts, base_s=self.settings.backoff_base_s,
                                       max_s=self.settings.backoff_max_s, retry_after=retry_after,
@@ -196,9 +214,7 @@ class DeliveryWorker:
                             entry.id, message.platform, index + 1, total, attempts, delay, code)
                 await self._sleep(delay)
                 continue
-            await self.db.run(outbox.record_chunk, entry.id, index, sent.platform_message_id,
-                              now=self._clock())
-            return True
+            return sent
 
     async def _send_chunk(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
                           index: int) -> SentMessage:

@@ -85,11 +85,19 @@ def add(conn: Connection, person: str, text: str, due: date | None, now: datetim
     return Goal(int(result.inserted_primary_key[0]), person, number, text, GoalStatus.ACTIVE, due, now)
 
 
+# Built once: every DM reply reads the person's goals.
+_OF_PERSON = sa.select(goals).where(goals.c.person == sa.bindparam("person")).order_by(goals.c.number)
+_OF_PERSON_WITH = (sa.select(goals).where(goals.c.person == sa.bindparam("person"),
+                                          goals.c.status.in_(sa.bindparam("statuses", expanding=True)))
+                   .order_by(goals.c.number))
+
+
 def of_person(conn: Connection, person: str, statuses: Sequence[GoalStatus] | None = None) -> list[Goal]:
-    q = sa.select(goals).where(goals.c.person == person)
-    if statuses is not None:
-        q = q.where(goals.c.status.in_([s.value for s in statuses]))
-    return [_goal(r) for r in conn.execute(q.order_by(goals.c.number)).all()]
+    if statuses is None:
+        rows = conn.execute(_OF_PERSON, {"person": person}).all()
+    else:
+        rows = conn.execute(_OF_PERSON_WITH, {"person": person, "statuses": [s.value for s in statuses]}).all()
+    return [_goal(r) for r in rows]
 
 
 def set_status(conn: Connection, person: str, number: int, status: GoalStatus, now: datetime) -> Goal | None:

@@ -78,23 +78,31 @@ def _append(
         conn.execute(memory_changes.delete().where(memory_changes.c.seq <= head - keep))
 
 
+# Built once: every recall catches up. First the bounds, one subquery each: SQLite answers a lone
+# min() or max() from the key, but both in one select scan the whole log.
+_BOUNDS = sa.select(
+    sa.select(sa.func.max(memory_changes.c.seq)).scalar_subquery(),
+    sa.select(sa.func.min(memory_changes.c.seq)).scalar_subquery(),
+)
+_AFTER = (
+    sa.select(memory_changes.c.seq, memory_changes.c.person, memory_changes.c.memory_id)
+    .where(
+        memory_changes.c.seq > sa.bindparam("after"),
+        memory_changes.c.seq <= sa.bindparam("head"),
+        memory_changes.c.writer != sa.bindparam("writer"),
+    )
+    .order_by(memory_changes.c.seq)
+    .limit(sa.bindparam("limit"))
+)
+
+
 def _since(conn: Connection, cursor: int, writer: str, limit: int, overlap: int) -> Catchup:
-    # First: an entry committed after this read is the next call's. One subquery each: SQLite answers
-    # a lone min() or max() from the key, but both in one select scan the whole log.
-    newest = sa.select(sa.func.max(memory_changes.c.seq)).scalar_subquery()
-    oldest_seq = sa.select(sa.func.min(memory_changes.c.seq)).scalar_subquery()
-    head, oldest = conn.execute(sa.select(newest, oldest_seq)).one()
+    # The head first: an entry committed after this read is the next call's.
+    head, oldest = conn.execute(_BOUNDS).one()
     head = int(head or 0)
     trimmed = oldest is not None and cursor + 1 < int(oldest)
     rows = conn.execute(
-        sa.select(memory_changes.c.seq, memory_changes.c.person, memory_changes.c.memory_id)
-        .where(
-            memory_changes.c.seq > max(0, cursor - overlap),
-            memory_changes.c.seq <= head,
-            memory_changes.c.writer != writer,
-        )
-        .order_by(memory_changes.c.seq)
-        .limit(limit + 1)
+        _AFTER, {"after": max(0, cursor - overlap), "head": head, "writer": writer, "limit": limit + 1}
     ).all()
     changes = [Change(int(seq), str(person), str(memory_id)) for seq, person, memory_id in rows]
     return Catchup(head, changes[:limit], complete=not trimmed and len(changes) <= limit)

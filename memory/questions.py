@@ -256,6 +256,19 @@ def _asked_keys(conn: Connection, person: str) -> dict[str, set[str]]:
     return asked
 
 
+@dataclass(frozen=True, slots=True)
+class AskState:
+    """What deciding on a new question to one person needs, read in one transaction."""
+
+    open: list[Question]  # their open questions, oldest first
+    asked_in_window: int  # questions asked to anyone within the hourly cap's window
+    asked_keys: dict[str, set[str]]  # pair key -> evidence keys already asked about
+
+
+def _ask_state(conn: Connection, person: str, since: datetime) -> AskState:
+    return AskState(_open_of(conn, person), _asked_since(conn, since), _asked_keys(conn, person))
+
+
 def _open_of(conn: Connection, person: str) -> list[Question]:
     rows = conn.execute(sa.select(questions).where(
         questions.c.person == person, questions.c.status == QuestionStatus.OPEN.value)
@@ -334,6 +347,9 @@ class QuestionBook:
     async def of_person(self, person: str) -> list[Question]:
         return await self.db.run(_of_person, person)
 
+    async def state_of(self, person: str) -> AskState:
+        return await self.db.run(_ask_state, person, self.clock() - CAP_WINDOW)
+
     async def asked_keys(self, person: str) -> dict[str, set[str]]:
         return await self.db.run(_asked_keys, person)
 
@@ -356,6 +372,7 @@ class QuestionBook:
 
 __all__ = [
     "Answer",
+    "AskState",
     "ConflictPair",
     "DmTarget",
     "Question",

@@ -180,6 +180,10 @@ class MemoryService:
     async def list_memories(self, person: str, *, include_inactive: bool = False) -> list[MemoryRecord]:
         return await self.store.memories_of(person, statuses=None if include_inactive else (Status.ACTIVE,))
 
+    async def active_memories(self, person: str) -> list[MemoryRecord]:
+        """The person's active memories, served from memory where the store keeps them current."""
+        return await self.store.active_of(person)
+
     async def list_notes(self, person: str) -> list[Note]:
         return await self.store.notes_of(person)
 

@@ -604,6 +604,14 @@ class MemoryStore:
         )
         return sorted((from_metadata(md) for md in rows), key=lambda r: (r.created_at, r.id))
 
+    async def active_of(self, person: str) -> list[MemoryRecord]:
+        """The person's active memories, oldest first: from memory with a change log (caught up first)."""
+        if self.changes is None:
+            return await self.memories_of(person)
+        await self._catch_up()
+        index = await self._index(person)
+        return sorted(index.records.values(), key=lambda r: (r.created_at, r.id))
+
     async def notes_of(self, person: str, *, unpromoted_only: bool = False) -> list[Note]:
         rows = await self._run(
             self._scan_sync,
@@ -847,6 +855,11 @@ class MemoryStore:
         """Apply what other processes logged since the last call: re-read those memories from Chroma."""
         if self.changes is None:
             return
+        if self._catchup_lock.locked():
+            # One read serves callers that overlap (a recall's pinned part and its search): a change
+            # committed while that read is under way is as concurrent as it gets; the next recall has it.
+            async with self._catchup_lock:
+                return
         async with self._catchup_lock:
             found = await self.changes.since(self._cursor, self._writer, CHANGE_CATCHUP_MAX)
             if not found.complete:

@@ -62,7 +62,7 @@ class PolicyGate:
         policy = self.policy_for(message.platform)
         now = self.clock()
 
-        siblings = await self.db.run(_sibling_accounts, message.account)
+        siblings: list[str] = []
 
         def decide(access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
             if not access.is_approved(message.account) and any(self._trusted(a, access) for a in siblings):
@@ -75,7 +75,11 @@ class PolicyGate:
             decision, new_state = decide_inbound(message, policy, access, now, rng=self.rng)
             return (decision, new_state), new_state
 
-        decision, access = await self.db.run(store.update, decide)
+        def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
+            siblings[:] = _sibling_accounts(conn, message.account)
+            return store.update(conn, decide)
+
+        decision, access = await self.db.run(in_one_transaction)
         self._access = access
         if decision.allowed:
             rate = self.limiter.check(message.account, self.monotonic())

@@ -53,8 +53,11 @@ def _load(text: str) -> AccessState:
     )
 
 
+_LOAD = sa.select(access_state).where(access_state.c.id == 1)  # built once: every inbound message reads it
+
+
 def load(conn: Connection) -> tuple[AccessState, int]:
-    row = conn.execute(sa.select(access_state).where(access_state.c.id == 1)).first()
+    row = conn.execute(_LOAD).first()
     if row is None:
         return AccessState(), 0
     return _load(row.state), int(row.revision)
