@@ -20,7 +20,6 @@ from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
 from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
-from heartbeat.goals import reassign as goals_reassign
 from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, start_heartbeat
 from heartbeat.settings import resolve_timezone
@@ -152,7 +151,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
         await memory.reassign(old, new)
         await questions.reassign(old, new)
         await pauses.reassign(old, new)
-        await db.run(goals_reassign, old, new)
+        await goals.reassign(old, new)
 
     commands = ChatCommands(settings.persona.name)
     linker = Linker(db, clock, on_moved=moved)

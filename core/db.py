@@ -8,9 +8,12 @@ SQLite sees one writer at a time. Only portable SQL through SQLAlchemy Core, so 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import functools
-from collections.abc import Callable
+import itertools
+import time
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,10 +40,16 @@ class Database:
         self.url = url
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        self.engine: Engine = sa.create_engine(url, future=True)
+        # LIFO: the database thread keeps reusing one connection, with its page cache warm, instead
+        # of cycling through the pool (which also makes every commit look like another writer's).
+        self.engine: Engine = sa.create_engine(url, future=True, pool_use_lifo=True)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-db")
+        self._tracks_others = self.engine.dialect.name == "sqlite"
+        self._connections = itertools.count(1)
+        self._others: tuple[Hashable, float] | None = None  # others_version after the latest transaction, when
+        self._marks: collections.Counter[str] = collections.Counter()
 
     def create_all(self) -> None:
         # Import the modules that declare tables so that metadata knows them all.
@@ -55,7 +64,46 @@ class Database:
 
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self.engine.begin() as conn:
-            return fn(conn, *args, **kwargs)
+            result = fn(conn, *args, **kwargs)
+            if self._tracks_others:
+                self._others = (self.others_version(conn), time.monotonic())
+            return result
+
+    def others_version(self, conn: Connection) -> Hashable | None:
+        """A token that changes whenever another process commits, as this transaction sees it.
+
+        Caches of data other processes also write stay valid while it stays the same, so a hot path
+        can skip a read. ``None`` where the database cannot tell (anything but SQLite): read always.
+        """
+        if not self._tracks_others:
+            return None
+        info = conn.connection.info  # one per DBAPI connection: its counter means nothing to another
+        stamp = info.get("kith_connection")
+        if stamp is None:
+            stamp = info["kith_connection"] = next(self._connections)
+        # SQLite's data_version moves when any other connection commits; this one's commits leave it.
+        return stamp, int(conn.exec_driver_sql("PRAGMA data_version").scalar_one())
+
+
+    def mark(self, topic: str) -> None:
+        """Note a write to ``topic`` by this process, which ``others_version`` cannot see."""
+        self._marks[topic] += 1
+
+    def marks(self, topic: str) -> int:
+        return self._marks[topic]
+
+    def version(self, topic: str, *, max_age_s: float) -> Hashable | None:
+        """Changes when anyone, this process included, may have written ``topic``.
+
+        As of this process's latest transaction; ``None`` (unknown) when that is older than
+        ``max_age_s``, or the database cannot tell.
+        """
+        if self._others is None:
+            return None
+        others, at = self._others
+        if time.monotonic() - at > max_age_s:
+            return None
+        return others, self._marks[topic]
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

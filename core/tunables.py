@@ -218,3 +218,6 @@ USE_CAS_RETRIES = 5
 CHANGE_LOG_KEEP = 100_000  # entries kept; a reader further behind than this rebuilds from Chroma
 CHANGE_LOG_TRIM_EVERY = 1_000  # trim once per this many sequence numbers
 CHANGE_LOG_OVERLAP = 256  # entries behind the cursor read again (late commits; not on SQLite)
+# In-memory copies of shared data (the change log's position, goals) skip a read when no process
+# wrote since a transaction of this process at most this old.
+SHARED_CACHE_TRUST_S = 0.5

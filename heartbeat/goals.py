@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import enum
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
 
@@ -24,6 +24,7 @@ from core import people
 from core.context import MemorySlots
 from core.conversation import MemoryContext, Speaker, reply_to
 from core.db import Database, metadata
+from core.tunables import SHARED_CACHE_TRUST_S
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from heartbeat.settings import local_day
 
@@ -32,6 +33,7 @@ GOAL_MAX_CHARS = 300
 GOALS_MAX_OPEN = 30  # active plus paused goals one person may keep
 GOALS_IN_PROMPT = 10  # seed 002: activeGoals.slice(0, 10)
 GOALS_DONE_LISTED = 5  # the most recently finished goals /goals still shows
+GOALS_TOPIC = "goals"  # Database.mark topic of this process's goal writes
 
 goals = sa.Table(
     "goals",
@@ -223,23 +225,53 @@ class GoalBook:
         self.db = db
         self.clock = clock
         self.tz = tz
+        # person -> (the goals' version when read, their active goals): every DM reply shows them.
+        self._active: dict[str, tuple[Hashable, list[Goal]]] = {}
 
     def today(self) -> date:
         return local_day(self.clock(), self.tz)
 
     async def slot(self, person: str, limit_chars: int) -> str:
         """``MemorySlots.goals`` for ``person``: their active goals, or "" when they have none."""
-        active = await self.db.run(of_person, person, (GoalStatus.ACTIVE,))
-        return render_slot(active, self.today(), limit_chars)
+        return render_slot(await self._active_of(person), self.today(), limit_chars)
+
+    async def _active_of(self, person: str) -> list[Goal]:
+        version = self.db.version(GOALS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S)
+        cached = self._active.get(person)
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1]
+        marks = self.db.marks(GOALS_TOPIC)
+
+        def read(conn: Connection) -> tuple[Hashable | None, list[Goal]]:
+            others = self.db.others_version(conn)  # before the read: a commit during it makes it stale
+            return others, of_person(conn, person, (GoalStatus.ACTIVE,))
+
+        others, active = await self.db.run(read)
+        if others is not None:
+            self._active[person] = ((others, marks), active)
+        return active
 
     async def add(self, person: str, text: str, due: date | None = None) -> Goal | None:
-        return await self.db.run(add, person, text, due, self.clock())
+        try:
+            return await self.db.run(add, person, text, due, self.clock())
+        finally:
+            self.db.mark(GOALS_TOPIC)
 
     async def list(self, person: str) -> list[Goal]:
         return await self.db.run(of_person, person, None)
 
     async def set_status(self, person: str, number: int, status: GoalStatus) -> Goal | None:
-        return await self.db.run(set_status, person, number, status, self.clock())
+        try:
+            return await self.db.run(set_status, person, number, status, self.clock())
+        finally:
+            self.db.mark(GOALS_TOPIC)
+
+    async def reassign(self, old: str, new: str) -> int:
+        """Goals follow the person when accounts are linked."""
+        try:
+            return await self.db.run(reassign, old, new)
+        finally:
+            self.db.mark(GOALS_TOPIC)
 
 
 class GoalsCommand:

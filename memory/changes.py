@@ -18,8 +18,8 @@ Chroma (:attr:`Catchup.complete` is false).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -30,9 +30,10 @@ from core.tunables import (
     CHANGE_LOG_KEEP,
     CHANGE_LOG_OVERLAP,
     CHANGE_LOG_TRIM_EVERY,
+    SHARED_CACHE_TRUST_S,
 )
 
-# Proposed for core/tunables.py:
+TOPIC = "memory_changes"  # Database.mark topic of this process's own appends
 
 memory_changes = sa.Table(
     "memory_changes",
@@ -57,6 +58,7 @@ class Catchup:
     head: int  # the newest sequence number in the log when it was read
     changes: list[Change]  # other writers' entries after cursor - overlap, oldest first
     complete: bool  # false: entries after the cursor were trimmed, or more than the reader may re-read
+    version: Hashable | None = None  # the log's version before this read (None: unknown)
 
 
 def _create(conn: Connection) -> int:
@@ -134,10 +136,23 @@ class ChangeLog:
         """Record that ``writer`` changed these ``(person, memory id)`` pairs in Chroma."""
         if entries:
             await self.db.run(_append, writer, list(entries), now, self.keep, self.trim_every)
+            self.db.mark(TOPIC)  # after the commit: a reader that missed the entries reads again
+
+    def version(self) -> Hashable | None:
+        """Unchanged since a catch-up's ``Catchup.version``: nobody appended since, skip the read."""
+        return self.db.version(TOPIC, max_age_s=SHARED_CACHE_TRUST_S)
 
     async def since(self, cursor: int, writer: str, limit: int) -> Catchup:
         """Other writers' entries after ``cursor`` (and in the overlap behind it), at most ``limit``."""
-        return await self.db.run(_since, cursor, writer, limit, self.overlap)
+        marks = self.db.marks(TOPIC)
+
+        def read(conn: Connection) -> Catchup:
+            # The version first: a commit landing during the read makes it stale, never the other way.
+            others = self.db.others_version(conn)
+            found = _since(conn, cursor, writer, limit, self.overlap)
+            return replace(found, version=None if others is None else (others, marks))
+
+        return await self.db.run(read)
 
 
 __all__ = ["Catchup", "Change", "ChangeLog", "memory_changes"]

@@ -46,7 +46,7 @@ import secrets
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -373,6 +373,7 @@ class MemoryStore:
         self._cursor = 0  # the change log read so far (set to its head by ``open``)
         self._applied: set[int] = set()  # other writers' entries applied within the log's overlap
         self._catchup_lock = asyncio.Lock()
+        self._caught_up_at: Hashable | None = None  # the change log's version at the last catch-up
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -855,6 +856,9 @@ class MemoryStore:
         """Apply what other processes logged since the last call: re-read those memories from Chroma."""
         if self.changes is None:
             return
+        version = self.changes.version()
+        if version is not None and version == self._caught_up_at:
+            return  # nobody appended to the log since the last read: nothing to catch up with
         if self._catchup_lock.locked():
             # One read serves callers that overlap (a recall's pinned part and its search): a change
             # committed while that read is under way is as concurrent as it gets; the next recall has it.
@@ -876,6 +880,7 @@ class MemoryStore:
                     await self._apply_changes(fresh)
                     self._applied.update(c.seq for c in fresh)
             self._cursor = max(self._cursor, found.head)
+            self._caught_up_at = found.version
             horizon = self._cursor - self.changes.overlap
             self._applied = {seq for seq in self._applied if seq > horizon}
 

@@ -145,3 +145,26 @@ async def test_goals_follow_the_person_when_accounts_are_linked(book: GoalBook) 
     assert [(g.number, g.text) for g in await book.list("p_phone")] == [
         (1, "Learn Rust"), (2, "Run a 10k"), (3, "Read more")]
     assert await book.list("p_laptop") == []
+
+
+async def test_the_goals_slot_follows_writes_of_this_process_and_of_another(
+    commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await say(commands, "/goals add Learn Rust")
+    person = await db.run(people.person_of, "console:ana")
+    assert person is not None
+    reads: list[str] = []
+    real = goals.of_person
+    monkeypatch.setattr(goals, "of_person", lambda conn, p, s=None: reads.append(p) or real(conn, p, s))
+    assert "Learn Rust" in await book.slot(person, limit_chars=500)
+    assert "Learn Rust" in await book.slot(person, limit_chars=500)
+    assert len(reads) == 1  # unchanged since: the second reply's goals came from memory
+    await say(commands, "/goals add Run a marathon")  # this process writes
+    assert "Run a marathon" in await book.slot(person, limit_chars=500)
+    other = Database(db.url)  # another process's connection, e.g. kith's heartbeat in a second install
+    try:
+        await other.run(goals.add, person, "Read Dune", None, NOW)
+    finally:
+        other.close()
+    await db.run(lambda conn: None)  # the turn's own transaction, as before every reply
+    assert "Read Dune" in await book.slot(person, limit_chars=500)

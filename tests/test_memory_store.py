@@ -529,3 +529,30 @@ async def test_doctor_checks_the_chroma_in_use(tmp_path: Path, chroma_server: st
     assert embedded.ok and "embedded" in embedded.detail
     assert server.ok and chroma_server in server.detail
     assert not missing.ok and "memory.chroma_url" in missing.detail
+
+
+async def test_an_idle_change_log_is_not_read_again_but_another_connections_write_is(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, namespace, db = store.reopen_args  # type: ignore[attr-defined]
+    await store.add_memory(record("p_ana", "Ana keeps bees on the roof"))
+    reads = spy(monkeypatch, store.changes, "since")
+    await store.lookup("p_ana", query="bees", k=5)
+    await db.run(lambda conn: None)  # the turn's own transaction, as before every recall
+    await store.lookup("p_ana", query="bees", k=5)
+    await store.lookup("p_ana", query="bees", k=5)
+    assert len(reads) <= 1  # nobody wrote since the last read: the log is not read again
+    # A separate connection, as another process has: SQLite's data_version tells this one.
+    other_db = Database(db.url)
+    other = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace,
+        changes=ChangeLog(other_db),
+    )
+    try:
+        diary = await other.add_memory(record("p_ana", "Ana keeps a diary about her bees"))
+        await db.run(lambda conn: None)
+        _hits, lexical = await store.lookup("p_ana", query="diary bees", k=5)
+        assert diary.id in {r.id for r, _s in lexical}
+    finally:
+        await other.close()
+        other_db.close()
