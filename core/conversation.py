@@ -31,6 +31,8 @@ log = logging.getLogger("kith.core")
 MAX_TOOL_ROUNDS = 3
 MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
 
+AlsoWithReply = Callable[[Connection, OutboundMessage], None]  # runs where the reply is recorded
+
 
 @dataclass(frozen=True, slots=True)
 class Speaker:
@@ -138,18 +140,24 @@ class ConversationCore:
         return _OpenedTurn(Speaker(person, message.account, message.sender_name), user_id, rows, summary,
                            unsummarized)
 
-    async def handle(self, message: InboundMessage) -> OutboundMessage:
-        """Answer one message; a model failure gives an honest reply and loses nothing stored."""
+    async def handle(self, message: InboundMessage, *, also: AlsoWithReply | None = None) -> OutboundMessage:
+        """Answer one message; a model failure gives an honest reply and loses nothing stored.
+
+        ``also`` runs in the transaction that records the reply in history (e.g. its outbox entry:
+        the reply and its delivery then stand or fall together); an honest failure reply is not
+        recorded, so ``also`` does not run for it.
+        """
         started = time.perf_counter()
         async with self._lock(message.conversation_key):
             opened = await self.db.run(self._open_turn, message)
             self.busy_people.add(opened.speaker.person)
             try:
-                return await self._answer(message, opened, started)
+                return await self._answer(message, opened, started, also)
             finally:
                 self.busy_people.discard(opened.speaker.person)
 
-    async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float) -> OutboundMessage:
+    async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float,
+                      also: AlsoWithReply | None) -> OutboundMessage:
         speaker = opened.speaker
         prompt, shown = await self._prompt(message, speaker, opened.recent, opened.summary, opened.user_id)
         before = self.last_timings.request_at = time.perf_counter()
@@ -163,18 +171,25 @@ class ConversationCore:
                 self.on_llm_error(exc)
             return self._outbound(message, HONEST_FAILURE_REPLY)
         after = self.last_timings.reply_at = time.perf_counter()
-        reply_id = await self.db.run(
-            history.append, conversation=message.conversation_key, role="assistant", author="kith",
-            platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
-            chat_kind=message.chat_kind.value, text=text, created_at=self.clock())
+        out = self._outbound(message, text)
+        reply_id = await self.db.run(self._record_reply, message, out, also)
         turn = CompletedTurn(speaker, message, opened.user_id, text, reply_id, shown)
         if opened.unsummarized >= self.settings.history.summary_trigger_messages:
             self.background.spawn(self.summarizer.maybe_summarize(message.conversation_key), name="summary")
         for observer in self.observers:
             self.background.spawn(observer.after_reply(turn), name=type(observer).__name__)
-        out = self._outbound(message, text)
         self.last_timings.after_llm_ms = (time.perf_counter() - after) * 1000
         return out
+
+    def _record_reply(self, conn: Connection, message: InboundMessage, out: OutboundMessage,
+                      also: AlsoWithReply | None) -> int:
+        reply_id = history.append(
+            conn, conversation=message.conversation_key, role="assistant", author="kith",
+            platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
+            chat_kind=message.chat_kind.value, text=out.text, created_at=self.clock())
+        if also is not None:
+            also(conn, out)
+        return reply_id
 
     def _outbound(self, message: InboundMessage, text: str) -> OutboundMessage:
         return reply_to(message, text)

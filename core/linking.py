@@ -105,6 +105,10 @@ class Linker:
         code = await self.db.run(issue_code, message.account, message.sender_name, self.clock())
         return reply_to(message, LINK_ISSUED.format(code=code, minutes=LINK_CODE_TTL_S // 60))
 
+    def wants(self, message: InboundMessage) -> bool:
+        """Whether ``message`` is a ``/link CODE`` for :meth:`redeem_message` (cheap, no I/O)."""
+        return message.chat_kind is ChatKind.DM and looks_like_link(message.text) is not None
+
     async def redeem_message(self, message: InboundMessage) -> OutboundMessage | None:
         """Answer ``/link CODE`` sent in a DM (before policy: the code itself is the proof); else None."""
         code = looks_like_link(message.text)

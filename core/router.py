@@ -7,6 +7,7 @@ the durable outbox, which delivers in order with retries.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -14,7 +15,7 @@ from core.conversation import ConversationCore
 from core.linking import Linker
 from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
 from delivery.debounce import Debouncer
-from delivery.inbound import InboundJournal
+from delivery.inbound import InboundJournal, Redelivered
 from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from policy.gate import PolicyGate
@@ -51,16 +52,24 @@ class Router:
 
     async def on_message(self, message: InboundMessage) -> None:
         """The channel's handler: returns once the message is recorded and queued (or dropped)."""
-        if not await self.journal.record(message.platform, f"msg:{message.message_id}"):
+        event_id = f"msg:{message.message_id}"
+        try:
+            if self.linker is not None and self.linker.wants(message):
+                # Before policy: the code itself is the proof that lets a new account in.
+                if not await self.journal.record(message.platform, event_id):
+                    raise Redelivered(event_id)
+                linked = await self.linker.redeem_message(message)
+                if linked is not None:
+                    await self.worker.submit(linked, source=message.message_id)
+                    return
+                decision = await self.gate.check_inbound(message)
+            else:
+                decision = await self.gate.check_inbound(message, first=functools.partial(
+                    self.journal.record_within, platform=message.platform, event_id=event_id))
+        except Redelivered:
             log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
                      message.message_id)
             return
-        if self.linker is not None:
-            linked = await self.linker.redeem_message(message)
-            if linked is not None:
-                await self.worker.submit(linked, source=message.message_id)
-                return
-        decision = await self.gate.check_inbound(message)
         if decision.verdict in (Verdict.PAIRING_CODE, Verdict.NOTICE) and decision.notice:
             await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)
             return
@@ -82,9 +91,12 @@ class Router:
             channel = self.channels.get(message.platform)
             if channel is None:
                 return
+            queued = self.worker.in_transaction(source=message.message_id)
             async with TypingIndicator(channel, message.chat_id, message.thread_id,
                                        refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
-                reply = await self.core.handle(message)
+                reply = await self.core.handle(message, also=queued)
+            if queued.schedule():
+                return  # written to the outbox with the reply itself
         await self.worker.submit(reply, source=message.message_id)
 
     async def on_button(self, press: ButtonPress) -> None:

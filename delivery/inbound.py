@@ -47,6 +47,10 @@ def _prune_events(conn: Connection, before: datetime) -> int:
     return int(conn.execute(inbound_events.delete().where(inbound_events.c.received_at < before)).rowcount)
 
 
+class Redelivered(Exception):
+    """The platform event was taken in before: drop it (its transaction rolled back)."""
+
+
 class InboundJournal:
     def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow,
                  retention_days: float = INBOUND_DEDUPE_DAYS) -> None:
@@ -57,11 +61,19 @@ class InboundJournal:
     async def record(self, platform: str, event_id: str) -> bool:
         """Note an event as taken in. False means it was seen before: drop it, but still acknowledge it."""
         try:
-            await self.db.run(_insert_event, platform, event_id, self._clock())
-        except sa.exc.IntegrityError:
-            # The primary key decides, so two processes racing on one event cannot both win.
+            await self.db.run(self.record_within, platform, event_id)
+        except Redelivered:
             return False
         return True
+
+    def record_within(self, conn: Connection, platform: str, event_id: str) -> None:
+        """``record`` as the first step of another transaction; raises Redelivered, which rolls it back."""
+        try:
+            with conn.begin_nested():
+                _insert_event(conn, platform, event_id, self._clock())
+        except sa.exc.IntegrityError:
+            # The primary key decides, so two processes racing on one event cannot both win.
+            raise Redelivered(f"{platform}:{event_id}") from None
 
     async def prune(self) -> int:
         """Forget events older than the retention; a platform never redelivers that late."""

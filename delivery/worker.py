@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 
 from core.config import DeliverySettings
-from core.db import Database
+from core.db import Connection, Database
 from core.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
 from delivery import outbox
 from delivery.outbox import Lane, OutboxEntry
@@ -51,6 +51,28 @@ def error_code(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+class QueuedWithin:
+    """Writes a message to the outbox inside someone else's transaction (e.g. the one recording a
+    reply in history, so that both stand or fall together), then hands it to the worker."""
+
+    def __init__(self, worker: DeliveryWorker, source: str | None) -> None:
+        self.worker = worker
+        self.source = source
+        self.queued: tuple[Lane, OutboxEntry | None] | None = None
+
+    def __call__(self, conn: Connection, message: OutboundMessage) -> None:
+        _entry_id, head = outbox.enqueue_with_head(conn, message, source=self.source, now=self.worker.now())
+        self.queued = (outbox.lane_of(message), head)
+
+    def schedule(self) -> bool:
+        """After the transaction committed: deliver. False when nothing was enqueued."""
+        if self.queued is None:
+            return False
+        lane, head = self.queued
+        self.worker.schedule(lane, head=head)
+        return True
+
+
 class DeliveryWorker:
     def __init__(self, db: Database, channels: Mapping[str, Channel],
                  may_send: Callable[[OutboundMessage], bool], *, settings: DeliverySettings | None = None,
@@ -68,6 +90,9 @@ class DeliveryWorker:
         self._dirty: set[Lane] = set()
         self._stopped = False
 
+    def now(self) -> datetime:
+        return self._clock()
+
     async def start(self) -> int:
         """Resume every lane a previous process left with pending entries. Returns how many lanes."""
         self._stopped = False
@@ -83,6 +108,10 @@ class DeliveryWorker:
         entry_id, head = await self.db.run(outbox.enqueue_with_head, message, source=source, now=self._clock())
         self.schedule(outbox.lane_of(message), head=head)
         return entry_id
+
+    def in_transaction(self, *, source: str | None = None) -> QueuedWithin:
+        """An enqueuer for another transaction (``fn(conn, message)``); ``schedule`` it once that committed."""
+        return QueuedWithin(self, source)
 
     def schedule(self, lane: Lane, *, head: OutboxEntry | None = None) -> None:
         """Make sure the lane has a task; for entries enqueued elsewhere, e.g. inside another transaction.

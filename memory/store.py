@@ -93,6 +93,7 @@ VECTOR_KEY = "vector"  # record metadata: the vector space its stored vector cam
 HASH_SPACE = "hash"  # ... when it is the hashed fallback, not an embedder's
 SPACE_KEY = "kith_vector_space"  # collection metadata: the space the collection was built for
 DIM_KEY = "kith_dim"
+NOTE_CHANGE_PREFIX = "note:"  # change-log entries about a staged note rather than a memory
 REBUILD_SUFFIX = "-rebuild"
 
 
@@ -374,6 +375,14 @@ class MemoryStore:
         self._applied: set[int] = set()  # other writers' entries applied within the log's overlap
         self._catchup_lock = asyncio.Lock()
         self._caught_up_at: Hashable | None = None  # the change log's version at the last catch-up
+        # person -> their unpromoted notes, read once and dropped on any write to their notes
+        self._staged: dict[str, list[Note]] = {}
+        self._note_writes: dict[str, int] = {}  # person -> note write counter, so a lazy read sees races
+        # After a complete warm-up (``warm``) a person with no index has no active memories and one
+        # with no staged list no unpromoted notes, unless written to since (these sets): no read needed.
+        self._warm_epoch: int | None = None
+        self._unknown: set[str] = set()
+        self._notes_unknown: set[str] = set()
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -614,6 +623,34 @@ class MemoryStore:
         return sorted(index.records.values(), key=lambda r: (r.created_at, r.id))
 
     async def notes_of(self, person: str, *, unpromoted_only: bool = False) -> list[Note]:
+        """The person's staged notes, oldest first; unpromoted ones come from memory with a change log."""
+        if unpromoted_only and self.changes is not None:
+            await self._catch_up()
+            staged = self._staged.get(person)
+            if staged is None and self._warm_epoch == self._epoch and person not in self._notes_unknown:
+                staged = self._staged[person] = []  # warmed up complete: nobody staged a note for them since
+            if staged is None:
+                before = (self._epoch, self._note_writes.get(person, 0))
+                staged = await self._read_notes(person, unpromoted_only=True)
+                if (self._epoch, self._note_writes.get(person, 0)) == before:  # no write raced the read
+                    self._staged[person] = staged
+                    self._notes_unknown.discard(person)
+            return list(staged)
+        return await self._read_notes(person, unpromoted_only=unpromoted_only)
+
+    def _notes_touched(self, persons: Iterable[str]) -> None:
+        for person in persons:
+            self._note_writes[person] = self._note_writes.get(person, 0) + 1
+            self._staged.pop(person, None)
+            self._notes_unknown.add(person)
+
+    async def _log_notes(self, entries: Iterable[tuple[str, str]]) -> None:
+        """Note writes go in the change log too, so other processes drop their copies of those notes."""
+        entries = list(entries)
+        self._notes_touched({person for person, _id in entries})
+        await self._log((person, NOTE_CHANGE_PREFIX + note_id) for person, note_id in entries)
+
+    async def _read_notes(self, person: str, *, unpromoted_only: bool) -> list[Note]:
         rows = await self._run(
             self._scan_sync,
             Collection.NOTES,
@@ -887,6 +924,9 @@ class MemoryStore:
     async def _apply_changes(self, changes: Sequence[Change]) -> None:
         # Only memories some index holds need re-reading: an index built later reads Chroma anyway.
         # A move is logged under both people, so the new owner's index learns it too.
+        notes = [c for c in changes if c.memory_id.startswith(NOTE_CHANGE_PREFIX)]
+        self._notes_touched({c.person for c in notes})
+        changes = [c for c in changes if not c.memory_id.startswith(NOTE_CHANGE_PREFIX)]
         wanted = [c.memory_id for c in changes if c.person in self._indexes]
         rows = await self._run(self._records_sync, wanted) if wanted else []
         # At once after the read, like a write of this store after its Chroma call.
@@ -898,6 +938,7 @@ class MemoryStore:
 
     def _drop_indexes(self) -> None:
         self._indexes.clear()
+        self._staged.clear()
         self._epoch += 1
 
     async def _index(self, person: str) -> _PersonIndex:
@@ -905,6 +946,8 @@ class MemoryStore:
         if index is not None:
             return index
         async with self._index_locks.hold([person]):
+            if person not in self._indexes and self._warm_epoch == self._epoch and person not in self._unknown:
+                self._indexes[person] = _PersonIndex()  # warmed up complete: no memory of theirs was written since
             while person not in self._indexes:
                 seen = (self._epoch, self._writes.get(person, 0))
                 rows = await self._run(
@@ -926,7 +969,9 @@ class MemoryStore:
         """
         epoch = self._epoch
         seen = dict(self._writes)
+        seen_notes = dict(self._note_writes)
         rows = await self._run(self._scan_sync, Collection.MEMORIES, {"status": Status.ACTIVE.value})
+        note_rows = await self._run(self._scan_sync, Collection.NOTES, {"note_promoted": False})
         if self._epoch != epoch:
             return 0
         built: dict[str, _PersonIndex] = {}
@@ -939,6 +984,15 @@ class MemoryStore:
             if person not in self._indexes and self._writes.get(person, 0) == seen.get(person, 0):
                 self._indexes[person] = index
                 installed += 1
+        staged: dict[str, list[Note]] = {}
+        for md in note_rows:
+            note = note_from_metadata(md)
+            staged.setdefault(note.record.person, []).append(note)
+        for person, notes in staged.items():
+            if person not in self._staged and self._note_writes.get(person, 0) == seen_notes.get(person, 0):
+                self._staged[person] = sorted(notes, key=lambda n: (n.record.created_at, n.record.id))
+        # Whoever was written to while this read ran is in the unknown sets already (see _touched).
+        self._warm_epoch = epoch
         log.info("memory indexes warmed people=%d memories=%d", installed, len(rows))
         return installed
 
@@ -958,6 +1012,7 @@ class MemoryStore:
         self._writes[owner] = self._writes.get(owner, 0) + 1
         index = self._indexes.get(owner)
         if index is None:
+            self._unknown.add(owner)  # a later build reads Chroma for them, warmed up or not
             return
         if record is not None:
             index.put(record, space, vector)
@@ -1025,9 +1080,12 @@ class MemoryStore:
             return []
         vectors = vectors or await self.vectors([n.record.text for n in notes], Collection.NOTES)
         metadatas = [note_metadata(n) | {VECTOR_KEY: vectors.space} for n in notes]
-        return await self._run(
+        added: list[str] = await self._run(
             self._add_absent_sync, Collection.NOTES, [n.record.id for n in notes], vectors.values, metadatas
         )
+        fresh = set(added)
+        await self._log_notes((n.record.person, n.record.id) for n in notes if n.record.id in fresh)
+        return added
 
     async def mark_promoted(self, note_id: str, memory_id: str | None, now: datetime) -> bool:
         """Record that promotion handled the note (``memory_id`` None: a tombstone blocked it)."""
@@ -1045,6 +1103,7 @@ class MemoryStore:
                 ids=[n.record.id for n in marked],
                 metadatas=[note_metadata(n) for n in marked],
             )
+            await self._log_notes((n.record.person, n.record.id) for n in marked)
         return len(notes)
 
     async def replace_memory(self, record: MemoryRecord) -> MemoryRecord:
@@ -1095,6 +1154,7 @@ class MemoryStore:
             return 0
         rows = await self._run(self._get_sync, Collection.NOTES, ids)
         await self._run(self._cols[Collection.NOTES].delete, ids=list(ids))
+        await self._log_notes((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)
 
     async def notes_older_than(self, cutoff: datetime) -> list[str]:
@@ -1118,6 +1178,7 @@ class MemoryStore:
                 break
             metadatas = [dict(md) | {"person": new} for md in page["metadatas"]]
             await self._run(self._cols[Collection.NOTES].update, ids=page["ids"], metadatas=metadatas)
+            await self._log_notes([(person, str(i)) for i in page["ids"] for person in (old, new)])
             moved_notes += len(page["ids"])
         moved_memories = 0
         while True:

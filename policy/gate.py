@@ -58,7 +58,10 @@ class PolicyGate:
     def policy_for(self, platform: str) -> PlatformPolicy:
         return effective_policy(self.settings, platform, self.configured)
 
-    async def check_inbound(self, message: InboundMessage) -> Decision:
+    async def check_inbound(self, message: InboundMessage, *,
+                            first: Callable[[Connection], None] | None = None) -> Decision:
+        """Decide on ``message``; ``first`` runs at the start of the same transaction (e.g. the inbound
+        journal), and an exception from it aborts the decision with nothing written."""
         policy = self.policy_for(message.platform)
         now = self.clock()
 
@@ -76,6 +79,8 @@ class PolicyGate:
             return (decision, new_state), new_state
 
         def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
+            if first is not None:
+                first(conn)
             siblings[:] = _sibling_accounts(conn, message.account)
             return store.update(conn, decide)
 

@@ -556,3 +556,62 @@ async def test_an_idle_change_log_is_not_read_again_but_another_connections_writ
     finally:
         await other.close()
         other_db.close()
+
+
+async def test_staged_notes_come_from_memory_and_follow_another_process(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, namespace, db = store.reopen_args  # type: ignore[attr-defined]
+    honey, rust = Note(record("p_ana", "Ana sells honey")), Note(record("p_ana", "Ana is learning Rust"))
+    await store.add_notes([honey, rust])
+    scans = spy(monkeypatch, store, "_scan_sync")
+    assert {n.record.id for n in await store.notes_of("p_ana", unpromoted_only=True)} == {honey.record.id,
+                                                                                          rust.record.id}
+    await db.run(lambda conn: None)  # the turn's own transaction, as before every recall
+    assert len(await store.notes_of("p_ana", unpromoted_only=True)) == 2
+    assert len(scans) == 1  # read once, then served from memory
+    other_db = Database(db.url)  # another process, e.g. `bot.py consolidate`, promotes one of them
+    other = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace,
+        changes=ChangeLog(other_db),
+    )
+    try:
+        assert await other.mark_promoted(honey.record.id, None, T0)
+        await db.run(lambda conn: None)
+        assert [n.record.id for n in await store.notes_of("p_ana", unpromoted_only=True)] == [rust.record.id]
+    finally:
+        await other.close()
+        other_db.close()
+    await store.delete_notes([rust.record.id])  # this process's own write
+    assert await store.notes_of("p_ana", unpromoted_only=True) == []
+
+
+async def test_after_warm_up_a_new_person_costs_no_read_and_another_process_write_still_counts(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, namespace, db = store.reopen_args  # type: ignore[attr-defined]
+    bees = await store.add_memory(record("p_ana", "Ana keeps bees on the roof"))
+    await store.add_notes([Note(record("p_ana", "Ana sells honey at the market"))])
+    await store.warm()
+    scans = spy(monkeypatch, store, "_scan_sync")
+    _hits, lexical = await store.lookup("p_ana", query="bees", k=5)
+    assert [r.id for r, _s in lexical] == [bees.id]
+    assert len(await store.notes_of("p_ana", unpromoted_only=True)) == 1
+    assert await store.lookup("p_newcomer", query="bees", k=5) == ([], [])  # first message of someone new
+    assert await store.notes_of("p_newcomer", unpromoted_only=True) == []
+    assert scans == []  # everything above came from the warm-up
+    other_db = Database(db.url)  # another process remembers something of the newcomer's
+    other = await MemoryStore.open(
+        settings.memory, settings.storage.data_path(), None, NONE_STATUS, namespace=namespace,
+        changes=ChangeLog(other_db),
+    )
+    try:
+        kayak = await other.add_memory(record("p_later", "Bo paddles a kayak"))
+        await other.add_notes([Note(record("p_later", "Bo fixes bikes"))])
+    finally:
+        await other.close()
+        other_db.close()
+    await db.run(lambda conn: None)
+    _hits, lexical = await store.lookup("p_later", query="kayak", k=5)
+    assert [r.id for r, _s in lexical] == [kayak.id]
+    assert [n.record.text for n in await store.notes_of("p_later", unpromoted_only=True)] == ["Bo fixes bikes"]
