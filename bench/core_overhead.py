@@ -22,7 +22,6 @@ from bench.common import percentile, summary_ms, verdict
 from core.app import build_app
 from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
-from tests.fakes.openai_api import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,11 +53,14 @@ class NullChannel:
 
 
 async def measure(n: int) -> None:
-    fake = await FakeOpenAI().start()
-    fake.default = lambda _req: "ok, noted."
+    # The model is another process, as in production: its CPU is not kith's.
+    llm = await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.fakes.openai_api", "ok, noted.",
+                                               stdout=asyncio.subprocess.PIPE)
+    assert llm.stdout is not None
+    llm_url = f"http://127.0.0.1:{int(await llm.stdout.readline())}/v1"
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
-            Settings(), llm=LLMSettings(model="openai/bench", api_base=fake.base_url, max_retries=0),
+            Settings(), llm=LLMSettings(model="openai/bench", api_base=llm_url, max_retries=0),
             storage=StorageSettings(data_dir=tmp),
             memory=MemorySettings(embedder="none", capture=False))
         app = await build_app(settings, warm_llm=False)
@@ -80,7 +82,8 @@ async def measure(n: int) -> None:
             after.append((channel.handed_over_at - app.core.last_timings.reply_at) * 1000)
         elapsed = time.perf_counter() - started
         await app.close()
-    await fake.stop()
+    llm.kill()
+    await llm.wait()
     overhead = [b + a for b, a in zip(before, after, strict=True)]
     print(f"core overhead, inbound -> LLM request: {summary_ms(before)}")
     print(f"core overhead, reply -> channel:       {summary_ms(after)}")

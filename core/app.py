@@ -142,6 +142,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     core.observers.append(UseRecorder(memory.store, clock))
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
     background.spawn(memory.store.warm(), name="memory-warm")
+    background.spawn(goals.warm(), name="goals-warm")
     if settings.memory.capture:
         core.observers.append(memory.observer)
     questions = QuestionBook(db, clock)

@@ -227,6 +227,7 @@ class GoalBook:
         self.tz = tz
         # person -> (the goals' version when read, their active goals): every DM reply shows them.
         self._active: dict[str, tuple[Hashable, list[Goal]]] = {}
+        self._complete: Hashable | None = None  # the version at which _active held everyone's (warm)
 
     def today(self) -> date:
         return local_day(self.clock(), self.tz)
@@ -240,6 +241,8 @@ class GoalBook:
         cached = self._active.get(person)
         if version is not None and cached is not None and cached[0] == version:
             return cached[1]
+        if version is not None and cached is None and self._complete == version:
+            return []  # no goals at the warm-up, and nobody wrote any since
         marks = self.db.marks(GOALS_TOPIC)
 
         def read(conn: Connection) -> tuple[Hashable | None, list[Goal]]:
@@ -250,6 +253,28 @@ class GoalBook:
         if others is not None:
             self._active[person] = ((others, marks), active)
         return active
+
+    async def warm(self) -> int:
+        """Read everyone's active goals at once (at start-up); returns how many people have some."""
+        marks = self.db.marks(GOALS_TOPIC)
+
+        def read(conn: Connection) -> tuple[Hashable | None, list[Goal]]:
+            others = self.db.others_version(conn)
+            rows = conn.execute(sa.select(goals).where(goals.c.status == GoalStatus.ACTIVE.value)
+                                .order_by(goals.c.person, goals.c.number)).all()
+            return others, [_goal(r) for r in rows]
+
+        others, active = await self.db.run(read)
+        if others is None:
+            return 0
+        version = (others, marks)
+        by_person: dict[str, list[Goal]] = {}
+        for goal in active:
+            by_person.setdefault(goal.person, []).append(goal)
+        for person, theirs in by_person.items():
+            self._active[person] = (version, theirs)
+        self._complete = version
+        return len(by_person)
 
     async def add(self, person: str, text: str, due: date | None = None) -> Goal | None:
         try:

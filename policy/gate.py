@@ -53,10 +53,14 @@ class PolicyGate:
         self.monotonic = monotonic
         self.rng = rng
         self._access: AccessState | None = None  # cache for may_send; refreshed by every inbound decision
+        self._policies: dict[str, PlatformPolicy] = {}
         self._linked_ok: set[str] = set()  # accounts approved through a linked account of the same person
 
     def policy_for(self, platform: str) -> PlatformPolicy:
-        return effective_policy(self.settings, platform, self.configured)
+        policy = self._policies.get(platform)
+        if policy is None:  # settings never change while running: work each platform's out once
+            policy = self._policies[platform] = effective_policy(self.settings, platform, self.configured)
+        return policy
 
     async def check_inbound(self, message: InboundMessage, *,
                             first: Callable[[Connection], None] | None = None) -> Decision:

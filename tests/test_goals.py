@@ -168,3 +168,22 @@ async def test_the_goals_slot_follows_writes_of_this_process_and_of_another(
         other.close()
     await db.run(lambda conn: None)  # the turn's own transaction, as before every reply
     assert "Read Dune" in await book.slot(person, limit_chars=500)
+
+
+async def test_after_warm_up_a_newcomer_has_no_goals_without_a_read(
+    commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await say(commands, "/goals add Learn Rust")
+    ana = await db.run(people.person_of, "console:ana")
+    assert ana is not None
+    assert await book.warm() == 1
+    reads: list[str] = []
+    real = goals.of_person
+    monkeypatch.setattr(goals, "of_person", lambda conn, p, s=None: reads.append(p) or real(conn, p, s))
+    await db.run(lambda conn: None)  # the turn's own transaction, as before every reply
+    assert "Learn Rust" in await book.slot(ana, limit_chars=500)
+    assert await book.slot("p_newcomer", limit_chars=500) == ""
+    assert reads == []
+    await say(commands, "/goals add Learn Go", sender_id="bob", chat_id="bob", sender_name="Bob")
+    bob = await db.run(people.person_of, "console:bob")
+    assert bob is not None and "Learn Go" in await book.slot(bob, limit_chars=500)  # written since: read
