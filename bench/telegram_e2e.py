@@ -2,7 +2,12 @@
 instant fake LLM. Messages per second and latency from update to sendMessage for N messages
 across C chats, and peak RSS.
 
-    .venv/bin/python -m bench.telegram_e2e [--messages 1000] [--chats 100]
+    .venv/bin/python -m bench.telegram_e2e [--messages 1000] [--chats 100] [--model openai/bench]
+
+The model string picks litellm's adapter for the fake OpenAI-compatible server: ``openai/`` goes
+through the OpenAI SDK, ``hosted_vllm/`` through litellm's own HTTP handler (a third of the CPU
+per call in litellm 1.82.6). litellm's own calls per second against the same model are printed
+last, for comparison.
 
 Debounce is set to 0 here: it is a deliberate wait for a person's next message, not overhead.
 """
@@ -12,10 +17,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import importlib.metadata
 import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 from bench.common import peak_rss_mb, percentile, summary_ms, verdict
 from core.app import build_app
@@ -25,7 +32,7 @@ from persona.llm import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 
 
-async def measure(n: int, chats: int, rate: float) -> None:
+async def measure(n: int, chats: int, rate: float, model: str) -> None:
     import_litellm()
     # The model is another process, as in production: its CPU is not kith's.
     llm = await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.fakes.openai_api",
@@ -47,13 +54,14 @@ async def measure(n: int, chats: int, rate: float) -> None:
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
-            Settings(), llm=LLMSettings(model="openai/bench", api_base=llm_url, max_retries=0),
+            Settings(), llm=LLMSettings(model=model, api_base=llm_url, max_retries=0),
             storage=StorageSettings(data_dir=tmp),
             memory=MemorySettings(embedder="none", capture=False),
             telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
             delivery=DeliverySettings(debounce_ms=0), policy={"telegram": {"dm": "open"}})
         app = await build_app(settings, warm_llm=False)
         await app.start_channels(platform_channels(settings, app))
+        model_ms = _time_model_calls(app.core.llm)
         # Throughput: every message at once (10 per chat, inside the default rate-limit burst).
         started = time.perf_counter()
         for i in range(n):
@@ -83,13 +91,61 @@ async def measure(n: int, chats: int, rate: float) -> None:
         per_chat_push.setdefault(20_000 + i % chats, []).append(t)
     latencies = [(s - p) * 1000 for chat, sends in per_chat_sent.items()
                  for p, s in zip(per_chat_push[chat], sends, strict=False)]
+    # Outside the model: each reply's latency less its litellm call (matched by the message text).
+    texts = [f"message {i}: and then?" for i in range(n)]
+    per_chat_model: dict[int, list[float]] = {}
+    for i, text in enumerate(texts):
+        per_chat_model.setdefault(20_000 + i % chats, []).append(model_ms.get(text, 0.0))
+    outside = [(s - p) * 1000 - m for chat, sends in per_chat_sent.items()
+               for p, s, m in zip(per_chat_push[chat], sends, per_chat_model[chat], strict=False)]
     throughput = n / elapsed
     print(f"telegram end to end: {throughput:.0f} messages/s over {n} messages in {chats} chats, sent at once "
           f"(target >= 200: {verdict(throughput, 200, higher_is_better=True)})")
     print(f"update -> sendMessage latency at {rate:g} messages/s: {summary_ms(latencies)} "
-          f"(target p95 <= 50 ms: {verdict(percentile(latencies, 95), 50)}; includes the loopback model round trip)")
+          f"(model round trip included)")
+    print(f"  ... outside the model (each reply's litellm call taken out): {summary_ms(outside)} "
+          f"(target p95 <= 50 ms: {verdict(percentile(outside, 95), 50)})")
     rss = peak_rss_mb()
     print(f"peak RSS: {rss:.0f} MB (target <= 400 MB without a local embedder: {verdict(rss, 400)})")
+
+
+def _time_model_calls(llm: Any) -> dict[str, float]:
+    """Wrap the persona's model client: milliseconds per call, keyed by the newest message's text."""
+    timings: dict[str, float] = {}
+    real = llm.complete
+
+    async def complete(messages: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await real(messages, **kwargs)
+        finally:
+            timings[str(messages[-1]["content"])] = (time.perf_counter() - started) * 1000
+
+    llm.complete = complete
+    return timings
+
+
+async def model_client_ceiling(model: str, calls: int = 300) -> None:
+    """litellm alone against the same instant model: no kith in between, one call at a time."""
+    litellm = import_litellm()
+    llm = await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.fakes.openai_api", "ok",
+                                               stdout=asyncio.subprocess.PIPE)
+    assert llm.stdout is not None
+    base = f"http://127.0.0.1:{int(await llm.stdout.readline())}/v1"
+    messages = [{"role": "system", "content": "You are a companion. " * 60}] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: what a day"} for i in range(21)]
+    try:
+        for _ in range(20):
+            await litellm.acompletion(model=model, api_base=base, api_key="bench", messages=messages)
+        started, cpu = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            await litellm.acompletion(model=model, api_base=base, api_key="bench", messages=messages)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        llm.kill()
+        await llm.wait()
+    print(f"litellm alone, {model} (a prompt of kith's shape, same instant model): {calls / elapsed:.0f} calls/s, "
+          f"{cpu / calls * 1000:.1f} ms of this process's CPU per call: the ceiling for any throughput here")
 
 
 def main() -> None:
@@ -97,8 +153,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--chats", type=int, default=100)
     parser.add_argument("--rate", type=float, default=20.0, help="messages per second in the latency phase")
+    parser.add_argument("--model", default="openai/bench",
+                        help="the litellm model string for the fake OpenAI-compatible server, e.g. hosted_vllm/bench")
     args = parser.parse_args()
-    asyncio.run(measure(args.messages, args.chats, args.rate))
+    print(f"model: {args.model} (litellm {importlib.metadata.version('litellm')})")
+    asyncio.run(measure(args.messages, args.chats, args.rate, args.model))
+    asyncio.run(model_client_ceiling(args.model))
 
 
 if __name__ == "__main__":

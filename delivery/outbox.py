@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -162,6 +163,18 @@ def pending_lanes(conn: Connection) -> list[Lane]:
                         .group_by(outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id)
                         .order_by(first_id)).all()
     return [(r.platform, r.chat_id, r.thread_id) for r in rows]
+
+
+def release_backoffs(conn: Connection, *, keep_errors: Sequence[str], now: datetime) -> int:
+    """Make pending entries due now, except those whose last error asks to wait (a platform's retry_after).
+
+    For a new process: the backoff of the last one guessed at a trouble that a restart may have ended.
+    """
+    result = conn.execute(outbox.update().where(
+        outbox.c.status == OutboxStatus.PENDING.value, outbox.c.next_attempt_at.is_not(None),
+        sa.or_(outbox.c.last_error.is_(None), outbox.c.last_error.not_in(list(keep_errors))))
+        .values(next_attempt_at=None, updated_at=now))
+    return int(result.rowcount)
 
 
 def by_status(conn: Connection, status: OutboxStatus, limit: int = 100) -> list[OutboxEntry]:

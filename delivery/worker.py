@@ -24,6 +24,7 @@ from delivery.outbox import Lane, OutboxEntry
 log = logging.getLogger("kith.delivery")
 
 POLICY_REFUSED = "policy"
+RATE_LIMITED = "SendError:rate_limited"  # error_code of a platform's "retry after N s": kept across restarts
 RENDER_FAILED = "render"
 
 
@@ -42,12 +43,10 @@ def error_code(exc: BaseException) -> str:
     """A short label for ``last_error``: the error's class and the platform's code, never its text."""
     if isinstance(exc, SendError):
         if exc.bad_formatting:
-            kind = "bad_formatting"
-        elif exc.permanent:
-            kind = "permanent"
-        else:
-            kind = "rate_limited" if exc.retry_after is not None else "transient"
-        return f"SendError:{kind}"
+            return "SendError:bad_formatting"
+        if exc.permanent:
+            return "SendError:permanent"
+        return RATE_LIMITED if exc.retry_after is not None else "SendError:transient"
     return type(exc).__name__
 
 
@@ -96,7 +95,12 @@ class DeliveryWorker:
     async def start(self) -> int:
         """Resume every lane a previous process left with pending entries. Returns how many lanes."""
         self._stopped = False
-        lanes = await self.db.run(outbox.pending_lanes)
+
+        def resume(conn: Connection) -> list[Lane]:
+            outbox.release_backoffs(conn, keep_errors=(RATE_LIMITED,), now=self._clock())
+            return outbox.pending_lanes(conn)
+
+        lanes = await self.db.run(resume)
         for lane in lanes:
             self.schedule(lane)
         if lanes:

@@ -352,3 +352,23 @@ async def test_typing_failures_never_reach_the_reply() -> None:
     with pytest.raises(ValueError, match="the reply's own error"):
         async with TypingIndicator(failing, "c1", refresh_s=0.01):
             raise ValueError("the reply's own error")
+
+
+async def test_restart_retries_at_once_a_reply_that_was_only_backing_off(tmp_path: Path) -> None:
+    db = open_db(tmp_path)
+    try:
+        clock = FakeClock()
+        entry_id = db.run_sync(outbox.enqueue, reply("still here"), source=None, now=clock())
+        # The last process guessed at a network outage and backed off for 25 s before it went down.
+        db.run_sync(outbox.schedule_retry, entry_id, attempts=3, next_attempt_at=clock() + timedelta(seconds=25),
+                    error="ConnectError", now=clock())
+        channel = FakeChannel()
+        sleep = FakeSleep(clock)
+        worker = DeliveryWorker(db, {"telegram": channel}, lambda m: True, settings=SETTINGS, sleep=sleep,
+                                clock=clock)
+        await worker.start()
+        await worker.wait_idle()
+        assert sleep.waits == []  # no wait: a restart is a new chance
+        assert channel.texts() == ["<b>still here</b>"]
+    finally:
+        db.close()
