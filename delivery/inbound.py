@@ -69,8 +69,7 @@ class InboundJournal:
     def record_within(self, conn: Connection, platform: str, event_id: str) -> None:
         """``record`` as the first step of another transaction; raises Redelivered, which rolls it back."""
         try:
-            with conn.begin_nested():
-                _insert_event(conn, platform, event_id, self._clock())
+            _insert_event(conn, platform, event_id, self._clock())
         except sa.exc.IntegrityError:
             # The primary key decides, so two processes racing on one event cannot both win.
             raise Redelivered(f"{platform}:{event_id}") from None
