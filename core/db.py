@@ -42,7 +42,10 @@ class Database:
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         # LIFO: the database thread keeps reusing one connection, with its page cache warm, instead
         # of cycling through the pool (which also makes every commit look like another writer's).
-        self.engine: Engine = sa.create_engine(url, future=True, pool_use_lifo=True)
+        parsed = sa.engine.make_url(url)
+        in_memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
+        pool: dict[str, Any] = {} if in_memory else {"pool_use_lifo": True}  # in-memory SQLite has no queue pool
+        self.engine: Engine = sa.create_engine(url, future=True, **pool)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-db")
@@ -66,7 +69,8 @@ class Database:
         with self.engine.begin() as conn:
             result = fn(conn, *args, **kwargs)
             if self._tracks_others:
-                self._others = (self.others_version(conn), time.monotonic())
+                at = time.monotonic()  # before the PRAGMA: the age limit must never be stretched
+                self._others = (self.others_version(conn), at)
             return result
 
     def others_version(self, conn: Connection) -> Hashable | None:

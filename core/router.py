@@ -92,11 +92,15 @@ class Router:
             if channel is None:
                 return
             queued = self.worker.in_transaction(source=message.message_id)
-            async with TypingIndicator(channel, message.chat_id, message.thread_id,
-                                       refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
-                reply = await self.core.handle(message, also=queued)
-            if queued.schedule():
-                return  # written to the outbox with the reply itself
+            try:
+                async with TypingIndicator(channel, message.chat_id, message.thread_id,
+                                           refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
+                    reply = await self.core.handle(message, also=queued)
+            finally:
+                # Committed with the reply: it goes out even if something after the commit failed.
+                scheduled = queued.schedule()
+            if scheduled:
+                return
         await self.worker.submit(reply, source=message.message_id)
 
     async def on_button(self, press: ButtonPress) -> None:
@@ -117,4 +121,4 @@ class Router:
 
     async def close(self) -> None:
         await self.debouncer.flush()
-        await self.worker.wait_idle()
+        await self.worker.drain()

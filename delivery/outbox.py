@@ -173,7 +173,7 @@ def release_backoffs(conn: Connection, *, keep_errors: Sequence[str], now: datet
     result = conn.execute(outbox.update().where(
         outbox.c.status == OutboxStatus.PENDING.value, outbox.c.next_attempt_at.is_not(None),
         sa.or_(outbox.c.last_error.is_(None), outbox.c.last_error.not_in(list(keep_errors))))
-        .values(next_attempt_at=None, updated_at=now))
+        .values(next_attempt_at=None, attempts=0, updated_at=now))  # and a fresh budget of attempts
     return int(result.rowcount)
 
 

@@ -50,6 +50,10 @@ def error_code(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+class _LeftForNextStart(Exception):
+    """A send failed while the worker drains for shutdown: the lane stops, its work stays pending."""
+
+
 class QueuedWithin:
     """Writes a message to the outbox inside someone else's transaction (e.g. the one recording a
     reply in history, so that both stand or fall together), then hands it to the worker."""
@@ -58,6 +62,7 @@ class QueuedWithin:
         self.worker = worker
         self.source = source
         self.queued: tuple[Lane, OutboxEntry | None] | None = None
+        self._lane_ends = worker.lane_ends()  # before the head is read: a lane task ending after makes it stale
 
     def __call__(self, conn: Connection, message: OutboundMessage) -> None:
         _entry_id, head = outbox.enqueue_with_head(conn, message, source=self.source, now=self.worker.now())
@@ -68,6 +73,8 @@ class QueuedWithin:
         if self.queued is None:
             return False
         lane, head = self.queued
+        if self.worker.lane_ends() != self._lane_ends:
+            head = None  # a lane task ended since the head was read (it may have sent it): read it again
         self.worker.schedule(lane, head=head)
         return True
 
@@ -88,13 +95,19 @@ class DeliveryWorker:
         # Lanes that got new work while their task was running; the task looks again before it ends.
         self._dirty: set[Lane] = set()
         self._stopped = False
+        self._draining = False  # shutting down: deliver what goes out now, leave the rest pending
+        self._ended = 0  # lane tasks ended so far: a head read before one ended may be stale
 
     def now(self) -> datetime:
         return self._clock()
 
+    def lane_ends(self) -> int:
+        return self._ended
+
     async def start(self) -> int:
         """Resume every lane a previous process left with pending entries. Returns how many lanes."""
         self._stopped = False
+        self._draining = False
 
         def resume(conn: Connection) -> list[Lane]:
             outbox.release_backoffs(conn, keep_errors=(RATE_LIMITED,), now=self._clock())
@@ -139,6 +152,12 @@ class DeliveryWorker:
         while self._lanes:
             await asyncio.gather(*list(self._lanes.values()), return_exceptions=True)
 
+    async def drain(self) -> None:
+        """At shutdown: deliver what the platforms take now; a failing send is left pending for the next
+        start, never marked failed for an outage that merely overlapped the shutdown."""
+        self._draining = True
+        await self.wait_idle()
+
     async def stop(self) -> None:
         """Cancel every lane task; their progress is already in the outbox for the next start."""
         self._stopped = True
@@ -164,11 +183,14 @@ class DeliveryWorker:
                 known, head = await self._deliver(entry)
         except asyncio.CancelledError:
             raise
+        except _LeftForNextStart:
+            return  # shutting down: the lane's work stays pending, in order, for the next start
         except Exception as exc:
             # The entry stays pending; the next submit to this lane or the next start retries it.
             log.error("delivery lane failed platform=%s chat=%s error=%s", lane[0], lane[1],
                       type(exc).__name__, exc_info=exc)
         finally:
+            self._ended += 1
             if self._lanes.get(lane) is asyncio.current_task():
                 del self._lanes[lane]
 
@@ -230,6 +252,13 @@ class DeliveryWorker:
                 code = error_code(exc)
                 permanent = isinstance(exc, SendError) and exc.permanent
                 attempts += 1
+                if self._draining and not permanent:
+                    now = self._clock()
+                    await self.db.run(outbox.schedule_retry, entry.id, attempts=attempts, next_attempt_at=now,
+                                      error=code, now=now)
+                    log.warning("delivery left for the next start id=%d platform=%s chunk=%d/%d error=%s",
+                                entry.id, message.platform, index + 1, total, code)
+                    raise _LeftForNextStart from None
                 if permanent or attempts >= self.settings.max_attempts:
                     await self.db.run(outbox.mark_failed, entry.id, error=code, now=self._clock(),
                                       attempts=attempts)

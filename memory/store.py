@@ -899,6 +899,7 @@ class MemoryStore:
         if self._catchup_lock.locked():
             # One read serves callers that overlap (a recall's pinned part and its search): a change
             # committed while that read is under way is as concurrent as it gets; the next recall has it.
+            # Should that read fail, the waiters go on uncaught-up this once, like the reader itself.
             async with self._catchup_lock:
                 return
         async with self._catchup_lock:

@@ -372,3 +372,40 @@ async def test_restart_retries_at_once_a_reply_that_was_only_backing_off(tmp_pat
         assert channel.texts() == ["<b>still here</b>"]
     finally:
         db.close()
+
+
+async def test_an_outage_during_shutdown_leaves_the_reply_for_the_next_start_not_failed(db: Database) -> None:
+    channel = FakeChannel()
+    gate = channel.hold("bye")  # the send is under way when the shutdown begins
+    channel.fail("bye", *[SendError("502") for _ in range(SETTINGS.max_attempts + 2)])
+    worker, sleep = make_worker(db, channel)
+    entry_id = await worker.submit(reply("bye"))
+    await channel.reached["bye"].wait()
+    draining = asyncio.create_task(worker.drain())
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.wait_for(draining, 5)
+    stored = entry(db, entry_id)
+    assert stored.status is OutboxStatus.PENDING and sleep.waits == []  # no retries burnt on the way out
+    channel.fail("bye")  # nothing scripted any more: the platform is back
+    channel._failures["bye"].clear()
+    worker2, _ = make_worker(db, channel)
+    await worker2.start()
+    await worker2.wait_idle()
+    assert entry(db, entry_id).status is OutboxStatus.SENT and channel.texts() == ["<b>bye</b>"]
+
+
+async def test_a_reply_queued_inside_another_transaction_is_sent_once_even_if_the_lane_moved_on(
+        db: Database) -> None:
+    channel = FakeChannel()
+    release = channel.hold("first")
+    worker, _sleep = make_worker(db, channel)
+    await worker.submit(reply("first"))
+    await channel.reached["first"].wait()  # the lane is busy with the first reply
+    queued = worker.in_transaction(source="m2")
+    await db.run(lambda conn: queued(conn, reply("second")))  # e.g. recorded with the reply in history
+    release.set()
+    await worker.wait_idle()  # the lane sends both and ends before the second's writer schedules it
+    assert queued.schedule()
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>first</b>", "<b>second</b>"]  # never the first twice
