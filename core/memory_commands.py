@@ -258,8 +258,7 @@ class QuestionSender:
                         send: bool = True) -> Asked | None:
         """Ask ``person`` about one flagged pair if the rules allow. ``send=False``: the caller sends it."""
         now = self.clock()
-        last = self._checked.get(person)
-        if not force and last is not None and (now - last).total_seconds() < self.recheck_s:
+        if not force and not self._due(person, now):
             return None
         self._checked[person] = now
         async with self._locks.setdefault(person, asyncio.Lock()):
@@ -292,6 +291,10 @@ class QuestionSender:
             worker.schedule(outbox.lane_of(built[0]))  # without a worker it goes out at the next start
         return Asked(question, built[0])
 
+    def _due(self, person: str, now: datetime) -> bool:
+        last = self._checked.get(person)
+        return last is None or (now - last).total_seconds() >= self.recheck_s
+
     async def _still_open(self, question: Question) -> bool:
         """An open question whose facts changed elsewhere (a /forget, a correction) no longer blocks."""
         first = await self.memory.get(question.first_id)
@@ -316,6 +319,8 @@ class QuestionSender:
         message = turn.message
         target = (DmTarget(message.platform, message.chat_id, message.sender_id)
                   if message.chat_kind is ChatKind.DM else None)
+        if not self._due(turn.speaker.person, self.clock()):
+            return  # looked at recently: no need to wait for the reply to go out first
         try:
             await asyncio.sleep(self.after_reply_s)
             await self.maybe_ask(turn.speaker.person, target=target)

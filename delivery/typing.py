@@ -36,22 +36,35 @@ class TypingIndicator:
         self.delay_s = delay_s
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
         self.sent = 0  # indicators the platform accepted
         self.failures = 0
 
     async def __aenter__(self) -> TypingIndicator:
-        self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"typing:{self.channel.name}")
+        if self.delay_s > 0:
+            # A timer rather than a sleeping task: most replies are ready before it fires.
+            self._timer = asyncio.get_running_loop().call_later(self.delay_s, self._begin)
+            return self
+        self._begin()
         # Let the first indicator go out before the caller starts its (long) work.
         await asyncio.sleep(0)
         return self
 
+    def _begin(self) -> None:
+        self._timer = None
+        if not self._stopped:
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"typing:{self.channel.name}")
+
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         task, self._task = self._task, None
         if task is None:
             return
-        self._stopped = True
         task.cancel()
         # asyncio.wait never raises the task's own outcome; a cancel of the caller still propagates from here.
         await asyncio.wait({task})
@@ -59,8 +72,6 @@ class TypingIndicator:
             task.exception()  # retrieved so asyncio does not report it; _loop already logged it
 
     async def _loop(self) -> None:
-        if self.delay_s > 0:
-            await self._sleep(self.delay_s)
         while not self._stopped:
             try:
                 async with asyncio.timeout(self.refresh_s):
