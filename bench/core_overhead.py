@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench.common import percentile, summary_ms, verdict
-from core.app import build_app
+from core.app import build_app, freeze_startup_heap
 from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
 
@@ -66,6 +66,7 @@ async def measure(n: int) -> None:
         app = await build_app(settings, warm_llm=False)
         channel = NullChannel()
         await app.start_channels([channel])
+        freeze_startup_heap()  # as bot.py run and chat do once started
         assert app.router is not None
         before, after = [], []
         # warm up: litellm import and connection pool

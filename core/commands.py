@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from core.app import App, build_app
+from core.app import App, build_app, freeze_startup_heap
 from core.config import Settings
 from core.hints import llm_failure_hint
 from core.types import Channel
@@ -62,6 +62,7 @@ async def run_chat(settings: Settings) -> int:
     terminal = TerminalChannel(persona_name=settings.persona.name)
     try:
         await app.start_channels([terminal])
+        freeze_startup_heap()
         await terminal.closed.wait()
     finally:
         await app.close()
@@ -88,6 +89,7 @@ async def run_all(settings: Settings) -> int:
         if not started:
             print("kith: no channel could start; see the log above", file=sys.stderr)
             return 1
+        freeze_startup_heap()
         print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
         await stop.wait()
     finally:

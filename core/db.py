@@ -40,8 +40,7 @@ class Database:
         self.url = url
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        # LIFO: the database thread keeps reusing one connection, with its page cache warm, instead
-        # of cycling through the pool (which also makes every commit look like another writer's).
+        # LIFO: other threads' rare checkouts keep reusing one connection, with its page cache warm.
         parsed = sa.engine.make_url(url)
         in_memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
         pool: dict[str, Any] = {} if in_memory else {"pool_use_lifo": True}  # in-memory SQLite has no queue pool
@@ -53,6 +52,10 @@ class Database:
         self._connections = itertools.count(1)
         self._others: tuple[Hashable, float] | None = None  # others_version after the latest transaction, when
         self._marks: collections.Counter[str] = collections.Counter()
+        # SQLite: the database thread keeps one connection of its own, so its data_version stays
+        # comparable from one transaction to the next (and no pool checkout per transaction).
+        self._thread_conn: Connection | None = None
+        self._closed = False
 
     def create_all(self) -> None:
         # Import the modules that declare tables so that metadata knows them all.
@@ -63,7 +66,29 @@ class Database:
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args)`` inside one transaction on the database thread."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(self.run_sync, fn, *args, **kwargs))
+        return await loop.run_in_executor(self._executor, functools.partial(self._on_thread, fn, *args, **kwargs))
+
+    def _on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if not self._tracks_others:
+            return self.run_sync(fn, *args, **kwargs)  # a server database: pooled, pre-pinged connections
+        conn = self._thread_conn
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self._thread_conn = self.engine.connect()
+        try:
+            with conn.begin():
+                result = fn(conn, *args, **kwargs)
+                at = time.monotonic()  # before the PRAGMA: the age limit must never be stretched
+                self._others = (self.others_version(conn), at)
+                return result
+        except sa.exc.DBAPIError as exc:
+            if exc.connection_invalidated:
+                self._drop_thread_conn()
+            raise
+
+    def _drop_thread_conn(self) -> None:
+        conn, self._thread_conn = self._thread_conn, None
+        if conn is not None:
+            conn.close()
 
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self.engine.begin() as conn:
@@ -113,6 +138,10 @@ class Database:
         return others, self._marks[topic]
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.submit(self._drop_thread_conn).result()  # on the thread that used it
         self._executor.shutdown(wait=True)
         self.engine.dispose()
 

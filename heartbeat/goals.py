@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import enum
 import re
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
@@ -34,6 +35,7 @@ GOALS_MAX_OPEN = 30  # active plus paused goals one person may keep
 GOALS_IN_PROMPT = 10  # seed 002: activeGoals.slice(0, 10)
 GOALS_DONE_LISTED = 5  # the most recently finished goals /goals still shows
 GOALS_TOPIC = "goals"  # Database.mark topic of this process's goal writes
+GOALS_REWARM_MIN_S = 60.0  # after a write elsewhere, everyone's goals are read again at most this often
 
 goals = sa.Table(
     "goals",
@@ -228,6 +230,8 @@ class GoalBook:
         # person -> (the goals' version when read, their active goals): every DM reply shows them.
         self._active: dict[str, tuple[Hashable, list[Goal]]] = {}
         self._complete: Hashable | None = None  # the version at which _active held everyone's (warm)
+        self._warmed_at: float | None = None  # time.monotonic() of the latest warm-up again
+        self._monotonic = time.monotonic
 
     def today(self) -> date:
         return local_day(self.clock(), self.tz)
@@ -243,6 +247,22 @@ class GoalBook:
             return cached[1]
         if version is not None and cached is None and self._complete == version:
             return []  # no goals at the warm-up, and nobody wrote any since
+        if version is not None and self._complete is not None and self._may_rewarm():
+            # Someone wrote something since the warm-up (often not even a goal): one read of everyone's
+            # goals beats a read per person from here on.
+            await self.warm()
+            return await self._active_of(person) if self.db.version(
+                GOALS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S) == self._complete else await self._read(person)
+        return await self._read(person)
+
+    def _may_rewarm(self) -> bool:
+        now = self._monotonic()
+        if self._warmed_at is not None and now - self._warmed_at < GOALS_REWARM_MIN_S:
+            return False
+        self._warmed_at = now
+        return True
+
+    async def _read(self, person: str) -> list[Goal]:
         marks = self.db.marks(GOALS_TOPIC)
 
         def read(conn: Connection) -> tuple[Hashable | None, list[Goal]]:

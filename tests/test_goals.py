@@ -187,3 +187,25 @@ async def test_after_warm_up_a_newcomer_has_no_goals_without_a_read(
     await say(commands, "/goals add Learn Go", sender_id="bob", chat_id="bob", sender_name="Bob")
     bob = await db.run(people.person_of, "console:bob")
     assert bob is not None and "Learn Go" in await book.slot(bob, limit_chars=500)  # written since: read
+
+
+async def test_a_write_elsewhere_after_warm_up_is_met_with_one_read_of_everyone(
+    commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await say(commands, "/goals add Learn Rust")
+    ana = await db.run(people.person_of, "console:ana")
+    assert ana is not None
+    await book.warm()
+    other = Database(db.url)  # another process adds a goal for someone new
+    try:
+        await other.run(goals.add, "p_zoe", "Swim a mile", None, NOW)
+    finally:
+        other.close()
+    reads: list[str] = []
+    real = goals.of_person
+    monkeypatch.setattr(goals, "of_person", lambda conn, p, s=None: reads.append(p) or real(conn, p, s))
+    await db.run(lambda conn: None)  # the turn's own transaction, as before every reply
+    assert "Swim a mile" in await book.slot("p_zoe", limit_chars=500)
+    assert await book.slot("p_newcomer", limit_chars=500) == ""
+    assert "Learn Rust" in await book.slot(ana, limit_chars=500)
+    assert reads == []  # one read of everyone's goals, not one per person
