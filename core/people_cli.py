@@ -59,6 +59,9 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
             return 1
         result = db.run_sync(link_account, args.account, target, now)
         if result.old_person:
+            from heartbeat.goals import reassign as reassign_goals
+            from memory.controls import PauseBook
+            from memory.questions import QuestionBook
             from memory.service import MemoryService
             from persona.llm import LLMClient
 
@@ -67,6 +70,10 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
                 moved = await memory.reassign(result.old_person, target)
             finally:
                 await memory.close()
+            # Everything else that follows the person, as /link in chat moves it.
+            await QuestionBook(db, lambda: now).reassign(result.old_person, target)
+            await PauseBook(db).reassign(result.old_person, target)
+            await db.run(reassign_goals, result.old_person, target)
             print(f"linked {args.account} to {target} (moved {sum(moved.values())} memory records)")
         else:
             print(f"linked {args.account} to {target}")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import io
 import json
@@ -100,3 +101,41 @@ def test_people_command_links_lists_and_unlinks(make_settings, capsys) -> None:
     assert run_people(settings, argparse.Namespace(people_action="list")) == 0
     assert capsys.readouterr().out.splitlines()[0] == "people: 2"
     assert run_people(settings, argparse.Namespace(people_action="link", account="x:1", to="nobody:1")) == 1
+
+
+def test_people_link_moves_goals_and_pauses_too(make_settings, capsys) -> None:
+    from datetime import UTC, datetime
+
+    from core.app import open_database
+    from heartbeat import goals
+    from memory.controls import PauseBook
+
+    settings = make_settings()
+    db = open_database(settings)
+    try:
+        now = datetime.now(UTC)
+        ana = db.run_sync(people.resolve, "console:ana", "Ana", now)
+        old = db.run_sync(people.resolve, "slack:T1:U1", "ana.s", now)
+        db.run_sync(goals.add, old, "Learn Rust", None, now)
+
+        async def pause() -> None:
+            await PauseBook(db).set(old, True, now)
+
+        asyncio.run(pause())
+    finally:
+        db.close()
+    assert run_people(settings, argparse.Namespace(people_action="link", account="slack:T1:U1",
+                                                   to="console:ana")) == 0
+    db = open_database(settings)
+    try:
+        assert [g.text for g in db.run_sync(goals.of_person, ana)] == ["Learn Rust"]
+        assert db.run_sync(goals.of_person, old) == []
+
+        async def paused() -> bool:
+            book = PauseBook(db)
+            await book.load()
+            return book.is_paused(ana)
+
+        assert asyncio.run(paused())
+    finally:
+        db.close()
