@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import resource
 import statistics
-from collections.abc import Sequence
+import sys
+from collections.abc import AsyncIterator, Sequence
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -28,3 +31,19 @@ def peak_rss_mb() -> float:
 def verdict(value: float, target: float, *, higher_is_better: bool = False) -> str:
     ok = value >= target if higher_is_better else value <= target
     return "meets target" if ok else "MISSES target"
+
+
+@contextlib.asynccontextmanager
+async def fake_model_process(reply: str) -> AsyncIterator[str]:
+    """An instant OpenAI-compatible model in its own process, as in production: its CPU is not kith's.
+
+    Yields its base URL; the process is killed on the way out.
+    """
+    llm = await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.fakes.openai_api", reply,
+                                               stdout=asyncio.subprocess.PIPE)
+    try:
+        assert llm.stdout is not None
+        yield f"http://127.0.0.1:{int(await llm.stdout.readline())}/v1"
+    finally:
+        llm.kill()
+        await llm.wait()

@@ -18,10 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import percentile, summary_ms, verdict
+from bench.common import fake_model_process, percentile, summary_ms, verdict
 from core.app import build_app, freeze_startup_heap
 from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
+from persona.llm import import_litellm
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,11 +54,11 @@ class NullChannel:
 
 
 async def measure(n: int) -> None:
-    # The model is another process, as in production: its CPU is not kith's.
-    llm = await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.fakes.openai_api", "ok, noted.",
-                                               stdout=asyncio.subprocess.PIPE)
-    assert llm.stdout is not None
-    llm_url = f"http://127.0.0.1:{int(await llm.stdout.readline())}/v1"
+    async with fake_model_process("ok, noted.") as llm_url:
+        await _measure(n, llm_url)
+
+
+async def _measure(n: int, llm_url: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
             Settings(), llm=LLMSettings(model="openai/bench", api_base=llm_url, max_retries=0),
@@ -66,6 +67,7 @@ async def measure(n: int) -> None:
         app = await build_app(settings, warm_llm=False)
         channel = NullChannel()
         await app.start_channels([channel])
+        import_litellm()  # bot.py loads it while starting; here it must not land inside a measured turn
         freeze_startup_heap()  # as bot.py run and chat do once started
         assert app.router is not None
         before, after = [], []
@@ -83,8 +85,6 @@ async def measure(n: int) -> None:
             after.append((channel.handed_over_at - app.core.last_timings.reply_at) * 1000)
         elapsed = time.perf_counter() - started
         await app.close()
-    llm.kill()
-    await llm.wait()
     overhead = [b + a for b, a in zip(before, after, strict=True)]
     print(f"core overhead, inbound -> LLM request: {summary_ms(before)}")
     print(f"core overhead, reply -> channel:       {summary_ms(after)}")

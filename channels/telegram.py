@@ -95,8 +95,6 @@ from delivery.chunking import render_chunks
 
 log = logging.getLogger("kith.telegram")
 
-# --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
-
 # --- Protocol facts ------------------------------------------------------------------------------
 DEFAULT_BASE_URL = "https://api.telegram.org/bot"
 DEFAULT_BASE_FILE_URL = "https://api.telegram.org/file/bot"

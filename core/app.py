@@ -128,7 +128,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     background = BackgroundTasks()
     if warm_llm:
         # litellm takes seconds to import: do it off the event loop while channels connect.
-        background.spawn(asyncio.to_thread(import_litellm), name="import-litellm")
+        background.spawn(_load_model_client(), name="import-litellm")
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
     gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
                       clock=clock)
@@ -179,3 +179,8 @@ def freeze_startup_heap() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+async def _load_model_client() -> None:
+    await asyncio.to_thread(import_litellm)
+    gc.freeze()  # it may finish after freeze_startup_heap: its modules live as long as the process too

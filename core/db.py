@@ -91,12 +91,23 @@ class Database:
             conn.close()
 
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(conn, *args)`` in one transaction on a pooled connection, on the calling thread."""
         with self.engine.begin() as conn:
-            result = fn(conn, *args, **kwargs)
-            if self._tracks_others:
-                at = time.monotonic()  # before the PRAGMA: the age limit must never be stretched
-                self._others = (self.others_version(conn), at)
-            return result
+            return fn(conn, *args, **kwargs)
+
+    async def run_versioned(self, topic: str, fn: Callable[..., T], *args: Any) -> tuple[Hashable | None, T]:
+        """``run``, with ``topic``'s version (see ``version``) as of just before ``fn`` read anything.
+
+        A commit landing during the read leaves the version stale, never the data: caching the
+        result under it is safe.
+        """
+        marks = self.marks(topic)
+
+        def read(conn: Connection) -> tuple[Hashable | None, T]:
+            others = self.others_version(conn)
+            return (None if others is None else (others, marks)), fn(conn, *args)
+
+        return await self.run(read)
 
     def others_version(self, conn: Connection) -> Hashable | None:
         """A token that changes whenever another process commits, as this transaction sees it.

@@ -105,14 +105,11 @@ def _entry(r: sa.Row) -> OutboxEntry:
 # The statements every delivery runs, built once: building one costs more than SQLite running it.
 _INSERT = outbox.insert()
 _PENDING = outbox.c.status == OutboxStatus.PENDING.value
-_LANE_HEAD = {
-    False: sa.select(outbox).where(_PENDING, outbox.c.platform == sa.bindparam("platform"),
-                                   outbox.c.chat_id == sa.bindparam("chat_id"),
-                                   outbox.c.thread_id == sa.bindparam("thread_id")).order_by(outbox.c.id).limit(1),
-    True: sa.select(outbox).where(_PENDING, outbox.c.platform == sa.bindparam("platform"),
-                                  outbox.c.chat_id == sa.bindparam("chat_id"),
-                                  outbox.c.thread_id.is_(None)).order_by(outbox.c.id).limit(1),
-}
+_LANE_HEAD = (sa.select(outbox)
+              .where(_PENDING, outbox.c.platform == sa.bindparam("platform"),
+                     outbox.c.chat_id == sa.bindparam("chat_id"),
+                     outbox.c.thread_id.is_not_distinct_from(sa.bindparam("thread_id")))  # NULL: no thread
+              .order_by(outbox.c.id).limit(1))
 _SENT_IDS = sa.select(outbox.c.sent_ids).where(outbox.c.id == sa.bindparam("b_id"),
                                               outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING)
 _PROGRESS = outbox.update().where(outbox.c.id == sa.bindparam("b_id"),
@@ -150,8 +147,7 @@ def get(conn: Connection, entry_id: int) -> OutboxEntry | None:
 def next_in_lane(conn: Connection, lane: Lane) -> OutboxEntry | None:
     """The oldest pending entry of a lane: the only one that may be sent now."""
     platform, chat_id, thread_id = lane
-    row = conn.execute(_LANE_HEAD[thread_id is None],
-                       {"platform": platform, "chat_id": chat_id, "thread_id": thread_id}).first()
+    row = conn.execute(_LANE_HEAD, {"platform": platform, "chat_id": chat_id, "thread_id": thread_id}).first()
     return _entry(row) if row is not None else None
 
 

@@ -42,8 +42,8 @@ from core.context import clip
 from core.db import Database, metadata
 from core.summarizer import Summarizer
 from heartbeat.settings import day_bounds, local_day
-from memory.capture import CAPTURE_MAX_TOKENS, CAPTURE_SHOWN_MEMORIES, note_id, render_request
-from memory.records import AuthorRole, MemoryRecord, Scope, Turn
+from memory.capture import CAPTURE_MAX_TOKENS, CAPTURE_SHOWN_MEMORIES, note_id, render_request, turn_of
+from memory.records import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
 from memory.validation import ValidationLimits, validate_extraction
@@ -170,19 +170,6 @@ def chunk_rows(rows: Sequence[history.StoredMessage], budget: int) -> list[list[
     if current:
         chunks.append(current)
     return chunks
-
-
-def to_turn(row: history.StoredMessage) -> Turn:
-    return Turn(
-        author_role=AuthorRole(row.role),
-        person=row.person if row.role == "user" else None,
-        text=row.text,
-        platform=row.platform,
-        chat_id=row.chat_id,
-        message_id=row.platform_message_id or str(row.id),
-        timestamp=row.created_at,
-        scope=Scope.SHARED if row.chat_kind == "group" else Scope.DM,
-    )
 
 
 def days_to_sweep(last_completed: date | None, first_message: date | None, today: date,
@@ -350,7 +337,7 @@ class Consolidator:
 
     async def _extract(self, chunk: Chunk, report: ConsolidationReport
                        ) -> tuple[list[str], list[str], dict[str, str], dict[str, int]] | None:
-        pairs = [(row, to_turn(row)) for row in chunk.rows]
+        pairs = [(row, turn_of(row)) for row in chunk.rows]
         paused = {t.person for _r, t in pairs if t.person and self.memory.capture.is_paused(t.person)}
         pairs = [(row, turn) for row, turn in pairs if not (turn.person and turn.person in paused)]
         persons = list(dict.fromkeys(t.person for _r, t in pairs if t.author_role is AuthorRole.USER and t.person))

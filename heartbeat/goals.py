@@ -104,6 +104,12 @@ def of_person(conn: Connection, person: str, statuses: Sequence[GoalStatus] | No
     return [_goal(r) for r in rows]
 
 
+def _all_active(conn: Connection) -> list[Goal]:
+    rows = conn.execute(sa.select(goals).where(goals.c.status == GoalStatus.ACTIVE.value)
+                        .order_by(goals.c.person, goals.c.number)).all()
+    return [_goal(r) for r in rows]
+
+
 def set_status(conn: Connection, person: str, number: int, status: GoalStatus, now: datetime) -> Goal | None:
     """Change one of the person's goals; None when they have no goal with that number."""
     row = conn.execute(sa.select(goals).where(goals.c.person == person, goals.c.number == number)).first()
@@ -263,31 +269,16 @@ class GoalBook:
         return True
 
     async def _read(self, person: str) -> list[Goal]:
-        marks = self.db.marks(GOALS_TOPIC)
-
-        def read(conn: Connection) -> tuple[Hashable | None, list[Goal]]:
-            others = self.db.others_version(conn)  # before the read: a commit during it makes it stale
-            return others, of_person(conn, person, (GoalStatus.ACTIVE,))
-
-        others, active = await self.db.run(read)
-        if others is not None:
-            self._active[person] = ((others, marks), active)
+        version, active = await self.db.run_versioned(GOALS_TOPIC, of_person, person, (GoalStatus.ACTIVE,))
+        if version is not None:
+            self._active[person] = (version, active)
         return active
 
     async def warm(self) -> int:
         """Read everyone's active goals at once (at start-up); returns how many people have some."""
-        marks = self.db.marks(GOALS_TOPIC)
-
-        def read(conn: Connection) -> tuple[Hashable | None, list[Goal]]:
-            others = self.db.others_version(conn)
-            rows = conn.execute(sa.select(goals).where(goals.c.status == GoalStatus.ACTIVE.value)
-                                .order_by(goals.c.person, goals.c.number)).all()
-            return others, [_goal(r) for r in rows]
-
-        others, active = await self.db.run(read)
-        if others is None:
+        version, active = await self.db.run_versioned(GOALS_TOPIC, _all_active)
+        if version is None:
             return 0
-        version = (others, marks)
         by_person: dict[str, list[Goal]] = {}
         for goal in active:
             by_person.setdefault(goal.person, []).append(goal)

@@ -196,7 +196,8 @@ def note_id(person: str, candidate: MemoryCandidate) -> str:
     return "n_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
 
 
-def _turn(row: history.StoredMessage) -> Turn:
+def turn_of(row: history.StoredMessage) -> Turn:
+    """A history row as the validator sees it (the author's role, person and provenance)."""
     return Turn(
         author_role=AuthorRole(row.role),
         person=row.person if row.role == "user" else None,
@@ -300,7 +301,7 @@ class Capture:
             report.cursor_from = cursor.through
         chunk = self._chunk(rows)
         report.chunks += 1
-        pairs = [(row, _turn(row)) for row in chunk if row.role in ("user", "assistant") and not row.silent]
+        pairs = [(row, turn_of(row)) for row in chunk if row.role in ("user", "assistant") and not row.silent]
         paused = {
             row.person
             for row, _t in pairs

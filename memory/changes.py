@@ -144,15 +144,8 @@ class ChangeLog:
 
     async def since(self, cursor: int, writer: str, limit: int) -> Catchup:
         """Other writers' entries after ``cursor`` (and in the overlap behind it), at most ``limit``."""
-        marks = self.db.marks(TOPIC)
-
-        def read(conn: Connection) -> Catchup:
-            # The version first: a commit landing during the read makes it stale, never the other way.
-            others = self.db.others_version(conn)
-            found = _since(conn, cursor, writer, limit, self.overlap)
-            return replace(found, version=None if others is None else (others, marks))
-
-        return await self.db.run(read)
+        version, found = await self.db.run_versioned(TOPIC, _since, cursor, writer, limit, self.overlap)
+        return replace(found, version=version)
 
 
 __all__ = ["Catchup", "Change", "ChangeLog", "memory_changes"]

@@ -8,12 +8,10 @@ forced, so that importing it makes no network call.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import logging
 import os
 import random
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,7 +59,6 @@ class LLMReply:
 
 def import_litellm() -> Any:
     """Import litellm with its network-touching defaults switched off."""
-    first = "litellm" not in sys.modules
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
     import litellm
@@ -70,10 +67,6 @@ def import_litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.drop_params = True
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
-    if first:
-        # Its modules live as long as the process, and it may load after start-up: later garbage
-        # collections need not walk them (see core.app.freeze_startup_heap).
-        gc.freeze()
     return litellm
 
 

@@ -6,6 +6,7 @@ class only loads and stores the state they need and logs each decision with ids 
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import time
@@ -69,10 +70,10 @@ class PolicyGate:
         policy = self.policy_for(message.platform)
         now = self.clock()
 
-        siblings: list[str] = []
-
-        def decide(access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
-            if not access.is_approved(message.account) and any(self._trusted(a, access) for a in siblings):
+        def decide(conn: Connection, access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
+            # Linked accounts are read only for a sender not approved on their own.
+            if not access.is_approved(message.account) and any(self._trusted(a, access)
+                                                                for a in _sibling_accounts(conn, message.account)):
                 # Policy follows the person: an account linked to an approved one is approved too,
                 # without writing that into the owner's list.
                 view = replace(access, approved=access.approved | {message.account})
@@ -85,8 +86,7 @@ class PolicyGate:
         def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
             if first is not None:
                 first(conn)
-            siblings[:] = _sibling_accounts(conn, message.account)
-            return store.update(conn, decide)
+            return store.update(conn, functools.partial(decide, conn))
 
         decision, access = await self.db.run(in_one_transaction)
         self._access = access

@@ -33,8 +33,6 @@ from core.tunables import (
     PAIRING_MAX_PENDING,
 )
 
-# Candidate for core/tunables.py: the least time between two sends of the same pending code.
-
 PAIRING_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
 
 PAIRING_PROMPT = (

@@ -46,6 +46,8 @@ import pytest_asyncio
 import yarl
 from aiohttp import WSMsgType, web
 
+from tests.fakes.loopback import ChangeSignal, serve
+
 # --- Discord's own limits and defaults ---------------------------------------------------------------
 FAKE_DISCORD_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAx.fake.kith-discord-tests"
 API_PREFIX = "/api/v10"
@@ -304,7 +306,7 @@ class FakeDiscord:
         self._connections: set[_Connection] = set()
         self._runner: web.AppRunner | None = None
         self._port = 0
-        self._changed = asyncio.Event()
+        self._signal = ChangeSignal()
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> FakeDiscord:
@@ -315,14 +317,7 @@ class FakeDiscord:
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/resume", self._gateway)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self._port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
+        runner = await serve(app, self._port, shutdown_timeout=0.1)
         self._port = runner.addresses[0][1]
         self._runner = runner
         return self
@@ -575,12 +570,7 @@ class FakeDiscord:
     # -- waiting ---------------------------------------------------------------------------------------
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_S) -> None:
         """Wait until ``predicate()`` holds; re-checked after every request and gateway frame handled."""
-        try:
-            async with asyncio.timeout(timeout):
-                while not predicate():
-                    await self._changed.wait()
-        except TimeoutError:
-            raise TimeoutError(f"condition not met within {timeout} s") from None
+        await self._signal.wait_until(predicate, timeout)
 
     async def wait_for_posted(self, n: int, timeout: float = DEFAULT_WAIT_S) -> list[PostedMessage]:
         try:
@@ -590,8 +580,7 @@ class FakeDiscord:
         return list(self.posted)
 
     def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._signal.notify()
 
     # -- the gateway -------------------------------------------------------------------------------------
     async def _gateway(self, request: web.Request) -> web.StreamResponse:

@@ -84,10 +84,6 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    @property
-    def chat_requests(self) -> list[dict[str, Any]]:
-        return self.requests
-
     # --- server ----------------------------------------------------------------------
     async def start(self) -> FakeOpenAI:
         app = web.Application(client_max_size=64 * 1024 * 1024)

@@ -35,6 +35,8 @@ import aiohttp
 import pytest_asyncio
 from aiohttp import WSCloseCode, web
 
+from tests.fakes.loopback import ChangeSignal, serve
+
 # --- Who the fake workspace and app are ----------------------------------------------------------
 FAKE_BOT_TOKEN = "xoxb-fake_bot_token_for_kith_tests"
 FAKE_APP_TOKEN = "xapp-1-A0KITH-3000-kithfakeapptoken"
@@ -181,7 +183,7 @@ class FakeSlack:
         self._pending_uploads: dict[str, JsonDict] = {}
         self._serial = itertools.count(1)
         self._ts_serial = itertools.count(1)
-        self._changed = asyncio.Event()
+        self._signal = ChangeSignal()
         self.add_user(BOT_USER_ID, BOT_NAME, is_bot=True)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -191,14 +193,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_get("/link/", self._handle_socket)
         app.router.add_post("/upload/v1/{file_id}", self._handle_upload)
-        runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self._port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
+        runner = await serve(app, self._port, shutdown_timeout=SHUTDOWN_GRACE_S)
         self._port = runner.addresses[0][1]
         self._runner = runner
 
@@ -277,12 +272,7 @@ class FakeSlack:
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_S) -> None:
         """Wait until ``predicate()`` holds; re-checked after every request, ack and connection."""
-        try:
-            async with asyncio.timeout(timeout):
-                while not predicate():
-                    await self._changed.wait()
-        except TimeoutError:
-            raise TimeoutError(f"condition not met within {timeout} s") from None
+        await self._signal.wait_until(predicate, timeout)
 
     async def wait_for_posts(self, n: int, timeout: float = DEFAULT_WAIT_S) -> list[PostedMessage]:
         await self.wait_until(lambda: len(self.posted) >= n, timeout)
@@ -292,8 +282,7 @@ class FakeSlack:
         await self.wait_until(lambda: envelope.acked_at is not None, timeout)
 
     def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._signal.notify()
 
     # -- the workspace -----------------------------------------------------------------------------
     def add_user(self, user_id: str, name: str, *, real_name: str | None = None, display_name: str | None = None,

@@ -26,6 +26,8 @@ from typing import Any
 import pytest_asyncio
 from aiohttp import web
 
+from tests.fakes.loopback import ChangeSignal, serve
+
 # --- Telegram's own limits and defaults -----------------------------------------------------
 FAKE_BOT_TOKEN = "7000000001:fake-token-for-kith-tests"
 MESSAGE_MAX_UTF16 = 4_096
@@ -525,13 +527,12 @@ class FakeTelegramApi:
         self._allowed_updates = _DEFAULT_ALLOWED_UPDATES
         self._poll_generation = 0
         self._failures: dict[str, deque[ScriptedFailure]] = {}
-        self._stalls: dict[str, deque[float]] = {}
         self._chats: dict[int | str, JsonDict] = {}
         self._users: dict[int, JsonDict] = {}
         self._messages: dict[tuple[int | str, int], JsonDict] = {}
         self._next_message_id: dict[int | str, int] = {}
         self._open_callback_queries: set[str] = set()
-        self._changed = asyncio.Event()
+        self._signal = ChangeSignal()
         self._methods: dict[str, Callable[[_Params], Awaitable[Any]]] = {
             "getme": self._get_me,
             "getupdates": self._get_updates,
@@ -555,16 +556,7 @@ class FakeTelegramApi:
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         # handler_cancellation: a client that hangs up on a long poll ends it, as on Telegram.
-        runner = web.AppRunner(
-            app, shutdown_timeout=SHUTDOWN_GRACE_S, handler_cancellation=True, access_log=None
-        )
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self._port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
+        runner = await serve(app, self._port, shutdown_timeout=SHUTDOWN_GRACE_S, handler_cancellation=True)
         self._port = runner.addresses[0][1]
         self._runner = runner
 
@@ -626,18 +618,9 @@ class FakeTelegramApi:
         failure = ScriptedFailure(status=status, retry_after=retry_after, description=description)
         self._failures.setdefault(method.lower(), deque()).append(failure)
 
-    def stall_next(self, method: str, seconds: float) -> None:
-        """Delay the next call of ``method`` by ``seconds`` before answering it normally."""
-        self._stalls.setdefault(method.lower(), deque()).append(seconds)
-
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_S) -> None:
         """Wait until ``predicate()`` holds; it is re-checked after every request the fake handles."""
-        try:
-            async with asyncio.timeout(timeout):
-                while not predicate():
-                    await self._changed.wait()
-        except TimeoutError:
-            raise TimeoutError(f"condition not met within {timeout} s") from None
+        await self._signal.wait_until(predicate, timeout)
 
     async def wait_for_sent(self, n: int, timeout: float = DEFAULT_WAIT_S) -> list[RecordedMessage]:
         """Wait until at least ``n`` messages were sent; returns all sent so far."""
@@ -650,9 +633,7 @@ class FakeTelegramApi:
         return list(self.sent)
 
     def _notify(self) -> None:
-        # Swap the event so every waiter wakes once and re-checks against fresh state.
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._signal.notify()
 
     # -- chats, users and messages ---------------------------------------------------------------
     def add_chat(
@@ -891,9 +872,6 @@ class FakeTelegramApi:
         except ApiError as error:
             return _envelope_error(error.status, error.description, error.parameters)
         key = method.lower()  # Bot API method names are case-insensitive
-        stalls = self._stalls.get(key)
-        if stalls:
-            await asyncio.sleep(stalls.popleft())
         failures = self._failures.get(key)
         if failures:
             failure = failures.popleft()
@@ -952,11 +930,7 @@ class FakeTelegramApi:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return []
-            changed = self._changed
-            try:
-                async with asyncio.timeout(remaining):
-                    await changed.wait()
-            except TimeoutError:
+            if not await self._signal.wait(remaining):
                 return []
 
     def _require_chat(self, params: _Params) -> JsonDict:
