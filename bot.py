@@ -9,12 +9,12 @@ that need them, so ``--help`` and the operator commands stay fast.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 from collections.abc import Callable
 
+from core import loop
 from core.config import ConfigError, Settings, load_settings
 
 
@@ -36,19 +36,19 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
 def cmd_chat(args: argparse.Namespace) -> int:
     from core.commands import run_chat
 
-    return asyncio.run(run_chat(_settings(args)))
+    return loop.run(run_chat(_settings(args)))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from core.commands import run_all
 
-    return asyncio.run(run_all(_settings(args)))
+    return loop.run(run_all(_settings(args)))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from core.doctor import run_doctor
 
-    return asyncio.run(run_doctor(args.config or os.environ.get("KITH_CONFIG") or None))
+    return loop.run(run_doctor(args.config or os.environ.get("KITH_CONFIG") or None))
 
 
 def cmd_pairing(args: argparse.Namespace) -> int:

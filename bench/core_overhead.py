@@ -10,7 +10,6 @@ messages per second end to end, and how long `bot.py --help` takes.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import time
 from pathlib import Path
 
 from bench.common import fake_model_process, percentile, summary_ms, verdict
+from core import loop
 from core.app import build_app, freeze_startup_heap
 from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
@@ -116,7 +116,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1000)
     args = parser.parse_args()
-    asyncio.run(measure(args.messages))
+    loop.run(measure(args.messages))
     measure_help()
 
 

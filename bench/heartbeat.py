@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import tempfile
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import peak_rss_mb, summary_ms, verdict
-from core import history, people
+from core import history, loop, people
 from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.db import Database
 from heartbeat import goals as goal_table
@@ -169,4 +168,4 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--idle-people", type=int, default=1_000)
     parser.add_argument("--memories", type=int, default=5)
-    asyncio.run(main(parser.parse_args()))
+    loop.run(main(parser.parse_args()))

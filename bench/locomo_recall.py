@@ -27,7 +27,6 @@ The question texts and answers are only measured against, never used to choose a
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import logging
@@ -43,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.common import percentile, verdict
+from core import loop
 from core.config import MemorySettings, RecallSettings, Settings
 from core.db import Database
 from memory.changes import ChangeLog
@@ -326,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ablations", action="store_true", help="also rank under a few other settings")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    return asyncio.run(run(args))
+    return loop.run(run(args))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import peak_rss_mb, percentile, summary_ms, verdict
-from core import history, people
+from core import history, loop, people
 from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.db import Database
 from memory.gate import new_memory_id
@@ -288,4 +287,4 @@ if __name__ == "__main__":
     parser.add_argument("--embedder", default="none")
     parser.add_argument("--turns", type=int, default=300)
     ns = parser.parse_args()
-    asyncio.run(main([int(s) for s in ns.sizes.split(",")], ns.embedder, ns.turns))
+    loop.run(main([int(s) for s in ns.sizes.split(",")], ns.embedder, ns.turns))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+
+from core import loop
 
 if TYPE_CHECKING:  # the parser is built for --help, which must not load SQLAlchemy or Chroma
     from core.config import Settings
@@ -25,7 +26,7 @@ def add_people_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run_people(settings: Settings, args: argparse.Namespace) -> int:
-    return asyncio.run(_run(settings, args))
+    return loop.run(_run(settings, args))
 
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
