@@ -52,11 +52,11 @@ from telegram.error import (
     RetryAfter,
     TelegramError,
 )
-from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
 from channels.http import serve_posts
 from channels.lanes import HandlerLanes
+from channels.telegram_http import AiohttpRequest
 from channels.telegram_translate import (
     ALLOWED_UPDATES,
     PLATFORM,
@@ -170,7 +170,7 @@ def base_urls(settings: TelegramSettings) -> tuple[str, str]:
 
 
 # --- Transport -----------------------------------------------------------------------------------
-class _UpdatesRequest(HTTPXRequest):
+class _UpdatesRequest(AiohttpRequest):
     """The getUpdates transport: keeps one malformed update from poisoning its whole batch.
 
     PTB parses a batch in one go, so a single update of an unexpected shape would fail every fetch
@@ -196,7 +196,7 @@ class _UpdatesRequest(HTTPXRequest):
 
 def _make_bot(settings: TelegramSettings, token: str) -> Bot:
     base_url, base_file_url = base_urls(settings)
-    request = HTTPXRequest(read_timeout=TELEGRAM_HTTP_TIMEOUT_S, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
+    request = AiohttpRequest(read_timeout=TELEGRAM_HTTP_TIMEOUT_S, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
                            connect_timeout=TELEGRAM_HTTP_TIMEOUT_S, pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
     # Polling holds its connection for up to poll_timeout_s; it gets its own pool so a long poll never
     # waits behind a send, nor a send behind it. PTB adds the poll timeout to this read timeout.
@@ -387,13 +387,20 @@ class TelegramChannel:
                                                 allowed_updates=list(ALLOWED_UPDATES))
                 failures = 0
                 async with self._batch_lock:
-                    for update in updates:
-                        await self._take_in(update)
-                        # Follow the batch, not the maximum: after a week of silence Telegram restarts
-                        # update ids at a random, possibly lower number, and an offset above them would
-                        # fetch the same update forever. The stored cursor only moves forward: a start hint.
-                        self._offset = update.update_id + 1
-                        await self._cursors.set(key, self._offset)
+                    taken = self._offset
+                    try:
+                        for update in updates:
+                            await self._take_in(update)
+                            # Follow the batch, not the maximum: after a week of silence Telegram restarts
+                            # update ids at a random, possibly lower number, and an offset above them would
+                            # fetch the same update forever.
+                            self._offset = update.update_id + 1
+                    finally:
+                        # Once per batch, up to the last update taken in: the journal already drops a
+                        # redelivery, so the stored cursor is only where the next start begins (it only
+                        # moves forward).
+                        if self._offset != taken and self._offset is not None:
+                            await self._cursors.set(key, self._offset)
                 if updates:
                     log.debug("telegram batch count=%d first=%d ms=%.0f", len(updates), updates[0].update_id,
                               (time.monotonic() - started) * 1000)

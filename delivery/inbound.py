@@ -79,17 +79,25 @@ class InboundJournal:
         return await self.db.run(_prune_events, self._clock() - self.retention)
 
 
+# Built once: a polling channel moves its cursor after every batch.
+_CURSOR = sa.select(cursors.c.value).where(cursors.c.name == sa.bindparam("cursor_name"))
+_CURSOR_FORWARD = (cursors.update()
+                   .where(cursors.c.name == sa.bindparam("cursor_name"), cursors.c.value < sa.bindparam("forward_to"))
+                   .values(value=sa.bindparam("forward_to"), updated_at=sa.bindparam("at")))
+_CURSOR_INSERT = cursors.insert()
+
+
 def _get_cursor(conn: Connection, name: str) -> int | None:
-    value = conn.execute(sa.select(cursors.c.value).where(cursors.c.name == name)).scalar_one_or_none()
+    value = conn.execute(_CURSOR, {"cursor_name": name}).scalar_one_or_none()
     return int(value) if value is not None else None
 
 
 def _advance_cursor(conn: Connection, name: str, value: int, now: datetime) -> int:
-    conn.execute(cursors.update().where(cursors.c.name == name, cursors.c.value < value)
-                 .values(value=value, updated_at=now))
+    if conn.execute(_CURSOR_FORWARD, {"cursor_name": name, "forward_to": value, "at": now}).rowcount == 1:
+        return value
     current = _get_cursor(conn, name)
     if current is None:
-        conn.execute(cursors.insert().values(name=name, value=value, updated_at=now))
+        conn.execute(_CURSOR_INSERT, {"name": name, "value": value, "updated_at": now})
         return value
     return current
 

@@ -1,0 +1,104 @@
+"""python-telegram-bot's transport on aiohttp instead of httpx.
+
+PTB lets the transport be swapped (``BaseRequest``). aiohttp is already in the process for the
+Discord and Slack adapters, and a Bot API call costs about a third of the CPU through it that it
+costs through httpx's async stack (``bench.telegram_e2e``). Everything above the transport (the
+JSON envelope, ``retry_after``, PTB's exception mapping) stays PTB's own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+from telegram._utils.defaultvalue import DefaultValue
+from telegram._utils.types import ODVInput
+from telegram.error import NetworkError, TimedOut
+from telegram.request import BaseRequest, RequestData
+
+log = logging.getLogger("kith.channels.telegram")
+
+
+class AiohttpRequest(BaseRequest):
+    """One aiohttp session with at most ``connection_pool_size`` connections to the Bot API."""
+
+    def __init__(
+        self,
+        *,
+        connection_pool_size: int = 256,
+        read_timeout: float | None = 5.0,
+        write_timeout: float | None = 5.0,
+        connect_timeout: float | None = 5.0,
+        pool_timeout: float | None = 1.0,
+        media_write_timeout: float | None = 20.0,
+    ) -> None:
+        self._pool_size = connection_pool_size
+        self._read_timeout = read_timeout
+        self._write_timeout = write_timeout
+        self._connect_timeout = connect_timeout
+        self._pool_timeout = pool_timeout
+        self._media_write_timeout = media_write_timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def read_timeout(self) -> float | None:
+        return self._read_timeout
+
+    async def initialize(self) -> None:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._pool_size, limit_per_host=self._pool_size)
+            # Telegram's answers are JSON envelopes PTB parses itself; no cookies to keep between calls.
+            self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                                  headers={"User-Agent": self.USER_AGENT})
+
+    async def shutdown(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        if self._session is None or self._session.closed:
+            raise RuntimeError("This AiohttpRequest is not initialized!")
+        files = request_data.multipart_data if request_data and request_data.contains_files else None
+        read = self._read_timeout if isinstance(read_timeout, DefaultValue) else read_timeout
+        connect = self._connect_timeout if isinstance(connect_timeout, DefaultValue) else connect_timeout
+        pool = self._pool_timeout if isinstance(pool_timeout, DefaultValue) else pool_timeout
+        write = write_timeout if not isinstance(write_timeout, DefaultValue) else (
+            self._media_write_timeout if files else self._write_timeout)
+        # aiohttp has no separate write timeout: the request as a whole gets the write and read
+        # budgets together; waiting for a free connection and connecting have their own.
+        total = None if read is None or write is None else read + write
+        # aiohttp's ``connect`` covers waiting for a pooled connection and opening one.
+        acquire = None if pool is None or connect is None else pool + connect
+        timeout = aiohttp.ClientTimeout(total=None if total is None or acquire is None else total + acquire,
+                                        connect=acquire, sock_connect=connect, sock_read=read)
+        try:
+            async with self._session.request(method, url, data=_body(request_data, files),
+                                             timeout=timeout) as response:
+                return response.status, await response.read()
+        except TimeoutError as exc:  # aiohttp's ServerTimeoutError and ConnectionTimeoutError are TimeoutErrors
+            raise TimedOut from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise NetworkError(f"aiohttp.{type(exc).__name__}: {exc}") from exc
+
+
+def _body(request_data: RequestData | None, files: dict | None) -> aiohttp.FormData | dict[str, str] | None:
+    """Form fields as PTB encodes them; multipart when a file goes along, url-encoded otherwise."""
+    if request_data is None:
+        return None
+    if not files:
+        return request_data.json_parameters
+    form = aiohttp.FormData()
+    for name, value in request_data.json_parameters.items():
+        form.add_field(name, value)
+    for name, (filename, content, mimetype) in files.items():
+        form.add_field(name, content, filename=filename, content_type=mimetype)
+    return form

@@ -1,0 +1,71 @@
+"""The aiohttp transport under python-telegram-bot: what PTB's callers see when the Bot API misbehaves."""
+
+# The imported ``telegram_api`` fixture arrives by argument name, which ruff reads as a redefinition.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+from telegram import Bot
+from telegram.error import NetworkError, RetryAfter, TimedOut
+
+from channels.telegram_http import AiohttpRequest
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+
+
+def _bot(base_url: str, timeout_s: float = 5.0) -> Bot:
+    request = AiohttpRequest(read_timeout=timeout_s, write_timeout=timeout_s, connect_timeout=timeout_s,
+                             pool_timeout=timeout_s)
+    return Bot(FAKE_BOT_TOKEN, base_url=base_url, request=request, get_updates_request=request)
+
+
+async def test_messages_commands_and_files_go_through_with_telegrams_answers(
+        telegram_api: FakeTelegramApi) -> None:
+    telegram_api.add_chat(42)
+    async with _bot(telegram_api.base_url) as bot:
+        sent = await bot.send_message(42, "<b>bold</b> & plain", parse_mode="HTML")
+        await bot.send_document(42, b"line one\nline two\n", filename="notes.txt", caption="yours")
+        telegram_api.fail_next("sendMessage", status=429, retry_after=3)
+        with pytest.raises(RetryAfter) as limited:
+            await bot.send_message(42, "too fast")
+
+    assert sent.text == "bold & plain"  # the fake parsed the form-encoded parse_mode and text
+    (document,) = telegram_api.documents
+    assert (document.filename, document.content, document.caption) == ("notes.txt", b"line one\nline two\n",
+                                                                        "yours")
+    assert limited.value.retry_after == 3
+
+
+async def test_a_bot_api_that_never_answers_times_out() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)
+        await asyncio.sleep(30)  # accepts the request, never answers
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        bot = _bot(f"http://127.0.0.1:{port}/bot", timeout_s=0.3)
+        await bot.request.initialize()
+        with pytest.raises(TimedOut):
+            await bot.send_message(42, "hello?")
+        await bot.request.shutdown()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_an_unreachable_bot_api_is_a_network_error() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    request = AiohttpRequest()
+    await request.initialize()
+    try:
+        with pytest.raises(NetworkError) as failed:
+            await request.post(f"http://127.0.0.1:{port}/bot{FAKE_BOT_TOKEN}/getMe")
+    finally:
+        await request.shutdown()
+    assert not isinstance(failed.value, TimedOut)
