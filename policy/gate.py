@@ -71,17 +71,17 @@ class PolicyGate:
         now = self.clock()
 
         def decide(conn: Connection, access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
-            # Linked accounts are read only for a sender not approved on their own.
-            if not access.is_approved(message.account) and any(self._trusted(a, access)
-                                                                for a in _sibling_accounts(conn, message.account)):
-                # Policy follows the person: an account linked to an approved one is approved too,
-                # without writing that into the owner's list.
-                view = replace(access, approved=access.approved | {message.account})
-                decision, _ = decide_inbound(message, policy, view, now, rng=self.rng)
-                self._linked_ok.add(message.account)
-                return (decision, access), access
             decision, new_state = decide_inbound(message, policy, access, now, rng=self.rng)
-            return (decision, new_state), new_state
+            # Linked accounts are read only for a sender refused on their own.
+            if decision.allowed or access.is_approved(message.account) or not any(
+                    self._trusted(a, access) for a in _sibling_accounts(conn, message.account)):
+                return (decision, new_state), new_state
+            # Policy follows the person: an account linked to an approved one is approved too,
+            # without writing that into the owner's list (nor the refusal's pairing code).
+            view = replace(access, approved=access.approved | {message.account})
+            decision, _ = decide_inbound(message, policy, view, now, rng=self.rng)
+            self._linked_ok.add(message.account)
+            return (decision, access), access
 
         def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
             if first is not None:
