@@ -1,5 +1,6 @@
 """Telegram end to end: the real python-telegram-bot against the loopback fake Bot API, with an
-instant fake LLM. Messages per second and latency from update to sendMessage for N messages
+instant fake LLM, each of the two fakes in a process of its own (their CPU is the platform's and the
+model's, not kith's). Messages per second and latency from update to sendMessage for N messages
 across C chats, and peak RSS.
 
     .venv/bin/python -m bench.telegram_e2e [--messages 1000] [--chats 100] [--model openai/bench]
@@ -15,7 +16,6 @@ Debounce is set to 0 here: it is a deliberate wait for a person's next message, 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import importlib.metadata
 import os
@@ -24,32 +24,22 @@ import time
 from typing import Any
 
 from bench.common import fake_model_process, peak_rss_mb, percentile, summary_ms, verdict
+from bench.telegram_process import TelegramProcess, telegram_process
+from core import loop
 from core.app import build_app, freeze_startup_heap
 from core.commands import platform_channels
 from core.config import DeliverySettings, LLMSettings, MemorySettings, Settings, StorageSettings, TelegramSettings
 from persona.llm import import_litellm
-from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN
 
 
 async def measure(n: int, chats: int, rate: float, model: str) -> None:
     import_litellm()
-    async with fake_model_process("Sounds good, tell me more.") as llm_url:
-        await _measure(n, chats, rate, model, llm_url)
+    async with fake_model_process("Sounds good, tell me more.") as llm_url, telegram_process() as tg:
+        await _measure(n, chats, rate, model, llm_url, tg)
 
 
-async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str) -> None:
-    tg = FakeTelegramApi()
-    await tg.start()
-    pushed: dict[str, float] = {}
-    delivered: dict[int, float] = {}
-
-
-    class TimedList(list):  # stamps the moment the fake accepts each sendMessage
-        def append(self, message) -> None:
-            super().append(message)
-            delivered[len(self)] = time.perf_counter()
-
-    tg.sent = TimedList()
+async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg: TelegramProcess) -> None:
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
@@ -63,39 +53,29 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str) ->
         freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)
         # Throughput: every message at once (10 per chat, inside the default rate-limit burst).
-        started = time.perf_counter()
-        for i in range(n):
-            chat = 10_000 + i % chats
-            tg.push_text(chat, chat, f"message {i}: what a day")
-        await tg.wait_for_sent(n, timeout=900)
-        elapsed = time.perf_counter() - started
+        await tg.push([(10_000 + i % chats, f"message {i}: what a day") for i in range(n)])
+        burst = await tg.wait(n)
+        elapsed = burst.sends[n - 1][2] - burst.pushes[0][1]
         # Latency: paced messages, so the figure is the path's own time rather than queueing behind a burst.
-        tg.sent.clear()
-        delivered.clear()
-        for i in range(n):
-            chat = 20_000 + i % chats
-            update = tg.push_text(chat, chat, f"message {i}: and then?")
-            pushed[str(update["update_id"])] = time.perf_counter()
-            await asyncio.sleep(1 / rate)
-        await tg.wait_for_sent(n, timeout=900)
+        await tg.reset()
+        await tg.push([(20_000 + i % chats, f"message {i}: and then?") for i in range(n)], rate=rate)
+        paced = await tg.wait(n)
         await app.close()
-    await tg.stop()
     # Latency: each chat's k-th reply answers its k-th message (per-chat order is guaranteed).
-    per_chat_sent: dict[int, list[float]] = {}
-    for idx, message in enumerate(tg.sent, 1):
-        per_chat_sent.setdefault(int(message.chat_id), []).append(delivered[idx])
-    per_chat_push: dict[int, list[float]] = {}
-    for i, t in enumerate(pushed.values()):
-        per_chat_push.setdefault(20_000 + i % chats, []).append(t)
-    latencies = [(s - p) * 1000 for chat, sends in per_chat_sent.items()
-                 for p, s in zip(per_chat_push[chat], sends, strict=False)]
-    # Outside the model: each reply's latency less its litellm call (matched by the message text).
-    texts = [f"message {i}: and then?" for i in range(n)]
+    pushed: dict[int, list[float]] = {}
+    for chat, t in paced.pushes:
+        pushed.setdefault(chat, []).append(t)
     per_chat_model: dict[int, list[float]] = {}
-    for i, text in enumerate(texts):
-        per_chat_model.setdefault(20_000 + i % chats, []).append(model_ms[text])  # every reply timed
-    outside = [(s - p) * 1000 - m for chat, sends in per_chat_sent.items()
-               for p, s, m in zip(per_chat_push[chat], sends, per_chat_model[chat], strict=False)]
+    for i in range(n):  # every reply's model call was timed, keyed by the message it answers
+        per_chat_model.setdefault(20_000 + i % chats, []).append(model_ms[f"message {i}: and then?"])
+    sent: dict[int, list[float]] = {}
+    for chat, _text, t in paced.sends:
+        sent.setdefault(chat, []).append(t)
+    latencies, outside = [], []
+    for chat, sends in sent.items():
+        for p, s, m in zip(pushed[chat], sends, per_chat_model[chat], strict=False):
+            latencies.append((s - p) * 1000)
+            outside.append((s - p) * 1000 - m)  # each reply's latency less its litellm call
     throughput = n / elapsed
     print(f"telegram end to end: {throughput:.0f} messages/s over {n} messages in {chats} chats, sent at once "
           f"(target >= 200: {verdict(throughput, 200, higher_is_better=True)})")
@@ -148,8 +128,8 @@ def main() -> None:
                         help="the litellm model string for the fake OpenAI-compatible server, e.g. hosted_vllm/bench")
     args = parser.parse_args()
     print(f"model: {args.model} (litellm {importlib.metadata.version('litellm')})")
-    asyncio.run(measure(args.messages, args.chats, args.rate, args.model))
-    asyncio.run(model_client_ceiling(args.model))
+    loop.run(measure(args.messages, args.chats, args.rate, args.model))
+    loop.run(model_client_ceiling(args.model))
 
 
 if __name__ == "__main__":

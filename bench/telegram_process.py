@@ -1,0 +1,148 @@
+"""The loopback fake Bot API in a process of its own, for benchmarks: Telegram's CPU is not kith's.
+
+Run as ``python -m bench.telegram_process``: it prints ``<bot api port> <control port>`` and serves
+until killed. The control port takes what the benchmark would otherwise do in kith's process:
+
+* ``POST /push`` ``{"items": [[chat_id, text], ...], "rate": R}``: push the items as private
+  text messages, all at once (``rate`` 0) or R per second, each stamped when pushed;
+* ``GET /wait?n=N&timeout=S``: wait until N messages were sent, then return every push and send
+  with its stamp;
+* ``POST /reset``: forget the pushes and sends so far.
+
+Stamps are ``time.perf_counter()``, the system's monotonic clock on Linux, so they compare with
+stamps taken in the benchmark's own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import ClientSession, web
+
+from tests.fakes.loopback import serve
+from tests.fakes.telegram_api import FakeTelegramApi, RecordedMessage
+
+
+class _StampedSends(list[RecordedMessage]):
+    """The fake's ``sent`` list, stamping the moment each sendMessage is accepted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stamps: list[float] = []
+
+    def append(self, message: RecordedMessage) -> None:
+        super().append(message)
+        self.stamps.append(time.perf_counter())
+
+    def clear(self) -> None:
+        super().clear()
+        self.stamps.clear()
+
+
+class _Control:
+    def __init__(self, tg: FakeTelegramApi) -> None:
+        self.tg = tg
+        self.sends = _StampedSends()
+        tg.sent = self.sends
+        self.pushes: list[tuple[int, float]] = []  # (chat id, stamp) in push order
+        self._pushing: set[asyncio.Task[None]] = set()
+
+    async def push(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        items = [(int(chat), str(text)) for chat, text in body["items"]]
+        task = asyncio.create_task(self._push(items, float(body.get("rate", 0))))
+        self._pushing.add(task)
+        task.add_done_callback(self._pushing.discard)
+        return web.json_response({"ok": True})
+
+    async def _push(self, items: list[tuple[int, str]], rate: float) -> None:
+        for chat, text in items:
+            self.tg.push_text(chat, chat, text)
+            self.pushes.append((chat, time.perf_counter()))
+            if rate > 0:
+                await asyncio.sleep(1 / rate)
+
+    async def wait(self, request: web.Request) -> web.Response:
+        n, timeout = int(request.query["n"]), float(request.query.get("timeout", "600"))
+        try:
+            await self.tg.wait_for_sent(n, timeout=timeout)
+        except TimeoutError as exc:
+            return web.json_response({"error": str(exc)}, status=504)
+        sends = [[m.chat_id, m.text, t] for m, t in zip(self.sends, self.sends.stamps, strict=True)]
+        return web.json_response({"pushes": self.pushes, "sends": sends})
+
+    async def reset(self, request: web.Request) -> web.Response:
+        self.sends.clear()
+        self.pushes.clear()
+        return web.json_response({"ok": True})
+
+
+async def _serve() -> None:
+    tg = FakeTelegramApi()
+    await tg.start()
+    control = _Control(tg)
+    app = web.Application()
+    app.router.add_post("/push", control.push)
+    app.router.add_get("/wait", control.wait)
+    app.router.add_post("/reset", control.reset)
+    runner = await serve(app, 0)
+    print(tg.port, runner.addresses[0][1], flush=True)
+    await asyncio.Event().wait()
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """What the fake saw between two resets: pushes as (chat, stamp), sends as (chat, text, stamp)."""
+
+    pushes: list[tuple[int, float]]
+    sends: list[tuple[int, str, float]]
+
+
+class TelegramProcess:
+    """The benchmark's handle on the fake: its Bot API base URL and the control calls."""
+
+    def __init__(self, base_url: str, control_url: str, session: ClientSession) -> None:
+        self.base_url = base_url
+        self._control = control_url
+        self._session = session
+
+    async def push(self, items: list[tuple[int, str]], rate: float = 0) -> None:
+        async with self._session.post(f"{self._control}/push", json={"items": items, "rate": rate}) as r:
+            r.raise_for_status()
+
+    async def wait(self, n: int, timeout: float = 900) -> Traffic:
+        async with self._session.get(f"{self._control}/wait", params={"n": n, "timeout": timeout}) as r:
+            body: dict[str, Any] = await r.json()
+        if "error" in body:
+            raise TimeoutError(body["error"])
+        return Traffic([(int(c), float(t)) for c, t in body["pushes"]],
+                       [(int(c), str(x), float(t)) for c, x, t in body["sends"]])
+
+    async def reset(self) -> None:
+        async with self._session.post(f"{self._control}/reset") as r:
+            r.raise_for_status()
+
+
+@asynccontextmanager
+async def telegram_process() -> AsyncIterator[TelegramProcess]:
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.telegram_process",
+                                                stdout=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        api_port, control_port = (int(p) for p in (await proc.stdout.readline()).split())
+        async with ClientSession() as session:
+            yield TelegramProcess(f"http://127.0.0.1:{api_port}/bot", f"http://127.0.0.1:{control_port}", session)
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve())
