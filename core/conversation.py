@@ -21,6 +21,7 @@ from core.background import BackgroundTasks
 from core.config import Settings
 from core.context import BuiltPrompt, HistoryTurn, MemorySlots, PromptParts, build_prompt
 from core.db import Connection, Database
+from core.history_window import Window, WindowCache, extend, still_tail, window_after
 from core.summarizer import Summarizer
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from persona.card import render_card
@@ -84,6 +85,7 @@ class _OpenedTurn:
     recent: list[history.StoredMessage]
     summary: history.Summary
     unsummarized: int
+    window: Window
 
 
 @dataclass
@@ -113,6 +115,7 @@ class ConversationCore:
     def __post_init__(self) -> None:
         self.summarizer = Summarizer(self.db, self.llm, self.settings, self.clock)
         self._locks: dict[str, asyncio.Lock] = {}
+        self.windows = WindowCache()
         self.busy_people: set[str] = set()
 
     def _lock(self, key: str) -> asyncio.Lock:
@@ -125,20 +128,21 @@ class ConversationCore:
         person = await self.db.run(people.resolve, message.account, message.sender_name, self.clock())
         return Speaker(person, message.account, message.sender_name)
 
-    def _open_turn(self, conn: Connection, message: InboundMessage) -> _OpenedTurn:
+    def _open_turn(self, conn: Connection, message: InboundMessage, kept: Window | None) -> _OpenedTurn:
         """Everything a turn reads and writes before the model call, in one transaction."""
         person = people.resolve(conn, message.account, message.sender_name, self.clock())
-        user_id = history.append(
+        row = history.append_row(
             conn, conversation=message.conversation_key, role="user", author=message.account, person=person,
             platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
             chat_kind=message.chat_kind.value, platform_message_id=message.message_id, text=message.text,
             created_at=message.timestamp)
-        window = self.settings.history.window_messages
-        rows = history.recent(conn, message.conversation_key, window + 1)
-        summary = history.get_summary(conn, message.conversation_key)
-        unsummarized = history.count_between(conn, message.conversation_key, summary.through, rows[0].id)
-        return _OpenedTurn(Speaker(person, message.account, message.sender_name), user_id, rows, summary,
-                           unsummarized)
+        window = window_after(conn, kept, message.conversation_key, row, self._window_size)
+        return _OpenedTurn(Speaker(person, message.account, message.sender_name), row.id, list(window.rows),
+                           window.summary, window.older, window)
+
+    @property
+    def _window_size(self) -> int:
+        return self.settings.history.window_messages + 1  # the window plus the message being answered
 
     async def handle(self, message: InboundMessage, *, also: AlsoWithReply | None = None) -> OutboundMessage:
         """Answer one message; a model failure gives an honest reply and loses nothing stored.
@@ -148,8 +152,14 @@ class ConversationCore:
         recorded, so ``also`` does not run for it.
         """
         started = time.perf_counter()
-        async with self._lock(message.conversation_key):
-            opened = await self.db.run(self._open_turn, message)
+        conversation = message.conversation_key
+        async with self._lock(conversation):
+            try:
+                opened = await self.db.run(self._open_turn, message, self.windows.get(conversation))
+            except BaseException:
+                self.windows.drop(conversation)
+                raise
+            self.windows.put(conversation, opened.window)  # committed: its newest row exists for good
             self.busy_people.add(opened.speaker.person)
             try:
                 return await self._answer(message, opened, started, also)
@@ -172,7 +182,16 @@ class ConversationCore:
             return self._outbound(message, HONEST_FAILURE_REPLY)
         after = self.last_timings.reply_at = time.perf_counter()
         out = self._outbound(message, text)
-        reply_id = await self.db.run(self._record_reply, message, out, also)
+        try:
+            reply, follows = await self.db.run(self._record_reply, message, out, also, opened.window)
+        except BaseException:
+            self.windows.drop(message.conversation_key)
+            raise
+        if follows:
+            self.windows.put(message.conversation_key, extend(opened.window, reply, self._window_size))
+        else:
+            self.windows.drop(message.conversation_key)
+        reply_id = reply.id
         turn = CompletedTurn(speaker, message, opened.user_id, text, reply_id, shown)
         if opened.unsummarized >= self.settings.history.summary_trigger_messages:
             self.background.spawn(self.summarizer.maybe_summarize(message.conversation_key), name="summary")
@@ -182,14 +201,16 @@ class ConversationCore:
         return out
 
     def _record_reply(self, conn: Connection, message: InboundMessage, out: OutboundMessage,
-                      also: AlsoWithReply | None) -> int:
-        reply_id = history.append(
+                      also: AlsoWithReply | None, kept: Window) -> tuple[history.StoredMessage, bool]:
+        """The reply in history (and ``also``); whether it directly follows ``kept`` in its thread."""
+        reply = history.append_row(
             conn, conversation=message.conversation_key, role="assistant", author="kith",
             platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
             chat_kind=message.chat_kind.value, text=out.text, created_at=self.clock())
+        follows = still_tail(conn, kept, message.conversation_key, reply)
         if also is not None:
             also(conn, out)
-        return reply_id
+        return reply, follows
 
     def _outbound(self, message: InboundMessage, text: str) -> OutboundMessage:
         return reply_to(message, text)

@@ -76,6 +76,13 @@ _SUMMARY = sa.select(summaries).where(summaries.c.conversation == sa.bindparam("
 _COUNT_BETWEEN = sa.select(sa.func.count()).select_from(messages).where(
     messages.c.conversation == sa.bindparam("conversation"), messages.c.id > sa.bindparam("after_id"),
     messages.c.id < sa.bindparam("before_id"))
+_THREAD = sa.bindparam("conversation")
+# History is append-only, so the newest id before a given one says whether a copy of the thread's
+# tail is still its tail; the summary cursor says whether the copy's summary is still current.
+_NEWEST_BEFORE_AND_THROUGH = sa.select(
+    sa.select(sa.func.max(messages.c.id))
+    .where(messages.c.conversation == _THREAD, messages.c.id < sa.bindparam("before_id")).scalar_subquery(),
+    sa.select(summaries.c.summary_through).where(summaries.c.conversation == _THREAD).scalar_subquery())
 
 
 def _row(r: sa.Row) -> StoredMessage:
@@ -92,6 +99,24 @@ def append(conn: Connection, *, conversation: str, role: str, author: str, platf
         "chat_id": chat_id, "thread_id": thread_id, "chat_kind": chat_kind,
         "platform_message_id": platform_message_id, "text": text, "created_at": created_at, "silent": silent})
     return int(result.inserted_primary_key[0])
+
+
+def append_row(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
+               text: str, created_at: datetime, person: str | None = None, thread_id: str | None = None,
+               chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False) -> StoredMessage:
+    """``append``, returning the message as a later read would."""
+    row_id = append(conn, conversation=conversation, role=role, author=author, platform=platform, chat_id=chat_id,
+                    text=text, created_at=created_at, person=person, thread_id=thread_id, chat_kind=chat_kind,
+                    platform_message_id=platform_message_id, silent=silent)
+    created = created_at.astimezone(UTC) if created_at.tzinfo else created_at.replace(tzinfo=UTC)
+    return StoredMessage(row_id, conversation, role, author, person, platform, chat_id, thread_id, chat_kind,
+                         platform_message_id, text, created, silent)
+
+
+def newest_before(conn: Connection, conversation: str, before_id: int) -> tuple[int | None, int]:
+    """(the id of the thread's newest message older than ``before_id``, its summary's ``through``)."""
+    row = conn.execute(_NEWEST_BEFORE_AND_THROUGH, {"conversation": conversation, "before_id": before_id}).one()
+    return (None if row[0] is None else int(row[0])), int(row[1] or 0)
 
 
 def recent(conn: Connection, conversation: str, limit: int) -> list[StoredMessage]:

@@ -1,0 +1,87 @@
+"""Each active thread's recent window, kept in memory between turns.
+
+Every turn needs the thread's last messages, its summary and how many messages wait for the
+summary; reading them cost more than the rest of the turn's database work together. History is
+append-only, so a window kept from the previous turn is still right exactly when the thread's
+newest message before the new one is the window's last and the summary cursor has not moved:
+one indexed lookup checks both, whoever wrote in between (this process's heartbeat, another
+process). Anything else reads the window afresh.
+
+A window is stored only after the transaction that wrote its newest row committed: a rolled-back
+row's id may be handed to another message later.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection
+
+from core import history
+from core.history import StoredMessage, Summary
+from core.tunables import HISTORY_WINDOW_CACHE_THREADS
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    rows: tuple[StoredMessage, ...]  # the thread's newest messages, oldest first
+    summary: Summary
+    older: int  # messages after the summary's cursor and before rows[0]: the part awaiting a summary
+
+
+def extend(window: Window, row: StoredMessage, size: int) -> Window:
+    """``window`` with ``row`` appended, cut to its ``size`` newest rows; the ones cut out now wait for the summary."""
+    rows = (*window.rows, row)
+    cut = max(0, len(rows) - size)
+    older = window.older + sum(1 for r in rows[:cut] if r.id > window.summary.through)
+    return Window(rows[cut:], window.summary, older)
+
+
+def read_window(conn: Connection, conversation: str, size: int) -> Window:
+    rows = history.recent(conn, conversation, size)
+    summary = history.get_summary(conn, conversation)
+    first = rows[0].id if rows else 0
+    older = history.count_between(conn, conversation, summary.through, first) if rows else 0
+    return Window(tuple(rows), summary, older)
+
+
+class WindowCache:
+    """The windows of the most recently active threads (at most ``capacity``), for one process."""
+
+    def __init__(self, capacity: int = HISTORY_WINDOW_CACHE_THREADS) -> None:
+        self.capacity = capacity
+        self._windows: OrderedDict[str, Window] = OrderedDict()
+
+    def get(self, conversation: str) -> Window | None:
+        return self._windows.get(conversation)
+
+    def put(self, conversation: str, window: Window) -> None:
+        self._windows[conversation] = window
+        self._windows.move_to_end(conversation)
+        while len(self._windows) > self.capacity:
+            self._windows.popitem(last=False)
+
+    def drop(self, conversation: str) -> None:
+        self._windows.pop(conversation, None)
+
+    def __len__(self) -> int:
+        return len(self._windows)
+
+
+def window_after(conn: Connection, kept: Window | None, conversation: str, row: StoredMessage,
+                 size: int) -> Window:
+    """The window ending with ``row``, just written in this transaction: ``kept`` extended when it is
+    still the thread's tail, the database's otherwise."""
+    newest, through = history.newest_before(conn, conversation, row.id)
+    if kept is not None and kept.rows and kept.rows[-1].id == newest and kept.summary.through == through:
+        return extend(kept, row, size)
+    return read_window(conn, conversation, size)
+
+
+def still_tail(conn: Connection, kept: Window | None, conversation: str, row: StoredMessage) -> bool:
+    """Whether ``row``, just written, directly follows ``kept`` in its thread."""
+    if kept is None or not kept.rows:
+        return False
+    newest, through = history.newest_before(conn, conversation, row.id)
+    return kept.rows[-1].id == newest and kept.summary.through == through
