@@ -70,6 +70,7 @@ from core.tunables import (
     DISCORD_MAX_RATELIMIT_WAIT_S,
     DISCORD_REIDENTIFY_DELAY_S,
     DISCORD_STOP_GRACE_S,
+    FETCHED_PLACES_MAX,
 )
 from core.types import (
     ButtonHandler,
@@ -88,7 +89,6 @@ from delivery.chunking import render_chunks
 log = logging.getLogger("kith.discord")
 
 # --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
-FETCHED_PLACES_MAX = 1_024  # uncached threads remembered after one GET /channels/{id}; oldest forgotten first
 
 
 class InboundJournalLike(Protocol):

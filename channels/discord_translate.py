@@ -27,6 +27,7 @@ from typing import Any
 import aiohttp
 import discord
 
+from core.tunables import DISCORD_DEFAULT_RETRY_AFTER_S
 from core.types import Button, ButtonPress, ChatKind, InboundMessage, SendError
 
 PLATFORM = "discord"
@@ -36,7 +37,6 @@ MAX_BUTTONS = 25  # five action rows of five buttons
 BUTTON_LABEL_MAX_CHARS = 80
 CUSTOM_ID_MAX_CHARS = 100
 # What a 429 that names no wait is retried after (candidate for core/tunables.py).
-DISCORD_DEFAULT_RETRY_AFTER_S = 5.0
 
 _SPOKEN_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _THREAD_TYPES = frozenset({discord.ChannelType.public_thread, discord.ChannelType.private_thread,

@@ -76,6 +76,7 @@ from channels.slack_translate import (
 from core.config import SlackSettings
 from core.tunables import (
     SLACK_CONNECT_WAIT_S,
+    SLACK_DEFAULT_RETRY_AFTER_S,
     SLACK_HTTP_TIMEOUT_S,
     SLACK_MAX_CHARS,
     SLACK_NAME_CACHE_SIZE,
@@ -105,7 +106,6 @@ log = logging.getLogger("kith.slack")
 
 # --- Protocol facts ------------------------------------------------------------------------------
 DEFAULT_API_URL = "https://slack.com/api/"
-DEFAULT_RETRY_AFTER_S = 1.0  # Slack always sends Retry-After with a 429; this covers a proxy that drops it
 _RATE_LIMIT_ERRORS = frozenset({"ratelimited", "rate_limited"})
 _AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
                           "not_allowed_token_type", "no_permission", "org_login_required", "ekm_access_denied"})
@@ -146,9 +146,9 @@ def slack_error_code(exc: SlackApiError) -> str:
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float:
     raw = (headers or {}).get("Retry-After") or (headers or {}).get("retry-after")
     try:
-        return max(float(raw), 0.0) if raw is not None else DEFAULT_RETRY_AFTER_S
+        return max(float(raw), 0.0) if raw is not None else SLACK_DEFAULT_RETRY_AFTER_S
     except ValueError:
-        return DEFAULT_RETRY_AFTER_S
+        return SLACK_DEFAULT_RETRY_AFTER_S
 
 
 def send_error_for(exc: BaseException) -> SendError:

@@ -17,6 +17,7 @@ from core.db import Database
 from core.linking import Linker
 from core.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
 from core.router import Router
+from core.tunables import SHUTDOWN_DELIVERY_S
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
@@ -35,8 +36,6 @@ from policy.gate import PolicyGate
 from policy.settings import PolicySettings
 
 log = logging.getLogger("kith.app")
-
-SHUTDOWN_DELIVERY_S = 3.0
 
 
 @dataclass

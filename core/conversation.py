@@ -23,14 +23,13 @@ from core.context import BuiltPrompt, HistoryTurn, MemorySlots, PromptParts, bui
 from core.db import Connection, Database
 from core.history_window import Window, WindowCache, extend, still_tail, window_after
 from core.summarizer import Summarizer
+from core.tunables import MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from persona.card import render_card
 from persona.llm import HONEST_FAILURE_REPLY, LLMClient, LLMError
 
 log = logging.getLogger("kith.core")
 
-MAX_TOOL_ROUNDS = 3
-MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
 
 AlsoWithReply = Callable[[Connection, OutboundMessage], None]  # runs where the reply is recorded
 

@@ -19,11 +19,10 @@ from sqlalchemy.engine import Connection
 from core import people
 from core.conversation import reply_to
 from core.db import Database, metadata
-from core.tunables import LINK_CODE_TTL_S
+from core.tunables import LINK_CODE_LENGTH, LINK_CODE_TTL_S
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from policy.pairing import PAIRING_ALPHABET, normalize_code
 
-LINK_CODE_LENGTH = 8
 log = logging.getLogger("kith.linking")
 
 link_codes = sa.Table(

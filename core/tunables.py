@@ -222,3 +222,14 @@ CHANGE_LOG_OVERLAP = 256  # entries behind the cursor read again (late commits; 
 # In-memory copies of shared data (the change log's position, goals) skip a read when no process
 # wrote since a transaction of this process at most this old.
 SHARED_CACHE_TRUST_S = 0.5
+
+# --- Turns, linking and shutdown (core/conversation.py, core/linking.py, core/app.py) ----------
+MAX_TOOL_ROUNDS = 3  # tool calls the persona may chain in one reply
+MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
+LINK_CODE_LENGTH = 8
+SHUTDOWN_DELIVERY_S = 3.0  # replies still sending at shutdown get this long before they wait for the next start
+
+# --- Platform fallbacks (channels/discord.py, channels/slack.py) -------------------------------
+FETCHED_PLACES_MAX = 1_024  # Discord threads remembered after one GET /channels/{id}; oldest forgotten first
+SLACK_DEFAULT_RETRY_AFTER_S = 1.0  # Slack always sends Retry-After with a 429; this covers a proxy that drops it
+DISCORD_DEFAULT_RETRY_AFTER_S = 5.0  # a 429 without retry_after
