@@ -133,6 +133,7 @@ DISCORD_STOP_GRACE_S = 5.0  # on stop, handlers already handed a message may fin
 DISCORD_REIDENTIFY_DELAY_S = 5.0  # wait before a fresh IDENTIFY after a lost session (Discord: 1 per 5 s)
 
 # --- Memory: embedders (memory/embedders.py) ----------------------------------
+EMBED_TRACE_MIN_COSINE = 0.9999  # a traced encoder must agree with encode() at least this well on every probe
 HASH_DIM = 256  # dimensions of the hashed bag-of-words vector used when no embedder vector exists
 EMBEDDER_PROBE_TIMEOUT_S = 60.0  # first use may load (or fetch) a model
 EMBED_TIMEOUT_S = 30.0  # one embedding call after the probe

