@@ -204,7 +204,8 @@ class RecallEngine:
         # and this one catches up with other processes and runs BM25 before it needs the vector.
         notes_job = asyncio.ensure_future(self.store.notes_of(person, unpromoted_only=True) if include_notes
                                           else _no_notes())
-        vector_job = asyncio.ensure_future(self.queries.get(query, budget_s)) if use_vectors else None
+        vector_job = (asyncio.ensure_future(self.queries.get(query, budget_s))
+                      if use_vectors and self.store.embedder_ready else None)
         try:
             hits, lexical = await self.store.lookup(person, vectors=vector_job, query=query, k=pool,
                                                     scope=Scope.SHARED if shared_only else None)

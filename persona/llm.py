@@ -156,7 +156,8 @@ class LLMClient:
         if temperature is not None:
             kwargs["temperature"] = temperature
         started = time.perf_counter()
-        response = await asyncio.wait_for(self.litellm.acompletion(**kwargs), timeout=timeout + 1)
+        async with asyncio.timeout(timeout + 1):  # unlike wait_for, no extra task per call
+            response = await self.litellm.acompletion(**kwargs)
         elapsed = (time.perf_counter() - started) * 1000
         return _parse_response(response, model, elapsed)
 
