@@ -20,7 +20,7 @@ from core.types import InboundMessage, OutboundMessage
 from policy import store
 from policy.pairing import AccessState, Chooser
 from policy.ratelimit import RateLimiter
-from policy.rules import Decision, Verdict, decide_inbound, may_send
+from policy.rules import Decision, Verdict, decide_inbound, dm_allowed, may_send
 from policy.settings import DmPolicy, PlatformPolicy, PolicySettings
 
 log = logging.getLogger("kith.policy")
@@ -101,11 +101,7 @@ class PolicyGate:
     def _trusted(self, account: str, access: AccessState) -> bool:
         """Whether ``account`` may talk to kith in a DM on its own platform without pairing anew."""
         platform, _, sender = account.partition(":")
-        policy = self.policy_for(platform)
-        if policy.dm is DmPolicy.DISABLED:
-            return False
-        return policy.dm is DmPolicy.OPEN or access.is_approved(account) or sender in policy.allow_from \
-            or account in policy.allow_from
+        return dm_allowed(self.policy_for(platform), access, platform, sender)
 
     async def refresh(self) -> None:
         """Reload the access state (at start, and after the pairing command may have changed it)."""

@@ -115,10 +115,16 @@ def may_send(
         return Decision(Verdict.ALLOW, Reason.SEND_GROUP_ALLOWED)
     if policy.dm is DmPolicy.DISABLED:
         return Decision(Verdict.DROP, Reason.SEND_DM_DISABLED)
-    sender_id = recipient_id if recipient_id is not None else chat_id
-    if policy.dm is DmPolicy.OPEN or _known_sender(policy, access, platform, sender_id) is not None:
+    if dm_allowed(policy, access, platform, recipient_id if recipient_id is not None else chat_id):
         return Decision(Verdict.ALLOW, Reason.SEND_DM_ALLOWED)
     return Decision(Verdict.DROP, Reason.SEND_DM_NOT_ALLOWED)
+
+
+def dm_allowed(policy: PlatformPolicy, access: AccessState, platform: str, sender_id: str) -> bool:
+    """Whether this sender may talk to kith in a DM on ``platform`` without pairing anew."""
+    if policy.dm is DmPolicy.DISABLED:
+        return False
+    return policy.dm is DmPolicy.OPEN or _known_sender(policy, access, platform, sender_id) is not None
 
 
 def matches_mention_pattern(rule: GroupRule, text: str) -> bool:

@@ -10,7 +10,7 @@ import pytest
 
 from core.types import ChatKind, InboundMessage
 from policy.pairing import AccessState
-from policy.rules import Decision, Reason, Verdict, decide_inbound, may_send
+from policy.rules import Decision, Reason, Verdict, decide_inbound, dm_allowed, may_send
 from policy.settings import (
     DmPolicy,
     GroupPolicy,
@@ -293,3 +293,15 @@ def test_config_errors_name_the_key(table: dict[str, object], key: str) -> None:
         PolicySettings.from_mapping(table)
     assert excinfo.value.key == key
     assert str(excinfo.value).startswith(f"{key}: ")
+
+
+@pytest.mark.parametrize("dm_policy", list(DmPolicy))
+@pytest.mark.parametrize("sender", [FRIEND, PAIRED, OWNER, STRANGER])
+def test_a_dm_sender_let_in_is_exactly_one_kith_may_write_to(dm_policy: DmPolicy, sender: str) -> None:
+    """Inbound DMs, outbound DMs and the linked-account check give one answer for every sender."""
+    policy = PlatformPolicy(dm=dm_policy, allow_from=frozenset({FRIEND}))
+    inbound, _ = decide_inbound(dm(sender), policy, ACCESS, NOW, rng=random.Random(1).choice)
+    outbound = may_send("telegram", sender, ChatKind.DM, policy, ACCESS)
+    assert inbound.allowed == outbound.allowed == dm_allowed(policy, ACCESS, "telegram", sender)
+    assert inbound.allowed == (dm_policy is DmPolicy.OPEN or (dm_policy is not DmPolicy.DISABLED
+                                                              and sender != STRANGER))
