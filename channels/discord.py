@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 import discord
@@ -77,6 +77,7 @@ from core.types import (
     ButtonPress,
     ChannelStartError,
     ChatKind,
+    EventJournal,
     InboundHandler,
     InboundMessage,
     OutboundMessage,
@@ -87,12 +88,6 @@ from core.types import (
 from delivery.chunking import render_chunks
 
 log = logging.getLogger("kith.discord")
-
-# --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
-
-
-class InboundJournalLike(Protocol):
-    async def record(self, platform: str, event_id: str) -> bool: ...
 
 
 # --- the discord.py client ---------------------------------------------------------------------------
@@ -158,7 +153,7 @@ class DiscordChannel:
         settings: DiscordSettings,
         token: str,
         *,
-        journal: InboundJournalLike,
+        journal: EventJournal,
         stop_grace_s: float = DISCORD_STOP_GRACE_S,
         guild_ready_timeout_s: float = DISCORD_GUILD_READY_TIMEOUT_S,
         max_ratelimit_wait_s: float = DISCORD_MAX_RATELIMIT_WAIT_S,

@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -89,6 +89,7 @@ from core.types import (
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
+    EventJournal,
     InboundHandler,
     InboundMessage,
     OutboundMessage,
@@ -123,9 +124,6 @@ _TRANSIENT_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavail
 _NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, SlackClientError)
 _ANY_ID = re.compile(r".*")
 
-
-class EventJournal(Protocol):
-    async def record(self, platform: str, event_id: str) -> bool: ...
 
 
 # --- Pure decisions --------------------------------------------------------------------------------

@@ -83,6 +83,7 @@ from core.types import (
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
+    EventJournal,
     InboundHandler,
     InboundMessage,
     OutboundMessage,
@@ -105,9 +106,6 @@ _GONE_CHAT_ERRORS = ("chat not found", "message thread not found", "topic_closed
 
 DEFAULT_COMMANDS: tuple[tuple[str, str], ...] = (("start", "Say hello"), ("help", "What I can do"))
 
-
-class UpdateJournal(Protocol):
-    async def record(self, platform: str, event_id: str) -> bool: ...
 
 
 class CursorStore(Protocol):
@@ -217,7 +215,7 @@ class TelegramChannel:
         settings: TelegramSettings,
         token: str,
         *,
-        journal: UpdateJournal,
+        journal: EventJournal,
         cursors: CursorStore,
         clock: Callable[[], datetime] = utcnow,
         commands: Sequence[tuple[str, str]] = DEFAULT_COMMANDS,

@@ -139,3 +139,11 @@ class Channel(Protocol):
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Show a typing indicator once; the caller refreshes it."""
         ...
+
+
+class EventJournal(Protocol):
+    """Where a channel notes each platform event before acknowledging it (``delivery.inbound.InboundJournal``)."""
+
+    async def record(self, platform: str, event_id: str) -> bool:
+        """Note the event; False when it was taken in before (a redelivery: drop it, still acknowledge it)."""
+        ...
