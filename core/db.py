@@ -14,6 +14,7 @@ import functools
 import itertools
 import time
 from collections.abc import Callable, Hashable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +23,27 @@ from sqlalchemy.engine import Connection, Engine
 
 # The schema is declared once, by the modules that own each table, on this metadata.
 metadata = sa.MetaData()
+
+
+class UtcDateTime(sa.types.TypeDecorator[datetime]):
+    """A moment in time, stored in UTC and read back as an aware UTC datetime on every database.
+
+    SQLite keeps no offset: a plain ``DateTime(timezone=True)`` would store an aware value's wall time
+    and read it back naive. A naive value given to it is taken as UTC.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 T = TypeVar("T")
 

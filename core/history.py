@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import metadata
+from core.db import UtcDateTime, metadata
 
 messages = sa.Table(
     "messages",
@@ -29,7 +29,7 @@ messages = sa.Table(
     sa.Column("chat_kind", sa.String(8), nullable=False, server_default="dm"),
     sa.Column("platform_message_id", sa.String(255), nullable=True),
     sa.Column("text", sa.Text, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("silent", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_messages_conversation_id", "conversation", "id"),
 )
@@ -40,7 +40,7 @@ summaries = sa.Table(
     sa.Column("conversation", sa.String(255), primary_key=True),
     sa.Column("summary", sa.Text, nullable=False, server_default=""),
     sa.Column("summary_through", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 
@@ -86,9 +86,8 @@ _NEWEST_BEFORE_AND_THROUGH = sa.select(
 
 
 def _row(r: sa.Row) -> StoredMessage:
-    created = r.created_at if r.created_at.tzinfo else r.created_at.replace(tzinfo=UTC)
     return StoredMessage(r.id, r.conversation, r.role, r.author, r.person, r.platform, r.chat_id, r.thread_id,
-                         r.chat_kind, r.platform_message_id, r.text, created, bool(r.silent))
+                         r.chat_kind, r.platform_message_id, r.text, r.created_at, bool(r.silent))
 
 
 def append(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,

@@ -11,14 +11,14 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core import people
 from core.conversation import reply_to
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import LINK_CODE_LENGTH, LINK_CODE_TTL_S
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from policy.pairing import PAIRING_ALPHABET, normalize_code
@@ -31,7 +31,7 @@ link_codes = sa.Table(
     sa.Column("code", sa.String(16), primary_key=True),
     sa.Column("person", sa.String(64), nullable=False),
     sa.Column("account", sa.String(255), nullable=False),  # the account that asked for it
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
 )
 
 
@@ -45,8 +45,6 @@ class LinkError(Exception):
     """The code is unknown, expired, or names the same account."""
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def issue_code(conn: Connection, account: str, display_name: str, now: datetime) -> str:
@@ -60,7 +58,7 @@ def issue_code(conn: Connection, account: str, display_name: str, now: datetime)
 
 def redeem(conn: Connection, code: str, account: str, now: datetime) -> LinkResult:
     row = conn.execute(sa.select(link_codes).where(link_codes.c.code == normalize_code(code))).first()
-    if row is None or _aware(row.created_at) + timedelta(seconds=LINK_CODE_TTL_S) <= now:
+    if row is None or row.created_at + timedelta(seconds=LINK_CODE_TTL_S) <= now:
         raise LinkError("that link code is unknown or has expired; ask for a new one with /link")
     if row.account == account:
         raise LinkError("send this code from your account on another platform")

@@ -13,7 +13,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import metadata
+from core.db import UtcDateTime, metadata
 
 accounts = sa.Table(
     "accounts",
@@ -21,8 +21,8 @@ accounts = sa.Table(
     sa.Column("account", sa.String(255), primary_key=True),
     sa.Column("person", sa.String(64), nullable=False, index=True),
     sa.Column("display_name", sa.String(255), nullable=False, server_default=""),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("linked_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("linked_at", UtcDateTime(), nullable=True),
 )
 
 

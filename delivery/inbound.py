@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import INBOUND_DEDUPE_DAYS
 from core.types import utcnow
 
@@ -23,7 +23,7 @@ inbound_events = sa.Table(
     metadata,
     sa.Column("platform", sa.String(32), primary_key=True),
     sa.Column("event_id", sa.String(255), primary_key=True),
-    sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("received_at", UtcDateTime(), nullable=False),
     sa.Index("ix_inbound_events_received_at", "received_at"),
 )
 
@@ -32,7 +32,7 @@ cursors = sa.Table(
     metadata,
     sa.Column("name", sa.String(128), primary_key=True),
     sa.Column("value", sa.BigInteger, nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 

@@ -12,12 +12,12 @@ import enum
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import metadata
+from core.db import UtcDateTime, metadata
 from core.types import Button, ChatKind, OutboundMessage
 
 MAX_ERROR_CHARS = 64  # last_error holds an error class or code, never content
@@ -35,11 +35,11 @@ outbox = sa.Table(
     sa.Column("attachment_name", sa.String(255), nullable=True),
     sa.Column("attachment", sa.LargeBinary, nullable=True),
     sa.Column("source", sa.String(255), nullable=True),  # e.g. the inbound platform message id
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
     sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("next_attempt_at", UtcDateTime(), nullable=True),
     sa.Column("last_error", sa.String(MAX_ERROR_CHARS), nullable=True),
     sa.Column("chunks_sent", sa.Integer, nullable=False, server_default="0"),
     sa.Column("sent_ids", sa.Text, nullable=False, server_default="[]"),  # JSON list of platform message ids
@@ -81,11 +81,6 @@ def lane_of(message: OutboundMessage) -> Lane:
     return (message.platform, message.chat_id, message.thread_id)
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; everything stored here is UTC.
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
 
 
 def _entry(r: sa.Row) -> OutboxEntry:
@@ -94,11 +89,9 @@ def _entry(r: sa.Row) -> OutboxEntry:
                               reply_to_message_id=r.reply_to, buttons=buttons,
                               attachment_name=r.attachment_name, attachment_bytes=r.attachment,
                               chat_kind=ChatKind(r.chat_kind), recipient_id=r.recipient_id, notice=bool(r.notice))
-    created = _aware(r.created_at)
-    assert created is not None
-    return OutboxEntry(id=r.id, message=message, source=r.source, created_at=created,
+    return OutboxEntry(id=r.id, message=message, source=r.source, created_at=r.created_at,
                        status=OutboxStatus(r.status), attempts=r.attempts,
-                       next_attempt_at=_aware(r.next_attempt_at), last_error=r.last_error,
+                       next_attempt_at=r.next_attempt_at, last_error=r.last_error,
                        chunks_sent=r.chunks_sent, sent_ids=tuple(json.loads(r.sent_ids)))
 
 

@@ -39,7 +39,7 @@ from sqlalchemy.engine import Connection
 from core import history, people
 from core.config import Settings
 from core.context import clip
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.summarizer import Summarizer
 from heartbeat.settings import day_bounds, local_day
 from memory.capture import CAPTURE_MAX_TOKENS, CAPTURE_SHOWN_MEMORIES, note_id, render_request, turn_of
@@ -82,7 +82,7 @@ consolidation_days = sa.Table(
     "consolidation_days",
     metadata,
     sa.Column("day", sa.String(10), primary_key=True),  # local YYYY-MM-DD
-    sa.Column("completed_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("completed_at", UtcDateTime(), nullable=False),
     sa.Column("chunks", sa.Integer, nullable=False, server_default="0"),
     sa.Column("chars", sa.Integer, nullable=False, server_default="0"),
 )
@@ -100,8 +100,8 @@ consolidation_chunks = sa.Table(
     sa.Column("note_ids", sa.Text, nullable=False, server_default="[]"),  # JSON ids of the notes it staged
     sa.Column("summaries", sa.Text, nullable=False, server_default="{}"),  # JSON person -> the day's summary
     sa.Column("counts", sa.Text, nullable=False, server_default="{}"),  # JSON validation counters
-    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("applied_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("recorded_at", UtcDateTime(), nullable=False),
+    sa.Column("applied_at", UtcDateTime(), nullable=True),
     sa.UniqueConstraint("day", "conversation", "last_id", name="uq_consolidation_chunk"),
 )
 
@@ -183,14 +183,12 @@ def days_to_sweep(last_completed: date | None, first_message: date | None, today
 
 
 # --- relational access --------------------------------------------------------------------------------
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _progress(conn: Connection) -> tuple[date | None, datetime | None]:
     last = conn.execute(sa.select(sa.func.max(consolidation_days.c.day))).scalar()
     first = conn.execute(sa.select(sa.func.min(history.messages.c.created_at))).scalar()
-    return (date.fromisoformat(last) if last else None), (_aware(first) if first else None)
+    return (date.fromisoformat(last) if last else None), (first if first else None)
 
 
 def _names(conn: Connection, accounts: Sequence[str]) -> dict[str, str]:

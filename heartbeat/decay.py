@@ -23,12 +23,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from heartbeat import memory_scan
 from memory.records import MemoryKind, MemoryRecord, Status, Tier
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
@@ -148,10 +148,10 @@ decay_runs = sa.Table(
     "decay_runs",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("started_at", UtcDateTime(), nullable=False),
+    sa.Column("finished_at", UtcDateTime(), nullable=True),
     sa.Column("retired", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("undone_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("undone_at", UtcDateTime(), nullable=True),
 )
 
 decay_retirements = sa.Table(
@@ -163,14 +163,12 @@ decay_retirements = sa.Table(
     sa.Column("person", sa.String(64), nullable=False),
     sa.Column("reason", sa.String(16), nullable=False),
     sa.Column("prev_status", sa.String(16), nullable=False),
-    sa.Column("prev_valid_to", sa.DateTime(timezone=True), nullable=True),
-    sa.Column("prev_updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("prev_valid_to", UtcDateTime(), nullable=True),
+    sa.Column("prev_updated_at", UtcDateTime(), nullable=False),
     sa.Column("revision_after", sa.Integer, nullable=False),  # what the retiring write produces
 )
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _start_run(conn: Connection, now: datetime) -> int:
@@ -208,8 +206,8 @@ def _last_run(conn: Connection) -> tuple[int, list[_Retirement]] | None:
         return None
     rows = conn.execute(sa.select(decay_retirements).where(decay_retirements.c.run_id == run_id)
                         .order_by(decay_retirements.c.id)).all()
-    return int(run_id), [_Retirement(r.memory_id, Status(r.prev_status), _aware(r.prev_valid_to),
-                                     _aware(r.prev_updated_at) or r.prev_updated_at, r.revision_after) for r in rows]
+    return int(run_id), [_Retirement(r.memory_id, Status(r.prev_status), r.prev_valid_to,
+                                     r.prev_updated_at, r.revision_after) for r in rows]
 
 
 def _mark_undone(conn: Connection, run_id: int, now: datetime) -> None:

@@ -19,12 +19,12 @@ import enum
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
 from heartbeat import goals as goal_table
 from heartbeat import memory_scan
@@ -46,7 +46,7 @@ heartbeat_items = sa.Table(
     metadata,
     sa.Column("person", sa.String(64), primary_key=True),
     sa.Column("item_key", sa.String(255), primary_key=True),
-    sa.Column("handled_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("handled_at", UtcDateTime(), nullable=False),
     sa.Index("ix_heartbeat_items_handled", "handled_at"),
 )
 
@@ -119,15 +119,13 @@ def select_due(candidates: Sequence[DueItem], handled: Mapping[tuple[str, str], 
 
 
 # --- relational access ----------------------------------------------------------------------------
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def handled_of(conn: Connection, persons: Sequence[str]) -> dict[tuple[str, str], datetime]:
     if not persons:
         return {}
     rows = conn.execute(sa.select(heartbeat_items).where(heartbeat_items.c.person.in_(list(persons)))).all()
-    return {(r.person, r.item_key): _aware(r.handled_at) for r in rows}
+    return {(r.person, r.item_key): r.handled_at for r in rows}
 
 
 def questions_since(conn: Connection, since: datetime) -> int:

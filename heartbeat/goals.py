@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, tzinfo
+from datetime import date, datetime, tzinfo
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 from core import people
 from core.context import MemorySlots
 from core.conversation import MemoryContext, Speaker, reply_to
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import SHARED_CACHE_TRUST_S
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from heartbeat.settings import local_day
@@ -46,8 +46,8 @@ goals = sa.Table(
     sa.Column("text", sa.Text, nullable=False),
     sa.Column("status", sa.String(8), nullable=False, server_default="active"),
     sa.Column("due", sa.Date, nullable=True),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
     sa.UniqueConstraint("person", "number", name="uq_goals_person_number"),
     sa.Index("ix_goals_status_due", "status", "due"),
 )
@@ -71,8 +71,7 @@ class Goal:
 
 
 def _goal(r: sa.Row) -> Goal:
-    updated = r.updated_at if r.updated_at.tzinfo else r.updated_at.replace(tzinfo=UTC)
-    return Goal(r.id, r.person, r.number, r.text, GoalStatus(r.status), r.due, updated)
+    return Goal(r.id, r.person, r.number, r.text, GoalStatus(r.status), r.due, r.updated_at)
 
 
 # --- relational access ---------------------------------------------------------------------

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import metadata
+from core.db import UtcDateTime, metadata
 
 job_runs = sa.Table(
     "heartbeat_job_runs",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("job", sa.String(32), nullable=False),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("started_at", UtcDateTime(), nullable=False),
+    sa.Column("finished_at", UtcDateTime(), nullable=True),
     sa.Column("ok", sa.Boolean, nullable=True),  # None while running (or when the process died mid-run)
     sa.Column("counts", sa.Text, nullable=False, server_default="{}"),
     sa.Index("ix_heartbeat_job_runs_job", "job", "id"),
@@ -34,8 +34,6 @@ class JobRun:
     counts: dict[str, int]
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def start(conn: Connection, job: str, now: datetime) -> int:
@@ -50,5 +48,5 @@ def finish(conn: Connection, run_id: int, ok: bool, counts: dict[str, int], now:
 def recent(conn: Connection, job: str, limit: int = 10) -> list[JobRun]:
     rows = conn.execute(sa.select(job_runs).where(job_runs.c.job == job).order_by(job_runs.c.id.desc())
                         .limit(limit)).all()
-    return [JobRun(r.id, r.job, _aware(r.started_at) or r.started_at, _aware(r.finished_at),
+    return [JobRun(r.id, r.job, r.started_at, r.finished_at,
                    r.ok, json.loads(r.counts)) for r in rows]

@@ -31,7 +31,7 @@ from sqlalchemy.engine import Connection
 from core import history, people
 from core.config import Settings
 from core.conversation import CompletedTurn
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import (
     CAPTURE_MAX_ATTEMPTS,
     CAPTURE_MAX_CHUNKS_PER_RUN,
@@ -55,7 +55,7 @@ capture_cursors = sa.Table(
     sa.Column("conversation", sa.String(255), primary_key=True),
     sa.Column("through_id", sa.Integer, nullable=False, server_default="0"),
     sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 PausedHook = Callable[[str], bool]

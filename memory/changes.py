@@ -25,7 +25,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import (
     CHANGE_LOG_KEEP,
     CHANGE_LOG_OVERLAP,
@@ -42,7 +42,7 @@ memory_changes = sa.Table(
     sa.Column("writer", sa.String(32), nullable=False),
     sa.Column("person", sa.String(64), nullable=False),
     sa.Column("memory_id", sa.String(128), nullable=False),
-    sa.Column("changed_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("changed_at", UtcDateTime(), nullable=False),
 )
 
 

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core import history, people
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import (
     EDIT_CAS_RETRIES,
     FORGET_PLAN_TTL_S,
@@ -63,7 +63,7 @@ pauses = sa.Table(
     "memory_pauses",
     metadata,
     sa.Column("person", sa.String(64), primary_key=True),
-    sa.Column("paused_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("paused_at", UtcDateTime(), nullable=False),
 )
 
 

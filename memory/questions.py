@@ -21,12 +21,12 @@ import hashlib
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from core.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
 from memory.records import MemoryRecord, Origin
 
@@ -48,8 +48,8 @@ questions = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("answer", sa.String(16), nullable=True),
     sa.Column("answered_by", sa.String(255), nullable=True),
-    sa.Column("asked_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("answered_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("asked_at", UtcDateTime(), nullable=False),
+    sa.Column("answered_at", UtcDateTime(), nullable=True),
     sa.Index("ix_memory_questions_person_status", "person", "status"),
     sa.Index("ix_memory_questions_pair", "person", "pair_key"),
     sa.Index("ix_memory_questions_asked_at", "asked_at"),
@@ -220,21 +220,17 @@ def new_question_id() -> str:
 
 
 # --- relational state ------------------------------------------------------------------------------
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _question(r: sa.Row) -> Question:
-    asked_at = _aware(r.asked_at)
+    asked_at = r.asked_at
     assert asked_at is not None
     return Question(
         id=r.id, person=r.person, first_id=r.first_id, second_id=r.second_id, pair_key=r.pair_key,
         evidence_key=r.evidence_key, evidence_count=r.evidence_count,
         target=DmTarget(r.platform, r.chat_id, r.recipient_id), status=QuestionStatus(r.status),
         asked_at=asked_at, answer=Answer(r.answer) if r.answer else None, answered_by=r.answered_by,
-        answered_at=_aware(r.answered_at))
+        answered_at=r.answered_at)
 
 
 def _open_count(conn: Connection, person: str) -> int:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, metadata
+from core.db import Database, UtcDateTime, metadata
 from memory.records import MemoryCandidate, MemoryRecord, Status
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
@@ -39,7 +39,7 @@ tombstones = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("person", sa.String(64), nullable=False),
     sa.Column("digest", sa.String(64), nullable=False),
-    sa.Column("forgotten_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("forgotten_at", UtcDateTime(), nullable=False),
     sa.Index("ix_memory_tombstones_person_digest", "person", "digest"),
 )
 
@@ -82,7 +82,7 @@ def _latest(conn: Connection, person: str, digests: Sequence[str]) -> datetime |
             tombstones.c.person == person, tombstones.c.digest.in_(list(digests))
         )
     ).scalar()
-    return _aware(value) if value is not None else None
+    return value
 
 
 def _reassign(conn: Connection, old: str, new: str) -> int:
