@@ -23,7 +23,7 @@ from core.context import BuiltPrompt, HistoryTurn, MemorySlots, PromptParts, bui
 from core.db import Connection, Database
 from core.history_window import Window, WindowCache, extend, still_tail, window_after
 from core.summarizer import Summarizer
-from core.tunables import MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
+from core.tunables import HISTORY_WINDOW_CACHE_THREADS, MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from persona.card import render_card
 from persona.llm import HONEST_FAILURE_REPLY, LLMClient, LLMError
@@ -114,7 +114,7 @@ class ConversationCore:
     def __post_init__(self) -> None:
         self.summarizer = Summarizer(self.db, self.llm, self.settings, self.clock)
         self._locks: dict[str, asyncio.Lock] = {}
-        self.windows = WindowCache()
+        self.windows = WindowCache(capacity=HISTORY_WINDOW_CACHE_THREADS if self.db.serializes_writers else 0)
         self.busy_people: set[str] = set()
 
     def _lock(self, key: str) -> asyncio.Lock:

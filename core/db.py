@@ -79,6 +79,11 @@ class Database:
         self._thread_conn: Connection | None = None
         self._closed = False
 
+    @property
+    def serializes_writers(self) -> bool:
+        """SQLite: one writer at a time, so ids become visible in the order they were given out."""
+        return self._tracks_others
+
     def create_all(self) -> None:
         # Import the modules that declare tables so that metadata knows them all.
         import core.schema  # noqa: F401

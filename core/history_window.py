@@ -8,7 +8,8 @@ one indexed lookup checks both, whoever wrote in between (this process's heartbe
 process). Anything else reads the window afresh.
 
 A window is stored only after the transaction that wrote its newest row committed: a rolled-back
-row's id may be handed to another message later.
+row's id may be handed to another message later. Only on SQLite, whose writers take turns: on a
+server database a transaction holding a lower id may commit after a higher one is read.
 """
 
 from __future__ import annotations
@@ -73,15 +74,19 @@ def window_after(conn: Connection, kept: Window | None, conversation: str, row: 
                  size: int) -> Window:
     """The window ending with ``row``, just written in this transaction: ``kept`` extended when it is
     still the thread's tail, the database's otherwise."""
-    newest, through = history.newest_before(conn, conversation, row.id)
-    if kept is not None and kept.rows and kept.rows[-1].id == newest and kept.summary.through == through:
-        return extend(kept, row, size)
+    if kept is not None and kept.rows:
+        newest, through = history.newest_before(conn, conversation, row.id)
+        if kept.rows[-1].id == newest and kept.summary.through == through:
+            return extend(kept, row, size)
     return read_window(conn, conversation, size)
 
 
 def still_tail(conn: Connection, kept: Window | None, conversation: str, row: StoredMessage) -> bool:
-    """Whether ``row``, just written, directly follows ``kept`` in its thread."""
+    """Whether ``row``, just written, directly follows ``kept`` in its thread (its summary is checked
+    again when the window is next used)."""
     if kept is None or not kept.rows:
         return False
-    newest, through = history.newest_before(conn, conversation, row.id)
-    return kept.rows[-1].id == newest and kept.summary.through == through
+    if row.id == kept.rows[-1].id + 1:
+        return True  # ids only grow: no message of any thread was written in between
+    newest, _through = history.newest_before(conn, conversation, row.id)
+    return kept.rows[-1].id == newest

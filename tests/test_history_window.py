@@ -99,8 +99,8 @@ async def test_kept_windows_match_fresh_reads_whoever_writes_in_between(tmp_path
                 cache.drop("console:ana")
                 reread += 1
             kept = cache.get("console:ana")
-            if kept is not None:
-                assert kept == await db.run(read_window, "console:ana", size)
+            if kept is not None:  # its summary is checked when the next turn uses it
+                assert kept.rows == (await db.run(read_window, "console:ana", size)).rows
     finally:
         db.close()
         other.close()
