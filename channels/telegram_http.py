@@ -9,6 +9,7 @@ JSON envelope, ``retry_after``, PTB's exception mapping) stays PTB's own.
 from __future__ import annotations
 
 import logging
+import ssl
 
 import aiohttp
 from telegram._utils.defaultvalue import DefaultValue
@@ -46,10 +47,12 @@ class AiohttpRequest(BaseRequest):
 
     async def initialize(self) -> None:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._pool_size, limit_per_host=self._pool_size)
+            connector = aiohttp.TCPConnector(limit=self._pool_size, limit_per_host=self._pool_size,
+                                             ssl=_tls_context())
             # Telegram's answers are JSON envelopes PTB parses itself; no cookies to keep between calls.
+            # trust_env: HTTPS_PROXY / NO_PROXY apply, as they did through httpx.
             self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                                  headers={"User-Agent": self.USER_AGENT})
+                                                  headers={"User-Agent": self.USER_AGENT}, trust_env=True)
 
     async def shutdown(self) -> None:
         if self._session is not None and not self._session.closed:
@@ -73,9 +76,9 @@ class AiohttpRequest(BaseRequest):
         pool = self._pool_timeout if isinstance(pool_timeout, DefaultValue) else pool_timeout
         write = write_timeout if not isinstance(write_timeout, DefaultValue) else (
             self._media_write_timeout if files else self._write_timeout)
-        # aiohttp has no separate write timeout: the request as a whole gets the write and read
-        # budgets together; waiting for a free connection and connecting have their own.
-        total = None if read is None or write is None else read + write
+        # aiohttp has no separate write timeout: an ordinary call as a whole gets the write and read
+        # budgets together; an upload is bounded by its reads only, so a slow but moving one finishes.
+        total = None if read is None or write is None or files else read + write
         # aiohttp's ``connect`` covers waiting for a pooled connection and opening one.
         acquire = None if pool is None or connect is None else pool + connect
         timeout = aiohttp.ClientTimeout(total=None if total is None or acquire is None else total + acquire,
@@ -88,6 +91,15 @@ class AiohttpRequest(BaseRequest):
             raise TimedOut from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise NetworkError(f"aiohttp.{type(exc).__name__}: {exc}") from exc
+
+
+def _tls_context() -> ssl.SSLContext:
+    """Certificates from certifi, as httpx used them, so a system without a CA store still verifies."""
+    try:
+        import certifi
+    except ImportError:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def _body(request_data: RequestData | None, files: dict | None) -> aiohttp.FormData | dict[str, str] | None:

@@ -63,6 +63,8 @@ def traced_encoder(model: Any) -> Encode | None:
             traced = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
 
         def encode(texts: list[str]) -> list[list[float]]:
+            if not texts:
+                return []
             with torch.inference_mode():
                 batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
                 vectors: list[list[float]] = traced(batch["input_ids"], batch["attention_mask"],
@@ -71,10 +73,11 @@ def traced_encoder(model: Any) -> Encode | None:
 
         reference = model.encode(list(PROBES), normalize_embeddings=True).tolist()
         candidates = encode(list(PROBES)) + [encode([probe])[0] for probe in PROBES]
+        # A model with more layers after pooling (a Dense projection) gives vectors of another length.
+        agreement = min(_cosine(c, reference[i % len(PROBES)]) for i, c in enumerate(candidates))
     except Exception as exc:  # any failure only means the slower, certain path
         log.info("traced encoder unavailable error=%s; using encode()", type(exc).__name__)
         return None
-    agreement = min(_cosine(c, reference[i % len(PROBES)]) for i, c in enumerate(candidates))
     if agreement < EMBED_TRACE_MIN_COSINE:
         log.info("traced encoder disagrees with encode() cosine=%.6f; using encode()", agreement)
         return None

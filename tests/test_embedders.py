@@ -233,3 +233,18 @@ def _first_token(real: Any, texts: list[str]) -> Any:
 
     vectors = np.array([t[0].numpy() for t in real(texts, output_value="token_embeddings")])
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_a_model_with_a_projection_after_pooling_keeps_encode() -> None:
+    pytest.importorskip("sentence_transformers")
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from memory.embedders import resolve_sentence_transformer
+    from memory.traced_encoder import traced_encoder
+
+    model = SentenceTransformer(resolve_sentence_transformer("all-MiniLM-L6-v2"), device="cpu",
+                                local_files_only=True)
+    real = model.encode
+    model.encode = lambda texts, **kw: real(texts, **kw)[:, :256] / np.sqrt(256 / 384)  # as if a Dense 384 -> 256
+    assert traced_encoder(model) is None  # no crash: the embedder keeps encode()

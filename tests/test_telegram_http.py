@@ -69,3 +69,14 @@ async def test_an_unreachable_bot_api_is_a_network_error() -> None:
     finally:
         await request.shutdown()
     assert not isinstance(failed.value, TimedOut)
+
+
+async def test_the_proxy_from_the_environment_is_used(telegram_api: FakeTelegramApi,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A host that does not resolve: only the proxy (the fake, which answers absolute-form requests) gets there.
+    monkeypatch.setenv("HTTP_PROXY", telegram_api.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with _bot("http://api.telegram.invalid/bot") as bot:
+        me = await bot.get_me()
+    assert me.username == "kith_test_bot"
