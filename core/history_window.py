@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from core import history
 from core.history import StoredMessage, Summary
-from core.tunables import HISTORY_WINDOW_CACHE_THREADS
+from core.tunables import HISTORY_WINDOW_CACHE_CHARS, HISTORY_WINDOW_CACHE_THREADS
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,23 +48,35 @@ def read_window(conn: Connection, conversation: str, size: int) -> Window:
 
 
 class WindowCache:
-    """The windows of the most recently active threads (at most ``capacity``), for one process."""
+    """The windows of the most recently active threads, for one process: at most ``capacity`` threads
+    and ``max_chars`` characters of message text (people paste long texts), least recent out first."""
 
-    def __init__(self, capacity: int = HISTORY_WINDOW_CACHE_THREADS) -> None:
+    def __init__(self, capacity: int = HISTORY_WINDOW_CACHE_THREADS,
+                 max_chars: int = HISTORY_WINDOW_CACHE_CHARS) -> None:
         self.capacity = capacity
-        self._windows: OrderedDict[str, Window] = OrderedDict()
+        self.max_chars = max_chars
+        self.chars = 0
+        self._windows: OrderedDict[str, tuple[Window, int]] = OrderedDict()
 
     def get(self, conversation: str) -> Window | None:
-        return self._windows.get(conversation)
+        kept = self._windows.get(conversation)
+        return kept[0] if kept is not None else None
 
     def put(self, conversation: str, window: Window) -> None:
-        self._windows[conversation] = window
-        self._windows.move_to_end(conversation)
-        while len(self._windows) > self.capacity:
-            self._windows.popitem(last=False)
+        self.drop(conversation)
+        size = sum(len(row.text) for row in window.rows) + len(window.summary.text)
+        if size > self.max_chars:
+            return  # read afresh each turn rather than push every other thread out
+        self._windows[conversation] = (window, size)
+        self.chars += size
+        while self._windows and (len(self._windows) > self.capacity or self.chars > self.max_chars):
+            _window, evicted = self._windows.popitem(last=False)[1]
+            self.chars -= evicted
 
     def drop(self, conversation: str) -> None:
-        self._windows.pop(conversation, None)
+        kept = self._windows.pop(conversation, None)
+        if kept is not None:
+            self.chars -= kept[1]
 
     def __len__(self) -> int:
         return len(self._windows)

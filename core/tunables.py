@@ -15,6 +15,7 @@ LLM_MAX_REPLY_TOKENS = 1024
 # --- Conversation history and the bounded prompt (seed 002) ------------------------
 HISTORY_WINDOW_MESSAGES = 40  # recent window every turn sees
 HISTORY_WINDOW_CACHE_THREADS = 500  # threads whose recent window is kept in memory between turns
+HISTORY_WINDOW_CACHE_CHARS = 4_000_000  # ... and at most this much of their message text in all
 SUMMARY_TRIGGER_MESSAGES = 20  # summarize once this many messages fell out of the window
 SUMMARY_BATCH_MESSAGES = 200  # at most this many messages folded per summarizer run
 

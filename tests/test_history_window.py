@@ -43,6 +43,24 @@ def test_the_cache_keeps_the_most_recently_active_threads() -> None:
     assert len(cache) == 2
 
 
+def test_the_cache_holds_a_bounded_amount_of_text_whatever_people_paste() -> None:
+    cache = WindowCache(capacity=10, max_chars=100)
+
+    def window(text: str) -> Window:
+        row = StoredMessage(1, "t", "user", "console:ana", None, "console", "ana", None, "dm", None, text, T0, False)
+        return Window((row,), Summary("t", "", 0), 0)
+
+    cache.put("a", window("x" * 40))
+    cache.put("b", window("y" * 40))
+    cache.put("a", window("x" * 50))  # replacing a thread's window replaces its share
+    assert cache.chars == 90 and cache.get("b") is not None
+    cache.put("c", window("z" * 30))  # over the limit: the least recent thread goes first
+    assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
+    assert cache.chars == 80
+    cache.put("d", window("w" * 500))  # a paste larger than the whole cache is not kept, nor pushes others out
+    assert cache.get("d") is None and cache.get("a") is not None and cache.chars == 80
+
+
 def _append(conn, i: int, role: str, when: datetime) -> StoredMessage:
     return history.append_row(conn, conversation="console:ana", role=role,
                               author="console:ana" if role == "user" else "kith", platform="console",
