@@ -16,6 +16,7 @@ stamps taken in the benchmark's own process.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -130,8 +131,6 @@ class TelegramProcess:
 
 @asynccontextmanager
 async def telegram_process() -> AsyncIterator[TelegramProcess]:
-    import sys
-
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.telegram_process",
                                                 stdout=asyncio.subprocess.PIPE)
     try:

@@ -125,7 +125,6 @@ _NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, SlackClientError)
 _ANY_ID = re.compile(r".*")
 
 
-
 # --- Pure decisions --------------------------------------------------------------------------------
 def api_url_of(settings: SlackSettings) -> str:
     return settings.api_url or DEFAULT_API_URL

@@ -107,7 +107,6 @@ _GONE_CHAT_ERRORS = ("chat not found", "message thread not found", "topic_closed
 DEFAULT_COMMANDS: tuple[tuple[str, str], ...] = (("start", "Say hello"), ("help", "What I can do"))
 
 
-
 class CursorStore(Protocol):
     async def get(self, name: str) -> int | None: ...
 
@@ -195,7 +194,7 @@ class _UpdatesRequest(AiohttpRequest):
 def _make_bot(settings: TelegramSettings, token: str) -> Bot:
     base_url, base_file_url = base_urls(settings)
     request = AiohttpRequest(read_timeout=TELEGRAM_HTTP_TIMEOUT_S, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
-                           connect_timeout=TELEGRAM_HTTP_TIMEOUT_S, pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
+                             connect_timeout=TELEGRAM_HTTP_TIMEOUT_S, pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
     # Polling holds its connection for up to poll_timeout_s; it gets its own pool so a long poll never
     # waits behind a send, nor a send behind it. PTB adds the poll timeout to this read timeout.
     updates_request = _UpdatesRequest(connection_pool_size=1, read_timeout=TELEGRAM_POLL_READ_MARGIN_S,

@@ -8,7 +8,6 @@ JSON envelope, ``retry_after``, PTB's exception mapping) stays PTB's own.
 
 from __future__ import annotations
 
-import logging
 import ssl
 
 import aiohttp
@@ -16,8 +15,6 @@ from telegram._utils.defaultvalue import DefaultValue
 from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
-
-log = logging.getLogger("kith.channels.telegram")
 
 
 class AiohttpRequest(BaseRequest):

@@ -81,10 +81,7 @@ def reply_to(message: InboundMessage, text: str, **extra: Any) -> OutboundMessag
 class _OpenedTurn:
     speaker: Speaker
     user_id: int
-    recent: list[history.StoredMessage]
-    summary: history.Summary
-    unsummarized: int
-    window: Window
+    window: Window  # the thread's recent messages, ending with this turn's, and its summary
 
 
 @dataclass
@@ -136,8 +133,7 @@ class ConversationCore:
             chat_kind=message.chat_kind.value, platform_message_id=message.message_id, text=message.text,
             created_at=message.timestamp)
         window = window_after(conn, kept, message.conversation_key, row, self._window_size)
-        return _OpenedTurn(Speaker(person, message.account, message.sender_name), row.id, list(window.rows),
-                           window.summary, window.older, window)
+        return _OpenedTurn(Speaker(person, message.account, message.sender_name), row.id, window)
 
     @property
     def _window_size(self) -> int:
@@ -168,7 +164,8 @@ class ConversationCore:
     async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float,
                       also: AlsoWithReply | None) -> OutboundMessage:
         speaker = opened.speaker
-        prompt, shown = await self._prompt(message, speaker, opened.recent, opened.summary, opened.user_id)
+        window = opened.window
+        prompt, shown = await self._prompt(message, speaker, window.rows, window.summary, opened.user_id)
         before = self.last_timings.request_at = time.perf_counter()
         self.last_timings.before_llm_ms = (before - started) * 1000
         try:
@@ -181,18 +178,19 @@ class ConversationCore:
             return self._outbound(message, HONEST_FAILURE_REPLY)
         after = self.last_timings.reply_at = time.perf_counter()
         out = self._outbound(message, text)
+        # The kept window, not this turn's: none where windows are not kept, so no lookup is spent on it.
+        kept = self.windows.get(message.conversation_key)
         try:
-            reply, follows = await self.db.run(self._record_reply, message, out, also, opened.window)
+            reply, follows = await self.db.run(self._record_reply, message, out, also, kept)
         except BaseException:
             self.windows.drop(message.conversation_key)
             raise
-        if follows:
-            self.windows.put(message.conversation_key, extend(opened.window, reply, self._window_size))
+        if kept is not None and follows:
+            self.windows.put(message.conversation_key, extend(kept, reply, self._window_size))
         else:
             self.windows.drop(message.conversation_key)
-        reply_id = reply.id
-        turn = CompletedTurn(speaker, message, opened.user_id, text, reply_id, shown)
-        if opened.unsummarized >= self.settings.history.summary_trigger_messages:
+        turn = CompletedTurn(speaker, message, opened.user_id, text, reply.id, shown)
+        if window.older >= self.settings.history.summary_trigger_messages:
             self.background.spawn(self.summarizer.maybe_summarize(message.conversation_key), name="summary")
         for observer in self.observers:
             self.background.spawn(observer.after_reply(turn), name=type(observer).__name__)
@@ -200,7 +198,7 @@ class ConversationCore:
         return out
 
     def _record_reply(self, conn: Connection, message: InboundMessage, out: OutboundMessage,
-                      also: AlsoWithReply | None, kept: Window) -> tuple[history.StoredMessage, bool]:
+                      also: AlsoWithReply | None, kept: Window | None) -> tuple[history.StoredMessage, bool]:
         """The reply in history (and ``also``); whether it directly follows ``kept`` in its thread."""
         reply = history.append_row(
             conn, conversation=message.conversation_key, role="assistant", author="kith",
@@ -221,7 +219,7 @@ class ConversationCore:
         summary = await self.db.run(history.get_summary, conv)
         return await self._prompt(message, speaker, rows, summary, None)
 
-    async def _prompt(self, message: InboundMessage, speaker: Speaker, recent_rows: list[history.StoredMessage],
+    async def _prompt(self, message: InboundMessage, speaker: Speaker, recent_rows: Sequence[history.StoredMessage],
                       summary: history.Summary, exclude_id: int | None) -> tuple[BuiltPrompt, tuple[str, ...]]:
         hs = self.settings.history
         slots = MemorySlots()

@@ -25,25 +25,26 @@ from sqlalchemy.engine import Connection, Engine
 metadata = sa.MetaData()
 
 
+def as_utc(value: datetime) -> datetime:
+    """The same moment as an aware UTC datetime; a naive value is taken to be UTC already."""
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
 class UtcDateTime(sa.types.TypeDecorator[datetime]):
     """A moment in time, stored in UTC and read back as an aware UTC datetime on every database.
 
     SQLite keeps no offset: a plain ``DateTime(timezone=True)`` would store an aware value's wall time
-    and read it back naive. A naive value given to it is taken as UTC.
+    and read it back naive.
     """
 
     impl = sa.DateTime(timezone=True)
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        return None if value is None else as_utc(value)
 
     def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        return None if value is None else as_utc(value)
 
 T = TypeVar("T")
 

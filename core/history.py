@@ -8,12 +8,12 @@ with a conditional update, so two summarizers can neither skip nor duplicate mes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import UtcDateTime, metadata
+from core.db import UtcDateTime, as_utc, metadata
 
 messages = sa.Table(
     "messages",
@@ -107,9 +107,8 @@ def append_row(conn: Connection, *, conversation: str, role: str, author: str, p
     row_id = append(conn, conversation=conversation, role=role, author=author, platform=platform, chat_id=chat_id,
                     text=text, created_at=created_at, person=person, thread_id=thread_id, chat_kind=chat_kind,
                     platform_message_id=platform_message_id, silent=silent)
-    created = created_at.astimezone(UTC) if created_at.tzinfo else created_at.replace(tzinfo=UTC)
     return StoredMessage(row_id, conversation, role, author, person, platform, chat_id, thread_id, chat_kind,
-                         platform_message_id, text, created, silent)
+                         platform_message_id, text, as_utc(created_at), silent)
 
 
 def newest_before(conn: Connection, conversation: str, before_id: int) -> tuple[int | None, int]:

@@ -45,8 +45,6 @@ class LinkError(Exception):
     """The code is unknown, expired, or names the same account."""
 
 
-
-
 def issue_code(conn: Connection, account: str, display_name: str, now: datetime) -> str:
     person = people.resolve(conn, account, display_name, now)
     conn.execute(link_codes.delete().where(link_codes.c.account == account))

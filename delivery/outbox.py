@@ -81,8 +81,6 @@ def lane_of(message: OutboundMessage) -> Lane:
     return (message.platform, message.chat_id, message.thread_id)
 
 
-
-
 def _entry(r: sa.Row) -> OutboxEntry:
     buttons = tuple(Button(label, data) for label, data in json.loads(r.buttons))
     message = OutboundMessage(platform=r.platform, chat_id=r.chat_id, text=r.text, thread_id=r.thread_id,

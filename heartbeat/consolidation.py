@@ -183,12 +183,10 @@ def days_to_sweep(last_completed: date | None, first_message: date | None, today
 
 
 # --- relational access --------------------------------------------------------------------------------
-
-
 def _progress(conn: Connection) -> tuple[date | None, datetime | None]:
     last = conn.execute(sa.select(sa.func.max(consolidation_days.c.day))).scalar()
     first = conn.execute(sa.select(sa.func.min(history.messages.c.created_at))).scalar()
-    return (date.fromisoformat(last) if last else None), (first if first else None)
+    return (date.fromisoformat(last) if last else None), first
 
 
 def _names(conn: Connection, accounts: Sequence[str]) -> dict[str, str]:

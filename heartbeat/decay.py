@@ -169,8 +169,6 @@ decay_retirements = sa.Table(
 )
 
 
-
-
 def _start_run(conn: Connection, now: datetime) -> int:
     return int(conn.execute(decay_runs.insert().values(started_at=now)).inserted_primary_key[0])
 

@@ -119,8 +119,6 @@ def select_due(candidates: Sequence[DueItem], handled: Mapping[tuple[str, str], 
 
 
 # --- relational access ----------------------------------------------------------------------------
-
-
 def handled_of(conn: Connection, persons: Sequence[str]) -> dict[tuple[str, str], datetime]:
     if not persons:
         return {}

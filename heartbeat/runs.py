@@ -34,8 +34,6 @@ class JobRun:
     counts: dict[str, int]
 
 
-
-
 def start(conn: Connection, job: str, now: datetime) -> int:
     return int(conn.execute(job_runs.insert().values(job=job, started_at=now)).inserted_primary_key[0])
 

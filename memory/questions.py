@@ -220,16 +220,12 @@ def new_question_id() -> str:
 
 
 # --- relational state ------------------------------------------------------------------------------
-
-
 def _question(r: sa.Row) -> Question:
-    asked_at = r.asked_at
-    assert asked_at is not None
     return Question(
         id=r.id, person=r.person, first_id=r.first_id, second_id=r.second_id, pair_key=r.pair_key,
         evidence_key=r.evidence_key, evidence_count=r.evidence_count,
         target=DmTarget(r.platform, r.chat_id, r.recipient_id), status=QuestionStatus(r.status),
-        asked_at=asked_at, answer=Answer(r.answer) if r.answer else None, answered_by=r.answered_by,
+        asked_at=r.asked_at, answer=Answer(r.answer) if r.answer else None, answered_by=r.answered_by,
         answered_at=r.answered_at)
 
 

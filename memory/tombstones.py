@@ -18,12 +18,12 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, UtcDateTime, metadata
+from core.db import Database, UtcDateTime, as_utc, metadata
 from memory.records import MemoryCandidate, MemoryRecord, Status
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
@@ -53,17 +53,13 @@ def digests_of(text: str, evidence: Iterable[str]) -> set[str]:
     return {digest(text)} | {digest(q) for q in evidence}
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def is_blocked(forgotten_at: datetime | None, source_times: Sequence[datetime]) -> bool:
     """Pure rule: a match blocks unless some source was said after the forgetting."""
     if forgotten_at is None:
         return False
     if not source_times:
         return True
-    return max(_aware(t) for t in source_times) <= _aware(forgotten_at)
+    return max(as_utc(t) for t in source_times) <= as_utc(forgotten_at)
 
 
 # --- relational access -------------------------------------------------------------------
