@@ -53,13 +53,17 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg
         freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)
         # Throughput: every message at once (10 per chat, inside the default rate-limit burst).
+        cpu = time.process_time()
         await tg.push([(10_000 + i % chats, f"message {i}: what a day") for i in range(n)])
         burst = await tg.wait(n)
+        burst_cpu_ms = (time.process_time() - cpu) * 1000
         elapsed = burst.sends[n - 1][2] - burst.pushes[0][1]
         # Latency: paced messages, so the figure is the path's own time rather than queueing behind a burst.
         await tg.reset()
+        cpu = time.process_time()
         await tg.push([(20_000 + i % chats, f"message {i}: and then?") for i in range(n)], rate=rate)
         paced = await tg.wait(n)
+        paced_cpu_ms = (time.process_time() - cpu) * 1000
         await app.close()
     # Latency: each chat's k-th reply answers its k-th message (per-chat order is guaranteed).
     pushed: dict[int, list[float]] = {}
@@ -79,10 +83,13 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg
     throughput = n / elapsed
     print(f"telegram end to end: {throughput:.0f} messages/s over {n} messages in {chats} chats, sent at once "
           f"(target >= 200: {verdict(throughput, 200, higher_is_better=True)})")
+    print(f"  ... kith's process used {burst_cpu_ms / n:.2f} ms of CPU per message in the burst "
+          f"({burst_cpu_ms / 1000 / elapsed:.0%} of one core)")
     print(f"update -> sendMessage latency at {rate:g} messages/s: {summary_ms(latencies)} "
           f"(model round trip included; p95 <= 50 ms: {verdict(percentile(latencies, 95), 50)})")
     print(f"  ... outside the model (each reply's litellm call taken out): {summary_ms(outside)} "
           f"(target p95 <= 50 ms: {verdict(percentile(outside, 95), 50)})")
+    print(f"  ... kith's process used {paced_cpu_ms / n:.2f} ms of CPU per message when paced")
     rss = peak_rss_mb()
     print(f"peak RSS: {rss:.0f} MB (target <= 400 MB without a local embedder: {verdict(rss, 400)})")
 

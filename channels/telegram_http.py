@@ -9,6 +9,9 @@ JSON envelope, ``retry_after``, PTB's exception mapping) stays PTB's own.
 from __future__ import annotations
 
 import ssl
+import urllib.request
+from base64 import b64encode
+from urllib.parse import unquote, urlsplit
 
 import aiohttp
 from telegram._utils.defaultvalue import DefaultValue
@@ -37,6 +40,7 @@ class AiohttpRequest(BaseRequest):
         self._pool_timeout = pool_timeout
         self._media_write_timeout = media_write_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[tuple[str, str], tuple[str | None, dict[str, str] | None]] = {}
 
     @property
     def read_timeout(self) -> float | None:
@@ -47,9 +51,10 @@ class AiohttpRequest(BaseRequest):
             connector = aiohttp.TCPConnector(limit=self._pool_size, limit_per_host=self._pool_size,
                                              ssl=_tls_context())
             # Telegram's answers are JSON envelopes PTB parses itself; no cookies to keep between calls.
-            # trust_env: HTTPS_PROXY / NO_PROXY apply, as they did through httpx.
+            # Not trust_env: with it aiohttp reads the proxy variables and ~/.netrc in a worker thread on
+            # every call. The proxy is resolved once per host instead (``_proxy_for``).
             self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                                  headers={"User-Agent": self.USER_AGENT}, trust_env=True)
+                                                  headers={"User-Agent": self.USER_AGENT})
 
     async def shutdown(self) -> None:
         if self._session is not None and not self._session.closed:
@@ -80,14 +85,40 @@ class AiohttpRequest(BaseRequest):
         acquire = None if pool is None or connect is None else pool + connect
         timeout = aiohttp.ClientTimeout(total=None if total is None or acquire is None else total + acquire,
                                         connect=acquire, sock_connect=connect, sock_read=read)
+        proxy, proxy_headers = self._proxy_for(url)
         try:
-            async with self._session.request(method, url, data=_body(request_data, files),
-                                             timeout=timeout) as response:
+            async with self._session.request(method, url, data=_body(request_data, files), timeout=timeout,
+                                             proxy=proxy, proxy_headers=proxy_headers) as response:
                 return response.status, await response.read()
         except TimeoutError as exc:  # aiohttp's ServerTimeoutError and ConnectionTimeoutError are TimeoutErrors
             raise TimedOut from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise NetworkError(f"aiohttp.{type(exc).__name__}: {exc}") from exc
+
+    def _proxy_for(self, url: str) -> tuple[str | None, dict[str, str] | None]:
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.hostname or "")
+        if key not in self._proxies:
+            self._proxies[key] = env_proxy(parts.scheme, parts.hostname or "")
+        return self._proxies[key]
+
+
+def env_proxy(scheme: str, host: str) -> tuple[str | None, dict[str, str] | None]:
+    """The proxy that ``HTTP(S)_PROXY`` / ``NO_PROXY`` give for a host, as httpx's trust_env read them.
+
+    Credentials in the proxy's URL go in a Proxy-Authorization header; the URL is passed without them.
+    """
+    proxy = urllib.request.getproxies().get(scheme)
+    if not proxy or (host and urllib.request.proxy_bypass(host)):
+        return None, None
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.username is None:
+        return parts.geturl(), None
+    netloc = parts.hostname or ""
+    if parts.port is not None:
+        netloc = f"{netloc}:{parts.port}"
+    credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+    return parts._replace(netloc=netloc).geturl(), {"Proxy-Authorization": f"Basic {b64encode(credentials).decode()}"}
 
 
 def _tls_context() -> ssl.SSLContext:

@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 
 import pytest
 from telegram import Bot
 from telegram.error import NetworkError, RetryAfter, TimedOut
 
-from channels.telegram_http import AiohttpRequest
+from channels.telegram_http import AiohttpRequest, env_proxy
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 
 
@@ -80,3 +81,26 @@ async def test_the_proxy_from_the_environment_is_used(telegram_api: FakeTelegram
     async with _bot("http://api.telegram.invalid/bot") as bot:
         me = await bot.get_me()
     assert me.username == "kith_test_bot"
+
+
+async def test_no_proxy_hosts_skip_the_proxy(telegram_api: FakeTelegramApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:  # a proxy nobody listens on: going through it would fail
+        probe.bind(("127.0.0.1", 0))
+        dead_proxy = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setenv("HTTP_PROXY", dead_proxy)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with _bot(telegram_api.base_url) as bot:
+        me = await bot.get_me()
+    assert me.username == "kith_test_bot"
+
+
+def test_proxy_credentials_travel_in_a_header_not_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://ops:p%40ss@proxy.internal:3128")
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    proxy, headers = env_proxy("https", "api.telegram.org")
+    assert proxy == "http://proxy.internal:3128"
+    assert headers == {"Proxy-Authorization": "Basic " + base64.b64encode(b"ops:p@ss").decode()}
+    assert env_proxy("ftp", "api.telegram.org") == (None, None)  # no proxy named for that scheme
