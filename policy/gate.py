@@ -50,7 +50,8 @@ class PolicyGate:
         self.settings = settings
         self.configured = configured or set()
         self.clock = clock
-        self.limiter = limiter or RateLimiter()
+        self._limiter = limiter  # one for every platform (tests); otherwise each platform's own settings
+        self._limiters: dict[str, RateLimiter] = {}
         self.monotonic = monotonic
         self.rng = rng
         self._access: AccessState | None = None  # cache for may_send; refreshed by every inbound decision
@@ -91,12 +92,20 @@ class PolicyGate:
         decision, access = await self.db.run(in_one_transaction)
         self._access = access
         if decision.allowed:
-            rate = self.limiter.check(message.account, self.monotonic())
+            rate = self._limiter_for(message.platform, policy).check(message.account, self.monotonic())
             if not rate.allowed:
                 decision = rate.decision()
         log.info("policy platform=%s chat=%s sender=%s verdict=%s reason=%s", message.platform, message.chat_id,
                  message.sender_id, decision.verdict.value, decision.reason.value)
         return decision
+
+    def _limiter_for(self, platform: str, policy: PlatformPolicy) -> RateLimiter:
+        if self._limiter is not None:
+            return self._limiter
+        limiter = self._limiters.get(platform)
+        if limiter is None:
+            limiter = self._limiters[platform] = RateLimiter(policy.rate_limit_burst, policy.rate_limit_per_minute)
+        return limiter
 
     def _trusted(self, account: str, access: AccessState) -> bool:
         """Whether ``account`` may talk to kith in a DM on its own platform without pairing anew."""

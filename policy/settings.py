@@ -9,6 +9,8 @@ Example::
     allow_groups = ["-1001234"]      # group/channel ids the bot may talk in under group = "allowlist"
     require_mention = true           # default for every group
     mention_patterns = ["^kith\\b"]  # case-insensitive regexes that count as a mention
+    rate_limit_burst = 8             # messages one sender may send at once ...
+    rate_limit_per_minute = 20.0     # ... and then this many a minute
 
     [policy.telegram.groups."-1001234"]
     require_mention = false          # per-group override; unset keys inherit the platform's value
@@ -26,10 +28,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from core.tunables import RATE_LIMIT_BURST, RATE_LIMIT_PER_MINUTE
+
 KNOWN_PLATFORMS: frozenset[str] = frozenset({"telegram", "discord", "slack", "console"})
 
 _PLATFORM_KEYS = frozenset(
-    {"dm", "group", "allow_from", "allow_groups", "require_mention", "mention_patterns", "groups"}
+    {"dm", "group", "allow_from", "allow_groups", "require_mention", "mention_patterns", "groups",
+     "rate_limit_burst", "rate_limit_per_minute"}
 )
 _GROUP_KEYS = frozenset({"require_mention", "mention_patterns"})
 
@@ -72,6 +77,8 @@ class PlatformPolicy:
     allow_groups: frozenset[str] = frozenset()
     groups: Mapping[str, GroupRule] = field(default_factory=lambda: MappingProxyType({}))
     default_group_rule: GroupRule = GroupRule()
+    rate_limit_burst: int = RATE_LIMIT_BURST  # per sender: messages at once ...
+    rate_limit_per_minute: float = RATE_LIMIT_PER_MINUTE  # ... then the steady refill
 
     def rule_for(self, chat_id: str) -> GroupRule:
         return self.groups.get(chat_id, self.default_group_rule)
@@ -135,6 +142,9 @@ def _parse_platform(platform: str, value: Any, key: str) -> PlatformPolicy:
         allow_groups=frozenset(_ids(table.get("allow_groups", []), f"{key}.allow_groups")),
         groups=MappingProxyType(groups),
         default_group_rule=default_rule,
+        rate_limit_burst=_positive_int(table.get("rate_limit_burst", RATE_LIMIT_BURST), f"{key}.rate_limit_burst"),
+        rate_limit_per_minute=_positive_number(table.get("rate_limit_per_minute", RATE_LIMIT_PER_MINUTE),
+                                               f"{key}.rate_limit_per_minute"),
     )
 
 
@@ -170,6 +180,18 @@ def _bool(value: Any, key: str) -> bool:
     if not isinstance(value, bool):
         raise PolicyConfigError(key, f"expected true or false, got {_tname(value)}")
     return value
+
+
+def _positive_int(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PolicyConfigError(key, f"expected a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _positive_number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value == float("inf"):
+        raise PolicyConfigError(key, f"expected a number above 0, got {value!r}")
+    return float(value)
 
 
 def _ids(value: Any, key: str) -> list[str]:

@@ -109,6 +109,26 @@ async def test_rate_limit_sends_one_notice_per_streak(make_settings) -> None:
         db.close()
 
 
+async def test_each_platform_has_the_rate_limit_its_config_gives(make_settings) -> None:
+    db = open_database(make_settings())
+    now = [0.0]
+    table = {"telegram": {"dm": "open", "rate_limit_burst": 3, "rate_limit_per_minute": 60},
+             "console": {"dm": "open"}}
+    gate = PolicyGate(db, PolicySettings.from_mapping(table), configured=set(table), clock=FakeClock(),
+                      monotonic=lambda: now[0])
+    try:
+        telegram = [(await gate.check_inbound(_tg(f"m{i}"))).verdict for i in range(5)]
+        assert telegram == [Verdict.ALLOW] * 3 + [Verdict.NOTICE, Verdict.DROP]
+        now[0] += 1.0  # one a second at 60 a minute
+        assert (await gate.check_inbound(_tg("later"))).verdict is Verdict.ALLOW
+        assert (await gate.check_inbound(_tg("again"))).verdict is Verdict.NOTICE  # a new streak, told once
+        # The terminal keeps the default burst of 8, whatever Telegram's says.
+        console = [(await gate.check_inbound(inbound(f"c{i}"))).verdict for i in range(9)]
+        assert console == [Verdict.ALLOW] * 8 + [Verdict.NOTICE]
+    finally:
+        db.close()
+
+
 def test_pairing_command_line(tmp_path: Path) -> None:
     import subprocess
 

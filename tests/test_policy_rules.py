@@ -286,6 +286,10 @@ def test_unconfigured_platform_gets_safe_defaults() -> None:
          'policy.telegram.groups."-1".require_mention'),
         ({"telegram": {"groups": {"-1": {"mention_patterns": ["["]}}}},
          'policy.telegram.groups."-1".mention_patterns[0]'),
+        ({"telegram": {"rate_limit_burst": 0}}, "policy.telegram.rate_limit_burst"),
+        ({"telegram": {"rate_limit_burst": 2.5}}, "policy.telegram.rate_limit_burst"),
+        ({"telegram": {"rate_limit_per_minute": -1}}, "policy.telegram.rate_limit_per_minute"),
+        ({"telegram": {"rate_limit_per_minute": "fast"}}, "policy.telegram.rate_limit_per_minute"),
     ],
 )
 def test_config_errors_name_the_key(table: dict[str, object], key: str) -> None:
