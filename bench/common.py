@@ -28,6 +28,20 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def process_peak_rss_mb(pid: int | None) -> float:
+    """Another live process's peak RSS (Linux's VmHWM); 0 where it cannot be read."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def verdict(value: float, target: float, *, higher_is_better: bool = False) -> str:
     ok = value >= target if higher_is_better else value <= target
     return "meets target" if ok else "MISSES target"

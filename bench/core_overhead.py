@@ -67,7 +67,11 @@ async def _measure(n: int, llm_url: str) -> None:
         app = await build_app(settings, warm_llm=False)
         channel = NullChannel()
         await app.start_channels([channel])
-        import_litellm()  # bot.py loads it while starting; here it must not land inside a measured turn
+        # bot.py loads litellm while starting (in the model process by default): never inside a measured turn.
+        if app.model_process is not None:
+            await app.model_process.start()
+        else:
+            import_litellm()
         freeze_startup_heap()  # as bot.py run and chat do once started
         assert app.router is not None
         before, after = [], []

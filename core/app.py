@@ -17,7 +17,7 @@ from core.db import Database
 from core.linking import Linker
 from core.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
 from core.router import Router
-from core.tunables import SHUTDOWN_DELIVERY_S
+from core.tunables import MODEL_PROCESS_START_TIMEOUT_S, MODEL_PROCESS_STOP_TIMEOUT_S, SHUTDOWN_DELIVERY_S
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
@@ -32,6 +32,7 @@ from memory.recall import RecallEngine, UseRecorder
 from memory.recall_tool import RecallTool
 from memory.service import MemoryService
 from persona.llm import LLMClient, import_litellm
+from persona.model_process import ModelProcess
 from policy.gate import PolicyGate
 from policy.settings import PolicySettings
 
@@ -61,6 +62,7 @@ class App:
     heartbeat: Heartbeat | None = None
     scheduler: HeartbeatScheduler | None = None
     memory_commands: MemoryCommands | None = None
+    model_process: ModelProcess | None = None
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
@@ -110,6 +112,8 @@ class App:
             await self.recall.close()
         if self.memory is not None:
             await self.memory.close()
+        if self.model_process is not None:
+            await self.model_process.close()
         self.db.close()
 
 
@@ -123,11 +127,16 @@ def open_database(settings: Settings) -> Database:
 async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcnow,
                     warm_llm: bool = True) -> App:
     db = open_database(settings)
-    llm = LLMClient(settings.llm)
     background = BackgroundTasks()
+    model_process = None
+    if settings.llm.separate_process:
+        model_process = ModelProcess(start_timeout_s=MODEL_PROCESS_START_TIMEOUT_S,
+                                     stop_timeout_s=MODEL_PROCESS_STOP_TIMEOUT_S)
+    llm = LLMClient(settings.llm, calls=model_process)
     if warm_llm:
-        # litellm takes seconds to import: do it off the event loop while channels connect.
-        background.spawn(_load_model_client(), name="import-litellm")
+        # litellm takes seconds to import: the model process does it, or a thread here, while channels connect.
+        background.spawn(_warm_model_process(model_process) if model_process else _load_model_client(),
+                         name="load-litellm")
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
     gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
                       clock=clock)
@@ -160,7 +169,8 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
     app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
               journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
-              commands=commands, clock=clock, memory=memory, linker=linker, recall=recall)
+              commands=commands, clock=clock, memory=memory, linker=linker, recall=recall,
+              model_process=model_process)
     app.question_sender = QuestionSender(db=db, memory=memory, book=questions, worker=lambda: app.worker,
                                          clock=clock)
     app.memory_commands = MemoryCommands(db=db, controls=controls, sender=app.question_sender, clock=clock)
@@ -178,6 +188,13 @@ def freeze_startup_heap() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+async def _warm_model_process(process: ModelProcess) -> None:
+    try:
+        await process.start()
+    except Exception as exc:  # the first reply tries again and answers honestly if it cannot
+        log.error("model process failed to start error=%s", type(exc).__name__)
 
 
 async def _load_model_client() -> None:

@@ -34,6 +34,8 @@ class LLMSettings:
     fallbacks: list[str] = field(default_factory=list)
     max_reply_tokens: int = t.LLM_MAX_REPLY_TOKENS
     summary_model: str = ""  # cheap model for thread summaries; empty = `model`
+    # Make the litellm calls from a child process (persona.model_worker), on another core than the chats.
+    separate_process: bool = True
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None

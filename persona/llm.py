@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from core.config import LLMSettings
 
@@ -27,11 +27,12 @@ RETRY_MAX_S = 8.0
 
 
 class LLMError(Exception):
-    """A model call failed after its retries and fallbacks. ``kind`` names why, for logs."""
+    """A model call failed. ``kind`` names why, for logs; ``retryable``: another attempt may succeed."""
 
-    def __init__(self, kind: str, detail: str = "") -> None:
+    def __init__(self, kind: str, detail: str = "", *, retryable: bool = True) -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind = kind
+        self.retryable = retryable
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +71,10 @@ def import_litellm() -> Any:
     return litellm
 
 
-def _classify(exc: BaseException) -> tuple[str, bool]:
+def classify(exc: BaseException) -> tuple[str, bool]:
     """(kind, retryable) for an exception raised by litellm."""
     if isinstance(exc, LLMError):
-        return exc.kind, True
+        return exc.kind, exc.retryable
     name = type(exc).__name__
     if isinstance(exc, asyncio.TimeoutError) or "Timeout" in name:
         return "timeout", True
@@ -93,12 +94,24 @@ def _classify(exc: BaseException) -> tuple[str, bool]:
     return "error", False
 
 
-class LLMClient:
-    """Calls the configured model, then each fallback, each with bounded retries."""
+class ModelCalls(Protocol):
+    """Somewhere else that makes the litellm call: the model process (``persona.model_process``)."""
 
-    def __init__(self, settings: LLMSettings, *, litellm_module: Any | None = None) -> None:
+    async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply: ...
+
+
+class LLMClient:
+    """Calls the configured model, then each fallback, each with bounded retries.
+
+    With ``calls`` the litellm call itself happens there (the model process); otherwise litellm
+    is imported into this process on first use.
+    """
+
+    def __init__(self, settings: LLMSettings, *, litellm_module: Any | None = None,
+                 calls: ModelCalls | None = None) -> None:
         self.settings = settings
         self._litellm = litellm_module
+        self.calls = calls
 
     @property
     def litellm(self) -> Any:
@@ -120,7 +133,7 @@ class LLMClient:
                 try:
                     reply = await self._call(m, messages, tools, timeout, max_tokens, temperature)
                 except Exception as exc:  # litellm raises many types; classify them all
-                    kind, retryable = _classify(exc)
+                    kind, retryable = classify(exc)
                     elapsed = (time.perf_counter() - started) * 1000
                     log.warning("llm call failed purpose=%s model=%s attempt=%d kind=%s ms=%.0f",
                                 purpose, m, attempt + 1, kind, elapsed)
@@ -146,20 +159,31 @@ class LLMClient:
         }
         if self.settings.api_base:
             kwargs["api_base"] = self.settings.api_base
-        key = self.settings.api_key()
-        if key:
-            kwargs["api_key"] = key
-        elif model.startswith("openai/"):
-            kwargs["api_key"] = "not-needed"  # OpenAI-compatible local servers ignore it; the client demands one
         if tools:
             kwargs["tools"] = list(tools)
         if temperature is not None:
             kwargs["temperature"] = temperature
-        started = time.perf_counter()
-        async with asyncio.timeout(timeout + 1):  # unlike wait_for, no extra task per call
-            response = await self.litellm.acompletion(**kwargs)
-        elapsed = (time.perf_counter() - started) * 1000
-        return _parse_response(response, model, elapsed)
+        if self.calls is not None:
+            return await self.calls.complete(kwargs, self.settings.api_key_env, timeout)
+        return await call_litellm(self.litellm, with_api_key(kwargs, self.settings.api_key_env), timeout)
+
+
+def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
+    """``kwargs`` with the key from the environment variable the config names, where there is one."""
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if key:
+        kwargs["api_key"] = key
+    elif str(kwargs.get("model", "")).startswith("openai/"):
+        kwargs["api_key"] = "not-needed"  # OpenAI-compatible local servers ignore it; the client demands one
+    return kwargs
+
+
+async def call_litellm(litellm: Any, kwargs: dict[str, Any], timeout: float) -> LLMReply:
+    started = time.perf_counter()
+    async with asyncio.timeout(timeout + 1):  # unlike wait_for, no extra task per call
+        response = await litellm.acompletion(**kwargs)
+    elapsed = (time.perf_counter() - started) * 1000
+    return _parse_response(response, str(kwargs["model"]), elapsed)
 
 
 def _parse_response(response: Any, model: str, elapsed_ms: float) -> LLMReply:

@@ -36,8 +36,9 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
 @pytest.fixture
 def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(fake: FakeOpenAI | None = None, **overrides: object) -> Settings:
+        # In this process: the model process has tests of its own, and bot.py's end-to-end tests use it.
         llm = LLMSettings(model="openai/fake-model", api_base=fake.base_url if fake else "http://127.0.0.1:9/v1",
-                          timeout_s=3.0, max_retries=0)
+                          timeout_s=3.0, max_retries=0, separate_process=False)
         base = Settings(llm=llm, persona=PersonaSettings(), storage=StorageSettings(data_dir=str(tmp_path / "data")),
                         history=HistorySettings(), budget=BudgetSettings(),
                         memory=MemorySettings(embedder="none", capture=False))

@@ -51,6 +51,7 @@ def hash_embedding(text: str, dims: int = 64) -> list[float]:
 class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []  # each chat request's Authorization header
         self.embedding_requests: list[dict[str, Any]] = []
         self.queue: list[Scripted] = []
         self.default: Callable[[dict[str, Any]], str] = echo_reply
@@ -110,6 +111,7 @@ class FakeOpenAI:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
         script = None
         if self.route is not None:
             script = self.route(body)
