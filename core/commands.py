@@ -70,14 +70,13 @@ async def run_chat(settings: Settings) -> int:
 
 
 async def run_all(settings: Settings) -> int:
-    app = await build_app(settings)
-    channels = platform_channels(settings, app)
-    if not channels:
-        await app.close()
+    if not (settings.telegram.token() or settings.discord.token() or settings.slack.bot_token()):
         hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
                                         slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
         print(f"kith: {hint}", file=sys.stderr)
         return await run_chat(settings)
+    app = await build_app(settings)
+    channels = platform_channels(settings, app)
     app.core.on_llm_error = _hint_once(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

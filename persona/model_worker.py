@@ -16,9 +16,11 @@ never crosses the pipe: the child reads the variable the config names, as the pa
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
@@ -90,6 +92,8 @@ async def serve(wire_out: int) -> None:
     out = os.fdopen(wire_out, "wb", buffering=0)
     transport, _ = await loop.connect_write_pipe(asyncio.Protocol, out)
     litellm = import_litellm()
+    gc.collect()
+    gc.freeze()  # litellm's modules live as long as the process: keep the collector off them
     worker = Worker(litellm, transport.write)
     transport.write(encode({"ready": os.getpid()}))
     try:
@@ -107,15 +111,15 @@ async def serve(wire_out: int) -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The terminal's Ctrl-C reaches the whole process group; the parent decides when this process ends
+    # (by closing its stdin), after the calls under way have answered.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The wire gets stdout's pipe to itself: whatever a library prints goes to stderr instead.
     wire_out = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     from core import loop
 
-    try:
-        loop.run(serve(wire_out))
-    except KeyboardInterrupt:  # the terminal's Ctrl-C reaches the whole process group; the parent handles it
-        pass
+    loop.run(serve(wire_out))
 
 
 if __name__ == "__main__":
