@@ -17,7 +17,12 @@ from core.db import Database
 from core.linking import Linker
 from core.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
 from core.router import Router
-from core.tunables import MODEL_PROCESS_START_TIMEOUT_S, MODEL_PROCESS_STOP_TIMEOUT_S, SHUTDOWN_DELIVERY_S
+from core.tunables import (
+    MODEL_PROCESS_RESTART_BACKOFF_S,
+    MODEL_PROCESS_START_TIMEOUT_S,
+    MODEL_PROCESS_STOP_TIMEOUT_S,
+    SHUTDOWN_DELIVERY_S,
+)
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.worker import DeliveryWorker
@@ -131,7 +136,8 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     model_process = None
     if settings.llm.separate_process:
         model_process = ModelProcess(start_timeout_s=MODEL_PROCESS_START_TIMEOUT_S,
-                                     stop_timeout_s=MODEL_PROCESS_STOP_TIMEOUT_S)
+                                     stop_timeout_s=MODEL_PROCESS_STOP_TIMEOUT_S,
+                                     restart_backoff_s=MODEL_PROCESS_RESTART_BACKOFF_S)
     llm = LLMClient(settings.llm, calls=model_process)
     if warm_llm:
         # litellm takes seconds to import: the model process does it, or a thread here, while channels connect.

@@ -13,6 +13,7 @@ LLM_MAX_RETRIES = 2
 LLM_MAX_REPLY_TOKENS = 1024
 MODEL_PROCESS_START_TIMEOUT_S = 120.0  # the model process loading litellm (seconds on a slow disk)
 MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed
+MODEL_PROCESS_RESTART_BACKOFF_S = 10.0  # after a failed start, calls fail at once this long before the next try
 
 # --- Conversation history and the bounded prompt (seed 002) ------------------------
 HISTORY_WINDOW_MESSAGES = 40  # recent window every turn sees

@@ -32,6 +32,7 @@ class LLMError(Exception):
     def __init__(self, kind: str, detail: str = "", *, retryable: bool = True) -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind = kind
+        self.detail = detail
         self.retryable = retryable
 
 
@@ -137,7 +138,8 @@ class LLMClient:
                     elapsed = (time.perf_counter() - started) * 1000
                     log.warning("llm call failed purpose=%s model=%s attempt=%d kind=%s ms=%.0f",
                                 purpose, m, attempt + 1, kind, elapsed)
-                    last = LLMError(kind, type(exc).__name__)
+                    # The model process names the exception it saw; here it is the exception itself.
+                    last = LLMError(kind, exc.detail if isinstance(exc, LLMError) else type(exc).__name__)
                     if not retryable:
                         break
                     if attempt < retries:

