@@ -101,10 +101,8 @@ _LANE_HEAD = (sa.select(outbox)
                      outbox.c.chat_id == sa.bindparam("chat_id"),
                      outbox.c.thread_id.is_not_distinct_from(sa.bindparam("thread_id")))  # NULL: no thread
               .order_by(outbox.c.id).limit(1))
-_SENT_IDS = sa.select(outbox.c.sent_ids).where(outbox.c.id == sa.bindparam("b_id"),
-                                              outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING)
 _PROGRESS = outbox.update().where(outbox.c.id == sa.bindparam("b_id"),
-                                  outbox.c.chunks_sent == sa.bindparam("b_index"))
+                                  outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING)
 
 
 def short_error(error: str) -> str:
@@ -170,18 +168,18 @@ def by_status(conn: Connection, status: OutboxStatus, limit: int = 100) -> list[
     return [_entry(r) for r in rows]
 
 
-def record_chunk(conn: Connection, entry_id: int, index: int, platform_message_id: str, *,
+def record_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Sequence[str], *,
                  now: datetime, final: bool = False) -> bool:
     """Note that chunk ``index`` is delivered (``final``: the last one, so the entry is sent).
 
-    Compare-and-swap on ``chunks_sent`` so progress never skips.
+    ``sent_ids``: the platform ids of chunks 0..index, this one last. Compare-and-swap on
+    ``chunks_sent`` so progress never skips; only this swap ever writes ``sent_ids``, so while it
+    holds, the ids the sender kept are the stored ones plus this chunk's.
     """
-    row = conn.execute(_SENT_IDS, {"b_id": entry_id, "b_index": index}).first()
-    if row is None:
-        return False
-    sent_ids = [*json.loads(row.sent_ids), platform_message_id]
+    if len(sent_ids) != index + 1:
+        raise ValueError(f"chunk {index} needs {index + 1} sent ids, got {len(sent_ids)}")
     values: dict[str, object] = {"b_id": entry_id, "b_index": index, "chunks_sent": index + 1,
-                                 "sent_ids": json.dumps(sent_ids), "attempts": 0, "next_attempt_at": None,
+                                 "sent_ids": json.dumps(list(sent_ids)), "attempts": 0, "next_attempt_at": None,
                                  "last_error": None, "updated_at": now}
     if final:
         values["status"] = OutboxStatus.SENT.value
@@ -189,10 +187,10 @@ def record_chunk(conn: Connection, entry_id: int, index: int, platform_message_i
     return result.rowcount == 1
 
 
-def record_final_chunk(conn: Connection, entry_id: int, index: int, platform_message_id: str, lane: Lane, *,
+def record_final_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Sequence[str], lane: Lane, *,
                        now: datetime) -> tuple[bool, OutboxEntry | None]:
     """The last chunk is delivered: mark the entry sent and read the lane's next entry in one transaction."""
-    recorded = record_chunk(conn, entry_id, index, platform_message_id, now=now, final=True)
+    recorded = record_chunk(conn, entry_id, index, sent_ids, now=now, final=True)
     return recorded, next_in_lane(conn, lane)
 
 

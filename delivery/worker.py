@@ -219,6 +219,7 @@ class DeliveryWorker:
                       type(exc).__name__)
             return False, None
         attempts = entry.attempts
+        sent_ids = list(entry.sent_ids)
         following: tuple[bool, OutboxEntry | None] = (False, None)
         if entry.chunks_sent >= len(chunks):  # every chunk went out before a restart: only the status is left
             await self.db.run(outbox.mark_sent, entry.id, now=self._clock())
@@ -226,14 +227,14 @@ class DeliveryWorker:
             sent = await self._send_with_retries(entry, channel, chunks[index], index, len(chunks), attempts)
             if sent is None:
                 return False, None
+            sent_ids.append(sent.platform_message_id)
             if index == len(chunks) - 1:
                 # The last chunk: sent, recorded and the lane's next entry read in one transaction.
-                recorded, head = await self.db.run(outbox.record_final_chunk, entry.id, index,
-                                                   sent.platform_message_id, entry.lane, now=self._clock())
+                recorded, head = await self.db.run(outbox.record_final_chunk, entry.id, index, tuple(sent_ids),
+                                                   entry.lane, now=self._clock())
                 following = (recorded, head)
             else:
-                await self.db.run(outbox.record_chunk, entry.id, index, sent.platform_message_id,
-                                  now=self._clock())
+                await self.db.run(outbox.record_chunk, entry.id, index, tuple(sent_ids), now=self._clock())
             attempts = 0
         log.info("delivered id=%d platform=%s chat=%s chunks=%d resumed_from=%d", entry.id, message.platform,
                  message.chat_id, len(chunks), entry.chunks_sent)

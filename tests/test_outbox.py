@@ -71,13 +71,18 @@ def test_lanes_keep_their_own_order_and_threads_apart(db: Database) -> None:
 def test_chunk_progress_never_skips_or_repeats(db: Database) -> None:
     now = FakeClock()()
     entry_id = db.run_sync(outbox.enqueue, reply("a|b|c"), source=None, now=now)
-    assert db.run_sync(outbox.record_chunk, entry_id, 0, "pm1", now=now)
-    assert not db.run_sync(outbox.record_chunk, entry_id, 0, "pm1-again", now=now)  # already recorded
-    assert not db.run_sync(outbox.record_chunk, entry_id, 2, "pm3", now=now)  # chunk 2 not sent yet
-    assert db.run_sync(outbox.record_chunk, entry_id, 1, "pm2", now=now)
+    assert db.run_sync(outbox.record_chunk, entry_id, 0, ["pm1"], now=now)
+    assert not db.run_sync(outbox.record_chunk, entry_id, 0, ["pm1-again"], now=now)  # already recorded
+    assert not db.run_sync(outbox.record_chunk, entry_id, 2, ["pm1", "pm2", "pm3"], now=now)  # 2 not sent yet
+    assert db.run_sync(outbox.record_chunk, entry_id, 1, ["pm1", "pm2"], now=now)
     entry = db.run_sync(outbox.get, entry_id)
     assert entry is not None
     assert (entry.chunks_sent, entry.sent_ids) == (2, ("pm1", "pm2"))
+    db.run_sync(outbox.mark_failed, entry_id, error="SendError:permanent", now=now)
+    # A failed (or sent) entry takes no more progress, whoever still holds it.
+    assert not db.run_sync(outbox.record_chunk, entry_id, 2, ["pm1", "pm2", "pm3"], now=now)
+    with pytest.raises(ValueError):
+        db.run_sync(outbox.record_chunk, entry_id, 2, ["pm3"], now=now)
 
 
 def test_retry_state_then_failure_is_kept_with_a_short_code(db: Database) -> None:
