@@ -4,20 +4,22 @@ Intake runs in one of two modes. Polling (the default) is our own ``getUpdates``
 PTB's Updater, because the update offset is persisted so a restart neither loses nor replays an
 update. Webhook mode runs an aiohttp server that Telegram POSTs updates to.
 
-The order each update goes through, and why (``_take_in``):
+The order each update goes through, and why (``_poll``; ``_take_in`` in webhook mode):
 
-1. ``journal.record("telegram", update_id)``. False means this update was taken in before (a
-   redelivery after a crash, or the server sending one id twice): it is dropped.
+1. The journal records the update id. An id taken in before (a redelivery after a crash, or the
+   server sending one id twice) is dropped. Polling records a whole ``getUpdates`` batch in one
+   transaction that also moves the stored offset (``telegram:<bot id>:offset``) past it; webhook
+   mode records each update as it comes.
 2. Hand-off: the update is translated and queued for the core in its chat's lane (a task chain that
    keeps one chat's messages in order while other chats flow). Polling never waits for the core.
-3. ``cursors.set("telegram:<bot id>:offset", update_id + 1)`` and, with the next ``getUpdates``,
-   Telegram's own confirmation. In webhook mode the 200 answer plays that role.
+3. With the next ``getUpdates``, Telegram's own confirmation. In webhook mode the 200 answer plays
+   that role.
 
 A crash before 1 loses nothing: the update was not confirmed, Telegram sends it again. A crash after
 1 replays nothing: the journal drops the redelivery. What remains is the short time between 1 and the
 core's handler making the message durable (from there the outbox makes the reply durable): an update
 journaled but not yet taken by the handler is lost by a crash. A clean ``stop()`` closes that window:
-it never cuts a batch between journal and cursor, and lets handed-off handlers finish
+it never cuts a batch between journal and hand-off, and lets handed-off handlers finish
 (``stop_grace_s``).
 
 Ignored updates (edits, stickers, service messages, channel posts, other bots' commands, odd or
@@ -384,20 +386,21 @@ class TelegramChannel:
                                                 allowed_updates=list(ALLOWED_UPDATES))
                 failures = 0
                 async with self._batch_lock:
-                    taken = self._offset
-                    try:
+                    if updates:
+                        # The whole batch recorded and the offset moved past it in one transaction.
+                        # Follow the batch, not the maximum: after a week of silence Telegram restarts
+                        # update ids at a random, possibly lower number, and an offset above them would
+                        # fetch the same update forever.
+                        after = updates[-1].update_id + 1
+                        fresh = await self._journal.record_batch(PLATFORM, [str(u.update_id) for u in updates],
+                                                                 cursor=key, cursor_to=after)
+                        self._offset = after
                         for update in updates:
-                            await self._take_in(update)
-                            # Follow the batch, not the maximum: after a week of silence Telegram restarts
-                            # update ids at a random, possibly lower number, and an offset above them would
-                            # fetch the same update forever.
-                            self._offset = update.update_id + 1
-                    finally:
-                        # Once per batch, up to the last update taken in: the journal already drops a
-                        # redelivery, so the stored cursor is only where the next start begins (it only
-                        # moves forward).
-                        if self._offset != taken and self._offset is not None:
-                            await self._cursors.set(key, self._offset)
+                            if str(update.update_id) in fresh:
+                                fresh.discard(str(update.update_id))  # once, should the batch repeat an id
+                                self._hand_off(update)
+                            else:
+                                log.info("telegram redelivery dropped update_id=%d", update.update_id)
                 if updates:
                     log.debug("telegram batch count=%d first=%d ms=%.0f", len(updates), updates[0].update_id,
                               (time.monotonic() - started) * 1000)
@@ -479,6 +482,10 @@ class TelegramChannel:
         if not await self._journal.record(PLATFORM, str(update.update_id)):
             log.info("telegram redelivery dropped update_id=%d", update.update_id)
             return
+        self._hand_off(update)
+
+    def _hand_off(self, update: Update) -> None:
+        """Translate a recorded update and queue it on its chat's lane."""
         me = self._me
         assert me is not None
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -146,4 +146,9 @@ class EventJournal(Protocol):
 
     async def record(self, platform: str, event_id: str) -> bool:
         """Note the event; False when it was taken in before (a redelivery: drop it, still acknowledge it)."""
+        ...
+
+    async def record_batch(self, platform: str, event_ids: Sequence[str], *, cursor: str,
+                           cursor_to: int) -> set[str]:
+        """Note a batch and move a polling cursor past it at once; returns the ids not taken in before."""
         ...

@@ -8,7 +8,7 @@ so a person is never answered twice for one message.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -37,10 +37,24 @@ cursors = sa.Table(
 
 
 _INSERT_EVENT = inbound_events.insert()  # built once: it runs for every event
+_SEEN = sa.select(inbound_events.c.event_id).where(
+    inbound_events.c.platform == sa.bindparam("platform"),
+    inbound_events.c.event_id.in_(sa.bindparam("event_ids", expanding=True)))
 
 
 def _insert_event(conn: Connection, platform: str, event_id: str, now: datetime) -> None:
     conn.execute(_INSERT_EVENT, {"platform": platform, "event_id": event_id, "received_at": now})
+
+
+def _record_new(conn: Connection, platform: str, event_ids: Sequence[str], now: datetime) -> list[str]:
+    """Record each event not recorded before; returns those, in order. Two statements for a whole batch."""
+    ids = list(dict.fromkeys(event_ids))
+    seen = set(conn.execute(_SEEN, {"platform": platform, "event_ids": ids}).scalars())
+    fresh = [event_id for event_id in ids if event_id not in seen]
+    if fresh:
+        conn.execute(_INSERT_EVENT, [{"platform": platform, "event_id": event_id, "received_at": now}
+                                     for event_id in fresh])
+    return fresh
 
 
 def _prune_events(conn: Connection, before: datetime) -> int:
@@ -73,6 +87,30 @@ class InboundJournal:
         except sa.exc.IntegrityError:
             # The primary key decides, so two processes racing on one event cannot both win.
             raise Redelivered(f"{platform}:{event_id}") from None
+
+    async def record_batch(self, platform: str, event_ids: Sequence[str], *, cursor: str,
+                           cursor_to: int) -> set[str]:
+        """Record a batch of events and move ``cursor`` forward to ``cursor_to``, in one transaction.
+
+        Returns the ids taken in now; the others are redeliveries. The cursor moves with the
+        journal, never ahead of it: a batch whose transaction fails comes again.
+        """
+        if not event_ids:
+            return set()
+        now = self._clock()
+
+        def take(conn: Connection) -> list[str]:
+            fresh = _record_new(conn, platform, event_ids, now)
+            _advance_cursor(conn, cursor, cursor_to, now)
+            return fresh
+
+        try:
+            return set(await self.db.run(take))
+        except sa.exc.IntegrityError:
+            # Another process recorded one of them (or created the cursor) meanwhile: one at a time.
+            fresh = {event_id for event_id in event_ids if await self.record(platform, event_id)}
+            await Cursors(self.db, clock=self._clock).set(cursor, cursor_to)
+            return fresh
 
     async def prune(self) -> int:
         """Forget events older than the retention; a platform never redelivers that late."""

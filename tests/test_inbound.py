@@ -46,6 +46,40 @@ async def test_concurrent_records_of_one_event_admit_exactly_one(tmp_path: Path)
         second.close()
 
 
+async def test_a_batch_is_recorded_with_its_cursor_and_redeliveries_are_named(tmp_path: Path) -> None:
+    db = open_db(tmp_path)
+    try:
+        journal, stored = InboundJournal(db), Cursors(db)
+        assert await journal.record("telegram", "11")  # taken in one at a time earlier (webhook mode)
+        fresh = await journal.record_batch("telegram", ["10", "11", "12", "12"], cursor="tg", cursor_to=13)
+        assert fresh == {"10", "12"}
+        assert await stored.get("tg") == 13
+        assert await journal.record_batch("telegram", ["12", "13"], cursor="tg", cursor_to=14) == {"13"}
+        # Update ids may restart lower after a long silence: the batch is taken in, the stored cursor
+        # never moves back.
+        assert await journal.record_batch("telegram", ["5"], cursor="tg", cursor_to=6) == {"5"}
+        assert await stored.get("tg") == 14
+        assert not await journal.record("telegram", "10")
+    finally:
+        db.close()
+
+
+async def test_concurrent_batches_of_the_same_events_admit_each_once(tmp_path: Path) -> None:
+    first, second = open_db(tmp_path), open_db(tmp_path)  # two engines, two DB threads: a real race
+    try:
+        journals = [InboundJournal(first), InboundJournal(second)]
+        for n in range(10):
+            batch = [f"{n}-{i}" for i in range(5)]
+            outcomes = await asyncio.gather(*(journals[i % 2].record_batch("telegram", batch, cursor="tg",
+                                                                            cursor_to=n + 1) for i in range(4)))
+            taken = [event for outcome in outcomes for event in outcome]
+            assert sorted(taken) == sorted(batch), n  # every event once, whichever process won it
+        assert await Cursors(first).get("tg") == 10
+    finally:
+        first.close()
+        second.close()
+
+
 async def test_old_entries_are_pruned_recent_ones_kept(tmp_path: Path) -> None:
     db = open_db(tmp_path)
     try:
