@@ -91,7 +91,8 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg
     print(f"telegram end to end: {throughput:.0f} messages/s over {n} messages in {chats} chats, sent at once "
           f"(target >= 200: {verdict(throughput, 200, higher_is_better=True)})")
     print(f"  ... kith's process used {burst_cpu_ms / n:.2f} ms of CPU per message in the burst "
-          f"({burst_cpu_ms / 1000 / elapsed:.0%} of one core)")
+          f"({burst_cpu_ms / 1000 / elapsed:.0%} of one core); {burst.typing} typing indicators for replies "
+          f"that took over {settings.delivery.typing_delay_s:g} s")
     print(f"update -> sendMessage latency at {rate:g} messages/s: {summary_ms(latencies)} "
           f"(model round trip included; p95 <= 50 ms: {verdict(percentile(latencies, 95), 50)})")
     print(f"  ... outside the model (each reply's litellm call taken out): {summary_ms(outside)} "

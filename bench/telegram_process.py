@@ -51,6 +51,7 @@ class _Control:
         self.sends = _StampedSends()
         tg.sent = self.sends
         self.pushes: list[tuple[int, float]] = []  # (chat id, stamp) in push order
+        self.calls_before = 0  # the fake's API calls before the latest reset
         self._pushing: set[asyncio.Task[None]] = set()
 
     async def push(self, request: web.Request) -> web.Response:
@@ -75,11 +76,13 @@ class _Control:
         except TimeoutError as exc:
             return web.json_response({"error": str(exc)}, status=504)
         sends = [[m.chat_id, m.text, t] for m, t in zip(self.sends, self.sends.stamps, strict=True)]
-        return web.json_response({"pushes": self.pushes, "sends": sends})
+        typing = sum(1 for c in self.tg.calls[self.calls_before:] if c.method.lower() == "sendchataction")
+        return web.json_response({"pushes": self.pushes, "sends": sends, "typing": typing})
 
     async def reset(self, request: web.Request) -> web.Response:
         self.sends.clear()
         self.pushes.clear()
+        self.calls_before = len(self.tg.calls)
         return web.json_response({"ok": True})
 
 
@@ -98,10 +101,12 @@ async def _serve() -> None:
 
 @dataclass(frozen=True, slots=True)
 class Traffic:
-    """What the fake saw between two resets: pushes as (chat, stamp), sends as (chat, text, stamp)."""
+    """What the fake saw between two resets: pushes as (chat, stamp), sends as (chat, text, stamp), and
+    how many typing indicators were sent."""
 
     pushes: list[tuple[int, float]]
     sends: list[tuple[int, str, float]]
+    typing: int
 
 
 class TelegramProcess:
@@ -122,7 +127,7 @@ class TelegramProcess:
         if "error" in body:
             raise TimeoutError(body["error"])
         return Traffic([(int(c), float(t)) for c, t in body["pushes"]],
-                       [(int(c), str(x), float(t)) for c, x, t in body["sends"]])
+                       [(int(c), str(x), float(t)) for c, x, t in body["sends"]], int(body["typing"]))
 
     async def reset(self) -> None:
         async with self._session.post(f"{self._control}/reset") as r:
