@@ -173,18 +173,14 @@ class _UpdatesRequest(AiohttpRequest):
     """The getUpdates transport: keeps one malformed update from poisoning its whole batch.
 
     PTB parses a batch in one go, so a single update of an unexpected shape would fail every fetch
-    of that batch forever. When that happens the poll loop fetches the batch again with ``checking``
-    on: each update is then checked here first and, if PTB cannot parse it, replaced by a bare update
-    with the same id (see ``sanitize_update``), to be journaled, logged and confirmed like any other
-    ignored update. Checking parses every update twice, so an ordinary batch goes without it.
+    of that batch forever. Each update is checked here first and, if PTB cannot parse it, replaced
+    by a bare update with the same id (see ``sanitize_update``); it is then journaled, logged and
+    confirmed like any other ignored update.
     """
-
-    checking = False
 
     def parse_json_payload(self, payload: bytes) -> dict[str, Any]:
         data = super().parse_json_payload(payload)
-        if not self.checking or not isinstance(data, dict) or not data.get("ok") \
-                or not isinstance(data.get("result"), list):
+        if not isinstance(data, dict) or not data.get("ok") or not isinstance(data.get("result"), list):
             return data
         kept = []
         for raw in data["result"]:
@@ -197,7 +193,7 @@ class _UpdatesRequest(AiohttpRequest):
         return data
 
 
-def _make_bot(settings: TelegramSettings, token: str) -> tuple[Bot, _UpdatesRequest]:
+def _make_bot(settings: TelegramSettings, token: str) -> Bot:
     base_url, base_file_url = base_urls(settings)
     request = AiohttpRequest(read_timeout=TELEGRAM_HTTP_TIMEOUT_S, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
                              connect_timeout=TELEGRAM_HTTP_TIMEOUT_S, pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
@@ -207,9 +203,8 @@ def _make_bot(settings: TelegramSettings, token: str) -> tuple[Bot, _UpdatesRequ
                                       write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
                                       connect_timeout=TELEGRAM_HTTP_TIMEOUT_S,
                                       pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
-    bot = Bot(token, base_url=base_url, base_file_url=base_file_url, request=request,
-              get_updates_request=updates_request)
-    return bot, updates_request
+    return Bot(token, base_url=base_url, base_file_url=base_file_url, request=request,
+               get_updates_request=updates_request)
 
 
 # --- The channel ---------------------------------------------------------------------------------
@@ -246,7 +241,6 @@ class TelegramChannel:
         self._stop_grace_s = stop_grace_s
         self._sleep = sleep
         self._bot: Bot | None = None
-        self._updates_request: _UpdatesRequest | None = None
         self._me: BotIdentity | None = None
         self._on_message: InboundHandler | None = None
         self._on_button: ButtonHandler | None = None
@@ -284,7 +278,7 @@ class TelegramChannel:
         self._on_button = on_button
         if self.settings.mode == "webhook":
             self._check_webhook_settings()
-        self._bot, self._updates_request = _make_bot(self.settings, self._token)
+        self._bot = _make_bot(self.settings, self._token)
         try:
             if self.settings.mode == "webhook":
                 # Listen before setWebhook, so Telegram's first POST finds us.
@@ -369,23 +363,6 @@ class TelegramChannel:
         if self.settings.mode == "polling":
             await self._poll()
 
-    async def _get_updates(self, bot: Bot) -> tuple[Update, ...]:
-        request = self._updates_request
-        assert request is not None
-        try:
-            return await bot.get_updates(offset=self._offset, timeout=self.settings.poll_timeout_s,
-                                         allowed_updates=list(ALLOWED_UPDATES))
-        except TelegramError:
-            raise
-        except Exception as exc:  # PTB could not parse the batch: the same batch again, each update checked
-            log.warning("telegram batch unparseable error=%s; fetching it again with each update checked",
-                        type(exc).__name__)
-        request.checking = True
-        try:
-            return await bot.get_updates(offset=self._offset, timeout=0, allowed_updates=list(ALLOWED_UPDATES))
-        finally:
-            request.checking = False
-
     def _backoff(self, failures: int, exc: BaseException) -> float:
         retry_after = retry_after_seconds(exc) if isinstance(exc, RetryAfter) else None
         return poll_backoff_s(failures, base_s=self._backoff_base_s, max_s=self._backoff_max_s,
@@ -405,7 +382,8 @@ class TelegramChannel:
                     loaded = True
                     log.info("telegram polling from offset=%s", self._offset)
                 started = time.monotonic()
-                updates = await self._get_updates(bot)
+                updates = await bot.get_updates(offset=self._offset, timeout=self.settings.poll_timeout_s,
+                                                allowed_updates=list(ALLOWED_UPDATES))
                 failures = 0
                 async with self._batch_lock:
                     if updates:
@@ -607,7 +585,7 @@ async def check_token(settings: TelegramSettings, token: str | None = None) -> t
     if not token:
         return False, f"environment variable {settings.token_env} is not set"
     try:
-        bot, _ = _make_bot(settings, token)
+        bot = _make_bot(settings, token)
     except InvalidToken:
         return False, f"the token in {settings.token_env} is empty or malformed"
     try:
