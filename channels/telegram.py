@@ -398,7 +398,11 @@ class TelegramChannel:
                         for update in updates:
                             if str(update.update_id) in fresh:
                                 fresh.discard(str(update.update_id))  # once, should the batch repeat an id
-                                self._hand_off(update)
+                                try:
+                                    self._hand_off(update)
+                                except Exception as exc:  # recorded already: one failure must not cost the rest
+                                    log.error("telegram hand-off failed update_id=%d error=%s", update.update_id,
+                                              type(exc).__name__)
                             else:
                                 log.info("telegram redelivery dropped update_id=%d", update.update_id)
                 if updates:
@@ -421,8 +425,8 @@ class TelegramChannel:
                 log.warning("telegram poll failed error=%s attempt=%d", type(exc).__name__, failures)
                 error = exc
             except Exception as exc:
-                # The journal or the cursor store failed: nothing past the failing update is confirmed,
-                # so the same batch comes again once the database answers.
+                # Recording the batch failed: nothing of it was kept and the offset did not move, so the
+                # same batch comes again once the database answers.
                 failures += 1
                 log.error("telegram intake failed error=%s attempt=%d", type(exc).__name__, failures)
                 error = exc

@@ -107,6 +107,7 @@ TYPING_REFRESH_S = 4.0  # Telegram's typing status lasts ~5 s
 TYPING_DELAY_S = 0.3  # no indicator for a reply ready sooner than this
 DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become one turn
 INBOUND_DEDUPE_DAYS = 7
+INBOUND_BATCH_ATTEMPTS = 3  # a polled batch racing another process's records of it: tries before giving up
 
 # --- Delivery (delivery/debounce.py) ------------------------------------------
 DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady typist is never left waiting

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, metadata
-from core.tunables import INBOUND_DEDUPE_DAYS
+from core.tunables import INBOUND_BATCH_ATTEMPTS, INBOUND_DEDUPE_DAYS
 from core.types import utcnow
 
 inbound_events = sa.Table(
@@ -93,7 +93,10 @@ class InboundJournal:
         """Record a batch of events and move ``cursor`` forward to ``cursor_to``, in one transaction.
 
         Returns the ids taken in now; the others are redeliveries. The cursor moves with the
-        journal, never ahead of it: a batch whose transaction fails comes again.
+        journal, never ahead of it: a batch whose transaction fails comes again. It is set to
+        ``cursor_to`` even when that is lower: Telegram restarts its update ids at a lower number
+        after a long silence, and a stored offset above them would confirm (drop) every new update
+        at the next start. The journal, not the cursor, keeps a redelivery out.
         """
         if not event_ids:
             return set()
@@ -101,16 +104,18 @@ class InboundJournal:
 
         def take(conn: Connection) -> list[str]:
             fresh = _record_new(conn, platform, event_ids, now)
-            _advance_cursor(conn, cursor, cursor_to, now)
+            _set_cursor(conn, cursor, cursor_to, now)
             return fresh
 
-        try:
-            return set(await self.db.run(take))
-        except sa.exc.IntegrityError:
-            # Another process recorded one of them (or created the cursor) meanwhile: one at a time.
-            fresh = {event_id for event_id in event_ids if await self.record(platform, event_id)}
-            await Cursors(self.db, clock=self._clock).set(cursor, cursor_to)
-            return fresh
+        for attempt in range(1, INBOUND_BATCH_ATTEMPTS + 1):
+            try:
+                return set(await self.db.run(take))
+            except sa.exc.IntegrityError:
+                # Another process recorded one of them (or created the cursor) between our read and our
+                # write; nothing of ours was kept. Again, whole: the read now sees its rows.
+                if attempt == INBOUND_BATCH_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     async def prune(self) -> int:
         """Forget events older than the retention; a platform never redelivers that late."""
@@ -128,6 +133,15 @@ _CURSOR_INSERT = cursors.insert()
 def _get_cursor(conn: Connection, name: str) -> int | None:
     value = conn.execute(_CURSOR, {"cursor_name": name}).scalar_one_or_none()
     return int(value) if value is not None else None
+
+
+_CURSOR_SET = (cursors.update().where(cursors.c.name == sa.bindparam("cursor_name"))
+               .values(value=sa.bindparam("to"), updated_at=sa.bindparam("at")))
+
+
+def _set_cursor(conn: Connection, name: str, value: int, now: datetime) -> None:
+    if conn.execute(_CURSOR_SET, {"cursor_name": name, "to": value, "at": now}).rowcount == 0:
+        conn.execute(_CURSOR_INSERT, {"name": name, "value": value, "updated_at": now})
 
 
 def _advance_cursor(conn: Connection, name: str, value: int, now: datetime) -> int:

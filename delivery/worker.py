@@ -233,8 +233,11 @@ class DeliveryWorker:
                 recorded, head = await self.db.run(outbox.record_final_chunk, entry.id, index, tuple(sent_ids),
                                                    entry.lane, now=self._clock())
                 following = (recorded, head)
-            else:
-                await self.db.run(outbox.record_chunk, entry.id, index, tuple(sent_ids), now=self._clock())
+            elif not await self.db.run(outbox.record_chunk, entry.id, index, tuple(sent_ids), now=self._clock()):
+                # Someone else recorded this chunk (another process delivering the lane) or the entry is no
+                # longer pending: its progress is not ours to continue. The lane reads its head afresh.
+                log.warning("delivery lost its place id=%d chunk=%d", entry.id, index)
+                return False, None
             attempts = 0
         log.info("delivered id=%d platform=%s chat=%s chunks=%d resumed_from=%d", entry.id, message.platform,
                  message.chat_id, len(chunks), entry.chunks_sent)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from pathlib import Path
 
+import pytest
+from sqlalchemy.engine import Connection
+
 from core.db import Database
+from delivery import inbound
 from delivery.inbound import Cursors, InboundJournal, cursors, inbound_events
 from tests.helpers import FakeClock
 
@@ -55,10 +60,10 @@ async def test_a_batch_is_recorded_with_its_cursor_and_redeliveries_are_named(tm
         assert fresh == {"10", "12"}
         assert await stored.get("tg") == 13
         assert await journal.record_batch("telegram", ["12", "13"], cursor="tg", cursor_to=14) == {"13"}
-        # Update ids may restart lower after a long silence: the batch is taken in, the stored cursor
-        # never moves back.
+        # Telegram restarts update ids lower after a long silence: the stored offset follows the batch,
+        # or the next start would confirm (drop) every new update below the old offset.
         assert await journal.record_batch("telegram", ["5"], cursor="tg", cursor_to=6) == {"5"}
-        assert await stored.get("tg") == 14
+        assert await stored.get("tg") == 6
         assert not await journal.record("telegram", "10")
     finally:
         db.close()
@@ -78,6 +83,34 @@ async def test_concurrent_batches_of_the_same_events_admit_each_once(tmp_path: P
     finally:
         first.close()
         second.close()
+
+
+async def test_a_batch_raced_by_another_process_is_recorded_again_whole(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    ours, theirs = open_db(tmp_path), open_db(tmp_path)
+    real = inbound._record_new
+    raced = []
+
+    def racing(conn: Connection, platform: str, event_ids: list[str], now: datetime) -> list[str]:
+        if raced:
+            return real(conn, platform, event_ids, now)
+        raced.append(True)
+        seen = set(conn.execute(inbound._SEEN, {"platform": platform, "event_ids": list(event_ids)}).scalars())
+        # Between our read and our write, the other process takes in "b" and commits.
+        theirs.run_sync(inbound._insert_event, platform, "b", now)
+        conn.execute(inbound._INSERT_EVENT, [{"platform": platform, "event_id": e, "received_at": now}
+                                             for e in event_ids if e not in seen])
+        return []
+
+    monkeypatch.setattr(inbound, "_record_new", racing)
+    try:
+        fresh = await InboundJournal(ours).record_batch("telegram", ["a", "b", "c"], cursor="tg", cursor_to=4)
+        assert fresh == {"a", "c"}  # "b" is the other process's; nothing was lost to the collision
+        assert raced and await Cursors(ours).get("tg") == 4
+        assert not await InboundJournal(ours).record("telegram", "a")
+    finally:
+        ours.close()
+        theirs.close()
 
 
 async def test_old_entries_are_pruned_recent_ones_kept(tmp_path: Path) -> None:
