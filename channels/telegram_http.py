@@ -104,9 +104,10 @@ class AiohttpRequest(BaseRequest):
 
 
 def env_proxy(scheme: str, host: str) -> tuple[str | None, dict[str, str] | None]:
-    """The proxy that ``HTTP(S)_PROXY`` / ``NO_PROXY`` give for a host, as httpx's trust_env read them.
+    """The proxy that ``HTTP(S)_PROXY`` / ``NO_PROXY`` give for a host.
 
     Credentials in the proxy's URL go in a Proxy-Authorization header; the URL is passed without them.
+    Not read: ``ALL_PROXY`` (aiohttp speaks to HTTP proxies only) and ``~/.netrc``.
     """
     proxy = urllib.request.getproxies().get(scheme)
     if not proxy or (host and urllib.request.proxy_bypass(host)):
@@ -115,6 +116,8 @@ def env_proxy(scheme: str, host: str) -> tuple[str | None, dict[str, str] | None
     if parts.username is None:
         return parts.geturl(), None
     netloc = parts.hostname or ""
+    if ":" in netloc:
+        netloc = f"[{netloc}]"  # an IPv6 address keeps its brackets
     if parts.port is not None:
         netloc = f"{netloc}:{parts.port}"
     credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()

@@ -32,6 +32,11 @@ def _hint_once(settings: Settings) -> Callable[[LLMError], None]:
     return hint
 
 
+def has_platform_credentials(settings: Settings) -> bool:
+    """Whether any platform channel would start (``platform_channels`` builds one per token found)."""
+    return bool(settings.telegram.token() or settings.discord.token() or settings.slack.bot_token())
+
+
 def platform_channels(settings: Settings, app: App) -> list[Channel]:
     """Every platform channel whose credentials are present in the environment."""
     channels: list[Channel] = []
@@ -70,7 +75,7 @@ async def run_chat(settings: Settings) -> int:
 
 
 async def run_all(settings: Settings) -> int:
-    if not (settings.telegram.token() or settings.discord.token() or settings.slack.bot_token()):
+    if not has_platform_credentials(settings):
         hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
                                         slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
         print(f"kith: {hint}", file=sys.stderr)

@@ -13,6 +13,8 @@ LLM_MAX_RETRIES = 2
 LLM_MAX_REPLY_TOKENS = 1024
 MODEL_PROCESS_START_TIMEOUT_S = 120.0  # the model process loading litellm (seconds on a slow disk)
 MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed
+MODEL_PROCESS_HUNG_MARGIN_S = 2.0  # the child bounds a call by its timeout + 1 s; past + 2 s it is hung
+MODEL_PROCESS_LINE_LIMIT = 64 * 1024 * 1024  # bytes per request or answer on its pipe; prompts are far smaller
 MODEL_PROCESS_RESTART_BACKOFF_S = 10.0  # after a failed start, calls fail at once this long before the next try
 
 # --- Conversation history and the bounded prompt (seed 002) ------------------------

@@ -50,6 +50,13 @@ def error_code(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+class _LostPlace(Exception):
+    def __init__(self, entry_id: int, index: int) -> None:
+        super().__init__(f"entry {entry_id} chunk {index}")
+        self.entry_id = entry_id
+        self.index = index
+
+
 class _LeftForNextStart(Exception):
     """A send failed while the worker drains for shutdown: the lane stops, its work stays pending."""
 
@@ -185,6 +192,9 @@ class DeliveryWorker:
             raise
         except _LeftForNextStart:
             return  # shutting down: the lane's work stays pending, in order, for the next start
+        except _LostPlace as lost:
+            log.warning("delivery lost its place id=%d chunk=%d; lane left to its other sender", lost.entry_id,
+                        lost.index)
         except Exception as exc:
             # The entry stays pending; the next submit to this lane or the next start retries it.
             log.error("delivery lane failed platform=%s chat=%s error=%s", lane[0], lane[1],
@@ -235,9 +245,9 @@ class DeliveryWorker:
                 following = (recorded, head)
             elif not await self.db.run(outbox.record_chunk, entry.id, index, tuple(sent_ids), now=self._clock()):
                 # Someone else recorded this chunk (another process delivering the lane) or the entry is no
-                # longer pending: its progress is not ours to continue. The lane reads its head afresh.
-                log.warning("delivery lost its place id=%d chunk=%d", entry.id, index)
-                return False, None
+                # longer pending: its progress is not ours to continue, and the lane's order says nothing
+                # after it may go first. The lane ends here; its next submit or the next start reads it again.
+                raise _LostPlace(entry.id, index)
             attempts = 0
         log.info("delivered id=%d platform=%s chat=%s chunks=%d resumed_from=%d", entry.id, message.platform,
                  message.chat_id, len(chunks), entry.chunks_sent)

@@ -139,7 +139,8 @@ class LLMClient:
                     log.warning("llm call failed purpose=%s model=%s attempt=%d kind=%s ms=%.0f",
                                 purpose, m, attempt + 1, kind, elapsed)
                     # The model process names the exception it saw; here it is the exception itself.
-                    last = LLMError(kind, exc.detail if isinstance(exc, LLMError) else type(exc).__name__)
+                    last = LLMError(kind, exc.detail if isinstance(exc, LLMError) else type(exc).__name__,
+                                    retryable=retryable)
                     if not retryable:
                         break
                     if attempt < retries:

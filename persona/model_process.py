@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.tunables import MODEL_PROCESS_HUNG_MARGIN_S
 from persona.llm import LLMError, LLMReply
 from persona.model_worker import WIRE_LINE_LIMIT, encode, reply_from_wire
 
 log = logging.getLogger("kith.model_process")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-# The child bounds a call by its timeout + 1 s; the parent waits 1 s more before deciding it is hung.
-HUNG_MARGIN_S = 2.0
 
 
 @dataclass
@@ -171,7 +170,7 @@ class ModelProcess:
         child.pending[call_id] = waiter
         try:
             stdin.write(line)
-            async with asyncio.timeout(timeout_s + HUNG_MARGIN_S):
+            async with asyncio.timeout(timeout_s + MODEL_PROCESS_HUNG_MARGIN_S):
                 await stdin.drain()
                 answer = await waiter
         except ConnectionError:

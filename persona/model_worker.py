@@ -28,10 +28,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from core.tunables import MODEL_PROCESS_LINE_LIMIT
 from persona.llm import LLMReply, ToolCall, call_litellm, classify, import_litellm, with_api_key
 
 # A prompt is bounded by the budgets (tens of kilobytes); this only stops a runaway line.
-WIRE_LINE_LIMIT = 64 * 1024 * 1024
+WIRE_LINE_LIMIT = MODEL_PROCESS_LINE_LIMIT
 
 log = logging.getLogger("kith.model_worker")
 
@@ -108,13 +109,16 @@ class Worker:
         try:
             kwargs = with_api_key(dict(request["kwargs"]), request.get("api_key_env") or "")
             reply = await call_litellm(self._litellm, kwargs, float(request["timeout_s"]))
-            self._write(encode({"id": call_id, "reply": reply_to_wire(reply)}))
+            answer = {"id": call_id, "reply": reply_to_wire(reply)}
         except asyncio.CancelledError:
-            pass  # the parent gave up on this call; it expects no answer
+            return  # the parent gave up on this call; it expects no answer
         except Exception as exc:  # every failure goes back classified; the parent decides on retries
             kind, retryable = classify(exc)
-            self._write(encode({"id": call_id, "error": {"kind": kind, "retryable": retryable,
-                                                         "type": type(exc).__name__}}))
+            answer = {"id": call_id, "error": {"kind": kind, "retryable": retryable, "type": type(exc).__name__}}
+        try:
+            self._write(encode(answer))
+        except OSError:
+            pass  # the parent is gone; the end of its pipe ends this process too
 
     async def stop(self) -> None:
         tasks = list(self._tasks.values())

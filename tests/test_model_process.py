@@ -95,7 +95,7 @@ async def test_replies_tool_calls_and_failures_cross_the_process_boundary(
     fake_llm.fail(401)
     with pytest.raises(LLMError) as refused:
         await retrying.complete([{"role": "user", "content": "hello?"}])
-    assert refused.value.kind == "auth"
+    assert (refused.value.kind, refused.value.retryable) == ("auth", False)
     assert len(fake_llm.requests) == asked + 1  # a refused key is not retried
 
     fake_llm.malformed()

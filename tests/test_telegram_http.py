@@ -104,3 +104,5 @@ def test_proxy_credentials_travel_in_a_header_not_the_url(monkeypatch: pytest.Mo
     assert proxy == "http://proxy.internal:3128"
     assert headers == {"Proxy-Authorization": "Basic " + base64.b64encode(b"ops:p@ss").decode()}
     assert env_proxy("ftp", "api.telegram.org") == (None, None)  # no proxy named for that scheme
+    monkeypatch.setenv("HTTPS_PROXY", "http://ops:pw@[fd00::1]:3128")
+    assert env_proxy("https", "api.telegram.org")[0] == "http://[fd00::1]:3128"
