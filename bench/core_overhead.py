@@ -22,7 +22,6 @@ from core import loop
 from core.app import build_app, freeze_startup_heap
 from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
-from persona.llm import import_litellm
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,11 +66,7 @@ async def _measure(n: int, llm_url: str) -> None:
         app = await build_app(settings, warm_llm=False)
         channel = NullChannel()
         await app.start_channels([channel])
-        # bot.py loads litellm while starting (in the model process by default): never inside a measured turn.
-        if app.model_process is not None:
-            await app.model_process.start()
-        else:
-            import_litellm()
+        await app.load_model_client()  # bot.py loads it while starting: never inside a measured turn
         freeze_startup_heap()  # as bot.py run and chat do once started
         assert app.router is not None
         before, after = [], []

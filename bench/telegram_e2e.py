@@ -51,10 +51,7 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg
             # (past the default of 8 the rest would get the rate-limit notice, which is policy, not throughput).
             policy={"telegram": {"dm": "open", "rate_limit_burst": max(8, -(-n // chats))}})
         app = await build_app(settings, warm_llm=False)
-        if app.model_process is not None:
-            await app.model_process.start()  # as bot.py run does while the channels connect
-        else:
-            import_litellm()
+        await app.load_model_client()  # as bot.py run does while the channels connect
         await app.start_channels(platform_channels(settings, app))
         freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)

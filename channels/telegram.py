@@ -112,8 +112,6 @@ DEFAULT_COMMANDS: tuple[tuple[str, str], ...] = (("start", "Say hello"), ("help"
 class CursorStore(Protocol):
     async def get(self, name: str) -> int | None: ...
 
-    async def set(self, name: str, value: int) -> int: ...
-
 
 # --- Pure decisions --------------------------------------------------------------------------------
 def poll_backoff_s(failures: int, *, base_s: float, max_s: float, retry_after: float | None = None) -> float:

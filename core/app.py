@@ -69,6 +69,17 @@ class App:
     memory_commands: MemoryCommands | None = None
     model_process: ModelProcess | None = None
 
+    async def load_model_client(self) -> None:
+        """Load litellm where the calls are made: the model process, or this process off the event loop."""
+        if self.model_process is None:
+            await asyncio.to_thread(import_litellm)
+            gc.freeze()  # it may finish after freeze_startup_heap: its modules live as long as the process too
+            return
+        try:
+            await self.model_process.start()
+        except Exception as exc:  # the first reply tries again and answers honestly if it cannot
+            log.error("model process failed to start error=%s", type(exc).__name__)
+
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
         self.channels = {c.name: c for c in channels}
@@ -139,10 +150,6 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
                                      stop_timeout_s=MODEL_PROCESS_STOP_TIMEOUT_S,
                                      restart_backoff_s=MODEL_PROCESS_RESTART_BACKOFF_S)
     llm = LLMClient(settings.llm, calls=model_process)
-    if warm_llm:
-        # litellm takes seconds to import: the model process does it, or a thread here, while channels connect.
-        background.spawn(_warm_model_process(model_process) if model_process else _load_model_client(),
-                         name="load-litellm")
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
     gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
                       clock=clock)
@@ -174,7 +181,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     commands.register("link", "use me from another platform as the same person", linker.issue)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
     app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
-              journal=InboundJournal(db, clock=clock), cursors=Cursors(db, clock=clock),
+              journal=InboundJournal(db, clock=clock), cursors=Cursors(db),
               commands=commands, clock=clock, memory=memory, linker=linker, recall=recall,
               model_process=model_process)
     app.question_sender = QuestionSender(db=db, memory=memory, book=questions, worker=lambda: app.worker,
@@ -183,6 +190,9 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     app.memory_commands.register(commands)
     core.observers.append(app.question_sender)
     core.persona_notes.append(PERSONA_HINT)
+    if warm_llm:
+        # litellm takes seconds to import: loaded while the channels connect, not on the first reply.
+        background.spawn(app.load_model_client(), name="load-litellm")
     return app
 
 
@@ -194,15 +204,3 @@ def freeze_startup_heap() -> None:
     """
     gc.collect()
     gc.freeze()
-
-
-async def _warm_model_process(process: ModelProcess) -> None:
-    try:
-        await process.start()
-    except Exception as exc:  # the first reply tries again and answers honestly if it cannot
-        log.error("model process failed to start error=%s", type(exc).__name__)
-
-
-async def _load_model_client() -> None:
-    await asyncio.to_thread(import_litellm)
-    gc.freeze()  # it may finish after freeze_startup_heap: its modules live as long as the process too

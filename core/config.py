@@ -24,6 +24,11 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message is one line naming the file and the key."""
 
 
+def api_key_from_env(api_key_env: str) -> str | None:
+    """The model's API key from the variable ``[llm] api_key_env`` names; None when it names none."""
+    return os.environ.get(api_key_env) if api_key_env else None
+
+
 @dataclass(frozen=True)
 class LLMSettings:
     model: str = "ollama/llama3.2"
@@ -38,7 +43,7 @@ class LLMSettings:
     separate_process: bool = True
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
+        return api_key_from_env(self.api_key_env)
 
 
 @dataclass(frozen=True)

@@ -122,11 +122,10 @@ class InboundJournal:
         return await self.db.run(_prune_events, self._clock() - self.retention)
 
 
-# Built once: a polling channel moves its cursor after every batch.
+# Built once: a polling channel moves its cursor with every batch.
 _CURSOR = sa.select(cursors.c.value).where(cursors.c.name == sa.bindparam("cursor_name"))
-_CURSOR_FORWARD = (cursors.update()
-                   .where(cursors.c.name == sa.bindparam("cursor_name"), cursors.c.value < sa.bindparam("forward_to"))
-                   .values(value=sa.bindparam("forward_to"), updated_at=sa.bindparam("at")))
+_CURSOR_SET = (cursors.update().where(cursors.c.name == sa.bindparam("cursor_name"))
+               .values(value=sa.bindparam("to"), updated_at=sa.bindparam("at")))
 _CURSOR_INSERT = cursors.insert()
 
 
@@ -135,39 +134,17 @@ def _get_cursor(conn: Connection, name: str) -> int | None:
     return int(value) if value is not None else None
 
 
-_CURSOR_SET = (cursors.update().where(cursors.c.name == sa.bindparam("cursor_name"))
-               .values(value=sa.bindparam("to"), updated_at=sa.bindparam("at")))
-
-
 def _set_cursor(conn: Connection, name: str, value: int, now: datetime) -> None:
     if conn.execute(_CURSOR_SET, {"cursor_name": name, "to": value, "at": now}).rowcount == 0:
         conn.execute(_CURSOR_INSERT, {"name": name, "value": value, "updated_at": now})
 
 
-def _advance_cursor(conn: Connection, name: str, value: int, now: datetime) -> int:
-    if conn.execute(_CURSOR_FORWARD, {"cursor_name": name, "forward_to": value, "at": now}).rowcount == 1:
-        return value
-    current = _get_cursor(conn, name)
-    if current is None:
-        conn.execute(_CURSOR_INSERT, {"name": name, "value": value, "updated_at": now})
-        return value
-    return current
-
-
 class Cursors:
-    """Small persisted counters (e.g. Telegram's update offset) that only ever move forward."""
+    """Small persisted counters (e.g. Telegram's update offset), read at start; a polling channel moves
+    its cursor with the batch it records (``InboundJournal.record_batch``)."""
 
-    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
-        self._clock = clock
 
     async def get(self, name: str) -> int | None:
         return await self.db.run(_get_cursor, name)
-
-    async def set(self, name: str, value: int) -> int:
-        """Advance ``name`` to ``value`` unless it is already further; returns the stored value."""
-        try:
-            return await self.db.run(_advance_cursor, name, value, self._clock())
-        except sa.exc.IntegrityError:
-            # Another process created the row between our update and insert: the update now applies.
-            return await self.db.run(_advance_cursor, name, value, self._clock())

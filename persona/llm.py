@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.config import LLMSettings
+from core.config import LLMSettings, api_key_from_env
 
 log = logging.getLogger("kith.llm")
 
@@ -173,7 +173,7 @@ class LLMClient:
 
 def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
     """``kwargs`` with the key from the environment variable the config names, where there is one."""
-    key = os.environ.get(api_key_env) if api_key_env else None
+    key = api_key_from_env(api_key_env)
     if key:
         kwargs["api_key"] = key
     elif str(kwargs.get("model", "")).startswith("openai/"):

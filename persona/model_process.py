@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.tunables import MODEL_PROCESS_HUNG_MARGIN_S
+from core.tunables import MODEL_PROCESS_HUNG_MARGIN_S, MODEL_PROCESS_LINE_LIMIT
 from persona.llm import LLMError, LLMReply
-from persona.model_worker import WIRE_LINE_LIMIT, encode, reply_from_wire
+from persona.model_worker import encode, reply_from_wire
 
 log = logging.getLogger("kith.model_process")
 
@@ -106,7 +106,7 @@ class ModelProcess:
         started = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "persona.model_worker", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, env=env, limit=WIRE_LINE_LIMIT)
+            stdout=asyncio.subprocess.PIPE, env=env, limit=MODEL_PROCESS_LINE_LIMIT)
         child = _Child(proc, asyncio.get_running_loop().create_future())
         child.reader = asyncio.create_task(self._read(child, started), name="model-process")
         return child
@@ -155,16 +155,17 @@ class ModelProcess:
             return await proc.wait()
 
     async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
-        request = {"kwargs": kwargs, "api_key_env": api_key_env, "timeout_s": timeout_s}
-        await self.start()
         child = self._child
-        if child is None or not child.alive:  # died between start() and here
-            raise LLMError("unavailable", "model process exited")
+        if child is None or not child.alive or not child.ready.done() or self._closed:
+            await self.start()  # the lock and the wait only when there is no ready child: not per call
+            child = self._child
+            if child is None or not child.alive:  # died between start() and here
+                raise LLMError("unavailable", "model process exited")
         stdin = child.proc.stdin
         assert stdin is not None
         call_id = next(self._ids)
-        line = encode({"id": call_id, **request})
-        if len(line) > WIRE_LINE_LIMIT:  # the child could not read it; the same request never could
+        line = encode({"id": call_id, "kwargs": kwargs, "api_key_env": api_key_env, "timeout_s": timeout_s})
+        if len(line) > MODEL_PROCESS_LINE_LIMIT:  # the child could not read it; the same request never could
             raise LLMError("bad_request", "request too large for the model process", retryable=False)
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         child.pending[call_id] = waiter

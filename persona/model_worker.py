@@ -31,9 +31,6 @@ from typing import Any, BinaryIO
 from core.tunables import MODEL_PROCESS_LINE_LIMIT
 from persona.llm import LLMReply, ToolCall, call_litellm, classify, import_litellm, with_api_key
 
-# A prompt is bounded by the budgets (tens of kilobytes); this only stops a runaway line.
-WIRE_LINE_LIMIT = MODEL_PROCESS_LINE_LIMIT
-
 log = logging.getLogger("kith.model_worker")
 
 
@@ -127,7 +124,8 @@ class Worker:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def read_requests(source: BinaryIO, deliver: Callable[[bytes | None], None], limit: int = WIRE_LINE_LIMIT) -> None:
+def read_requests(source: BinaryIO, deliver: Callable[[bytes | None], None],
+                  limit: int = MODEL_PROCESS_LINE_LIMIT) -> None:
     """Hand each line of ``source`` to ``deliver``, then None at its end (a thread's job: it blocks).
 
     A line past ``limit`` bytes is skipped whole, never split into pieces that might parse.
@@ -183,8 +181,7 @@ def main() -> None:
     # Ctrl-C in a terminal and a service manager's SIGTERM reach the whole process group. The parent
     # decides when this process ends, by closing its stdin once nothing can make a call any more.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The wire gets stdout's pipe to itself: whatever a library prints goes to stderr instead.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

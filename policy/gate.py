@@ -44,14 +44,13 @@ def effective_policy(settings: PolicySettings, platform: str, configured: set[st
 
 class PolicyGate:
     def __init__(self, db: Database, settings: PolicySettings, *, configured: set[str] | None = None,
-                 clock: Callable[[], datetime], limiter: RateLimiter | None = None,
+                 clock: Callable[[], datetime],
                  monotonic: Callable[[], float] = time.monotonic, rng: Chooser = secrets.choice) -> None:
         self.db = db
         self.settings = settings
         self.configured = configured or set()
         self.clock = clock
-        self._limiter = limiter  # one for every platform (tests); otherwise each platform's own settings
-        self._limiters: dict[str, RateLimiter] = {}
+        self._limiters: dict[str, RateLimiter] = {}  # each platform's own, from its settings
         self.monotonic = monotonic
         self.rng = rng
         self._access: AccessState | None = None  # cache for may_send; refreshed by every inbound decision
@@ -100,8 +99,6 @@ class PolicyGate:
         return decision
 
     def _limiter_for(self, platform: str, policy: PlatformPolicy) -> RateLimiter:
-        if self._limiter is not None:
-            return self._limiter
         limiter = self._limiters.get(platform)
         if limiter is None:
             limiter = self._limiters[platform] = RateLimiter(policy.rate_limit_burst, policy.rate_limit_per_minute)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -38,17 +39,21 @@ async def test_a_redelivered_event_is_recognised(tmp_path: Path) -> None:
         reopened.close()
 
 
-async def test_concurrent_records_of_one_event_admit_exactly_one(tmp_path: Path) -> None:
-    first, second = open_db(tmp_path), open_db(tmp_path)  # two engines, two DB threads: a real race
-    try:
-        journals = [InboundJournal(first), InboundJournal(second)]
-        for n in range(15):
-            event = f"Ev{n}"
-            outcomes = await asyncio.gather(*(journals[i % 2].record("slack", event) for i in range(6)))
-            assert outcomes.count(True) == 1, event
-    finally:
-        first.close()
-        second.close()
+@pytest.fixture
+def two_processes(tmp_path: Path) -> Iterator[tuple[Database, Database]]:
+    """Two engines on one file, each with its own database thread: what two kith processes would be."""
+    first, second = open_db(tmp_path), open_db(tmp_path)
+    yield first, second
+    first.close()
+    second.close()
+
+
+async def test_concurrent_records_of_one_event_admit_exactly_one(two_processes: tuple[Database, Database]) -> None:
+    journals = [InboundJournal(db) for db in two_processes]
+    for n in range(15):
+        event = f"Ev{n}"
+        outcomes = await asyncio.gather(*(journals[i % 2].record("slack", event) for i in range(6)))
+        assert outcomes.count(True) == 1, event
 
 
 async def test_a_batch_is_recorded_with_its_cursor_and_redeliveries_are_named(tmp_path: Path) -> None:
@@ -69,25 +74,21 @@ async def test_a_batch_is_recorded_with_its_cursor_and_redeliveries_are_named(tm
         db.close()
 
 
-async def test_concurrent_batches_of_the_same_events_admit_each_once(tmp_path: Path) -> None:
-    first, second = open_db(tmp_path), open_db(tmp_path)  # two engines, two DB threads: a real race
-    try:
-        journals = [InboundJournal(first), InboundJournal(second)]
-        for n in range(10):
-            batch = [f"{n}-{i}" for i in range(5)]
-            outcomes = await asyncio.gather(*(journals[i % 2].record_batch("telegram", batch, cursor="tg",
-                                                                            cursor_to=n + 1) for i in range(4)))
-            taken = [event for outcome in outcomes for event in outcome]
-            assert sorted(taken) == sorted(batch), n  # every event once, whichever process won it
-        assert await Cursors(first).get("tg") == 10
-    finally:
-        first.close()
-        second.close()
+async def test_concurrent_batches_of_the_same_events_admit_each_once(
+        two_processes: tuple[Database, Database]) -> None:
+    journals = [InboundJournal(db) for db in two_processes]
+    for n in range(10):
+        batch = [f"{n}-{i}" for i in range(5)]
+        outcomes = await asyncio.gather(*(journals[i % 2].record_batch("telegram", batch, cursor="tg",
+                                                                        cursor_to=n + 1) for i in range(4)))
+        taken = [event for outcome in outcomes for event in outcome]
+        assert sorted(taken) == sorted(batch), n  # every event once, whichever process won it
+    assert await Cursors(two_processes[0]).get("tg") == 10
 
 
-async def test_a_batch_raced_by_another_process_is_recorded_again_whole(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    ours, theirs = open_db(tmp_path), open_db(tmp_path)
+async def test_a_batch_raced_by_another_process_is_recorded_again_whole(
+        two_processes: tuple[Database, Database], monkeypatch: pytest.MonkeyPatch) -> None:
+    ours, theirs = two_processes
     real = inbound._record_new
     raced = []
 
@@ -103,14 +104,10 @@ async def test_a_batch_raced_by_another_process_is_recorded_again_whole(tmp_path
         return []
 
     monkeypatch.setattr(inbound, "_record_new", racing)
-    try:
-        fresh = await InboundJournal(ours).record_batch("telegram", ["a", "b", "c"], cursor="tg", cursor_to=4)
-        assert fresh == {"a", "c"}  # "b" is the other process's; nothing was lost to the collision
-        assert raced and await Cursors(ours).get("tg") == 4
-        assert not await InboundJournal(ours).record("telegram", "a")
-    finally:
-        ours.close()
-        theirs.close()
+    fresh = await InboundJournal(ours).record_batch("telegram", ["a", "b", "c"], cursor="tg", cursor_to=4)
+    assert fresh == {"a", "c"}  # "b" is the other process's; nothing was lost to the collision
+    assert raced and await Cursors(ours).get("tg") == 4
+    assert not await InboundJournal(ours).record("telegram", "a")
 
 
 async def test_old_entries_are_pruned_recent_ones_kept(tmp_path: Path) -> None:
@@ -129,16 +126,13 @@ async def test_old_entries_are_pruned_recent_ones_kept(tmp_path: Path) -> None:
         db.close()
 
 
-async def test_cursor_only_moves_forward_and_survives_a_restart(tmp_path: Path) -> None:
+async def test_a_batchs_offset_survives_a_restart(tmp_path: Path) -> None:
     db = open_db(tmp_path)
     try:
-        offsets = Cursors(db)
-        assert await offsets.get("telegram:offset") is None
-        assert await offsets.set("telegram:offset", 500) == 500
-        assert await offsets.set("telegram:offset", 120) == 500  # a late writer cannot rewind it
-        assert await offsets.set("telegram:offset", 2**40) == 2**40
-        assert await offsets.set("other", 3) == 3
-        assert await offsets.get("telegram:offset") == 2**40
+        journal = InboundJournal(db)
+        assert await Cursors(db).get("telegram:offset") is None
+        await journal.record_batch("telegram", ["1"], cursor="telegram:offset", cursor_to=2**40)
+        await journal.record_batch("telegram", ["2"], cursor="other", cursor_to=3)
     finally:
         db.close()
     reopened = open_db(tmp_path)
@@ -147,14 +141,3 @@ async def test_cursor_only_moves_forward_and_survives_a_restart(tmp_path: Path) 
         assert await Cursors(reopened).get("other") == 3
     finally:
         reopened.close()
-
-
-async def test_concurrent_first_writes_of_a_cursor_keep_the_highest(tmp_path: Path) -> None:
-    first, second = open_db(tmp_path), open_db(tmp_path)
-    try:
-        a, b = Cursors(first), Cursors(second)
-        await asyncio.gather(*(c.set("offset", v) for v in range(1, 21) for c in (a, b)))
-        assert await a.get("offset") == 20
-    finally:
-        first.close()
-        second.close()

@@ -204,7 +204,7 @@ async def test_closing_while_it_starts_leaves_no_child(fake_llm: FakeOpenAI) -> 
 
 async def test_a_request_too_large_for_the_wire_is_refused_and_the_process_serves_on(
         fake_llm: FakeOpenAI, process: ModelProcess, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("persona.model_process.WIRE_LINE_LIMIT", 10_000)
+    monkeypatch.setattr("persona.model_process.MODEL_PROCESS_LINE_LIMIT", 10_000)
     llm = _client(fake_llm, process, max_retries=2)
     with pytest.raises(LLMError) as refused:
         await llm.complete([{"role": "user", "content": "x" * 20_000}])
