@@ -53,8 +53,8 @@ class NullChannel:
 
 
 async def measure(n: int) -> None:
-    async with fake_model_process("ok, noted.") as llm_url:
-        await _measure(n, llm_url)
+    async with fake_model_process("ok, noted.") as fake_model:
+        await _measure(n, fake_model.url)
 
 
 async def _measure(n: int, llm_url: str) -> None:

@@ -23,7 +23,16 @@ import tempfile
 import time
 from typing import Any
 
-from bench.common import fake_model_process, peak_rss_mb, percentile, process_peak_rss_mb, summary_ms, verdict
+from bench.common import (
+    FakeModel,
+    fake_model_process,
+    peak_rss_mb,
+    percentile,
+    process_cpu_s,
+    process_peak_rss_mb,
+    summary_ms,
+    verdict,
+)
 from bench.telegram_process import TelegramProcess, telegram_process
 from core import loop
 from core.app import build_app, freeze_startup_heap
@@ -34,11 +43,12 @@ from tests.fakes.telegram_api import FAKE_BOT_TOKEN
 
 
 async def measure(n: int, chats: int, rate: float, model: str) -> None:
-    async with fake_model_process("Sounds good, tell me more.") as llm_url, telegram_process() as tg:
-        await _measure(n, chats, rate, model, llm_url, tg)
+    async with fake_model_process("Sounds good, tell me more.") as fake_model, telegram_process() as tg:
+        await _measure(n, chats, rate, model, fake_model, tg)
 
 
-async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg: TelegramProcess) -> None:
+async def _measure(n: int, chats: int, rate: float, model: str, fake_model: FakeModel, tg: TelegramProcess) -> None:
+    llm_url = fake_model.url
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
@@ -56,10 +66,13 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg
         freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)
         # Throughput: every message at once (within the sender burst set above).
-        cpu = time.process_time()
+        model_pid = app.model_process.pid if app.model_process else None
+        others = {"the model process": model_pid, "the fake Bot API": tg.pid, "the fake model": fake_model.pid}
+        cpu, others_cpu = time.process_time(), {name: process_cpu_s(pid) for name, pid in others.items()}
         await tg.push([(10_000 + i % chats, f"message {i}: what a day") for i in range(n)])
         burst = await tg.wait(n)
         burst_cpu_ms = (time.process_time() - cpu) * 1000
+        others_ms = {name: (process_cpu_s(pid) - others_cpu[name]) * 1000 for name, pid in others.items()}
         elapsed = burst.sends[n - 1][2] - burst.pushes[0][1]
         # Latency: paced messages, so the figure is the path's own time rather than queueing behind a burst.
         await tg.reset()
@@ -67,7 +80,7 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg
         await tg.push([(20_000 + i % chats, f"message {i}: and then?") for i in range(n)], rate=rate)
         paced = await tg.wait(n)
         paced_cpu_ms = (time.process_time() - cpu) * 1000
-        model_rss = process_peak_rss_mb(app.model_process.pid if app.model_process else None)
+        model_rss = process_peak_rss_mb(model_pid)
         await app.close()
     # Latency: each chat's k-th reply answers its k-th message (per-chat order is guaranteed).
     pushed: dict[int, list[float]] = {}
@@ -90,6 +103,8 @@ async def _measure(n: int, chats: int, rate: float, model: str, llm_url: str, tg
     print(f"  ... kith's process used {burst_cpu_ms / n:.2f} ms of CPU per message in the burst "
           f"({burst_cpu_ms / 1000 / elapsed:.0%} of one core); {burst.typing} typing indicators for replies "
           f"that took over {settings.delivery.typing_delay_s:g} s")
+    print("  ... and per message, " + ", ".join(f"{name} {ms / n:.2f} ms" for name, ms in others_ms.items())
+          + f": {(burst_cpu_ms + sum(others_ms.values())) / n:.2f} ms of CPU in all, on {os.cpu_count()} cores")
     print(f"update -> sendMessage latency at {rate:g} messages/s: {summary_ms(latencies)} "
           f"(model round trip included; p95 <= 50 ms: {verdict(percentile(latencies, 95), 50)})")
     print(f"  ... outside the model (each reply's litellm call taken out): {summary_ms(outside)} "
@@ -121,7 +136,8 @@ async def model_client_ceiling(model: str, calls: int = 300) -> None:
     litellm = import_litellm()
     messages = [{"role": "system", "content": "You are a companion. " * 60}] + [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: what a day"} for i in range(21)]
-    async with fake_model_process("ok") as base:
+    async with fake_model_process("ok") as fake_model:
+        base = fake_model.url
         for _ in range(20):
             await litellm.acompletion(model=model, api_base=base, api_key="bench", messages=messages)
         started, cpu = time.perf_counter(), time.process_time()

@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import ClientSession, web
 
+from core import loop
 from tests.fakes.loopback import serve
 from tests.fakes.telegram_api import FakeTelegramApi, RecordedMessage
 
@@ -112,8 +113,9 @@ class Traffic:
 class TelegramProcess:
     """The benchmark's handle on the fake: its Bot API base URL and the control calls."""
 
-    def __init__(self, base_url: str, control_url: str, session: ClientSession) -> None:
+    def __init__(self, base_url: str, control_url: str, session: ClientSession, pid: int) -> None:
         self.base_url = base_url
+        self.pid = pid
         self._control = control_url
         self._session = session
 
@@ -142,11 +144,13 @@ async def telegram_process() -> AsyncIterator[TelegramProcess]:
         assert proc.stdout is not None
         api_port, control_port = (int(p) for p in (await proc.stdout.readline()).split())
         async with ClientSession() as session:
-            yield TelegramProcess(f"http://127.0.0.1:{api_port}/bot", f"http://127.0.0.1:{control_port}", session)
+            yield TelegramProcess(f"http://127.0.0.1:{api_port}/bot", f"http://127.0.0.1:{control_port}", session,
+                                  proc.pid)
     finally:
         proc.kill()
         await proc.wait()
 
 
 if __name__ == "__main__":
-    asyncio.run(_serve())
+    # On kith's own loop: this fake stands in for Telegram's servers, whose CPU is not on kith's machine.
+    loop.run(_serve())

@@ -86,8 +86,9 @@ class AiohttpRequest(BaseRequest):
         timeout = aiohttp.ClientTimeout(total=None if total is None or acquire is None else total + acquire,
                                         connect=acquire, sock_connect=connect, sock_read=read)
         proxy, proxy_headers = self._proxy_for(url)
+        body, headers = _body(request_data, files)
         try:
-            async with self._session.request(method, url, data=_body(request_data, files), timeout=timeout,
+            async with self._session.request(method, url, data=body, headers=headers, timeout=timeout,
                                              proxy=proxy, proxy_headers=proxy_headers) as response:
                 return response.status, await response.read()
         except TimeoutError as exc:  # aiohttp's ServerTimeoutError and ConnectionTimeoutError are TimeoutErrors
@@ -133,15 +134,23 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def _body(request_data: RequestData | None, files: dict | None) -> aiohttp.FormData | dict[str, str] | None:
-    """Form fields as PTB encodes them; multipart when a file goes along, url-encoded otherwise."""
+def _body(request_data: RequestData | None,
+          files: dict | None) -> tuple[aiohttp.FormData | bytes | None, dict[str, str] | None]:
+    """Form fields as PTB encodes them, with their headers: multipart when a file goes along, url-encoded otherwise.
+
+    The url-encoded body is built here rather than by aiohttp's ``FormData``, which sets up a multipart
+    writer (and draws a random boundary) for every call only to throw it away.
+    """
     if request_data is None:
-        return None
+        return None, None
     if not files:
-        return request_data.json_parameters
+        return request_data.url_encoded_parameters().encode(), _URL_ENCODED
     form = aiohttp.FormData()
     for name, value in request_data.json_parameters.items():
         form.add_field(name, value)
     for name, (filename, content, mimetype) in files.items():
         form.add_field(name, content, filename=filename, content_type=mimetype)
-    return form
+    return form, None
+
+
+_URL_ENCODED = {"Content-Type": "application/x-www-form-urlencoded"}

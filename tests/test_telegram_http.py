@@ -28,12 +28,16 @@ async def test_messages_commands_and_files_go_through_with_telegrams_answers(
     telegram_api.add_chat(42)
     async with _bot(telegram_api.base_url) as bot:
         sent = await bot.send_message(42, "<b>bold</b> & plain", parse_mode="HTML")
+        odd = await bot.send_message(42, "a+b=c&d; naïve 🙂 %20 \u200b")
         await bot.send_document(42, b"line one\nline two\n", filename="notes.txt", caption="yours")
         telegram_api.fail_next("sendMessage", status=429, retry_after=3)
         with pytest.raises(RetryAfter) as limited:
             await bot.send_message(42, "too fast")
 
     assert sent.text == "bold & plain"  # the fake parsed the form-encoded parse_mode and text
+    assert odd.text == "a+b=c&d; naïve 🙂 %20 \u200b"  # url-encoding's own characters and odd Unicode survive
+    assert {c.content_type for c in telegram_api.calls if c.method == "sendMessage"} == {
+        "application/x-www-form-urlencoded"}
     (document,) = telegram_api.documents
     assert (document.filename, document.content, document.caption) == ("notes.txt", b"line one\nline two\n",
                                                                         "yours")
