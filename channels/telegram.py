@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import os
 import re
@@ -40,7 +41,8 @@ import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
+from urllib.parse import urlencode
 
 from aiohttp import web
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
@@ -65,7 +67,6 @@ from channels.telegram_translate import (
     BotIdentity,
     Skipped,
     parse_update,
-    sanitize_update,
     telegram_chat_id,
     telegram_message_id,
     telegram_thread_id,
@@ -167,42 +168,19 @@ def base_urls(settings: TelegramSettings) -> tuple[str, str]:
 
 
 # --- Transport -----------------------------------------------------------------------------------
-class _UpdatesRequest(AiohttpRequest):
-    """The getUpdates transport: keeps one malformed update from poisoning its whole batch.
-
-    PTB parses a batch in one go, so a single update of an unexpected shape would fail every fetch
-    of that batch forever. Each update is checked here first and, if PTB cannot parse it, replaced
-    by a bare update with the same id (see ``sanitize_update``); it is then journaled, logged and
-    confirmed like any other ignored update.
-    """
-
-    def parse_json_payload(self, payload: bytes) -> dict[str, Any]:
-        data = super().parse_json_payload(payload)
-        if not isinstance(data, dict) or not data.get("ok") or not isinstance(data.get("result"), list):
-            return data
-        kept = []
-        for raw in data["result"]:
-            clean, error = sanitize_update(raw)
-            if error is not None:
-                log.warning("telegram update malformed update_id=%s error=%s", update_id_of(raw), error)
-            if clean is not None:
-                kept.append(clean)
-        data["result"] = kept
-        return data
-
-
-def _make_bot(settings: TelegramSettings, token: str) -> Bot:
+def _make_bot(settings: TelegramSettings, token: str) -> tuple[Bot, AiohttpRequest]:
+    """The Bot, and the transport of its own that long polls (``TelegramChannel._get_updates``)."""
     base_url, base_file_url = base_urls(settings)
     request = AiohttpRequest(read_timeout=TELEGRAM_HTTP_TIMEOUT_S, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
                              connect_timeout=TELEGRAM_HTTP_TIMEOUT_S, pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
     # Polling holds its connection for up to poll_timeout_s; it gets its own pool so a long poll never
-    # waits behind a send, nor a send behind it. PTB adds the poll timeout to this read timeout.
-    updates_request = _UpdatesRequest(connection_pool_size=1, read_timeout=TELEGRAM_POLL_READ_MARGIN_S,
-                                      write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
-                                      connect_timeout=TELEGRAM_HTTP_TIMEOUT_S,
-                                      pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
-    return Bot(token, base_url=base_url, base_file_url=base_file_url, request=request,
-               get_updates_request=updates_request)
+    # waits behind a send, nor a send behind it.
+    updates_request = AiohttpRequest(connection_pool_size=1, read_timeout=TELEGRAM_POLL_READ_MARGIN_S,
+                                     write_timeout=TELEGRAM_HTTP_TIMEOUT_S, connect_timeout=TELEGRAM_HTTP_TIMEOUT_S,
+                                     pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
+    bot = Bot(token, base_url=base_url, base_file_url=base_file_url, request=request,
+              get_updates_request=updates_request)
+    return bot, updates_request
 
 
 # --- The channel ---------------------------------------------------------------------------------
@@ -239,6 +217,7 @@ class TelegramChannel:
         self._stop_grace_s = stop_grace_s
         self._sleep = sleep
         self._bot: Bot | None = None
+        self._updates_request: AiohttpRequest | None = None
         self._me: BotIdentity | None = None
         self._on_message: InboundHandler | None = None
         self._on_button: ButtonHandler | None = None
@@ -276,7 +255,7 @@ class TelegramChannel:
         self._on_button = on_button
         if self.settings.mode == "webhook":
             self._check_webhook_settings()
-        self._bot = _make_bot(self.settings, self._token)
+        self._bot, self._updates_request = _make_bot(self.settings, self._token)
         try:
             if self.settings.mode == "webhook":
                 # Listen before setWebhook, so Telegram's first POST finds us.
@@ -380,8 +359,7 @@ class TelegramChannel:
                     loaded = True
                     log.info("telegram polling from offset=%s", self._offset)
                 started = time.monotonic()
-                updates = await bot.get_updates(offset=self._offset, timeout=self.settings.poll_timeout_s,
-                                                allowed_updates=list(ALLOWED_UPDATES))
+                updates = await self._get_updates(bot)
                 failures = 0
                 async with self._batch_lock:
                     if updates:
@@ -430,6 +408,33 @@ class TelegramChannel:
                 error = exc
             await self._sleep(self._backoff(failures, error))
 
+    async def _get_updates(self, bot: Bot) -> list[Update]:
+        """One long poll, each update parsed once, here rather than by ``Bot.get_updates``.
+
+        PTB parses a batch all at once: one malformed update would fail the batch on every fetch,
+        and PTB then logs the whole batch, message texts included. Here a malformed update becomes a
+        bare one with its id (``parse_update``) and the rest of its batch goes on.
+        """
+        assert self._updates_request is not None
+        params: dict[str, object] = {"timeout": self.settings.poll_timeout_s,
+                                     "allowed_updates": json.dumps(list(ALLOWED_UPDATES))}
+        if self._offset is not None:
+            params["offset"] = self._offset
+        # The parameters travel in the query string, which the Bot API takes as it takes a form.
+        result = await self._updates_request.post(
+            f"{bot.base_url}/getUpdates?{urlencode(params)}",
+            read_timeout=TELEGRAM_POLL_READ_MARGIN_S + self.settings.poll_timeout_s)
+        if not isinstance(result, list):
+            raise TelegramError("getUpdates answered without a list of updates")
+        updates = []
+        for raw in result:
+            update, error = parse_update(raw, bot)
+            if error is not None:
+                log.warning("telegram update malformed update_id=%s error=%s", update_id_of(raw), error)
+            if update is not None:
+                updates.append(update)
+        return updates
+
     # -- webhook ---------------------------------------------------------------------------------
     def _check_webhook_settings(self) -> None:
         if self._webhook_secret is None:
@@ -462,15 +467,12 @@ class TelegramChannel:
         except ValueError:
             log.warning("telegram webhook body is not JSON")
             return web.Response(status=400)
-        clean, error = sanitize_update(raw)
-        if clean is None:
+        update, error = parse_update(raw, self._bot)
+        if update is None:
             log.warning("telegram webhook update without an id")
             return web.Response(status=400)
         if error is not None:
-            log.warning("telegram update malformed update_id=%s error=%s", clean["update_id"], error)
-        update = parse_update(clean, self._bot)
-        if update is None:  # sanitize_update already guarantees a parseable update
-            return web.Response(status=400)
+            log.warning("telegram update malformed update_id=%d error=%s", update.update_id, error)
         try:
             await self._take_in(update)
         except Exception as exc:
@@ -587,7 +589,7 @@ async def check_token(settings: TelegramSettings, token: str | None = None) -> t
     if not token:
         return False, f"environment variable {settings.token_env} is not set"
     try:
-        bot = _make_bot(settings, token)
+        bot, _ = _make_bot(settings, token)
     except InvalidToken:
         return False, f"the token in {settings.token_env} is empty or malformed"
     try:

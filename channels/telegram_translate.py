@@ -7,11 +7,9 @@ each one means. Anything that is not a person's text addressed to a chat we serv
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from telegram import Bot, Message, MessageEntity, Update
 
@@ -66,31 +64,24 @@ def update_id_of(raw: object) -> int | None:
     return value
 
 
-def sanitize_update(raw: object) -> tuple[dict[str, Any] | None, str | None]:
-    """``raw`` when PTB can parse it; otherwise a bare update with the same id, and the error's type name.
+def parse_update(raw: object, bot: Bot | None) -> tuple[Update | None, str | None]:
+    """One raw update, parsed once: ``(update, None)`` when PTB can make sense of it.
 
-    PTB parses a getUpdates batch all at once and one malformed update fails the whole batch, which
-    would then be fetched again forever. A bare ``{"update_id": N}`` parses, is journaled and confirmed
-    like any other, and translates to ``Skipped("empty")``. Without a usable id there is nothing to
-    keep: ``(None, "no_update_id")``.
+    One update of an unexpected shape must not poison its batch, which would then be fetched again
+    forever: PTB's failure gives a bare update with the same id (journaled and confirmed like any
+    other; it translates to ``Skipped("empty")``) and the error's type name. Without a usable id
+    there is nothing to keep: ``(None, "no_update_id")``. ``raw`` may be changed by the parse.
     """
     update_id = update_id_of(raw)
     if update_id is None or not isinstance(raw, Mapping):
         return None, "no_update_id"
     try:
-        # de_json copies what it reads, but a deep copy keeps that an implementation detail of PTB.
-        Update.de_json(copy.deepcopy(dict(raw)), None)
+        return Update.de_json(dict(raw), bot), None
     except Exception as exc:  # PTB raises TypeError, KeyError, AttributeError, ValueError... for odd shapes
-        return {"update_id": update_id}, type(exc).__name__
-    return dict(raw), None
-
-
-def parse_update(raw: Mapping[str, Any], bot: Bot | None) -> Update | None:
-    """One raw update as PTB's Update, or None when PTB cannot make sense of it."""
-    try:
-        return Update.de_json(dict(raw), bot)
-    except Exception:
-        return None
+        bare = Update(update_id)
+        if bot is not None:
+            bare.set_bot(bot)
+        return bare, type(exc).__name__
 
 
 # --- Update → core types --------------------------------------------------------------------------
@@ -250,7 +241,6 @@ __all__ = [
     "Skipped",
     "Translated",
     "parse_update",
-    "sanitize_update",
     "telegram_chat_id",
     "telegram_message_id",
     "telegram_thread_id",

@@ -11,7 +11,7 @@ from telegram import Update
 from channels.telegram_translate import (
     BotIdentity,
     Skipped,
-    sanitize_update,
+    parse_update,
     telegram_chat_id,
     telegram_message_id,
     translate_update,
@@ -147,21 +147,24 @@ def test_button_press() -> None:
     assert skipped == Skipped("inline_button")
 
 
-def test_sanitize_keeps_good_updates_and_reduces_bad_ones_to_their_id() -> None:
-    good = {"update_id": 1, "message": _message(DM)}
+def test_parse_keeps_good_updates_and_reduces_bad_ones_to_their_id() -> None:
+    good = {"update_id": 1, "message": _message(DM, text="hello there")}
     no_date = {"update_id": 2, "message": {k: v for k, v in _message(DM).items() if k != "date"}}
     nonsense = {"update_id": 3, "message": "nonsense"}
     bad_entity = {"update_id": 4, "message": _message(DM, entities=[{"type": "mention"}])}
 
-    assert sanitize_update(good) == (good, None)
-    assert sanitize_update(no_date) == ({"update_id": 2}, "KeyError")
-    assert sanitize_update(nonsense)[0] == {"update_id": 3}
-    assert sanitize_update(bad_entity)[0] == {"update_id": 4}
-    assert sanitize_update({"message": _message(DM)}) == (None, "no_update_id")
-    assert sanitize_update({"update_id": True}) == (None, "no_update_id")
-    assert sanitize_update(["not", "a", "dict"]) == (None, "no_update_id")
-    empty = translate_update(Update.de_json({"update_id": 2}, None), ME, received_at=NOW)
-    assert empty == Skipped("empty")
+    parsed, error = parse_update(good, None)
+    assert error is None and parsed is not None
+    assert (parsed.update_id, parsed.message.text if parsed.message else None) == (1, "hello there")
+    bare, error = parse_update(no_date, None)
+    assert (bare.to_dict() if bare else None, error) == ({"update_id": 2}, "KeyError")
+    for raw in (nonsense, bad_entity):
+        bare, error = parse_update(raw, None)
+        assert bare is not None and bare.to_dict() == {"update_id": raw["update_id"]} and error is not None
+        assert translate_update(bare, ME, received_at=NOW) == Skipped("empty")
+    assert parse_update({"message": _message(DM)}, None) == (None, "no_update_id")
+    assert parse_update({"update_id": True}, None) == (None, "no_update_id")
+    assert parse_update(["not", "a", "dict"], None) == (None, "no_update_id")
 
 
 def test_outbound_ids() -> None:

@@ -527,6 +527,7 @@ class FakeTelegramApi:
         self._allowed_updates = _DEFAULT_ALLOWED_UPDATES
         self._poll_generation = 0
         self._failures: dict[str, deque[ScriptedFailure]] = {}
+        self._odd_answers: dict[str, deque[object]] = {}
         self._chats: dict[int | str, JsonDict] = {}
         self._users: dict[int, JsonDict] = {}
         self._messages: dict[tuple[int | str, int], JsonDict] = {}
@@ -617,6 +618,11 @@ class FakeTelegramApi:
         """
         failure = ScriptedFailure(status=status, retry_after=retry_after, description=description)
         self._failures.setdefault(method.lower(), deque()).append(failure)
+
+    def answer_next_oddly(self, method: str, result: object) -> None:
+        """The next call of ``method`` gets ``{"ok": true, "result": result}``: a result of a shape the Bot
+        API never gives, as a broken proxy or server might."""
+        self._odd_answers.setdefault(method.lower(), deque()).append(result)
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_S) -> None:
         """Wait until ``predicate()`` holds; it is re-checked after every request the fake handles."""
@@ -878,6 +884,9 @@ class FakeTelegramApi:
             self._record_call(method, raw, content_type, failure.status)
             return _scripted_response(failure)
         self._record_call(method, raw, content_type, None)
+        odd = self._odd_answers.get(key)
+        if odd:
+            return web.json_response({"ok": True, "result": odd.popleft()})
         handler = self._methods.get(key)
         if handler is None:
             return _envelope_error(404, "Not Found")
