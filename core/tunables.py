@@ -111,6 +111,9 @@ DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become on
 INBOUND_DEDUPE_DAYS = 7
 INBOUND_BATCH_ATTEMPTS = 3  # a polled batch racing another process's records of it: tries before giving up
 
+# --- Delivery (delivery/worker.py) --------------------------------------------
+DELIVERY_LANE_ENDS_KEPT = 4_096  # chats whose delivery task's latest end is remembered (past it: one more read)
+
 # --- Delivery (delivery/debounce.py) ------------------------------------------
 DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady typist is never left waiting
 

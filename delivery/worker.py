@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 from core.config import DeliverySettings
 from core.db import Connection, Database
+from core.tunables import DELIVERY_LANE_ENDS_KEPT
 from core.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
 from delivery import outbox
 from delivery.outbox import Lane, OutboxEntry
@@ -68,20 +69,23 @@ class QueuedWithin:
     def __init__(self, worker: DeliveryWorker, source: str | None) -> None:
         self.worker = worker
         self.source = source
-        self.queued: tuple[Lane, OutboxEntry | None] | None = None
-        self._lane_ends = worker.lane_ends()  # before the head is read: a lane task ending after makes it stale
+        self.queued: tuple[int, Lane, OutboxEntry | None, int] | None = None
 
-    def __call__(self, conn: Connection, message: OutboundMessage) -> None:
-        _entry_id, head = outbox.enqueue_with_head(conn, message, source=self.source, now=self.worker.now())
-        self.queued = (outbox.lane_of(message), head)
+    def __call__(self, conn: Connection, message: OutboundMessage) -> int:
+        # Marked on the database thread before the head is read: a lane task that ends after this
+        # may have sent that head, and one that ended before had its last write seen by the read.
+        mark = self.worker.lane_ends()
+        entry_id, head = outbox.enqueue_with_head(conn, message, source=self.source, now=self.worker.now())
+        self.queued = (entry_id, outbox.lane_of(message), head, mark)
+        return entry_id
 
     def schedule(self) -> bool:
         """After the transaction committed: deliver. False when nothing was enqueued."""
         if self.queued is None:
             return False
-        lane, head = self.queued
-        if self.worker.lane_ends() != self._lane_ends:
-            head = None  # a lane task ended since the head was read (it may have sent it): read it again
+        _entry_id, lane, head, mark = self.queued
+        if self.worker.lane_ended_since(lane, mark):
+            head = None  # the lane's task ended since the head was read (it may have sent it): read it again
         self.worker.schedule(lane, head=head)
         return True
 
@@ -90,7 +94,8 @@ class DeliveryWorker:
     def __init__(self, db: Database, channels: Mapping[str, Channel],
                  may_send: Callable[[OutboundMessage], bool], *, settings: DeliverySettings | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 clock: Callable[[], datetime] = utcnow, rng: Callable[[], float] = random.random) -> None:
+                 clock: Callable[[], datetime] = utcnow, rng: Callable[[], float] = random.random,
+                 lane_ends_kept: int = DELIVERY_LANE_ENDS_KEPT) -> None:
         self.db = db
         self.channels = channels
         self.may_send = may_send
@@ -103,13 +108,23 @@ class DeliveryWorker:
         self._dirty: set[Lane] = set()
         self._stopped = False
         self._draining = False  # shutting down: deliver what goes out now, leave the rest pending
-        self._ended = 0  # lane tasks ended so far: a head read before one ended may be stale
+        # Lane tasks ended so far, and when each lane's task last ended (as a value of that count): a
+        # head read before its lane's task ended may be stale. Lanes whose end was forgotten to bound
+        # the memory count as ended when it was (``_ends_forgotten``), which only costs a read.
+        self._ended = 0
+        self._lane_ended: dict[Lane, int] = {}
+        self._ends_forgotten = 0
+        self._lane_ends_kept = lane_ends_kept
 
     def now(self) -> datetime:
         return self._clock()
 
     def lane_ends(self) -> int:
+        """A mark for ``lane_ended_since``; safe to take on the database thread."""
         return self._ended
+
+    def lane_ended_since(self, lane: Lane, mark: int) -> bool:
+        return self._lane_ended.get(lane, self._ends_forgotten) > mark
 
     async def start(self) -> int:
         """Resume every lane a previous process left with pending entries. Returns how many lanes."""
@@ -129,8 +144,9 @@ class DeliveryWorker:
 
     async def submit(self, message: OutboundMessage, *, source: str | None = None) -> int:
         """Write the message to the outbox, then schedule it. Once this returns, it survives a crash."""
-        entry_id, head = await self.db.run(outbox.enqueue_with_head, message, source=source, now=self._clock())
-        self.schedule(outbox.lane_of(message), head=head)
+        queued = QueuedWithin(self, source)
+        entry_id = await self.db.run(queued, message)
+        queued.schedule()
         return entry_id
 
     def in_transaction(self, *, source: str | None = None) -> QueuedWithin:
@@ -201,6 +217,10 @@ class DeliveryWorker:
                       type(exc).__name__, exc_info=exc)
         finally:
             self._ended += 1
+            if len(self._lane_ended) >= self._lane_ends_kept:
+                self._lane_ended.clear()
+                self._ends_forgotten = self._ended
+            self._lane_ended[lane] = self._ended
             if self._lanes.get(lane) is asyncio.current_task():
                 del self._lanes[lane]
 

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,11 +112,11 @@ def reply(text: str, chat_id: str = "c1") -> OutboundMessage:
 def make_worker(db: Database, channel: FakeChannel, *,
                 may_send: Callable[[OutboundMessage], bool] = lambda m: True,
                 rng: Callable[[], float] = lambda: 1.0,
-                settings: DeliverySettings = SETTINGS) -> tuple[DeliveryWorker, FakeSleep]:
+                settings: DeliverySettings = SETTINGS, **kwargs: Any) -> tuple[DeliveryWorker, FakeSleep]:
     clock = FakeClock()
     sleep = FakeSleep(clock)
     worker = DeliveryWorker(db, {channel.name: channel}, may_send, settings=settings, sleep=sleep,
-                            clock=clock, rng=rng)
+                            clock=clock, rng=rng, **kwargs)
     return worker, sleep
 
 
@@ -423,3 +424,36 @@ async def test_a_reply_queued_inside_another_transaction_is_sent_once_even_if_th
     assert queued.schedule()
     await worker.wait_idle()
     assert channel.texts() == ["<b>first</b>", "<b>second</b>"]  # never the first twice
+
+
+async def test_a_reply_queued_inside_another_transaction_is_sent_once_when_the_lanes_end_was_forgotten(
+        db: Database) -> None:
+    channel = FakeChannel()
+    release = channel.hold("first")
+    worker, _sleep = make_worker(db, channel, lane_ends_kept=1)
+    await worker.submit(reply("first"))
+    await channel.reached["first"].wait()
+    queued = worker.in_transaction(source="m2")
+    await db.run(lambda conn: queued(conn, reply("second")))
+    release.set()
+    await worker.wait_idle()  # the lane sends both and ends
+    await worker.submit(reply("elsewhere", chat_id="c2"))  # another chat's lane ends: the first lane's end is
+    await worker.wait_idle()  # forgotten, as the memory holds one lane
+    assert queued.schedule()
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>first</b>", "<b>second</b>"]  # never the first twice
+    assert channel.texts("c2") == ["<b>elsewhere</b>"]
+
+
+async def test_a_reply_queued_while_another_chats_lane_ends_goes_out_in_order(db: Database) -> None:
+    channel = FakeChannel()
+    worker, _sleep = make_worker(db, channel)
+    await worker.submit(reply("one"))
+    await worker.wait_idle()
+    queued = worker.in_transaction(source="m2")
+    await db.run(lambda conn: queued(conn, reply("two")))
+    await worker.submit(reply("elsewhere", chat_id="c2"))
+    await worker.wait_idle()  # the other chat's lane ran and ended after "two" was queued
+    assert queued.schedule()
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>one</b>", "<b>two</b>"] and channel.texts("c2") == ["<b>elsewhere</b>"]
