@@ -18,6 +18,7 @@ from core.linking import Linker
 from core.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
 from core.router import Router
 from core.tunables import (
+    GC_THRESHOLDS,
     MODEL_PROCESS_RESTART_BACKOFF_S,
     MODEL_PROCESS_START_TIMEOUT_S,
     MODEL_PROCESS_STOP_TIMEOUT_S,
@@ -200,7 +201,9 @@ def freeze_startup_heap() -> None:
     """Keep the garbage collector off what start-up built to last (imported libraries, settings).
 
     Those objects never die, yet every full collection walked them all: pauses of up to 200 ms
-    measured here, landing on whichever reply was under way.
+    measured here, landing on whichever reply was under way. From here on the collector runs less
+    often, too (``GC_THRESHOLDS``).
     """
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)

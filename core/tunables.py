@@ -239,6 +239,10 @@ MAX_TOOL_ROUNDS = 3  # tool calls the persona may chain in one reply
 MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
 LINK_CODE_LENGTH = 8
 SHUTDOWN_DELIVERY_S = 3.0  # replies still sending at shutdown get this long before they wait for the next start
+# The garbage collector's thresholds once started (Python's are 700, 10, 10): a reply allocates
+# thousands of short-lived objects that reference counting frees anyway, so a young-generation pass
+# every 700 ran several times per message and a full one every few seconds in a burst.
+GC_THRESHOLDS = (20_000, 20, 20)
 
 # --- Platform fallbacks (channels/discord.py, channels/slack.py) -------------------------------
 FETCHED_PLACES_MAX = 1_024  # Discord threads remembered after one GET /channels/{id}; oldest forgotten first
