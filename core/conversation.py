@@ -150,7 +150,7 @@ class ConversationCore:
         conversation = message.conversation_key
         async with self._lock(conversation):
             try:
-                opened = await self.db.run(self._open_turn, message, self.windows.get(conversation))
+                opened = await self.db.run_short(self._open_turn, message, self.windows.get(conversation))
             except BaseException:
                 self.windows.drop(conversation)
                 raise
@@ -181,7 +181,7 @@ class ConversationCore:
         # The kept window, not this turn's: none where windows are not kept, so no lookup is spent on it.
         kept = self.windows.get(message.conversation_key)
         try:
-            reply, follows = await self.db.run(self._record_reply, message, out, also, kept)
+            reply, follows = await self.db.run_short(self._record_reply, message, out, also, kept)
         except BaseException:
             self.windows.drop(message.conversation_key)
             raise

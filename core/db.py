@@ -1,8 +1,10 @@
 """The relational store: one SQLAlchemy Core engine (SQLite in WAL mode by default).
 
-Everything runs on one worker thread so that asyncio code never blocks on the database and
-SQLite sees one writer at a time. Only portable SQL through SQLAlchemy Core, so that
-``database_url`` can point at PostgreSQL.
+Transactions run on one worker thread so that asyncio code never blocks on the database and
+SQLite sees one writer at a time. The few short ones on the path of every message (``run_short``)
+run on the loop instead when SQLite's connection is free and no other process holds its write
+lock: the two thread hand-offs of a transaction cost more than its statements. Only portable SQL
+through SQLAlchemy Core, so that ``database_url`` can point at PostgreSQL.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import collections
 import concurrent.futures
 import functools
 import itertools
+import logging
+import sqlite3
+import threading
 import time
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
@@ -20,6 +25,10 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+
+from core.tunables import SQLITE_BUSY_TIMEOUT_MS, SQLITE_CHECKPOINT_COMMITS
+
+log = logging.getLogger("kith.db")
 
 # The schema is declared once, by the modules that own each table, on this metadata.
 metadata = sa.MetaData()
@@ -54,13 +63,23 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=5000")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cur.close()
 
 
+class _Busy(Exception):
+    """Another process holds SQLite's write lock: the transaction was rolled back without waiting."""
+
+
+def _is_busy(exc: sa.exc.OperationalError) -> bool:
+    code = getattr(exc.orig, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 class Database:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, checkpoint_commits: int = SQLITE_CHECKPOINT_COMMITS) -> None:
         self.url = url
+        self._checkpoint_commits = checkpoint_commits
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         # LIFO: other threads' rare checkouts keep reusing one connection, with its page cache warm.
@@ -72,12 +91,18 @@ class Database:
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-db")
         self._tracks_others = self.engine.dialect.name == "sqlite"
+        self._inline = self._tracks_others and not in_memory  # in-memory SQLite: one connection per thread
         self._connections = itertools.count(1)
         self._others: tuple[Hashable, float] | None = None  # others_version after the latest transaction, when
         self._marks: collections.Counter[str] = collections.Counter()
-        # SQLite: the database thread keeps one connection of its own, so its data_version stays
-        # comparable from one transaction to the next (and no pool checkout per transaction).
+        # SQLite: one connection of this object's own, so its data_version stays comparable from one
+        # transaction to the next (and no pool checkout per transaction). The database thread uses it,
+        # and the loop too (``run_short``) when the lock shows it free; never both at once.
         self._thread_conn: Connection | None = None
+        self._conn_lock = threading.Lock()
+        self._commits = 0  # since the last checkpoint of the write-ahead log
+        self._thread_jobs = 0  # ``run`` calls under way on the database thread (counted on the loop)
+        self._thread_idle: asyncio.Event | None = None  # set when they are done, for ``run_short`` waiting
         self._closed = False
 
     @property
@@ -94,24 +119,105 @@ class Database:
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args)`` inside one transaction on the database thread."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(self._on_thread, fn, *args, **kwargs))
+        self._thread_jobs += 1
+        try:
+            return await loop.run_in_executor(self._executor, functools.partial(self._on_thread, fn, *args, **kwargs))
+        finally:
+            self._thread_jobs -= 1
+            if not self._thread_jobs and self._thread_idle is not None:
+                self._thread_idle.set()
+                self._thread_idle = None
+
+    async def run_short(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``run`` for a transaction of a few indexed statements, such as each message's own.
+
+        On SQLite it runs right here, on the loop, when the connection is free: handing it to the
+        database thread and back cost more CPU than its statements (``bench.telegram_e2e``). It never
+        waits for another process's write lock here: it gives up at once, with nothing kept, and
+        runs again on the database thread, which waits. So ``fn`` must be safe to run twice.
+
+        While the thread has work, this waits for it to finish once rather than queueing behind it:
+        under load, every transaction queued there would keep the connection busy for the next.
+        """
+        if not self._inline or self._closed:
+            return await self.run(fn, *args, **kwargs)
+        if not self._conn_lock.acquire(blocking=False):
+            if self._thread_jobs:
+                if self._thread_idle is None:
+                    self._thread_idle = asyncio.Event()
+                await self._thread_idle.wait()
+            if self._closed or not self._conn_lock.acquire(blocking=False):
+                return await self.run(fn, *args, **kwargs)
+        try:
+            return self._in_transaction(fn, args, kwargs, wait=False)
+        except _Busy:
+            pass
+        finally:
+            self._conn_lock.release()
+        return await self.run(fn, *args, **kwargs)
 
     def _on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         if not self._tracks_others:
             return self.run_sync(fn, *args, **kwargs)  # a server database: pooled, pre-pinged connections
+        with self._conn_lock:
+            return self._in_transaction(fn, args, kwargs, wait=True)
+
+    def _in_transaction(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                        wait: bool) -> T:
+        """One transaction on this object's SQLite connection; the caller holds ``_conn_lock``."""
         conn = self._thread_conn
         if conn is None or conn.closed or conn.invalidated:
             conn = self._thread_conn = self.engine.connect()
+            # Checkpoints (and their fsyncs) are left to the database thread (``_checkpoint``), so a
+            # commit made on the loop never waits for the disk.
+            self._driver(conn).execute("PRAGMA wal_autocheckpoint=0")
+        driver = self._driver(conn)
+        if not wait:
+            driver.execute("PRAGMA busy_timeout=0")
         try:
             with conn.begin():
                 result = fn(conn, *args, **kwargs)
                 at = time.monotonic()  # before the PRAGMA: the age limit must never be stretched
                 self._others = (self.others_version(conn), at)
-                return result
+        except sa.exc.OperationalError as exc:
+            if exc.connection_invalidated:
+                self._drop_thread_conn()
+            elif not wait and _is_busy(exc):
+                raise _Busy from exc
+            raise
         except sa.exc.DBAPIError as exc:
             if exc.connection_invalidated:
                 self._drop_thread_conn()
             raise
+        finally:
+            if not wait and self._thread_conn is conn:
+                driver.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        self._commits += 1
+        if self._commits >= self._checkpoint_commits:
+            self._commits = 0
+            if wait:
+                self._checkpoint_held()
+            elif not self._closed:
+                self._executor.submit(self._checkpoint)
+        return result
+
+    @staticmethod
+    def _driver(conn: Connection) -> Any:
+        return conn.connection.driver_connection
+
+    def _checkpoint(self) -> None:
+        with self._conn_lock:
+            self._checkpoint_held()
+
+    def _checkpoint_held(self) -> None:
+        """Copy the write-ahead log into the database as far as no reader needs it (never waits)."""
+        conn = self._thread_conn
+        if conn is None or conn.closed or conn.invalidated:
+            return
+        try:
+            self._driver(conn).execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:  # the next one tries again; the log only grows meanwhile
+            log.warning("sqlite checkpoint failed error=%s", type(exc).__name__)
 
     def _drop_thread_conn(self) -> None:
         conn, self._thread_conn = self._thread_conn, None
@@ -176,11 +282,15 @@ class Database:
             return None
         return others, self._marks[topic]
 
+    def _close_thread_conn(self) -> None:
+        with self._conn_lock:
+            self._drop_thread_conn()
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._executor.submit(self._drop_thread_conn).result()  # on the thread that used it
+        self._executor.submit(self._close_thread_conn).result()
         self._executor.shutdown(wait=True)
         self.engine.dispose()
 

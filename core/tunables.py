@@ -111,6 +111,10 @@ DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become on
 INBOUND_DEDUPE_DAYS = 7
 INBOUND_BATCH_ATTEMPTS = 3  # a polled batch racing another process's records of it: tries before giving up
 
+# --- The relational store (core/db.py) ----------------------------------------
+SQLITE_BUSY_TIMEOUT_MS = 5_000  # how long a transaction waits for another process's write lock
+SQLITE_CHECKPOINT_COMMITS = 500  # commits between checkpoints of the write-ahead log (SQLite's own: 1,000 pages)
+
 # --- Delivery (delivery/worker.py) --------------------------------------------
 DELIVERY_LANE_ENDS_KEPT = 4_096  # chats whose delivery task's latest end is remembered (past it: one more read)
 

@@ -75,7 +75,7 @@ class InboundJournal:
     async def record(self, platform: str, event_id: str) -> bool:
         """Note an event as taken in. False means it was seen before: drop it, but still acknowledge it."""
         try:
-            await self.db.run(self.record_within, platform, event_id)
+            await self.db.run_short(self.record_within, platform, event_id)
         except Redelivered:
             return False
         return True
@@ -109,7 +109,7 @@ class InboundJournal:
 
         for attempt in range(1, INBOUND_BATCH_ATTEMPTS + 1):
             try:
-                return set(await self.db.run(take))
+                return set(await self.db.run_short(take))
             except sa.exc.IntegrityError:
                 # Another process recorded one of them (or created the cursor) between our read and our
                 # write; nothing of ours was kept. Again, whole: the read now sees its rows.

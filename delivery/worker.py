@@ -145,7 +145,7 @@ class DeliveryWorker:
     async def submit(self, message: OutboundMessage, *, source: str | None = None) -> int:
         """Write the message to the outbox, then schedule it. Once this returns, it survives a crash."""
         queued = QueuedWithin(self, source)
-        entry_id = await self.db.run(queued, message)
+        entry_id = await self.db.run_short(queued, message)
         queued.schedule()
         return entry_id
 
@@ -196,7 +196,7 @@ class DeliveryWorker:
         try:
             while True:
                 self._dirty.discard(lane)
-                entry = head if known else await self.db.run(outbox.next_in_lane, lane)
+                entry = head if known else await self.db.run_short(outbox.next_in_lane, lane)
                 if entry is None:
                     if lane in self._dirty:
                         known = False
@@ -252,7 +252,7 @@ class DeliveryWorker:
         sent_ids = list(entry.sent_ids)
         following: tuple[bool, OutboxEntry | None] = (False, None)
         if entry.chunks_sent >= len(chunks):  # every chunk went out before a restart: only the status is left
-            await self.db.run(outbox.mark_sent, entry.id, now=self._clock())
+            await self.db.run_short(outbox.mark_sent, entry.id, now=self._clock())
         for index in range(entry.chunks_sent, len(chunks)):
             sent = await self._send_with_retries(entry, channel, chunks[index], index, len(chunks), attempts)
             if sent is None:
@@ -260,10 +260,10 @@ class DeliveryWorker:
             sent_ids.append(sent.platform_message_id)
             if index == len(chunks) - 1:
                 # The last chunk: sent, recorded and the lane's next entry read in one transaction.
-                recorded, head = await self.db.run(outbox.record_final_chunk, entry.id, index, tuple(sent_ids),
+                recorded, head = await self.db.run_short(outbox.record_final_chunk, entry.id, index, tuple(sent_ids),
                                                    entry.lane, now=self._clock())
                 following = (recorded, head)
-            elif not await self.db.run(outbox.record_chunk, entry.id, index, tuple(sent_ids), now=self._clock()):
+            elif not await self.db.run_short(outbox.record_chunk, entry.id, index, tuple(sent_ids), now=self._clock()):
                 # Someone else recorded this chunk (another process delivering the lane) or the entry is no
                 # longer pending: its progress is not ours to continue, and the lane's order says nothing
                 # after it may go first. The lane ends here; its next submit or the next start reads it again.

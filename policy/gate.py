@@ -88,7 +88,7 @@ class PolicyGate:
                 first(conn)
             return store.update(conn, functools.partial(decide, conn))
 
-        decision, access = await self.db.run(in_one_transaction)
+        decision, access = await self.db.run_short(in_one_transaction)
         self._access = access
         if decision.allowed:
             rate = self._limiter_for(message.platform, policy).check(message.account, self.monotonic())

@@ -1,12 +1,19 @@
-"""The relational store's moments in time: stored in UTC, read back aware, on SQLite too."""
+"""The relational store: moments in time read back as stored, and short transactions on the loop."""
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import sqlite3
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from core import history
-from core.db import Database
+from core.db import Connection, Database
 
 
 async def test_times_read_back_as_the_same_moment_in_utc(tmp_path: Path) -> None:
@@ -25,3 +32,126 @@ async def test_times_read_back_as_the_same_moment_in_utc(tmp_path: Path) -> None
     assert [r.created_at for r in rows] == [datetime(2026, 3, 1, 11, 0, tzinfo=UTC),
                                             datetime(2026, 3, 1, 12, 0, tzinfo=UTC)]
     assert all(r.created_at.tzinfo is UTC for r in rows)
+
+
+# --- short transactions on the loop (run_short) ------------------------------------------------
+def _notes_db(tmp_path: Path, **kwargs: Any) -> Database:
+    db = Database(f"sqlite:///{tmp_path / 'kith.db'}", **kwargs)
+    db.create_all()
+    return db
+
+
+def _note(conn: Connection, text: str) -> int:
+    return history.append(conn, conversation="console:ana", role="user", author="console:ana",
+                          platform="console", chat_id="ana", text=text, created_at=datetime.now(UTC))
+
+
+def _texts(conn: Connection) -> list[str]:
+    return [m.text for m in history.recent(conn, "console:ana", 100)]
+
+
+class _Ticker:
+    """Counts how often the loop got to run a task while something else was awaited."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(0.01)
+            self.ticks += 1
+
+    def __enter__(self) -> _Ticker:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+async def test_a_short_transaction_waits_for_another_processs_lock_without_blocking_the_loop(
+        tmp_path: Path) -> None:
+    db = _notes_db(tmp_path)
+    other = sqlite3.connect(tmp_path / "kith.db", isolation_level=None)  # another process's connection
+    try:
+        await db.run_short(_note, "before")
+        other.execute("BEGIN IMMEDIATE")  # it holds the write lock for 0.3 s
+        asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+        with _Ticker() as ticker:
+            started = time.monotonic()
+            await db.run_short(_note, "while locked")
+            waited = time.monotonic() - started
+        texts = await db.run_short(_texts)
+    finally:
+        other.close()
+        db.close()
+    assert texts == ["before", "while locked"]  # the attempt that met the lock kept nothing
+    assert waited >= 0.25  # it waited for the lock to go
+    assert ticker.ticks >= 15  # ... while the loop went on serving everything else
+
+
+async def test_a_failed_short_transaction_keeps_nothing(tmp_path: Path) -> None:
+    db = _notes_db(tmp_path)
+
+    def half_then_fail(conn: Connection) -> None:
+        _note(conn, "half")
+        raise ValueError("the second half failed")
+
+    try:
+        with pytest.raises(ValueError):
+            await db.run_short(half_then_fail)
+        await db.run_short(_note, "whole")
+        texts = await db.run(_texts)
+    finally:
+        db.close()
+    assert texts == ["whole"]
+
+
+async def test_short_transactions_wait_their_turn_behind_the_database_thread(tmp_path: Path) -> None:
+    db = _notes_db(tmp_path)
+
+    def slow(conn: Connection) -> None:
+        _note(conn, "slow, on the thread")
+        time.sleep(0.2)
+
+    try:
+        with _Ticker() as ticker:
+            on_thread = asyncio.create_task(db.run(slow))
+            await asyncio.sleep(0.02)  # the thread is inside its transaction
+            await asyncio.gather(db.run_short(_note, "short one"), db.run_short(_note, "short two"))
+            await on_thread
+        texts = await db.run_short(_texts)
+    finally:
+        db.close()
+    assert texts == ["slow, on the thread", "short one", "short two"]
+    assert ticker.ticks >= 10  # the loop was never blocked by the thread's transaction
+
+
+async def test_the_write_ahead_log_is_checkpointed_as_commits_go_by(tmp_path: Path) -> None:
+    async def notes_in_the_database_file(name: str, checkpoint_commits: int) -> int:
+        """How many of 300 notes the database file itself holds (the rest wait in the log)."""
+        (tmp_path / name).mkdir()
+        db = _notes_db(tmp_path / name, checkpoint_commits=checkpoint_commits)
+        schema = sqlite3.connect(tmp_path / name / "kith.db")
+        schema.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the empty tables in the file, in both cases
+        schema.close()
+        try:
+            for i in range(300):
+                await db.run_short(_note, f"note {i}")
+            await db.run(_texts)  # after any checkpoint handed to the thread
+            # The file alone, as a copy without its log, while kith's connection is open (its close checkpoints).
+            shutil.copy(tmp_path / name / "kith.db", tmp_path / f"{name}-file-only.db")
+        finally:
+            db.close()
+        probe = sqlite3.connect(tmp_path / f"{name}-file-only.db")
+        try:
+            return int(probe.execute("SELECT count(*) FROM messages").fetchone()[0])
+        finally:
+            probe.close()
+
+    # SQLite's own automatic checkpoint is off on kith's connection: without kith's, the file waits
+    # for the log to be copied in at close; with them it keeps up as commits go by.
+    assert await notes_in_the_database_file("never", 10**9) == 0
+    assert await notes_in_the_database_file("often", 20) >= 280
