@@ -136,18 +136,19 @@ class Database:
         waits for another process's write lock here: it gives up at once, with nothing kept, and
         runs again on the database thread, which waits. So ``fn`` must be safe to run twice.
 
-        While the thread has work, this waits for it to finish once rather than queueing behind it:
-        under load, every transaction queued there would keep the connection busy for the next.
+        While the thread has work, this waits for it to finish once, without blocking the loop: the
+        thread goes first. Taking the connection whenever it is free would starve the thread (the
+        lock is not fair, and a busy loop frees and takes it again before the thread wakes), and
+        queueing behind it would keep the connection busy for the next short transaction too.
         """
         if not self._inline or self._closed:
             return await self.run(fn, *args, **kwargs)
-        if not self._conn_lock.acquire(blocking=False):
-            if self._thread_jobs:
-                if self._thread_idle is None:
-                    self._thread_idle = asyncio.Event()
-                await self._thread_idle.wait()
-            if self._closed or not self._conn_lock.acquire(blocking=False):
-                return await self.run(fn, *args, **kwargs)
+        if self._thread_jobs:
+            if self._thread_idle is None:
+                self._thread_idle = asyncio.Event()
+            await self._thread_idle.wait()
+        if self._closed or not self._conn_lock.acquire(blocking=False):
+            return await self.run(fn, *args, **kwargs)
         try:
             return self._in_transaction(fn, args, kwargs, wait=False)
         except _Busy:

@@ -155,3 +155,19 @@ async def test_the_write_ahead_log_is_checkpointed_as_commits_go_by(tmp_path: Pa
     # for the log to be copied in at close; with them it keeps up as commits go by.
     assert await notes_in_the_database_file("never", 10**9) == 0
     assert await notes_in_the_database_file("often", 20) >= 280
+
+
+async def test_the_database_threads_transactions_are_not_starved_by_a_stream_of_short_ones(
+        tmp_path: Path) -> None:
+    db = _notes_db(tmp_path)
+    try:
+        on_thread = asyncio.create_task(db.run(_note, "on the thread"))
+        await asyncio.sleep(0)  # handed to the thread
+        for i in range(200):  # as a burst of messages would: one short transaction after another
+            await db.run_short(_note, f"short {i}")
+        await on_thread
+        texts = await db.run(lambda conn: [m.text for m in history.recent(conn, "console:ana", 1000)])
+    finally:
+        db.close()
+    assert len(texts) == 201
+    assert texts.index("on the thread") <= 1  # it went first, not after the whole stream
