@@ -426,14 +426,14 @@ class TelegramChannel:
             read_timeout=TELEGRAM_POLL_READ_MARGIN_S + self.settings.poll_timeout_s)
         if not isinstance(result, list):
             raise TelegramError("getUpdates answered without a list of updates")
-        updates = []
-        for raw in result:
-            update, error = parse_update(raw, bot)
-            if error is not None:
-                log.warning("telegram update malformed update_id=%s error=%s", update_id_of(raw), error)
-            if update is not None:
-                updates.append(update)
-        return updates
+        return [update for update in map(self._parse, result) if update is not None]
+
+    def _parse(self, raw: object) -> Update | None:
+        """``parse_update``, logging a malformed update by id and reason (never its content)."""
+        update, error = parse_update(raw, self._bot)
+        if error is not None:
+            log.warning("telegram update malformed update_id=%s error=%s", update_id_of(raw), error)
+        return update
 
     # -- webhook ---------------------------------------------------------------------------------
     def _check_webhook_settings(self) -> None:
@@ -467,12 +467,9 @@ class TelegramChannel:
         except ValueError:
             log.warning("telegram webhook body is not JSON")
             return web.Response(status=400)
-        update, error = parse_update(raw, self._bot)
-        if update is None:
-            log.warning("telegram webhook update without an id")
+        update = self._parse(raw)
+        if update is None:  # without an id it can be neither deduped nor confirmed
             return web.Response(status=400)
-        if error is not None:
-            log.warning("telegram update malformed update_id=%d error=%s", update.update_id, error)
         try:
             await self._take_in(update)
         except Exception as exc:

@@ -134,6 +134,9 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+_URL_ENCODED = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
 def _body(request_data: RequestData | None,
           files: dict | None) -> tuple[aiohttp.FormData | bytes | None, dict[str, str] | None]:
     """Form fields as PTB encodes them, with their headers: multipart when a file goes along, url-encoded otherwise.
@@ -151,6 +154,3 @@ def _body(request_data: RequestData | None,
     for name, (filename, content, mimetype) in files.items():
         form.add_field(name, content, filename=filename, content_type=mimetype)
     return form, None
-
-
-_URL_ENCODED = {"Content-Type": "application/x-www-form-urlencoded"}

@@ -98,7 +98,7 @@ class Database:
         # SQLite: one connection of this object's own, so its data_version stays comparable from one
         # transaction to the next (and no pool checkout per transaction). The database thread uses it,
         # and the loop too (``run_short``) when the lock shows it free; never both at once.
-        self._thread_conn: Connection | None = None
+        self._conn: Connection | None = None
         self._conn_lock = threading.Lock()
         self._commits = 0  # since the last checkpoint of the write-ahead log
         self._thread_jobs = 0  # ``run`` calls under way on the database thread (counted on the loop)
@@ -165,34 +165,35 @@ class Database:
 
     def _in_transaction(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], *,
                         wait: bool) -> T:
-        """One transaction on this object's SQLite connection; the caller holds ``_conn_lock``."""
-        conn = self._thread_conn
+        """One transaction on this object's SQLite connection; the caller holds ``_conn_lock``.
+
+        Only with ``wait`` (the database thread) does it wait for another process's write lock.
+        """
+        conn = self._conn
         if conn is None or conn.closed or conn.invalidated:
-            conn = self._thread_conn = self.engine.connect()
+            conn = self._conn = self.engine.connect()
             # Checkpoints (and their fsyncs) are left to the database thread (``_checkpoint``), so a
-            # commit made on the loop never waits for the disk.
+            # commit made on the loop never waits for the disk. Nor does it wait for a lock: the
+            # thread's transactions, far fewer, are the ones that set a timeout for their span.
             self._driver(conn).execute("PRAGMA wal_autocheckpoint=0")
+            self._driver(conn).execute("PRAGMA busy_timeout=0")
         driver = self._driver(conn)
-        if not wait:
-            driver.execute("PRAGMA busy_timeout=0")
+        if wait:
+            driver.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         try:
             with conn.begin():
                 result = fn(conn, *args, **kwargs)
                 at = time.monotonic()  # before the PRAGMA: the age limit must never be stretched
                 self._others = (self.others_version(conn), at)
-        except sa.exc.OperationalError as exc:
-            if exc.connection_invalidated:
-                self._drop_thread_conn()
-            elif not wait and _is_busy(exc):
-                raise _Busy from exc
-            raise
         except sa.exc.DBAPIError as exc:
             if exc.connection_invalidated:
-                self._drop_thread_conn()
+                self._drop_conn()
+            elif not wait and isinstance(exc, sa.exc.OperationalError) and _is_busy(exc):
+                raise _Busy from exc
             raise
         finally:
-            if not wait and self._thread_conn is conn:
-                driver.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            if wait and self._conn is conn:
+                driver.execute("PRAGMA busy_timeout=0")
         self._commits += 1
         if self._commits >= self._checkpoint_commits:
             self._commits = 0
@@ -212,7 +213,7 @@ class Database:
 
     def _checkpoint_held(self) -> None:
         """Copy the write-ahead log into the database as far as no reader needs it (never waits)."""
-        conn = self._thread_conn
+        conn = self._conn
         if conn is None or conn.closed or conn.invalidated:
             return
         try:
@@ -220,8 +221,8 @@ class Database:
         except sqlite3.Error as exc:  # the next one tries again; the log only grows meanwhile
             log.warning("sqlite checkpoint failed error=%s", type(exc).__name__)
 
-    def _drop_thread_conn(self) -> None:
-        conn, self._thread_conn = self._thread_conn, None
+    def _drop_conn(self) -> None:
+        conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
 
@@ -259,7 +260,7 @@ class Database:
         # SQLite's data_version moves when any other connection commits; this one's commits leave it.
         # Straight to the driver: this runs after every transaction, and SQLAlchemy's statement path
         # costs ten times SQLite's answer.
-        row = conn.connection.driver_connection.execute("PRAGMA data_version").fetchone()  # type: ignore[union-attr]
+        row = self._driver(conn).execute("PRAGMA data_version").fetchone()
         return stamp, int(row[0])
 
 
@@ -283,15 +284,15 @@ class Database:
             return None
         return others, self._marks[topic]
 
-    def _close_thread_conn(self) -> None:
+    def _close_conn(self) -> None:
         with self._conn_lock:
-            self._drop_thread_conn()
+            self._drop_conn()
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._executor.submit(self._close_thread_conn).result()
+        self._executor.submit(self._close_conn).result()
         self._executor.shutdown(wait=True)
         self.engine.dispose()
 

@@ -69,21 +69,21 @@ class QueuedWithin:
     def __init__(self, worker: DeliveryWorker, source: str | None) -> None:
         self.worker = worker
         self.source = source
-        self.queued: tuple[int, Lane, OutboxEntry | None, int] | None = None
+        self.queued: tuple[Lane, OutboxEntry | None, int] | None = None  # lane, its head, the lane-end mark
 
     def __call__(self, conn: Connection, message: OutboundMessage) -> int:
         # Marked on the database thread before the head is read: a lane task that ends after this
         # may have sent that head, and one that ended before had its last write seen by the read.
         mark = self.worker.lane_ends()
         entry_id, head = outbox.enqueue_with_head(conn, message, source=self.source, now=self.worker.now())
-        self.queued = (entry_id, outbox.lane_of(message), head, mark)
+        self.queued = (outbox.lane_of(message), head, mark)
         return entry_id
 
     def schedule(self) -> bool:
         """After the transaction committed: deliver. False when nothing was enqueued."""
         if self.queued is None:
             return False
-        _entry_id, lane, head, mark = self.queued
+        lane, head, mark = self.queued
         if self.worker.lane_ended_since(lane, mark):
             head = None  # the lane's task ended since the head was read (it may have sent it): read it again
         self.worker.schedule(lane, head=head)
@@ -260,8 +260,8 @@ class DeliveryWorker:
             sent_ids.append(sent.platform_message_id)
             if index == len(chunks) - 1:
                 # The last chunk: sent, recorded and the lane's next entry read in one transaction.
-                recorded, head = await self.db.run_short(outbox.record_final_chunk, entry.id, index, tuple(sent_ids),
-                                                   entry.lane, now=self._clock())
+                recorded, head = await self.db.run_short(outbox.record_final_chunk, entry.id, index,
+                                                         tuple(sent_ids), entry.lane, now=self._clock())
                 following = (recorded, head)
             elif not await self.db.run_short(outbox.record_chunk, entry.id, index, tuple(sent_ids), now=self._clock()):
                 # Someone else recorded this chunk (another process delivering the lane) or the entry is no

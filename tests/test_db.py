@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sqlite3
+import threading
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -76,7 +77,7 @@ async def test_a_short_transaction_waits_for_another_processs_lock_without_block
     db = _notes_db(tmp_path)
     other = sqlite3.connect(tmp_path / "kith.db", isolation_level=None)  # another process's connection
     try:
-        await db.run_short(_note, "before")
+        await db.run(_note, "before")  # on the thread first: its wait for locks must not stay behind
         other.execute("BEGIN IMMEDIATE")  # it holds the write lock for 0.3 s
         asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
         with _Ticker() as ticker:
@@ -157,17 +158,22 @@ async def test_the_write_ahead_log_is_checkpointed_as_commits_go_by(tmp_path: Pa
     assert await notes_in_the_database_file("often", 20) >= 280
 
 
-async def test_the_database_threads_transactions_are_not_starved_by_a_stream_of_short_ones(
+async def test_work_handed_to_the_database_thread_goes_before_a_later_short_transaction(
         tmp_path: Path) -> None:
     db = _notes_db(tmp_path)
+    # The moment a burst made common: the thread has been handed a transaction but has not taken the
+    # connection yet (frozen here by keeping the thread busy with something else for a while).
+    busy = threading.Event()
+    db._executor.submit(busy.wait, 5)
     try:
         on_thread = asyncio.create_task(db.run(_note, "on the thread"))
-        await asyncio.sleep(0)  # handed to the thread
-        for i in range(200):  # as a burst of messages would: one short transaction after another
-            await db.run_short(_note, f"short {i}")
-        await on_thread
-        texts = await db.run(lambda conn: [m.text for m in history.recent(conn, "console:ana", 1000)])
+        await asyncio.sleep(0)  # handed to the thread; the connection itself is free
+        short = asyncio.create_task(db.run_short(_note, "short"))
+        await asyncio.sleep(0.05)
+        busy.set()
+        await asyncio.gather(on_thread, short)
+        texts = await db.run(_texts)
     finally:
+        busy.set()
         db.close()
-    assert len(texts) == 201
-    assert texts.index("on the thread") <= 1  # it went first, not after the whole stream
+    assert texts == ["on the thread", "short"]  # it went first: a stream of short ones cannot starve it

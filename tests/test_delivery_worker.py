@@ -444,16 +444,3 @@ async def test_a_reply_queued_inside_another_transaction_is_sent_once_when_the_l
     assert channel.texts() == ["<b>first</b>", "<b>second</b>"]  # never the first twice
     assert channel.texts("c2") == ["<b>elsewhere</b>"]
 
-
-async def test_a_reply_queued_while_another_chats_lane_ends_goes_out_in_order(db: Database) -> None:
-    channel = FakeChannel()
-    worker, _sleep = make_worker(db, channel)
-    await worker.submit(reply("one"))
-    await worker.wait_idle()
-    queued = worker.in_transaction(source="m2")
-    await db.run(lambda conn: queued(conn, reply("two")))
-    await worker.submit(reply("elsewhere", chat_id="c2"))
-    await worker.wait_idle()  # the other chat's lane ran and ended after "two" was queued
-    assert queued.schedule()
-    await worker.wait_idle()
-    assert channel.texts() == ["<b>one</b>", "<b>two</b>"] and channel.texts("c2") == ["<b>elsewhere</b>"]
