@@ -262,6 +262,11 @@ class QuestionSender:
             return None
         self._checked[person] = now
         async with self._locks.setdefault(person, asyncio.Lock()):
+            # Most people have no disputed facts: their memories, kept in memory, say so without a
+            # read of the question book on every reply.
+            pairs = askable_pairs(await self.memory.active_memories(person), now)
+            if not pairs:
+                return None
             state = await self.book.state_of(person)
             for question in state.open:
                 if await self._still_open(question):
@@ -272,7 +277,7 @@ class QuestionSender:
             target = target or await self.db.run(last_dm, person)
             if target is None:
                 return None  # never asked in a group: no DM, no question
-            pair = pick_pair(askable_pairs(await self.memory.active_memories(person), now), state.asked_keys)
+            pair = pick_pair(pairs, state.asked_keys)
             if pair is None:
                 return None
             built: list[OutboundMessage] = []

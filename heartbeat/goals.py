@@ -236,6 +236,7 @@ class GoalBook:
         self._active: dict[str, tuple[Hashable, list[Goal]]] = {}
         self._complete: Hashable | None = None  # the version at which _active held everyone's (warm)
         self._warmed_at: float | None = None  # time.monotonic() of the latest warm-up again
+        self._warming: asyncio.Future[int] | None = None  # the read of everyone's goals under way
         self._monotonic = time.monotonic
 
     def today(self) -> date:
@@ -252,9 +253,10 @@ class GoalBook:
             return cached[1]
         if version is not None and cached is None and self._complete == version:
             return []  # no goals at the warm-up, and nobody wrote any since
-        if version is not None and self._complete is not None and self._may_rewarm():
+        if version is not None and self._complete is not None and (self._warming is not None or self._may_rewarm()):
             # Someone wrote something since the warm-up (often not even a goal): one read of everyone's
-            # goals beats a read per person from here on.
+            # goals beats a read per person from here on. Replies starting while it is under way wait
+            # for it too: a burst of new people would otherwise each queue a read of their own.
             await self.warm()
             return await self._active_of(person) if self.db.version(
                 GOALS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S) == self._complete else await self._read(person)
@@ -274,7 +276,16 @@ class GoalBook:
         return active
 
     async def warm(self) -> int:
-        """Read everyone's active goals at once (at start-up); returns how many people have some."""
+        """Read everyone's active goals at once (at start-up); returns how many people have some.
+
+        Callers overlapping one read share it.
+        """
+        if self._warming is None:
+            warming = self._warming = asyncio.ensure_future(self._warm())
+            warming.add_done_callback(lambda _done: setattr(self, "_warming", None))
+        return await asyncio.shield(self._warming)
+
+    async def _warm(self) -> int:
         version, active = await self.db.run_versioned(GOALS_TOPIC, _all_active)
         if version is None:
             return 0

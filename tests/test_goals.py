@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -209,3 +210,26 @@ async def test_a_write_elsewhere_after_warm_up_is_met_with_one_read_of_everyone(
     assert await book.slot("p_newcomer", limit_chars=500) == ""
     assert "Learn Rust" in await book.slot(ana, limit_chars=500)
     assert reads == []  # one read of everyone's goals, not one per person
+
+
+async def test_replies_to_many_people_at_once_after_a_write_elsewhere_share_one_read(
+    commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await say(commands, "/goals add Learn Rust")
+    ana = await db.run(people.person_of, "console:ana")
+    assert ana is not None
+    await book.warm()
+    other = Database(db.url)  # e.g. the scheduler's job store, which writes on a connection of its own
+    try:
+        await other.run(goals.add, "p_zoe", "Swim a mile", None, NOW)
+    finally:
+        other.close()
+    reads: list[str] = []
+    real_one, real_all = goals.of_person, goals._all_active
+    monkeypatch.setattr(goals, "of_person", lambda conn, p, s=None: reads.append(p) or real_one(conn, p, s))
+    monkeypatch.setattr(goals, "_all_active", lambda conn: reads.append("everyone") or real_all(conn))
+    await db.run(lambda conn: None)  # the turns' own transaction, as before every reply
+    newcomers = [f"p_new{i}" for i in range(30)]
+    slots = await asyncio.gather(*(book.slot(p, limit_chars=500) for p in [ana, "p_zoe", *newcomers]))
+    assert "Learn Rust" in slots[0] and "Swim a mile" in slots[1] and set(slots[2:]) == {""}
+    assert reads == ["everyone"]  # one read shared by every reply, not one per new person

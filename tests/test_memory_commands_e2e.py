@@ -164,6 +164,30 @@ async def test_a_typed_answer_works_and_a_question_never_goes_to_a_group(
         await app.close()
 
 
+async def test_a_reply_to_someone_with_nothing_disputed_asks_nothing_and_reads_no_questions(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    clock = FakeClock(datetime.now(UTC))
+    run = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch, clock)
+    app = run.app
+    looked: list[str] = []
+    real = run.book.state_of
+    monkeypatch.setattr(run.book, "state_of", lambda person: looked.append(person) or real(person))
+    try:
+        telegram_api.push_text(ANA, ANA, "/remember My favourite editor is Vim")
+        await telegram_api.wait_for_sent(1)
+        fake_llm.reply("Vim it is.")
+        telegram_api.push_text(ANA, ANA, "what do I edit with?")
+        await telegram_api.wait_for_sent(2)
+        await asyncio.sleep(run.sender.after_reply_s + 0.2)  # past the pause a question would follow
+        assert await run.sender.sweep() == 0
+        assert _questions(telegram_api) == [] and looked == []  # no question book read on every reply
+        await _seed_conflict(app, _person(app, ANA), "I work at Acme as a backend engineer",
+                             "I work at Globex as a backend engineer")
+        assert await run.sender.sweep() == 1 and looked == [_person(app, ANA)]
+    finally:
+        await app.close()
+
+
 async def test_the_hourly_cap_and_one_open_question_hold_across_a_restart(
         telegram_api, fake_llm, make_settings, monkeypatch) -> None:
     clock = FakeClock(datetime.now(UTC))
