@@ -26,6 +26,7 @@ from core.tunables import (
 )
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
+from delivery.inbox import Inbox
 from delivery.worker import DeliveryWorker
 from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
 from heartbeat.scheduler import HeartbeatScheduler
@@ -92,7 +93,8 @@ class App:
                              typing_refresh_s=self.settings.delivery.typing_refresh_s,
                              typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
                              buttons=self.commands.press, linker=self.linker,
-                             pending=self.memory_commands.answer_if_pending if self.memory_commands else None)
+                             pending=self.memory_commands.answer_if_pending if self.memory_commands else None,
+                             kept=Inbox(self.db, clock=self.clock))
         started = []
         for channel in channels:
             try:
@@ -100,8 +102,10 @@ class App:
                 started.append(channel.name)
             except Exception as exc:
                 log.error("channel failed to start name=%s error=%s", channel.name, type(exc).__name__)
-        # Replies a previous process produced but did not deliver go out now, once.
+        # Replies a previous process produced but did not deliver go out now, once; messages it took in
+        # and did not answer are answered now (new ones wait until those are queued).
         await self.worker.start()
+        await self.router.resume()
         if self.start_heartbeat:
             self.heartbeat, self.scheduler = await start_heartbeat(self)
         return started

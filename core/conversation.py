@@ -32,6 +32,7 @@ log = logging.getLogger("kith.core")
 
 
 AlsoWithReply = Callable[[Connection, OutboundMessage], None]  # runs where the reply is recorded
+OnOpened = Callable[[Connection, int], None]  # runs where the person's message is recorded, with its row id
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,42 +125,63 @@ class ConversationCore:
         person = await self.db.run(people.resolve, message.account, message.sender_name, self.clock())
         return Speaker(person, message.account, message.sender_name)
 
-    def _open_turn(self, conn: Connection, message: InboundMessage, kept: Window | None) -> _OpenedTurn:
-        """Everything a turn reads and writes before the model call, in one transaction."""
+    def _open_turn(self, conn: Connection, message: InboundMessage, kept: Window | None,
+                   opened: OnOpened | None) -> _OpenedTurn:
+        """Everything a turn reads and writes before the model call, in one transaction.
+
+        A turn resumed after a restart (``message.opened_row``) goes on from the row recorded then.
+        """
         person = people.resolve(conn, message.account, message.sender_name, self.clock())
-        row = history.append_row(
-            conn, conversation=message.conversation_key, role="user", author=message.account, person=person,
-            platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
-            chat_kind=message.chat_kind.value, platform_message_id=message.message_id, text=message.text,
-            created_at=message.timestamp)
+        row = self._resumed_row(conn, message)
+        if row is None:
+            row = history.append_row(
+                conn, conversation=message.conversation_key, role="user", author=message.account, person=person,
+                platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
+                chat_kind=message.chat_kind.value, platform_message_id=message.message_id, text=message.text,
+                created_at=message.timestamp)
+            if opened is not None:
+                opened(conn, row.id)
+        else:
+            kept = None  # the thread may have moved on since: read its window afresh
         window = window_after(conn, kept, message.conversation_key, row, self._window_size)
         return _OpenedTurn(Speaker(person, message.account, message.sender_name), row.id, window)
+
+    @staticmethod
+    def _resumed_row(conn: Connection, message: InboundMessage) -> history.StoredMessage | None:
+        if message.opened_row is None:
+            return None
+        row = history.get(conn, message.opened_row)
+        if row is None or row.conversation != message.conversation_key or row.role != "user":
+            return None  # not the row it names (a restored backup, say): record the message anew
+        return row
 
     @property
     def _window_size(self) -> int:
         return self.settings.history.window_messages + 1  # the window plus the message being answered
 
-    async def handle(self, message: InboundMessage, *, also: AlsoWithReply | None = None) -> OutboundMessage:
+    async def handle(self, message: InboundMessage, *, also: AlsoWithReply | None = None,
+                     opened: OnOpened | None = None) -> OutboundMessage:
         """Answer one message; a model failure gives an honest reply and loses nothing stored.
 
         ``also`` runs in the transaction that records the reply in history (e.g. its outbox entry:
         the reply and its delivery then stand or fall together); an honest failure reply is not
-        recorded, so ``also`` does not run for it.
+        recorded, so ``also`` does not run for it. ``opened`` runs in the one that records the
+        person's message.
         """
         started = time.perf_counter()
         conversation = message.conversation_key
         async with self._lock(conversation):
             try:
-                opened = await self.db.run_short(self._open_turn, message, self.windows.get(conversation))
+                turn = await self.db.run_short(self._open_turn, message, self.windows.get(conversation), opened)
             except BaseException:
                 self.windows.drop(conversation)
                 raise
-            self.windows.put(conversation, opened.window)  # committed: its newest row exists for good
-            self.busy_people.add(opened.speaker.person)
+            self.windows.put(conversation, turn.window)  # committed: its newest row exists for good
+            self.busy_people.add(turn.speaker.person)
             try:
-                return await self._answer(message, opened, started, also)
+                return await self._answer(message, turn, started, also)
             finally:
-                self.busy_people.discard(opened.speaker.person)
+                self.busy_people.discard(turn.speaker.person)
 
     async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float,
                       also: AlsoWithReply | None) -> OutboundMessage:

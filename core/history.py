@@ -117,6 +117,11 @@ def newest_before(conn: Connection, conversation: str, before_id: int) -> tuple[
     return (None if row[0] is None else int(row[0])), int(row[1] or 0)
 
 
+def get(conn: Connection, row_id: int) -> StoredMessage | None:
+    row = conn.execute(sa.select(messages).where(messages.c.id == row_id)).first()
+    return _row(row) if row is not None else None
+
+
 def recent(conn: Connection, conversation: str, limit: int) -> list[StoredMessage]:
     """The last ``limit`` messages of a thread, oldest first."""
     rows = conn.execute(_RECENT, {"conversation": conversation, "limit": limit}).all()

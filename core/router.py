@@ -7,21 +7,27 @@ the durable outbox, which delivers in order with retries.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from core.conversation import ConversationCore
+from core.db import Connection
 from core.linking import Linker
 from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
+from delivery import inbox
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
+from delivery.inbox import Inbox
 from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from policy.gate import PolicyGate
-from policy.rules import Verdict
+from policy.rules import Reason, Verdict
 
 log = logging.getLogger("kith.router")
+
+_RATE_LIMITED = frozenset({Reason.RATE_LIMITED, Reason.RATE_LIMITED_NOTIFIED})
 
 CommandHandler = Callable[[InboundMessage], Awaitable[OutboundMessage | None]]
 ButtonAnswer = Callable[[ButtonPress], Awaitable[OutboundMessage | None]]
@@ -34,7 +40,8 @@ class Router:
                  commands: CommandHandler | None = None,
                  buttons: ButtonAnswer | None = None, linker: Linker | None = None,
                  pending: CommandHandler | None = None,
-                 immediate: frozenset[str] = frozenset({"console"})) -> None:
+                 immediate: frozenset[str] = frozenset({"console"}),
+                 kept: Inbox | None = None) -> None:
         self.core = core
         self.channels = dict(channels)
         self.worker = worker
@@ -49,10 +56,28 @@ class Router:
         # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
         self.immediate = immediate
         self.debouncer = Debouncer(self.take_turn, window_s=debounce_s)
+        # With an inbox, new messages wait until the turns a previous process left are queued (``resume``):
+        # a person's new message is answered after the one they sent before the restart.
+        self.inbox = kept
+        self._resumed = asyncio.Event()
+        if kept is None:
+            self._resumed.set()
+
+    async def resume(self) -> int:
+        """Queue the turns a previous process took in and did not answer; returns how many."""
+        try:
+            platforms = [p for p in self.channels if p not in self.immediate]
+            turns = await self.inbox.resume(platforms) if self.inbox is not None and platforms else []
+            for turn in turns:
+                self.debouncer.submit_alone(turn)
+            return len(turns)
+        finally:
+            self._resumed.set()
 
     async def on_message(self, message: InboundMessage) -> None:
         """The channel's handler: returns once the message is recorded and queued (or dropped)."""
         event_id = f"msg:{message.message_id}"
+        keep = self._keeper(message)
         try:
             if self.linker is not None and self.linker.wants(message):
                 # Before policy: the code itself is the proof that lets a new account in.
@@ -62,14 +87,16 @@ class Router:
                 if linked is not None:
                     await self.worker.submit(linked, source=message.message_id)
                     return
-                decision = await self.gate.check_inbound(message)
+                decision = await self.gate.check_inbound(message, then=keep)
             else:
                 decision = await self.gate.check_inbound(message, first=functools.partial(
-                    self.journal.record_within, platform=message.platform, event_id=event_id))
+                    self.journal.record_within, platform=message.platform, event_id=event_id), then=keep)
         except Redelivered:
             log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
                      message.message_id)
             return
+        if keep is not None and self.inbox is not None and decision.reason in _RATE_LIMITED:
+            await self.inbox.forget(message)  # kept as the access rules let it through; the rate limit did not
         if decision.verdict in (Verdict.PAIRING_CODE, Verdict.NOTICE) and decision.notice:
             await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)
             return
@@ -79,9 +106,21 @@ class Router:
             await self.take_turn(message)
             await self.worker.wait_idle()
         else:
+            if not self._resumed.is_set():
+                await self._resumed.wait()
             await self.debouncer.submit(message)
 
+    def _keeper(self, message: InboundMessage) -> Callable[[Connection], None] | None:
+        """The inbox step of the policy transaction; none for the terminal, whose person is watching."""
+        if self.inbox is None or message.platform in self.immediate:
+            return None
+        return functools.partial(self.inbox.keep_within, message=message)
+
     async def take_turn(self, message: InboundMessage) -> None:
+        # Kept in the inbox until the reply is queued; then removed in the same transaction.
+        kept = self.inbox is not None and message.platform not in self.immediate
+        answered: Callable[[Connection], None] | None = (
+            functools.partial(inbox.done, message=message) if kept else None)
         reply: OutboundMessage | None = None
         if self.commands is not None and message.text.startswith("/"):
             reply = await self.commands(message)
@@ -90,18 +129,25 @@ class Router:
         if reply is None:
             channel = self.channels.get(message.platform)
             if channel is None:
-                return
+                return  # kept: a later process that has this channel answers it
             queued = self.worker.in_transaction(source=message.message_id)
+
+            def also(conn: Connection, out: OutboundMessage) -> None:
+                queued(conn, out)
+                if answered is not None:
+                    answered(conn)
+
             try:
                 async with TypingIndicator(channel, message.chat_id, message.thread_id,
                                            refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
-                    reply = await self.core.handle(message, also=queued)
+                    reply = await self.core.handle(
+                        message, also=also, opened=functools.partial(inbox.opened, message=message) if kept else None)
             finally:
                 # Committed with the reply: it goes out even if something after the commit failed.
                 scheduled = queued.schedule()
             if scheduled:
                 return
-        await self.worker.submit(reply, source=message.message_id)
+        await self.worker.submit(reply, source=message.message_id, also=answered)
 
     async def on_button(self, press: ButtonPress) -> None:
         """A person pressed one of kith's buttons; only the registered action may answer."""

@@ -109,6 +109,9 @@ TYPING_REFRESH_S = 4.0  # Telegram's typing status lasts ~5 s
 TYPING_DELAY_S = 0.3  # no indicator for a reply ready sooner than this
 DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become one turn
 INBOUND_DEDUPE_DAYS = 7
+INBOX_REPLAY_MAX_AGE_H = 24  # a message left unanswered by a crash is still answered this long after (Telegram
+# keeps undelivered updates as long)
+INBOX_REPLAYS_MAX = 3  # restarts that try to answer one message before it is dropped (a poison message)
 INBOUND_BATCH_ATTEMPTS = 3  # a polled batch racing another process's records of it: tries before giving up
 
 # --- The relational store (core/db.py) ----------------------------------------

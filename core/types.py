@@ -34,6 +34,10 @@ class InboundMessage:
     mentioned: bool = False  # the bot was @-mentioned or the message replies to the bot
     timestamp: datetime = field(default_factory=utcnow)
     reply_to_message_id: str | None = None
+    # Earlier messages of the sender answered in this one turn (debounce), oldest first.
+    merged_ids: tuple[str, ...] = ()
+    # Set when a turn opened before a restart is answered now: its message's row in history.
+    opened_row: int | None = None
 
     @property
     def account(self) -> str:

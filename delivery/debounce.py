@@ -35,12 +35,17 @@ def is_command(message: InboundMessage) -> bool:
 
 
 def merge(messages: Sequence[InboundMessage]) -> InboundMessage:
-    """One turn from a burst: the texts in order, the last message's ids, the first message's time."""
+    """One turn from a burst: the texts in order, the last message's ids, the first message's time.
+
+    ``merged_ids`` names the earlier messages, so the turn can answer for each of them.
+    """
     if len(messages) == 1:
         return messages[0]
     first, last = messages[0], messages[-1]
+    earlier = tuple(i for m in messages[:-1] for i in (*m.merged_ids, m.message_id))
     return dataclasses.replace(last, text="\n".join(m.text for m in messages), timestamp=first.timestamp,
-                               mentioned=any(m.mentioned for m in messages))
+                               mentioned=any(m.mentioned for m in messages),
+                               merged_ids=(*earlier, *last.merged_ids))
 
 
 @dataclass
@@ -67,10 +72,7 @@ class Debouncer:
     async def submit(self, message: InboundMessage) -> None:
         key = sender_key(message)
         if is_command(message) or self.window_s <= 0:
-            # Whatever the sender typed before the command is answered first, so order is kept.
-            earlier = self._take(key)
-            turns = [merge(earlier)] if earlier else []
-            self._chain(key, [*turns, message])
+            self.submit_alone(message)
             return
         burst = self._bursts.setdefault(key, _Burst())
         burst.messages.append(message)
@@ -81,6 +83,14 @@ class Debouncer:
             self._chain(key, [merge(self._take(key))])
             return
         burst.timer = self._spawn(self._after_pause(key))
+
+    def submit_alone(self, message: InboundMessage) -> None:
+        """Queue ``message`` as a turn of its own, never merged (a command, or a turn resumed after a restart)."""
+        key = sender_key(message)
+        # Whatever the sender typed before it is answered first, so order is kept.
+        earlier = self._take(key)
+        turns = [merge(earlier)] if earlier else []
+        self._chain(key, [*turns, message])
 
     async def flush(self) -> None:
         """Emit every waiting burst now and wait for all emits to finish (shutdown)."""

@@ -142,10 +142,21 @@ class DeliveryWorker:
             log.info("delivery resumed lanes=%d", len(lanes))
         return len(lanes)
 
-    async def submit(self, message: OutboundMessage, *, source: str | None = None) -> int:
-        """Write the message to the outbox, then schedule it. Once this returns, it survives a crash."""
+    async def submit(self, message: OutboundMessage, *, source: str | None = None,
+                     also: Callable[[Connection], None] | None = None) -> int:
+        """Write the message to the outbox, then schedule it. Once this returns, it survives a crash.
+
+        ``also`` runs in the same transaction (e.g. the inbox forgetting the message this answers).
+        """
         queued = QueuedWithin(self, source)
-        entry_id = await self.db.run_short(queued, message)
+
+        def with_also(conn: Connection, message: OutboundMessage) -> int:
+            entry_id = queued(conn, message)
+            if also is not None:
+                also(conn)
+            return entry_id
+
+        entry_id = await self.db.run_short(queued if also is None else with_also, message)
         queued.schedule()
         return entry_id
 

@@ -64,9 +64,11 @@ class PolicyGate:
         return policy
 
     async def check_inbound(self, message: InboundMessage, *,
-                            first: Callable[[Connection], None] | None = None) -> Decision:
+                            first: Callable[[Connection], None] | None = None,
+                            then: Callable[[Connection], None] | None = None) -> Decision:
         """Decide on ``message``; ``first`` runs at the start of the same transaction (e.g. the inbound
-        journal), and an exception from it aborts the decision with nothing written."""
+        journal), and an exception from it aborts the decision with nothing written. ``then`` runs at
+        its end when the access rules let the message through (the rate limit is checked after)."""
         policy = self.policy_for(message.platform)
         now = self.clock()
 
@@ -86,7 +88,10 @@ class PolicyGate:
         def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
             if first is not None:
                 first(conn)
-            return store.update(conn, functools.partial(decide, conn))
+            decided = store.update(conn, functools.partial(decide, conn))
+            if then is not None and decided[0].allowed:
+                then(conn)
+            return decided
 
         decision, access = await self.db.run_short(in_one_transaction)
         self._access = access

@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from core.types import InboundMessage
-from delivery.debounce import Debouncer
+from delivery.debounce import Debouncer, merge
 from tests.helpers import inbound
 
 WINDOW_S = 0.8
@@ -168,3 +168,11 @@ async def test_commands_sent_quickly_are_answered_in_the_order_sent() -> None:
         await debouncer.submit(msg(text))
     await debouncer.drain()
     assert answered == ["/first", "/second", "/third"]
+
+
+def test_a_merged_turn_names_every_message_it_answers() -> None:
+    one, two, three = (inbound("so", message_id="1"), inbound("about that", message_id="2"),
+                       inbound("trip", message_id="3"))
+    turn = merge([one, two, three])
+    assert turn.text == "so\nabout that\ntrip" and turn.message_id == "3" and turn.merged_ids == ("1", "2")
+    assert merge([turn, inbound("too", message_id="4")]).merged_ids == ("1", "2", "3")

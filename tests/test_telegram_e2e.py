@@ -170,6 +170,27 @@ async def test_reply_produced_before_a_crash_is_delivered_once_after_restart(
         await app2.close()
 
 
+async def test_messages_refused_by_the_rate_limit_are_not_answered_after_a_restart(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    settings = _settings(make_settings, fake_llm, telegram_api, dm="open", rate_limit_burst=1,
+                         rate_limit_per_minute=1.0)
+    app = await _start(settings, monkeypatch)
+    try:
+        fake_llm.reply("one at a time")
+        for text in ("first", "second", "third"):
+            telegram_api.push_text(ANA, ANA, text)
+        sent = await telegram_api.wait_for_sent(2)
+    finally:
+        await app.close()
+    assert sorted(m.visible_text == "one at a time" for m in sent) == [False, True]  # the answer and one notice
+    app = await _start(settings, monkeypatch)  # a restart answers what was left unanswered: nothing here
+    try:
+        await asyncio.sleep(1.0)
+        assert len(telegram_api.sent) == 2 and len(fake_llm.requests) == 1
+    finally:
+        await app.close()
+
+
 async def test_redelivered_update_is_answered_once(telegram_api, fake_llm, make_settings, monkeypatch) -> None:
     app = await _start(_settings(make_settings, fake_llm, telegram_api, dm="open"), monkeypatch)
     try:

@@ -1,0 +1,189 @@
+"""The inbox: messages taken in and not yet answered, so that a restart loses none of them.
+
+The journal (``delivery.inbound``) makes a redelivery harmless; it also means the platform will
+not send that message again. Between taking a message in and committing its reply there are
+seconds (the debounce window, the model call) in which a crash, a deploy or a power cut would
+lose it for good. So a message the policy lets through is kept here in the same transaction that
+journals it; the turn notes the history row it opened for it; the transaction that records the
+reply (or queues a command's answer) removes it. At the next start whatever is left is answered:
+a turn that had opened goes on from its history row, never written twice.
+
+A message that keeps failing is tried at most INBOX_REPLAYS_MAX times across restarts, and one
+older than INBOX_REPLAY_MAX_AGE_H is no longer answered: both are logged by id and dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core.db import Database, UtcDateTime, metadata
+from core.tunables import INBOX_REPLAY_MAX_AGE_H, INBOX_REPLAYS_MAX
+from core.types import ChatKind, InboundMessage, utcnow
+from delivery.debounce import merge
+
+log = logging.getLogger("kith.inbox")
+
+inbox = sa.Table(
+    "inbox",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),  # the order messages came in
+    sa.Column("platform", sa.String(32), nullable=False),
+    sa.Column("message_id", sa.String(255), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),  # the InboundMessage, as JSON
+    sa.Column("received_at", UtcDateTime(), nullable=False),
+    sa.Column("turn_row", sa.Integer, nullable=True),  # the history row of the turn opened for it
+    sa.Column("replays", sa.Integer, nullable=False, server_default="0"),
+    sa.UniqueConstraint("platform", "message_id", name="uq_inbox_message"),
+)
+
+# Built once: they run for every message.
+_KEEP = inbox.insert()
+_OPENED = (inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
+                                inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
+           .values(turn_row=sa.bindparam("row")))
+_DONE = inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
+                             inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
+
+
+class PayloadError(ValueError):
+    """A stored message that cannot be read back as an InboundMessage."""
+
+
+def to_payload(message: InboundMessage) -> str:
+    """The message as JSON (without ``opened_row``, which a replay sets)."""
+    fields = dataclasses.asdict(message)
+    fields.pop("opened_row")
+    fields["chat_kind"] = message.chat_kind.value
+    fields["timestamp"] = message.timestamp.isoformat()
+    fields["merged_ids"] = list(message.merged_ids)
+    # ASCII escapes keep any text, lone surrogates included, through the database's text column.
+    return json.dumps(fields, ensure_ascii=True)
+
+
+def from_payload(payload: str) -> InboundMessage:
+    try:
+        fields = json.loads(payload)
+        fields["chat_kind"] = ChatKind(fields["chat_kind"])
+        fields["timestamp"] = datetime.fromisoformat(fields["timestamp"])
+        fields["merged_ids"] = tuple(str(i) for i in fields.get("merged_ids") or ())
+        return InboundMessage(**fields)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise PayloadError(type(exc).__name__) from None
+
+
+def turn_ids(message: InboundMessage) -> list[str]:
+    """The ids of every message one turn answers."""
+    return [*message.merged_ids, message.message_id]
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    id: int
+    message: InboundMessage
+    turn_row: int | None
+
+
+def resumed_turns(kept: Sequence[Kept]) -> list[InboundMessage]:
+    """The turns to answer after a restart, in the order their messages came.
+
+    Messages whose turn had opened become that turn again (merged as before, on its history row);
+    the others are a turn each: nothing of them reached history, and merging them anew could fold
+    one into a turn it was never part of.
+    """
+    turns: list[tuple[int, InboundMessage]] = []
+    opened: dict[int, list[Kept]] = {}
+    for k in sorted(kept, key=lambda k: k.id):
+        if k.turn_row is None:
+            turns.append((k.id, k.message))
+        else:
+            opened.setdefault(k.turn_row, []).append(k)
+    for row, group in opened.items():
+        turns.append((group[0].id, dataclasses.replace(merge([k.message for k in group]), opened_row=row)))
+    return [message for _id, message in sorted(turns, key=lambda t: t[0])]
+
+
+def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
+    conn.execute(_KEEP, {"platform": message.platform, "message_id": message.message_id,
+                         "payload": to_payload(message), "received_at": now, "replays": 0})
+
+
+def opened(conn: Connection, row: int, message: InboundMessage) -> None:
+    """The turn answering ``message`` recorded it in history as ``row``."""
+    conn.execute(_OPENED, {"for_platform": message.platform, "ids": turn_ids(message), "row": row})
+
+
+def done(conn: Connection, message: InboundMessage) -> None:
+    conn.execute(_DONE, {"for_platform": message.platform, "ids": turn_ids(message)})
+
+
+def _take_for_replay(conn: Connection, platforms: Sequence[str], now: datetime, max_age: timedelta,
+                     max_replays: int) -> tuple[list[Kept], list[tuple[str, str, str]]]:
+    """Every message still kept from ``platforms``, each counted as replayed once more; those past the
+    limits are dropped.
+
+    Returns (to answer, dropped as (platform, message id, why)).
+    """
+    rows = conn.execute(sa.select(inbox).where(inbox.c.platform.in_(list(platforms))).order_by(inbox.c.id)).all()
+    answer: list[Kept] = []
+    dropped: list[tuple[str, str, str]] = []
+    drop_rows: list[int] = []
+    for r in rows:
+        why = ("too_old" if now - r.received_at > max_age else
+               "replayed_too_often" if r.replays >= max_replays else "")
+        message: InboundMessage | None = None
+        if not why:
+            try:
+                message = from_payload(r.payload)
+            except PayloadError:
+                why = "unreadable"
+        if why or message is None:
+            dropped.append((r.platform, r.message_id, why))
+            drop_rows.append(r.id)
+            continue
+        answer.append(Kept(r.id, message, r.turn_row))
+    if drop_rows:
+        conn.execute(inbox.delete().where(inbox.c.id.in_(drop_rows)))
+    if answer:
+        conn.execute(inbox.update().where(inbox.c.id.in_([k.id for k in answer]))
+                     .values(replays=inbox.c.replays + 1))
+    return answer, dropped
+
+
+class Inbox:
+    """The store's side of the inbox; the router composes its ``*_within`` steps into its transactions."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow,
+                 max_age_h: float = INBOX_REPLAY_MAX_AGE_H, max_replays: int = INBOX_REPLAYS_MAX) -> None:
+        self.db = db
+        self._clock = clock
+        self.max_age = timedelta(hours=max_age_h)
+        self.max_replays = max_replays
+
+    def keep_within(self, conn: Connection, message: InboundMessage) -> None:
+        keep(conn, message, self._clock())
+
+    async def forget(self, message: InboundMessage) -> None:
+        """The message needs no answer after all (e.g. the rate limit refused it after it was kept)."""
+        await self.db.run_short(done, message)
+
+    async def resume(self, platforms: Sequence[str]) -> list[InboundMessage]:
+        """The turns a previous process left unanswered on ``platforms``, oldest first (``resumed_turns``).
+
+        Other platforms' wait for a process that runs their channel.
+        """
+        kept, dropped = await self.db.run(_take_for_replay, list(platforms), self._clock(), self.max_age,
+                                          self.max_replays)
+        for platform, message_id, why in dropped:
+            log.warning("inbox dropped platform=%s message=%s reason=%s", platform, message_id, why)
+        turns = resumed_turns(kept)
+        if turns:
+            log.info("inbox resumed turns=%d messages=%d", len(turns), len(kept))
+        return turns

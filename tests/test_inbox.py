@@ -1,0 +1,112 @@
+"""The inbox: what a restart finds of the messages taken in and not yet answered."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from core.db import Database
+from delivery import inbox
+from delivery.inbox import Inbox, Kept, PayloadError, from_payload, resumed_turns, to_payload
+from tests.helpers import FakeClock, inbound
+
+ODD = "caf\u00e9 \U0001f600 \u05e9\u05dc\u05d5\u05dd \ud800 nul:\x00 e\u0301 \u202e"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'kith.db'}")
+    database.create_all()
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def _message(text: str, message_id: str, *, platform: str = "telegram", sender: str = "ana"):
+    return inbound(text, platform=platform, chat_id=sender, sender_id=sender, message_id=message_id)
+
+
+def test_a_message_comes_back_from_its_payload_exactly_whatever_its_text() -> None:
+    message = dataclasses.replace(_message(ODD, "7"), merged_ids=("5", "6"), thread_id="t1",
+                                  reply_to_message_id="3")
+    assert from_payload(to_payload(message)) == message
+
+
+@pytest.mark.parametrize("payload", ["", "{", "[]", '{"platform": "telegram"}', '{"chat_kind": "nope"}'])
+def test_an_unreadable_payload_raises_payload_error(payload: str) -> None:
+    with pytest.raises(PayloadError):
+        from_payload(payload)
+
+
+def test_turns_opened_before_a_restart_come_back_whole_in_the_order_their_messages_came() -> None:
+    a1, b1, a2, c1 = (_message("first half", "1"), _message("hi", "2", sender="ben"),
+                      _message("second half", "3"), _message("hey", "4", sender="cleo"))
+    turns = resumed_turns([Kept(3, a2, 40), Kept(1, a1, 40), Kept(4, c1, None), Kept(2, b1, None)])
+    assert [t.text for t in turns] == ["first half\nsecond half", "hi", "hey"]
+    assert turns[0].opened_row == 40 and turns[0].message_id == "3" and turns[0].merged_ids == ("1",)
+    assert turns[1].opened_row is None and turns[2].opened_row is None
+
+
+async def test_a_kept_message_is_resumed_until_its_turn_is_answered(db: Database) -> None:
+    book = Inbox(db)
+    first, second = _message("one", "1"), _message("two", "2")
+    for m in (first, second):
+        await db.run(book.keep_within, m)
+    merged = dataclasses.replace(second, text="one\ntwo", merged_ids=("1",))
+    await db.run(inbox.opened, 99, merged)
+    (turn,) = await book.resume(["telegram"])
+    assert turn.text == "one\ntwo" and turn.opened_row == 99
+    await db.run(inbox.done, turn)
+    assert await book.resume(["telegram"]) == []
+
+
+async def test_a_message_is_tried_at_most_three_restarts_then_dropped_by_id(
+        db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    book = Inbox(db)
+    await db.run(book.keep_within, _message("crashes the bot somehow", "13"))
+    for _ in range(3):
+        assert [t.message_id for t in await book.resume(["telegram"])] == ["13"]
+    with caplog.at_level(logging.WARNING, logger="kith.inbox"):
+        assert await book.resume(["telegram"]) == []
+    assert "message=13 reason=replayed_too_often" in caplog.text and "crashes" not in caplog.text
+    assert await book.resume(["telegram"]) == []  # dropped for good
+
+
+async def test_a_message_older_than_a_day_is_not_answered_after_a_restart(db: Database) -> None:
+    clock = FakeClock()
+    book = Inbox(db, clock=clock)
+    await db.run(book.keep_within, _message("yesterday's question", "1"))
+    clock.advance(hours=23)
+    await db.run(book.keep_within, _message("today's", "2"))
+    clock.advance(hours=1, seconds=1)
+    assert [t.message_id for t in await book.resume(["telegram"])] == ["2"]
+
+
+async def test_another_platforms_messages_wait_for_a_process_that_runs_its_channel(db: Database) -> None:
+    book = Inbox(db)
+    await db.run(book.keep_within, _message("from slack", "s1", platform="slack"))
+    await db.run(book.keep_within, _message("from telegram", "t1"))
+    for _ in range(3):  # processes without Slack, started again and again, leave its message untouched
+        assert [t.text for t in await book.resume(["telegram"])] == ["from telegram"]
+    for _ in range(3):  # ... so a process with Slack still has all its tries
+        assert [t.text for t in await book.resume(["slack", "telegram"])] == ["from slack"]
+
+
+async def test_an_unreadable_row_is_dropped_and_the_others_still_answered(
+        db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    book = Inbox(db, clock=clock)
+    await db.run(book.keep_within, _message("fine", "1"))
+    await db.run(lambda conn: conn.execute(inbox.inbox.insert().values(
+        platform="telegram", message_id="2", payload="{not json", received_at=clock())))
+    with caplog.at_level(logging.WARNING, logger="kith.inbox"):
+        assert [t.text for t in await book.resume(["telegram"])] == ["fine"]
+    assert "message=2 reason=unreadable" in caplog.text
+    left = await db.run(lambda conn: conn.execute(sa.select(inbox.inbox.c.message_id)).scalars().all())
+    assert left == ["1"]
