@@ -190,18 +190,25 @@ async def test_after_warm_up_a_newcomer_has_no_goals_without_a_read(
     assert bob is not None and "Learn Go" in await book.slot(bob, limit_chars=500)  # written since: read
 
 
-async def test_a_write_elsewhere_after_warm_up_is_met_with_one_read_of_everyone(
-    commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _warm_then_written_elsewhere(commands: ChatCommands, book: GoalBook, db: Database) -> str:
+    """Ana's goal read at warm-up, then another process (or the scheduler's job store, on a connection of
+    its own) adds one for Zoe. Returns Ana's person id."""
     await say(commands, "/goals add Learn Rust")
     ana = await db.run(people.person_of, "console:ana")
     assert ana is not None
     await book.warm()
-    other = Database(db.url)  # another process adds a goal for someone new
+    other = Database(db.url)
     try:
         await other.run(goals.add, "p_zoe", "Swim a mile", None, NOW)
     finally:
         other.close()
+    return ana
+
+
+async def test_a_write_elsewhere_after_warm_up_is_met_with_one_read_of_everyone(
+    commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = await _warm_then_written_elsewhere(commands, book, db)
     reads: list[str] = []
     real = goals.of_person
     monkeypatch.setattr(goals, "of_person", lambda conn, p, s=None: reads.append(p) or real(conn, p, s))
@@ -215,15 +222,7 @@ async def test_a_write_elsewhere_after_warm_up_is_met_with_one_read_of_everyone(
 async def test_replies_to_many_people_at_once_after_a_write_elsewhere_share_one_read(
     commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await say(commands, "/goals add Learn Rust")
-    ana = await db.run(people.person_of, "console:ana")
-    assert ana is not None
-    await book.warm()
-    other = Database(db.url)  # e.g. the scheduler's job store, which writes on a connection of its own
-    try:
-        await other.run(goals.add, "p_zoe", "Swim a mile", None, NOW)
-    finally:
-        other.close()
+    ana = await _warm_then_written_elsewhere(commands, book, db)
     reads: list[str] = []
     real_one, real_all = goals.of_person, goals._all_active
     monkeypatch.setattr(goals, "of_person", lambda conn, p, s=None: reads.append(p) or real_one(conn, p, s))
