@@ -6,20 +6,20 @@ update. Webhook mode runs an aiohttp server that Telegram POSTs updates to.
 
 The order each update goes through, and why (``_poll``; ``_take_in`` in webhook mode):
 
-1. The journal records the update id. An id taken in before (a redelivery after a crash, or the
-   server sending one id twice) is dropped. Polling records a whole ``getUpdates`` batch in one
-   transaction that also moves the stored offset (``telegram:<bot id>:offset``) past it; webhook
-   mode records each update as it comes.
-2. Hand-off: the update is translated and queued for the core in its chat's lane (a task chain that
+1. The update is translated, and the journal records its id. An id taken in before (a redelivery
+   after a crash, or the server sending one id twice) is dropped. Polling records a whole
+   ``getUpdates`` batch in one transaction that also moves the stored offset
+   (``telegram:<bot id>:offset``) past it; webhook mode records each update as it comes. The same
+   transaction keeps each message in the inbox (``delivery.inbox``) until the core has answered it.
+2. Hand-off: the translated update is queued for the core in its chat's lane (a task chain that
    keeps one chat's messages in order while other chats flow). Polling never waits for the core.
 3. With the next ``getUpdates``, Telegram's own confirmation. In webhook mode the 200 answer plays
    that role.
 
 A crash before 1 loses nothing: the update was not confirmed, Telegram sends it again. A crash after
-1 replays nothing: the journal drops the redelivery. What remains is the short time between 1 and the
-core's handler making the message durable (from there the outbox makes the reply durable): an update
-journaled but not yet taken by the handler is lost by a crash. A clean ``stop()`` closes that window:
-it never cuts a batch between journal and hand-off, and lets handed-off handlers finish
+1 replays nothing and loses no message: the journal drops the redelivery, and the next start takes
+up what the inbox kept. Button presses are not kept: a press lost that way is pressed again. A clean
+``stop()`` never cuts a batch between journal and hand-off, and lets handed-off handlers finish
 (``stop_grace_s``).
 
 Ignored updates (edits, stickers, service messages, channel posts, other bots' commands, odd or
@@ -38,7 +38,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Protocol
@@ -66,6 +66,7 @@ from channels.telegram_translate import (
     PLATFORM,
     BotIdentity,
     Skipped,
+    Translated,
     parse_update,
     telegram_chat_id,
     telegram_message_id,
@@ -98,6 +99,11 @@ from core.types import (
 from delivery.chunking import render_chunks
 
 log = logging.getLogger("kith.telegram")
+
+
+def _carried(translated: Mapping[str, Translated | None]) -> dict[str, InboundMessage]:
+    """The messages among translated updates (event id -> message): kept with their journal entries."""
+    return {event_id: t for event_id, t in translated.items() if isinstance(t, InboundMessage)}
 
 # --- Protocol facts ------------------------------------------------------------------------------
 DEFAULT_BASE_URL = "https://api.telegram.org/bot"
@@ -363,19 +369,20 @@ class TelegramChannel:
                 failures = 0
                 async with self._batch_lock:
                     if updates:
-                        # The whole batch recorded and the offset moved past it in one transaction.
-                        # Follow the batch, not the maximum: after a week of silence Telegram restarts
-                        # update ids at a random, possibly lower number, and an offset above them would
-                        # fetch the same update forever.
+                        # The whole batch recorded, its messages kept until the core has decided on them,
+                        # and the offset moved past it, in one transaction. Follow the batch, not the
+                        # maximum: after a week of silence Telegram restarts update ids at a random,
+                        # possibly lower number, and an offset above them would fetch the same update forever.
                         after = updates[-1].update_id + 1
-                        fresh = await self._journal.record_batch(PLATFORM, [str(u.update_id) for u in updates],
-                                                                 cursor=key, cursor_to=after)
+                        translated = {str(u.update_id): self._translate(u) for u in updates}
+                        fresh = await self._journal.record_batch(
+                            PLATFORM, list(translated), cursor=key, cursor_to=after, messages=_carried(translated))
                         self._offset = after
                         for update in updates:
                             if str(update.update_id) in fresh:
                                 fresh.discard(str(update.update_id))  # once, should the batch repeat an id
                                 try:
-                                    self._hand_off(update)
+                                    self._hand_off(update, translated[str(update.update_id)])
                                 except Exception as exc:  # recorded already: one failure must not cost the rest
                                     log.error("telegram hand-off failed update_id=%d error=%s", update.update_id,
                                               type(exc).__name__)
@@ -480,20 +487,27 @@ class TelegramChannel:
 
     # -- intake: journal, translate, hand off -------------------------------------------------------
     async def _take_in(self, update: Update) -> None:
-        if not await self._journal.record(PLATFORM, str(update.update_id)):
+        translated = self._translate(update)
+        event_id = str(update.update_id)
+        if not await self._journal.record(PLATFORM, event_id, messages=_carried({event_id: translated})):
             log.info("telegram redelivery dropped update_id=%d", update.update_id)
             return
-        self._hand_off(update)
+        self._hand_off(update, translated)
 
-    def _hand_off(self, update: Update) -> None:
-        """Translate a recorded update and queue it on its chat's lane."""
+    def _translate(self, update: Update) -> Translated | None:
+        """The update in the core's terms; None (logged by id) when it cannot be translated."""
         me = self._me
         assert me is not None
         try:
-            translated = translate_update(update, me, received_at=self._clock())
+            return translate_update(update, me, received_at=self._clock())
         except Exception as exc:
             log.warning("telegram update ignored update_id=%d reason=untranslatable error=%s", update.update_id,
                         type(exc).__name__)
+            return None
+
+    def _hand_off(self, update: Update, translated: Translated | None) -> None:
+        """Queue a recorded update, translated, on its chat's lane."""
+        if translated is None:
             return
         if isinstance(translated, Skipped):
             log.info("telegram update ignored update_id=%d reason=%s chat=%s", update.update_id,

@@ -55,6 +55,7 @@ class App:
     background: BackgroundTasks
     gate: PolicyGate
     journal: InboundJournal
+    inbox: Inbox
     cursors: Cursors
     commands: ChatCommands
     clock: Callable[[], datetime] = utcnow
@@ -94,7 +95,7 @@ class App:
                              typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
                              buttons=self.commands.press, linker=self.linker,
                              pending=self.memory_commands.answer_if_pending if self.memory_commands else None,
-                             kept=Inbox(self.db, clock=self.clock))
+                             kept=self.inbox)
         started = []
         for channel in channels:
             try:
@@ -185,8 +186,9 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     linker = Linker(db, clock, on_moved=moved)
     commands.register("link", "use me from another platform as the same person", linker.issue)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
+    inbox = Inbox(db, clock=clock)
     app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
-              journal=InboundJournal(db, clock=clock), cursors=Cursors(db),
+              journal=InboundJournal(db, clock=clock, inbox=inbox), inbox=inbox, cursors=Cursors(db),
               commands=commands, clock=clock, memory=memory, linker=linker, recall=recall,
               model_process=model_process)
     app.question_sender = QuestionSender(db=db, memory=memory, book=questions, worker=lambda: app.worker,

@@ -64,17 +64,25 @@ class Router:
             self._resumed.set()
 
     async def resume(self) -> int:
-        """Queue the turns a previous process took in and did not answer; returns how many."""
+        """Take up what a previous process took in and did not answer; returns how many messages.
+
+        Its turns are queued first; then the messages it never decided on go through the policy
+        as if they had just come in. New messages wait until both are done.
+        """
         try:
             platforms = [p for p in self.channels if p not in self.immediate]
-            turns = await self.inbox.resume(platforms) if self.inbox is not None and platforms else []
-            for turn in turns:
+            if self.inbox is None or not platforms:
+                return 0
+            resumed = await self.inbox.resume(platforms)
+            for turn in resumed.turns:
                 self.debouncer.submit_alone(turn)
-            return len(turns)
+            for message in resumed.undecided:
+                await self.on_message(message, resuming=True)
+            return len(resumed.turns) + len(resumed.undecided)
         finally:
             self._resumed.set()
 
-    async def on_message(self, message: InboundMessage) -> None:
+    async def on_message(self, message: InboundMessage, *, resuming: bool = False) -> None:
         """The channel's handler: returns once the message is recorded and queued (or dropped)."""
         event_id = f"msg:{message.message_id}"
         keep = self._keeper(message)
@@ -85,6 +93,8 @@ class Router:
                     raise Redelivered(event_id)
                 linked = await self.linker.redeem_message(message)
                 if linked is not None:
+                    if self.inbox is not None:
+                        await self.inbox.forget_undecided(message)
                     await self.worker.submit(linked, source=message.message_id)
                     return
                 decision = await self.gate.check_inbound(message, then=keep)
@@ -94,6 +104,8 @@ class Router:
         except Redelivered:
             log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
                      message.message_id)
+            if self.inbox is not None:
+                await self.inbox.forget_undecided(message)  # kept by its channel; answered the first time
             return
         if keep is not None and self.inbox is not None and decision.reason in _RATE_LIMITED:
             await self.inbox.forget(message)  # kept as the access rules let it through; the rate limit did not
@@ -106,15 +118,16 @@ class Router:
             await self.take_turn(message)
             await self.worker.wait_idle()
         else:
-            if not self._resumed.is_set():
+            if not resuming and not self._resumed.is_set():
                 await self._resumed.wait()
             await self.debouncer.submit(message)
 
-    def _keeper(self, message: InboundMessage) -> Callable[[Connection], None] | None:
+    def _keeper(self, message: InboundMessage) -> Callable[[Connection, bool], None] | None:
         """The inbox step of the policy transaction; none for the terminal, whose person is watching."""
-        if self.inbox is None or message.platform in self.immediate:
+        inbox = self.inbox
+        if inbox is None or message.platform in self.immediate:
             return None
-        return functools.partial(self.inbox.keep_within, message=message)
+        return lambda conn, allowed: inbox.decided_within(conn, message, allowed)
 
     async def take_turn(self, message: InboundMessage) -> None:
         # Kept in the inbox until the reply is queued; then removed in the same transaction.

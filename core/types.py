@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -148,11 +148,16 @@ class Channel(Protocol):
 class EventJournal(Protocol):
     """Where a channel notes each platform event before acknowledging it (``delivery.inbound.InboundJournal``)."""
 
-    async def record(self, platform: str, event_id: str) -> bool:
-        """Note the event; False when it was taken in before (a redelivery: drop it, still acknowledge it)."""
+    async def record(self, platform: str, event_id: str, *,
+                     messages: Mapping[str, InboundMessage] | None = None) -> bool:
+        """Note the event; False when it was taken in before (a redelivery: drop it, still acknowledge it).
+
+        ``messages`` (event id -> the message it carries) are kept with it until the core has decided on
+        them, so a crash before that loses none of them.
+        """
         ...
 
     async def record_batch(self, platform: str, event_ids: Sequence[str], *, cursor: str,
-                           cursor_to: int) -> set[str]:
+                           cursor_to: int, messages: Mapping[str, InboundMessage] | None = None) -> set[str]:
         """Note a batch and move a polling cursor past it at once; returns the ids not taken in before."""
         ...

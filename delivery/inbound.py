@@ -8,7 +8,7 @@ so a person is never answered twice for one message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -16,7 +16,8 @@ from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, metadata
 from core.tunables import INBOUND_BATCH_ATTEMPTS, INBOUND_DEDUPE_DAYS
-from core.types import utcnow
+from core.types import InboundMessage, utcnow
+from delivery.inbox import Inbox
 
 inbound_events = sa.Table(
     "inbound_events",
@@ -66,16 +67,31 @@ class Redelivered(Exception):
 
 
 class InboundJournal:
+    """With an ``inbox``, the messages a channel passes along with their events are kept there too, in
+    the same transaction, until the core has decided on them (see ``delivery.inbox``)."""
+
     def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow,
-                 retention_days: float = INBOUND_DEDUPE_DAYS) -> None:
+                 retention_days: float = INBOUND_DEDUPE_DAYS, inbox: Inbox | None = None) -> None:
         self.db = db
         self._clock = clock
         self.retention = timedelta(days=retention_days)
+        self.inbox = inbox
 
-    async def record(self, platform: str, event_id: str) -> bool:
-        """Note an event as taken in. False means it was seen before: drop it, but still acknowledge it."""
+    async def record(self, platform: str, event_id: str, *,
+                     messages: Mapping[str, InboundMessage] | None = None) -> bool:
+        """Note an event as taken in. False means it was seen before: drop it, but still acknowledge it.
+
+        ``messages``: event id -> the message the event carries.
+        """
+        message = (messages or {}).get(event_id)
+
+        def take(conn: Connection) -> None:
+            self.record_within(conn, platform, event_id)
+            if message is not None and self.inbox is not None:
+                self.inbox.keep_taken_within(conn, [message])
+
         try:
-            await self.db.run_short(self.record_within, platform, event_id)
+            await self.db.run_short(take)
         except Redelivered:
             return False
         return True
@@ -89,11 +105,11 @@ class InboundJournal:
             raise Redelivered(f"{platform}:{event_id}") from None
 
     async def record_batch(self, platform: str, event_ids: Sequence[str], *, cursor: str,
-                           cursor_to: int) -> set[str]:
+                           cursor_to: int, messages: Mapping[str, InboundMessage] | None = None) -> set[str]:
         """Record a batch of events and move ``cursor`` forward to ``cursor_to``, in one transaction.
 
-        Returns the ids taken in now; the others are redeliveries. The cursor moves with the
-        journal, never ahead of it: a batch whose transaction fails comes again. It is set to
+        Returns the ids taken in now; the others are redeliveries; ``messages`` as for ``record``. The
+        cursor moves with the journal, never ahead of it: a batch whose transaction fails comes again. It is set to
         ``cursor_to`` even when that is lower: Telegram restarts its update ids at a lower number
         after a long silence, and a stored offset above them would confirm (drop) every new update
         at the next start. The journal, not the cursor, keeps a redelivery out.
@@ -105,6 +121,9 @@ class InboundJournal:
         def take(conn: Connection) -> list[str]:
             fresh = _record_new(conn, platform, event_ids, now)
             _set_cursor(conn, cursor, cursor_to, now)
+            carried = [messages[e] for e in fresh if e in messages] if messages else []
+            if carried and self.inbox is not None:
+                self.inbox.keep_taken_within(conn, carried)
             return fresh
 
         for attempt in range(1, INBOUND_BATCH_ATTEMPTS + 1):

@@ -2,11 +2,19 @@
 
 The journal (``delivery.inbound``) makes a redelivery harmless; it also means the platform will
 not send that message again. Between taking a message in and committing its reply there are
-seconds (the debounce window, the model call) in which a crash, a deploy or a power cut would
-lose it for good. So a message the policy lets through is kept here in the same transaction that
-journals it; the turn notes the history row it opened for it; the transaction that records the
-reply (or queues a command's answer) removes it. At the next start whatever is left is answered:
-a turn that had opened goes on from its history row, never written twice.
+seconds (the queue before the policy decision, the debounce window, the model call) in which a
+crash, a deploy or a power cut would lose it for good. So a message is kept here:
+
+* by its channel, in the transaction that journals its event, when the channel passes the message
+  along (Telegram does: its batches can wait in a queue); such a row is not yet *decided*;
+* by the policy decision's own transaction, which marks it decided (keeping it) when the access
+  rules let it through and forgets it when they refuse it;
+* the turn notes the history row it opened for it; the transaction that records the reply (or
+  queues a command's answer, or the honest failure reply) removes it.
+
+At the next start whatever is left is taken up again: an undecided message goes through the
+policy as if it had just come in; a decided one is answered, and a turn that had opened goes on
+from its history row, never written twice.
 
 A message that keeps failing is tried at most INBOX_REPLAYS_MAX times across restarts, and one
 older than INBOX_REPLAY_MAX_AGE_H is no longer answered: both are logged by id and dropped.
@@ -39,6 +47,7 @@ inbox = sa.Table(
     sa.Column("message_id", sa.String(255), nullable=False),
     sa.Column("payload", sa.Text, nullable=False),  # the InboundMessage, as JSON
     sa.Column("received_at", UtcDateTime(), nullable=False),
+    sa.Column("decided", sa.Boolean, nullable=False, server_default=sa.false()),  # past its policy decision
     sa.Column("turn_row", sa.Integer, nullable=True),  # the history row of the turn opened for it
     sa.Column("replays", sa.Integer, nullable=False, server_default="0"),
     sa.UniqueConstraint("platform", "message_id", name="uq_inbox_message"),
@@ -46,6 +55,13 @@ inbox = sa.Table(
 
 # Built once: they run for every message.
 _KEEP = inbox.insert()
+_DECIDED = (inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
+                                 inbox.c.message_id == sa.bindparam("for_message"))
+            .values(decided=True))
+_KEPT_OF = sa.select(inbox.c.message_id).where(inbox.c.platform == sa.bindparam("for_platform"),
+                                               inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
+_UNDECIDED = inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
+                                  inbox.c.message_id == sa.bindparam("for_message"), inbox.c.decided.is_(False))
 _OPENED = (inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
                                 inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
            .values(turn_row=sa.bindparam("row")))
@@ -89,6 +105,15 @@ class Kept:
     id: int
     message: InboundMessage
     turn_row: int | None
+    decided: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a previous process left: turns to answer, and messages it took in but never decided on."""
+
+    turns: list[InboundMessage]
+    undecided: list[InboundMessage]
 
 
 def resumed_turns(kept: Sequence[Kept]) -> list[InboundMessage]:
@@ -110,9 +135,36 @@ def resumed_turns(kept: Sequence[Kept]) -> list[InboundMessage]:
     return [message for _id, message in sorted(turns, key=lambda t: t[0])]
 
 
+def _row(message: InboundMessage, now: datetime, *, decided: bool) -> dict[str, object]:
+    return {"platform": message.platform, "message_id": message.message_id, "payload": to_payload(message),
+            "received_at": now, "replays": 0, "decided": decided}
+
+
+def keep_taken(conn: Connection, messages: Sequence[InboundMessage], now: datetime) -> None:
+    """Keep messages a channel has just taken in, before any decision on them (its journal's transaction).
+
+    One kept already (the same message in another event) stays as it is.
+    """
+    by_platform: dict[str, list[InboundMessage]] = {}
+    for m in messages:
+        by_platform.setdefault(m.platform, []).append(m)
+    for platform, theirs in by_platform.items():
+        ids = list(dict.fromkeys(m.message_id for m in theirs))
+        kept = set(conn.execute(_KEPT_OF, {"for_platform": platform, "ids": ids}).scalars())
+        new = {m.message_id: m for m in theirs if m.message_id not in kept}
+        if new:
+            conn.execute(_KEEP, [_row(m, now, decided=False) for m in new.values()])
+
+
 def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
-    conn.execute(_KEEP, {"platform": message.platform, "message_id": message.message_id,
-                         "payload": to_payload(message), "received_at": now, "replays": 0})
+    """The policy let ``message`` through: keep it until it is answered (kept already when its channel did)."""
+    if conn.execute(_DECIDED, {"for_platform": message.platform, "for_message": message.message_id}).rowcount == 0:
+        conn.execute(_KEEP, _row(message, now, decided=True))
+
+
+def drop_undecided(conn: Connection, message: InboundMessage) -> None:
+    """``message`` needs no answer (refused, a redelivery, a link code): forget it unless it was let through."""
+    conn.execute(_UNDECIDED, {"for_platform": message.platform, "for_message": message.message_id})
 
 
 def opened(conn: Connection, row: int, message: InboundMessage) -> None:
@@ -148,7 +200,7 @@ def _take_for_replay(conn: Connection, platforms: Sequence[str], now: datetime, 
             dropped.append((r.platform, r.message_id, why))
             drop_rows.append(r.id)
             continue
-        answer.append(Kept(r.id, message, r.turn_row))
+        answer.append(Kept(r.id, message, r.turn_row, bool(r.decided)))
     if drop_rows:
         conn.execute(inbox.delete().where(inbox.c.id.in_(drop_rows)))
     if answer:
@@ -167,15 +219,26 @@ class Inbox:
         self.max_age = timedelta(hours=max_age_h)
         self.max_replays = max_replays
 
-    def keep_within(self, conn: Connection, message: InboundMessage) -> None:
-        keep(conn, message, self._clock())
+    def keep_taken_within(self, conn: Connection, messages: Sequence[InboundMessage]) -> None:
+        keep_taken(conn, messages, self._clock())
+
+    def decided_within(self, conn: Connection, message: InboundMessage, allowed: bool) -> None:
+        """The policy's step in its own transaction: keep what it let through, forget what it refused."""
+        if allowed:
+            keep(conn, message, self._clock())
+        else:
+            drop_undecided(conn, message)
 
     async def forget(self, message: InboundMessage) -> None:
         """The message needs no answer after all (e.g. the rate limit refused it after it was kept)."""
         await self.db.run_short(done, message)
 
-    async def resume(self, platforms: Sequence[str]) -> list[InboundMessage]:
-        """The turns a previous process left unanswered on ``platforms``, oldest first (``resumed_turns``).
+    async def forget_undecided(self, message: InboundMessage) -> None:
+        await self.db.run_short(drop_undecided, message)
+
+    async def resume(self, platforms: Sequence[str]) -> Resumed:
+        """What a previous process left on ``platforms``, oldest first: turns (``resumed_turns``) and
+        messages still to be decided on.
 
         Other platforms' wait for a process that runs their channel.
         """
@@ -183,7 +246,9 @@ class Inbox:
                                           self.max_replays)
         for platform, message_id, why in dropped:
             log.warning("inbox dropped platform=%s message=%s reason=%s", platform, message_id, why)
-        turns = resumed_turns(kept)
-        if turns:
-            log.info("inbox resumed turns=%d messages=%d", len(turns), len(kept))
-        return turns
+        resumed = Resumed(resumed_turns([k for k in kept if k.decided]),
+                          [k.message for k in sorted(kept, key=lambda k: k.id) if not k.decided])
+        if kept:
+            log.info("inbox resumed turns=%d undecided=%d messages=%d", len(resumed.turns), len(resumed.undecided),
+                     len(kept))
+        return resumed

@@ -65,10 +65,10 @@ class PolicyGate:
 
     async def check_inbound(self, message: InboundMessage, *,
                             first: Callable[[Connection], None] | None = None,
-                            then: Callable[[Connection], None] | None = None) -> Decision:
+                            then: Callable[[Connection, bool], None] | None = None) -> Decision:
         """Decide on ``message``; ``first`` runs at the start of the same transaction (e.g. the inbound
         journal), and an exception from it aborts the decision with nothing written. ``then`` runs at
-        its end when the access rules let the message through (the rate limit is checked after)."""
+        its end with whether the access rules let the message through (the rate limit is checked after)."""
         policy = self.policy_for(message.platform)
         now = self.clock()
 
@@ -89,8 +89,8 @@ class PolicyGate:
             if first is not None:
                 first(conn)
             decided = store.update(conn, functools.partial(decide, conn))
-            if then is not None and decided[0].allowed:
-                then(conn)
+            if then is not None:
+                then(conn, decided[0].allowed)
             return decided
 
         decision, access = await self.db.run_short(in_one_transaction)

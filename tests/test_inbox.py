@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from core.db import Database
+from core.types import InboundMessage
 from delivery import inbox
 from delivery.inbox import Inbox, Kept, PayloadError, from_payload, resumed_turns, to_payload
 from tests.helpers import FakeClock, inbound
@@ -28,7 +29,12 @@ def db(tmp_path: Path) -> Iterator[Database]:
         database.close()
 
 
-def _message(text: str, message_id: str, *, platform: str = "telegram", sender: str = "ana"):
+async def _let_through(db: Database, book: Inbox, message: InboundMessage) -> None:
+    """The policy's transaction letting ``message`` through."""
+    await db.run(book.decided_within, message, True)
+
+
+def _message(text: str, message_id: str, *, platform: str = "telegram", sender: str = "ana") -> InboundMessage:
     return inbound(text, platform=platform, chat_id=sender, sender_id=sender, message_id=message_id)
 
 
@@ -57,56 +63,75 @@ async def test_a_kept_message_is_resumed_until_its_turn_is_answered(db: Database
     book = Inbox(db)
     first, second = _message("one", "1"), _message("two", "2")
     for m in (first, second):
-        await db.run(book.keep_within, m)
+        await _let_through(db, book, m)
     merged = dataclasses.replace(second, text="one\ntwo", merged_ids=("1",))
     await db.run(inbox.opened, 99, merged)
-    (turn,) = await book.resume(["telegram"])
+    (turn,) = (await book.resume(["telegram"])).turns
     assert turn.text == "one\ntwo" and turn.opened_row == 99
     await db.run(inbox.done, turn)
-    assert await book.resume(["telegram"]) == []
+    assert (await book.resume(["telegram"])).turns == []
 
 
 async def test_a_message_is_tried_at_most_three_restarts_then_dropped_by_id(
         db: Database, caplog: pytest.LogCaptureFixture) -> None:
     book = Inbox(db)
-    await db.run(book.keep_within, _message("crashes the bot somehow", "13"))
+    await _let_through(db, book, _message("crashes the bot somehow", "13"))
     for _ in range(3):
-        assert [t.message_id for t in await book.resume(["telegram"])] == ["13"]
+        assert [t.message_id for t in (await book.resume(["telegram"])).turns] == ["13"]
     with caplog.at_level(logging.WARNING, logger="kith.inbox"):
-        assert await book.resume(["telegram"]) == []
+        assert (await book.resume(["telegram"])).turns == []
     assert "message=13 reason=replayed_too_often" in caplog.text and "crashes" not in caplog.text
-    assert await book.resume(["telegram"]) == []  # dropped for good
+    assert (await book.resume(["telegram"])).turns == []  # dropped for good
 
 
 async def test_a_message_older_than_a_day_is_not_answered_after_a_restart(db: Database) -> None:
     clock = FakeClock()
     book = Inbox(db, clock=clock)
-    await db.run(book.keep_within, _message("yesterday's question", "1"))
+    await _let_through(db, book, _message("yesterday's question", "1"))
     clock.advance(hours=23)
-    await db.run(book.keep_within, _message("today's", "2"))
+    await _let_through(db, book, _message("today's", "2"))
     clock.advance(hours=1, seconds=1)
-    assert [t.message_id for t in await book.resume(["telegram"])] == ["2"]
+    assert [t.message_id for t in (await book.resume(["telegram"])).turns] == ["2"]
 
 
 async def test_another_platforms_messages_wait_for_a_process_that_runs_its_channel(db: Database) -> None:
     book = Inbox(db)
-    await db.run(book.keep_within, _message("from slack", "s1", platform="slack"))
-    await db.run(book.keep_within, _message("from telegram", "t1"))
+    await _let_through(db, book, _message("from slack", "s1", platform="slack"))
+    await _let_through(db, book, _message("from telegram", "t1"))
     for _ in range(3):  # processes without Slack, started again and again, leave its message untouched
-        assert [t.text for t in await book.resume(["telegram"])] == ["from telegram"]
+        assert [t.text for t in (await book.resume(["telegram"])).turns] == ["from telegram"]
     for _ in range(3):  # ... so a process with Slack still has all its tries
-        assert [t.text for t in await book.resume(["slack", "telegram"])] == ["from slack"]
+        assert [t.text for t in (await book.resume(["slack", "telegram"])).turns] == ["from slack"]
 
 
 async def test_an_unreadable_row_is_dropped_and_the_others_still_answered(
         db: Database, caplog: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()
     book = Inbox(db, clock=clock)
-    await db.run(book.keep_within, _message("fine", "1"))
+    await _let_through(db, book, _message("fine", "1"))
     await db.run(lambda conn: conn.execute(inbox.inbox.insert().values(
         platform="telegram", message_id="2", payload="{not json", received_at=clock())))
     with caplog.at_level(logging.WARNING, logger="kith.inbox"):
-        assert [t.text for t in await book.resume(["telegram"])] == ["fine"]
+        assert [t.text for t in (await book.resume(["telegram"])).turns] == ["fine"]
     assert "message=2 reason=unreadable" in caplog.text
     left = await db.run(lambda conn: conn.execute(sa.select(inbox.inbox.c.message_id)).scalars().all())
     assert left == ["1"]
+
+
+async def test_a_message_its_channel_kept_is_decided_on_again_after_a_restart(db: Database) -> None:
+    book = Inbox(db)
+    taken, refused, let_through = _message("queued", "1"), _message("a stranger", "2"), _message("fine", "3")
+    await db.run(book.keep_taken_within, [taken, refused, let_through])
+    await db.run(book.keep_taken_within, [taken])  # the same message in another event: kept once
+    await db.run(book.decided_within, refused, False)
+    await db.run(book.decided_within, let_through, True)
+    resumed = await book.resume(["telegram"])
+    assert [m.text for m in resumed.undecided] == ["queued"]
+    assert [m.text for m in resumed.turns] == ["fine"]
+
+
+async def test_letting_through_a_message_nobody_kept_keeps_it(db: Database) -> None:
+    book = Inbox(db)
+    await db.run(book.decided_within, _message("from a channel that keeps nothing itself", "9"), True)
+    resumed = await book.resume(["telegram"])
+    assert resumed.undecided == [] and [m.message_id for m in resumed.turns] == ["9"]

@@ -191,6 +191,31 @@ async def test_messages_refused_by_the_rate_limit_are_not_answered_after_a_resta
         await app.close()
 
 
+async def test_an_update_taken_in_but_not_yet_past_policy_when_the_process_stops_is_answered_after_restart(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    settings = _settings(make_settings, fake_llm, telegram_api, dm="open")
+    app = await _start(settings, monkeypatch)
+    reached = asyncio.Event()
+
+    async def never_decides(message, **kwargs):  # the process goes down before the policy has decided
+        reached.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(app.gate, "check_inbound", never_decides)
+    telegram_api.push_text(ANA, ANA, "did you get this?")
+    await asyncio.wait_for(reached.wait(), 15)  # journaled, and Telegram's offset is past it
+    await app.close()
+    assert telegram_api.sent == [] and fake_llm.requests == []
+    fake_llm.reply("I did.")
+    app = await _start(settings, monkeypatch)
+    try:
+        await telegram_api.wait_for_sent(1)
+        await asyncio.sleep(0.5)
+        assert [m.visible_text for m in telegram_api.sent] == ["I did."] and len(fake_llm.requests) == 1
+    finally:
+        await app.close()
+
+
 async def test_redelivered_update_is_answered_once(telegram_api, fake_llm, make_settings, monkeypatch) -> None:
     app = await _start(_settings(make_settings, fake_llm, telegram_api, dm="open"), monkeypatch)
     try:
