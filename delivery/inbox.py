@@ -73,10 +73,13 @@ class PayloadError(ValueError):
     """A stored message that cannot be read back as an InboundMessage."""
 
 
+_PAYLOAD_FIELDS = tuple(f.name for f in dataclasses.fields(InboundMessage) if f.name != "opened_row")
+
+
 def to_payload(message: InboundMessage) -> str:
     """The message as JSON (without ``opened_row``, which a replay sets)."""
-    fields = dataclasses.asdict(message)
-    fields.pop("opened_row")
+    # Field by field rather than dataclasses.asdict, which deep-copies: this runs for every message.
+    fields: dict[str, object] = {name: getattr(message, name) for name in _PAYLOAD_FIELDS}
     fields["chat_kind"] = message.chat_kind.value
     fields["timestamp"] = message.timestamp.isoformat()
     fields["merged_ids"] = list(message.merged_ids)
