@@ -15,7 +15,8 @@ The order each MESSAGE_CREATE goes through, and why:
    :func:`translate_message`. Our own and other bots' messages, system messages and messages
    without text stop here, logged with the message id and a fixed reason.
 3. ``journal.record("discord", message_id)``: False means this message was taken in before (a RESUME
-   replaying what was handled, or Discord sending one event twice) and it is dropped.
+   replaying what was handled, or Discord sending one event twice) and it is dropped. The same
+   transaction keeps the message in the inbox (``delivery.inbox``) until the core has answered it.
 4. Hand-off to the core's handler.
 
 Discord's gateway has no acknowledgement: what arrives while kith is down, or after a session could
@@ -295,7 +296,8 @@ class DiscordChannel:
             log.info("discord message ignored id=%d reason=%s chat=%s", message.id, translated.reason,
                      translated.chat_id)
             return
-        if not await self._journal.record(PLATFORM, str(message.id)):
+        event_id = str(message.id)
+        if not await self._journal.record(PLATFORM, event_id, messages={event_id: translated}):
             log.info("discord redelivery dropped id=%d", message.id)
             return
         await self._deliver(translated)

@@ -22,6 +22,7 @@ from channels.discord import ChannelStartError, DiscordChannel, DiscordSettings,
 from core.db import Database
 from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, SendError
 from delivery.inbound import InboundJournal
+from delivery.inbox import Inbox as MessageInbox
 from tests.fakes.discord_api import FAKE_DISCORD_TOKEN, FakeDiscord, discord_api  # noqa: F401
 from tests.helpers import Inbox
 
@@ -496,3 +497,21 @@ async def test_check_token_for_doctor(discord_api: FakeDiscord) -> None:
     await discord_api.go_away()
     ok, detail = await check_token(settings, FAKE_DISCORD_TOKEN)
     assert not ok and "cannot reach" in detail
+
+
+async def test_a_message_is_kept_from_its_journal_entry_until_the_core_decides_on_it(world: World,
+                                                                                     tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path}/kept.db")
+    db.create_all()
+    kept = MessageInbox(db)
+    inbox = Inbox()
+    try:
+        async with running(_channel(InboundJournal(db, inbox=kept)), inbox):
+            original = world.api.push_message(world.alice_dm, ALICE, "keep me")
+            world.api.redeliver(original)
+            (message,) = await inbox.wait_for(1)
+            await asyncio.sleep(0.05)
+        # The handler here never decides, as if the process died first: the next start takes it up once.
+        assert (await kept.resume(["discord"])).undecided == [message]
+    finally:
+        db.close()
