@@ -14,12 +14,14 @@ The order every event goes through, and why:
 2. ``journal.record("slack", event_id)`` in our global middleware. Slack retries an event it did not see
    acknowledged within 3 s (``X-Slack-Retry-Num`` over HTTP, ``retry_attempt`` in a socket envelope) with
    the same ``event_id``: the second record is False and the retry is acknowledged and dropped. A journal
-   failure acknowledges nothing (500 / no socket ack), so Slack delivers the event again later.
+   failure acknowledges nothing (500 / no socket ack), so Slack delivers the event again later. The same
+   transaction keeps the message the event carries in the inbox (``delivery.inbox``) until the core has
+   answered it.
 3. The listener is acknowledged at once (bolt's auto-ack for events), translates the event and queues it in
    its chat's lane; the core runs in that task, never inside the 3 s acknowledgement budget.
 
-A crash between 2 and the core making the message durable loses that one message (the journal says it was
-taken in); ``stop()`` narrows that window by letting queued handlers finish (``stop_grace_s``).
+A crash after 2 loses no message: the next start takes up what the inbox kept. Button presses are not
+kept (a press lost that way is pressed again); ``stop()`` lets queued handlers finish (``stop_grace_s``).
 
 Sending: ``chat.postMessage`` with mrkdwn from :mod:`delivery.chunking`. Buttons ride on the last text chunk
 as Block Kit (a section repeating the text, then ``actions``); such messages are chunked to the section's
@@ -431,7 +433,7 @@ class SlackChannel:
             # One record at a time, first come first served: events reach their chat's lane in the order
             # they arrived, not in the order their database writes happened to finish.
             async with self._intake_lock:
-                fresh = await self._journal.record(PLATFORM, event_id)
+                fresh = await self._journal.record(PLATFORM, event_id, messages=self._carried(event_id, body))
         except Exception as exc:
             log.error("slack intake failed event_id=%s error=%s", event_id, type(exc).__name__)
             return BoltResponse(status=500, body="")  # unacknowledged: Slack delivers it again
@@ -439,6 +441,17 @@ class SlackChannel:
             log.info("slack redelivery dropped event_id=%s retry=%s", event_id, retry or "0")
             return BoltResponse(status=200, body="")
         return await next()
+
+    def _carried(self, event_id: str, body: dict[str, Any]) -> dict[str, InboundMessage]:
+        """The message an event carries, for the journal to keep with it (``_on_event`` logs the rest)."""
+        me = self._me
+        if me is None:
+            return {}
+        try:
+            translated = translate_event(body, me, received_at=self._clock())
+        except Exception:
+            return {}
+        return {event_id: translated} if isinstance(translated, InboundMessage) else {}
 
     async def _on_event(self, body: dict[str, Any]) -> None:
         me = self._me

@@ -57,7 +57,7 @@ inbox = sa.Table(
 _KEEP = inbox.insert()
 _DECIDED = (inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
                                  inbox.c.message_id == sa.bindparam("for_message"))
-            .values(decided=True))
+            .values(decided=True, payload=sa.bindparam("payload")))
 _KEPT_OF = sa.select(inbox.c.message_id).where(inbox.c.platform == sa.bindparam("for_platform"),
                                                inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
 _UNDECIDED = inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
@@ -160,9 +160,14 @@ def keep_taken(conn: Connection, messages: Sequence[InboundMessage], now: dateti
 
 
 def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
-    """The policy let ``message`` through: keep it until it is answered (kept already when its channel did)."""
-    if conn.execute(_DECIDED, {"for_platform": message.platform, "for_message": message.message_id}).rowcount == 0:
-        conn.execute(_KEEP, _row(message, now, decided=True))
+    """The policy let ``message`` through: keep it until it is answered (kept already when its channel did).
+
+    Kept as the policy saw it: a channel may have completed it since (Slack looks up the sender's name).
+    """
+    payload = to_payload(message)
+    if conn.execute(_DECIDED, {"for_platform": message.platform, "for_message": message.message_id,
+                               "payload": payload}).rowcount == 0:
+        conn.execute(_KEEP, {**_row(message, now, decided=True), "payload": payload})
 
 
 def drop_undecided(conn: Connection, message: InboundMessage) -> None:

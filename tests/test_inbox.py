@@ -135,3 +135,12 @@ async def test_letting_through_a_message_nobody_kept_keeps_it(db: Database) -> N
     await db.run(book.decided_within, _message("from a channel that keeps nothing itself", "9"), True)
     resumed = await book.resume(["telegram"])
     assert resumed.undecided == [] and [m.message_id for m in resumed.turns] == ["9"]
+
+
+async def test_a_message_is_kept_as_the_policy_saw_it(db: Database) -> None:
+    book = Inbox(db)
+    taken = dataclasses.replace(_message("hi", "1"), sender_name="")  # its channel looks the name up later
+    await db.run(book.keep_taken_within, [taken])
+    await db.run(book.decided_within, dataclasses.replace(taken, sender_name="Alice"), True)
+    (turn,) = (await book.resume(["telegram"])).turns
+    assert turn.sender_name == "Alice"

@@ -25,6 +25,7 @@ from core.db import Database
 from core.tunables import SLACK_MAX_CHARS
 from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, SendError
 from delivery.inbound import InboundJournal
+from delivery.inbox import Inbox as MessageInbox
 from delivery.worker import DeliveryWorker
 from tests.fakes.slack_api import (
     BOT_USER_ID,
@@ -192,11 +193,11 @@ async def test_an_event_the_journal_cannot_record_is_left_for_slack_to_retry(
             self.journal = journal
             self.failures = 1
 
-        async def record(self, platform: str, event_id: str) -> bool:
+        async def record(self, platform: str, event_id: str, **kwargs: Any) -> bool:
             if self.failures:
                 self.failures -= 1
                 raise OSError("database is locked")
-            return await self.journal.record(platform, event_id)
+            return await self.journal.record(platform, event_id, **kwargs)
 
     api = people
     inbox = Inbox()
@@ -521,3 +522,23 @@ async def test_check_token_for_doctor(people: FakeSlack, monkeypatch: pytest.Mon
     ]
     assert not unreachable[0] and "cannot reach" in unreachable[1]
     assert all("nope" not in detail for _ok, detail in results)
+
+
+async def test_a_message_is_kept_from_its_journal_entry_until_the_core_decides_on_it(
+    people: FakeSlack, tmp_path: Path
+) -> None:
+    db = Database(f"sqlite:///{tmp_path}/kept.db")
+    db.create_all()
+    kept = MessageInbox(db)
+    inbox = Inbox()
+    try:
+        async with running(_channel(people, Stores(db, InboundJournal(db, inbox=kept))), inbox):
+            first = people.push_dm(ALICE, "keep me")
+            people.redeliver(first)
+            (message,) = await inbox.wait_for(1)
+            await asyncio.sleep(0.1)
+        # The handler here never decides, as if the process died first: the next start takes it up once.
+        (undecided,) = (await kept.resume(["slack"])).undecided
+        assert undecided.message_id == message.message_id and undecided.text == "keep me"
+    finally:
+        db.close()
