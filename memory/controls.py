@@ -325,9 +325,20 @@ class MemoryControls:
         return found
 
     async def open_question(self, requester: Requester) -> Question | None:
+        """The person's oldest open question that still asks about current facts.
+
+        One whose facts changed since (a /forget, a correction) is voided on the way, so a typed "2"
+        meant for the conversation is not taken as an answer to a question nobody needs any more.
+        """
         person = _person(requester)
-        open_ = await self.questions.open_of(person)
-        return open_[0] if open_ else None
+        now = self.clock()
+        for question in await self.questions.open_of(person):
+            first, second = await self.memory.get(question.first_id), await self.memory.get(question.second_id)
+            if still_current(question, first, second, now):
+                return question
+            await self.questions.close(question.id, QuestionStatus.VOID)
+            log.info("question void id=%s person=%s", question.id, person)
+        return None
 
     # --- remembering --------------------------------------------------------------------------------
     async def remember(self, requester: Requester, text: str, source: Source, scope: Scope) -> GateResult:

@@ -15,6 +15,7 @@ from core.app import App, build_app
 from core.commands import platform_channels
 from core.config import DeliverySettings, Settings, TelegramSettings
 from core.memory_commands import MemoryCommands, QuestionSender
+from memory.controls import Requester
 from memory.gate import Outcome
 from memory.questions import QuestionBook, QuestionStatus
 from memory.records import MemoryCandidate, MemoryKind, Scope, Source, Status
@@ -160,6 +161,29 @@ async def test_a_typed_answer_works_and_a_question_never_goes_to_a_group(
         assert facts["I work at Globex as a backend engineer"].status is Status.ACTIVE
         assert all(r.conflicts_with == () for r in facts.values())
         assert not [m for m in telegram_api.sent if m.chat_id == BEN]
+    finally:
+        await app.close()
+
+
+async def test_a_typed_number_after_the_questions_facts_changed_goes_to_the_conversation(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    clock = FakeClock(datetime.now(UTC))
+    run = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch, clock)
+    app = run.app
+    try:
+        telegram_api.push_text(ANA, ANA, "/remember My favourite editor is Vim")
+        await telegram_api.wait_for_sent(1)
+        clock.advance(minutes=1)
+        telegram_api.push_text(ANA, ANA, "/remember My favourite editor is Emacs")
+        await telegram_api.wait_until(lambda: len(_questions(telegram_api)) == 1)
+        ana = Requester(_person(app, ANA), f"telegram:{ANA}")
+        pending = await run.commands.controls.plan_forget(ana, "Emacs")  # the question's facts change
+        await run.commands.controls.confirm_forget(ana, pending.token)
+        fake_llm.reply("Two of what?")
+        telegram_api.push_text(ANA, ANA, "2")
+        await telegram_api.wait_until(lambda: telegram_api.sent[-1].visible_text == "Two of what?")
+        (asked,) = await run.book.of_person(ana.person or "")
+        assert asked.status is QuestionStatus.VOID
     finally:
         await app.close()
 
