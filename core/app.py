@@ -96,6 +96,7 @@ class App:
                              buttons=self.commands.press, linker=self.linker,
                              pending=self.memory_commands.answer_if_pending if self.memory_commands else None,
                              kept=self.inbox)
+        left = await self.inbox.leftovers()  # before any channel takes a message in itself
         started = []
         for channel in channels:
             try:
@@ -106,7 +107,7 @@ class App:
         # Replies a previous process produced but did not deliver go out now, once; messages it took in
         # and did not answer are answered now (new ones wait until those are queued).
         await self.worker.start()
-        await self.router.resume()
+        await self.router.resume(left, started)
         if self.start_heartbeat:
             self.heartbeat, self.scheduler = await start_heartbeat(self)
         return started

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from core.conversation import ConversationCore
 from core.db import Connection
@@ -19,7 +19,7 @@ from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
 from delivery import inbox
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
-from delivery.inbox import Inbox
+from delivery.inbox import Inbox, Leftover
 from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from policy.gate import PolicyGate
@@ -63,21 +63,26 @@ class Router:
         if kept is None:
             self._resumed.set()
 
-    async def resume(self) -> int:
-        """Take up what a previous process took in and did not answer; returns how many messages.
+    async def resume(self, left: Sequence[Leftover], platforms: Sequence[str]) -> int:
+        """Take up what a previous process took in and did not answer (``left``, read before the channels
+        started) on the ``platforms`` whose channels run; returns how many messages.
 
         Its turns are queued first; then the messages it never decided on go through the policy
         as if they had just come in. New messages wait until both are done.
         """
         try:
-            platforms = [p for p in self.channels if p not in self.immediate]
-            if self.inbox is None or not platforms:
+            platforms = [p for p in platforms if p not in self.immediate]
+            if self.inbox is None or not platforms or not left:
                 return 0
-            resumed = await self.inbox.resume(platforms)
+            resumed = await self.inbox.resume(left, platforms)
             for turn in resumed.turns:
                 self.debouncer.submit_alone(turn)
             for message in resumed.undecided:
-                await self.on_message(message, resuming=True)
+                try:
+                    await self.on_message(message, resuming=True)
+                except Exception as exc:  # stays kept for the next start; the others go on
+                    log.error("resumed message failed platform=%s chat=%s message=%s error=%s", message.platform,
+                              message.chat_id, message.message_id, type(exc).__name__)
             return len(resumed.turns) + len(resumed.undecided)
         finally:
             self._resumed.set()

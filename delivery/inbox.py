@@ -184,18 +184,36 @@ def done(conn: Connection, message: InboundMessage) -> None:
     conn.execute(_DONE, {"for_platform": message.platform, "ids": turn_ids(message)})
 
 
-def _take_for_replay(conn: Connection, platforms: Sequence[str], now: datetime, max_age: timedelta,
-                     max_replays: int) -> tuple[list[Kept], list[tuple[str, str, str]]]:
-    """Every message still kept from ``platforms``, each counted as replayed once more; those past the
-    limits are dropped.
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """One inbox row as a new process found it at start-up, before taking anything in itself."""
 
-    Returns (to answer, dropped as (platform, message id, why)).
+    id: int
+    platform: str
+    message_id: str
+    payload: str
+    received_at: datetime
+    turn_row: int | None
+    decided: bool
+    replays: int
+
+
+def _leftovers(conn: Connection) -> list[Leftover]:
+    rows = conn.execute(sa.select(inbox).order_by(inbox.c.id)).all()
+    return [Leftover(r.id, r.platform, r.message_id, r.payload, r.received_at, r.turn_row, bool(r.decided),
+                     int(r.replays)) for r in rows]
+
+
+def _take_up(conn: Connection, left: Sequence[Leftover], now: datetime, max_age: timedelta,
+             max_replays: int) -> tuple[list[Kept], list[tuple[str, str, str]]]:
+    """``left``, each counted as replayed once more; those past the limits (or unreadable) are dropped.
+
+    Returns (to take up, dropped as (platform, message id, why)).
     """
-    rows = conn.execute(sa.select(inbox).where(inbox.c.platform.in_(list(platforms))).order_by(inbox.c.id)).all()
-    answer: list[Kept] = []
+    taken: list[Kept] = []
     dropped: list[tuple[str, str, str]] = []
     drop_rows: list[int] = []
-    for r in rows:
+    for r in left:
         why = ("too_old" if now - r.received_at > max_age else
                "replayed_too_often" if r.replays >= max_replays else "")
         message: InboundMessage | None = None
@@ -208,13 +226,13 @@ def _take_for_replay(conn: Connection, platforms: Sequence[str], now: datetime, 
             dropped.append((r.platform, r.message_id, why))
             drop_rows.append(r.id)
             continue
-        answer.append(Kept(r.id, message, r.turn_row, bool(r.decided)))
+        taken.append(Kept(r.id, message, r.turn_row, r.decided))
     if drop_rows:
         conn.execute(inbox.delete().where(inbox.c.id.in_(drop_rows)))
-    if answer:
-        conn.execute(inbox.update().where(inbox.c.id.in_([k.id for k in answer]))
+    if taken:
+        conn.execute(inbox.update().where(inbox.c.id.in_([k.id for k in taken]))
                      .values(replays=inbox.c.replays + 1))
-    return answer, dropped
+    return taken, dropped
 
 
 class Inbox:
@@ -244,14 +262,19 @@ class Inbox:
     async def forget_undecided(self, message: InboundMessage) -> None:
         await self.db.run_short(drop_undecided, message)
 
-    async def resume(self, platforms: Sequence[str]) -> Resumed:
-        """What a previous process left on ``platforms``, oldest first: turns (``resumed_turns``) and
+    async def leftovers(self) -> list[Leftover]:
+        """What a previous process left. Read before this one's channels take anything in, so that
+        nothing this process takes in itself is mistaken for it."""
+        return await self.db.run(_leftovers)
+
+    async def resume(self, left: Sequence[Leftover], platforms: Sequence[str]) -> Resumed:
+        """The ``left`` of ``platforms`` to take up now, oldest first: turns (``resumed_turns``) and
         messages still to be decided on.
 
-        Other platforms' wait for a process that runs their channel.
+        Other platforms' wait for a process whose channel for them is running.
         """
-        kept, dropped = await self.db.run(_take_for_replay, list(platforms), self._clock(), self.max_age,
-                                          self.max_replays)
+        mine = [r for r in left if r.platform in set(platforms)]
+        kept, dropped = await self.db.run(_take_up, mine, self._clock(), self.max_age, self.max_replays)
         for platform, message_id, why in dropped:
             log.warning("inbox dropped platform=%s message=%s reason=%s", platform, message_id, why)
         resumed = Resumed(resumed_turns([k for k in kept if k.decided]),

@@ -512,6 +512,6 @@ async def test_a_message_is_kept_from_its_journal_entry_until_the_core_decides_o
             (message,) = await inbox.wait_for(1)
             await asyncio.sleep(0.05)
         # The handler here never decides, as if the process died first: the next start takes it up once.
-        assert (await kept.resume(["discord"])).undecided == [message]
+        assert (await kept.resume(await kept.leftovers(), ["discord"])).undecided == [message]
     finally:
         db.close()

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from core.db import Database
 from core.types import InboundMessage
 from delivery import inbox
-from delivery.inbox import Inbox, Kept, PayloadError, from_payload, resumed_turns, to_payload
+from delivery.inbox import Inbox, Kept, PayloadError, Resumed, from_payload, resumed_turns, to_payload
 from tests.helpers import FakeClock, inbound
 
 ODD = "caf\u00e9 \U0001f600 \u05e9\u05dc\u05d5\u05dd \ud800 nul:\x00 e\u0301 \u202e"
@@ -27,6 +27,11 @@ def db(tmp_path: Path) -> Iterator[Database]:
         yield database
     finally:
         database.close()
+
+
+async def _resume(book: Inbox, platforms: list[str]) -> Resumed:
+    """What a start-up takes up: the leftovers read first, then those of ``platforms``."""
+    return await book.resume(await book.leftovers(), platforms)
 
 
 async def _let_through(db: Database, book: Inbox, message: InboundMessage) -> None:
@@ -66,10 +71,10 @@ async def test_a_kept_message_is_resumed_until_its_turn_is_answered(db: Database
         await _let_through(db, book, m)
     merged = dataclasses.replace(second, text="one\ntwo", merged_ids=("1",))
     await db.run(inbox.opened, 99, merged)
-    (turn,) = (await book.resume(["telegram"])).turns
+    (turn,) = (await _resume(book, ["telegram"])).turns
     assert turn.text == "one\ntwo" and turn.opened_row == 99
     await db.run(inbox.done, turn)
-    assert (await book.resume(["telegram"])).turns == []
+    assert (await _resume(book, ["telegram"])).turns == []
 
 
 async def test_a_message_is_tried_at_most_three_restarts_then_dropped_by_id(
@@ -77,11 +82,11 @@ async def test_a_message_is_tried_at_most_three_restarts_then_dropped_by_id(
     book = Inbox(db)
     await _let_through(db, book, _message("crashes the bot somehow", "13"))
     for _ in range(3):
-        assert [t.message_id for t in (await book.resume(["telegram"])).turns] == ["13"]
+        assert [t.message_id for t in (await _resume(book, ["telegram"])).turns] == ["13"]
     with caplog.at_level(logging.WARNING, logger="kith.inbox"):
-        assert (await book.resume(["telegram"])).turns == []
+        assert (await _resume(book, ["telegram"])).turns == []
     assert "message=13 reason=replayed_too_often" in caplog.text and "crashes" not in caplog.text
-    assert (await book.resume(["telegram"])).turns == []  # dropped for good
+    assert (await _resume(book, ["telegram"])).turns == []  # dropped for good
 
 
 async def test_a_message_older_than_a_day_is_not_answered_after_a_restart(db: Database) -> None:
@@ -91,7 +96,7 @@ async def test_a_message_older_than_a_day_is_not_answered_after_a_restart(db: Da
     clock.advance(hours=23)
     await _let_through(db, book, _message("today's", "2"))
     clock.advance(hours=1, seconds=1)
-    assert [t.message_id for t in (await book.resume(["telegram"])).turns] == ["2"]
+    assert [t.message_id for t in (await _resume(book, ["telegram"])).turns] == ["2"]
 
 
 async def test_another_platforms_messages_wait_for_a_process_that_runs_its_channel(db: Database) -> None:
@@ -99,9 +104,9 @@ async def test_another_platforms_messages_wait_for_a_process_that_runs_its_chann
     await _let_through(db, book, _message("from slack", "s1", platform="slack"))
     await _let_through(db, book, _message("from telegram", "t1"))
     for _ in range(3):  # processes without Slack, started again and again, leave its message untouched
-        assert [t.text for t in (await book.resume(["telegram"])).turns] == ["from telegram"]
+        assert [t.text for t in (await _resume(book, ["telegram"])).turns] == ["from telegram"]
     for _ in range(3):  # ... so a process with Slack still has all its tries
-        assert [t.text for t in (await book.resume(["slack", "telegram"])).turns] == ["from slack"]
+        assert [t.text for t in (await _resume(book, ["slack", "telegram"])).turns] == ["from slack"]
 
 
 async def test_an_unreadable_row_is_dropped_and_the_others_still_answered(
@@ -112,7 +117,7 @@ async def test_an_unreadable_row_is_dropped_and_the_others_still_answered(
     await db.run(lambda conn: conn.execute(inbox.inbox.insert().values(
         platform="telegram", message_id="2", payload="{not json", received_at=clock())))
     with caplog.at_level(logging.WARNING, logger="kith.inbox"):
-        assert [t.text for t in (await book.resume(["telegram"])).turns] == ["fine"]
+        assert [t.text for t in (await _resume(book, ["telegram"])).turns] == ["fine"]
     assert "message=2 reason=unreadable" in caplog.text
     left = await db.run(lambda conn: conn.execute(sa.select(inbox.inbox.c.message_id)).scalars().all())
     assert left == ["1"]
@@ -125,7 +130,7 @@ async def test_a_message_its_channel_kept_is_decided_on_again_after_a_restart(db
     await db.run(book.keep_taken_within, [taken])  # the same message in another event: kept once
     await db.run(book.decided_within, refused, False)
     await db.run(book.decided_within, let_through, True)
-    resumed = await book.resume(["telegram"])
+    resumed = await _resume(book, ["telegram"])
     assert [m.text for m in resumed.undecided] == ["queued"]
     assert [m.text for m in resumed.turns] == ["fine"]
 
@@ -133,7 +138,7 @@ async def test_a_message_its_channel_kept_is_decided_on_again_after_a_restart(db
 async def test_letting_through_a_message_nobody_kept_keeps_it(db: Database) -> None:
     book = Inbox(db)
     await db.run(book.decided_within, _message("from a channel that keeps nothing itself", "9"), True)
-    resumed = await book.resume(["telegram"])
+    resumed = await _resume(book, ["telegram"])
     assert resumed.undecided == [] and [m.message_id for m in resumed.turns] == ["9"]
 
 
@@ -142,5 +147,5 @@ async def test_a_message_is_kept_as_the_policy_saw_it(db: Database) -> None:
     taken = dataclasses.replace(_message("hi", "1"), sender_name="")  # its channel looks the name up later
     await db.run(book.keep_taken_within, [taken])
     await db.run(book.decided_within, dataclasses.replace(taken, sender_name="Alice"), True)
-    (turn,) = (await book.resume(["telegram"])).turns
+    (turn,) = (await _resume(book, ["telegram"])).turns
     assert turn.sender_name == "Alice"

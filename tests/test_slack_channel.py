@@ -538,7 +538,7 @@ async def test_a_message_is_kept_from_its_journal_entry_until_the_core_decides_o
             (message,) = await inbox.wait_for(1)
             await asyncio.sleep(0.1)
         # The handler here never decides, as if the process died first: the next start takes it up once.
-        (undecided,) = (await kept.resume(["slack"])).undecided
+        (undecided,) = (await kept.resume(await kept.leftovers(), ["slack"])).undecided
         assert undecided.message_id == message.message_id and undecided.text == "keep me"
     finally:
         db.close()

@@ -16,6 +16,7 @@ from core.app import App, build_app
 from core.commands import platform_channels
 from core.config import DeliverySettings, Settings, TelegramSettings
 from delivery import outbox
+from delivery.worker import DeliveryWorker
 from persona.llm import import_litellm
 from policy.cli import run_pairing
 from policy.store import load
@@ -212,6 +213,29 @@ async def test_an_update_taken_in_but_not_yet_past_policy_when_the_process_stops
         await telegram_api.wait_for_sent(1)
         await asyncio.sleep(0.5)
         assert [m.visible_text for m in telegram_api.sent] == ["I did."] and len(fake_llm.requests) == 1
+    finally:
+        await app.close()
+
+
+async def test_messages_sent_while_kith_was_down_are_answered_once_however_slow_the_start(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    settings = _settings(make_settings, fake_llm, telegram_api, dm="open")
+    app = await _start(settings, monkeypatch)
+    await app.close()
+    telegram_api.push_text(ANA, ANA, "are you up?")  # Telegram holds it while kith is down
+    real_start = DeliveryWorker.start
+
+    async def slow_start(worker):  # e.g. another channel waiting for its gateway: Telegram takes messages in
+        await asyncio.sleep(1.5)
+        return await real_start(worker)
+
+    monkeypatch.setattr(DeliveryWorker, "start", slow_start)
+    fake_llm.reply("I am.")
+    app = await _start(settings, monkeypatch)
+    try:
+        await telegram_api.wait_for_sent(1)
+        await asyncio.sleep(1.0)
+        assert [m.visible_text for m in telegram_api.sent] == ["I am."] and len(fake_llm.requests) == 1
     finally:
         await app.close()
 
