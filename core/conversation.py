@@ -21,7 +21,7 @@ from core.background import BackgroundTasks
 from core.config import Settings
 from core.context import BuiltPrompt, HistoryTurn, MemorySlots, PromptParts, build_prompt
 from core.db import Connection, Database
-from core.history_window import Window, WindowCache, extend, still_tail, window_after
+from core.history_window import Window, WindowCache, extend, read_window, still_tail, window_after
 from core.summarizer import Summarizer
 from core.tunables import HISTORY_WINDOW_CACHE_THREADS, MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
 from core.types import ChatKind, InboundMessage, OutboundMessage
@@ -141,9 +141,10 @@ class ConversationCore:
                 created_at=message.timestamp)
             if opened is not None:
                 opened(conn, row.id)
+            window = window_after(conn, kept, message.conversation_key, row, self._window_size)
         else:
-            kept = None  # the thread may have moved on since: read its window afresh
-        window = window_after(conn, kept, message.conversation_key, row, self._window_size)
+            # The thread may have moved on since (another person's message in a group): as it was then.
+            window = read_window(conn, message.conversation_key, self._window_size, through_id=row.id)
         return _OpenedTurn(Speaker(person, message.account, message.sender_name), row.id, window)
 
     @staticmethod

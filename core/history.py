@@ -72,6 +72,9 @@ class Summary:
 _INSERT_MESSAGE = messages.insert()
 _RECENT = (sa.select(messages).where(messages.c.conversation == sa.bindparam("conversation"))
            .order_by(messages.c.id.desc()).limit(sa.bindparam("limit")))
+_RECENT_THROUGH = (sa.select(messages).where(messages.c.conversation == sa.bindparam("conversation"),
+                                             messages.c.id <= sa.bindparam("through_id"))
+                   .order_by(messages.c.id.desc()).limit(sa.bindparam("limit")))
 _SUMMARY = sa.select(summaries).where(summaries.c.conversation == sa.bindparam("conversation"))
 _COUNT_BETWEEN = sa.select(sa.func.count()).select_from(messages).where(
     messages.c.conversation == sa.bindparam("conversation"), messages.c.id > sa.bindparam("after_id"),
@@ -122,9 +125,13 @@ def get(conn: Connection, row_id: int) -> StoredMessage | None:
     return _row(row) if row is not None else None
 
 
-def recent(conn: Connection, conversation: str, limit: int) -> list[StoredMessage]:
-    """The last ``limit`` messages of a thread, oldest first."""
-    rows = conn.execute(_RECENT, {"conversation": conversation, "limit": limit}).all()
+def recent(conn: Connection, conversation: str, limit: int, *, through_id: int | None = None) -> list[StoredMessage]:
+    """The last ``limit`` messages of a thread (up to ``through_id`` when given), oldest first."""
+    if through_id is None:
+        rows = conn.execute(_RECENT, {"conversation": conversation, "limit": limit}).all()
+    else:
+        rows = conn.execute(_RECENT_THROUGH, {"conversation": conversation, "through_id": through_id,
+                                              "limit": limit}).all()
     return [_row(r) for r in reversed(rows)]
 
 

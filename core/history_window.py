@@ -39,8 +39,10 @@ def extend(window: Window, row: StoredMessage, size: int) -> Window:
     return Window(rows[cut:], window.summary, older)
 
 
-def read_window(conn: Connection, conversation: str, size: int) -> Window:
-    rows = history.recent(conn, conversation, size)
+def read_window(conn: Connection, conversation: str, size: int, *, through_id: int | None = None) -> Window:
+    """The thread's newest ``size`` messages, or those up to ``through_id`` (a turn resumed after a
+    restart sees the thread as it was when its message came)."""
+    rows = history.recent(conn, conversation, size, through_id=through_id)
     summary = history.get_summary(conn, conversation)
     first = rows[0].id if rows else 0
     older = history.count_between(conn, conversation, summary.through, first) if rows else 0

@@ -203,3 +203,27 @@ async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_se
         assert fake_llm.requests[-1]["tools"][0]["function"]["name"] == "recall"
     finally:
         await app.close()
+
+
+async def test_a_turn_resumed_after_a_restart_goes_on_from_its_row_and_sees_the_thread_as_it_was(
+        fake_llm, make_settings) -> None:
+    app = await build_app(make_settings(fake_llm), warm_llm=False)
+    try:
+        fake_llm.reply("Hello.")
+        await app.core.handle(inbound("hi"))
+        asked = inbound("what was I saying?", message_id="m-asked")
+        # Recorded before the crash, unanswered; then the thread moved on (another turn, say).
+        row = await app.db.run(lambda conn: history.append(
+            conn, conversation="console:ana", role="user", author="console:ana", platform="console",
+            chat_id="ana", text=asked.text, created_at=asked.timestamp, platform_message_id="m-asked"))
+        await app.db.run(lambda conn: history.append(
+            conn, conversation="console:ana", role="user", author="console:ana", platform="console",
+            chat_id="ana", text="something said later", created_at=asked.timestamp))
+        fake_llm.reply("You said hi.")
+        out = await app.core.handle(dataclasses.replace(asked, opened_row=row))
+        assert out.text == "You said hi."
+        assert [m["content"] for m in fake_llm.requests[-1]["messages"][1:]] == ["hi", "Hello.", "what was I saying?"]
+        texts = [r.text for r in await app.db.run(history.recent, "console:ana", 10)]
+        assert texts.count("what was I saying?") == 1 and texts[-1] == "You said hi."
+    finally:
+        await app.close()
