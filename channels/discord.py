@@ -296,8 +296,7 @@ class DiscordChannel:
             log.info("discord message ignored id=%d reason=%s chat=%s", message.id, translated.reason,
                      translated.chat_id)
             return
-        event_id = str(message.id)
-        if not await self._journal.record(PLATFORM, event_id, messages={event_id: translated}):
+        if not await self._journal.record(PLATFORM, str(message.id), message=translated):
             log.info("discord redelivery dropped id=%d", message.id)
             return
         await self._deliver(translated)

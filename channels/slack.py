@@ -433,7 +433,7 @@ class SlackChannel:
             # One record at a time, first come first served: events reach their chat's lane in the order
             # they arrived, not in the order their database writes happened to finish.
             async with self._intake_lock:
-                fresh = await self._journal.record(PLATFORM, event_id, messages=self._carried(event_id, body))
+                fresh = await self._journal.record(PLATFORM, event_id, message=self._message_in(body))
         except Exception as exc:
             log.error("slack intake failed event_id=%s error=%s", event_id, type(exc).__name__)
             return BoltResponse(status=500, body="")  # unacknowledged: Slack delivers it again
@@ -442,16 +442,16 @@ class SlackChannel:
             return BoltResponse(status=200, body="")
         return await next()
 
-    def _carried(self, event_id: str, body: dict[str, Any]) -> dict[str, InboundMessage]:
+    def _message_in(self, body: dict[str, Any]) -> InboundMessage | None:
         """The message an event carries, for the journal to keep with it (``_on_event`` logs the rest)."""
         me = self._me
         if me is None:
-            return {}
+            return None
         try:
             translated = translate_event(body, me, received_at=self._clock())
         except Exception:
-            return {}
-        return {event_id: translated} if isinstance(translated, InboundMessage) else {}
+            return None
+        return translated if isinstance(translated, InboundMessage) else None
 
     async def _on_event(self, body: dict[str, Any]) -> None:
         me = self._me

@@ -488,8 +488,8 @@ class TelegramChannel:
     # -- intake: journal, translate, hand off -------------------------------------------------------
     async def _take_in(self, update: Update) -> None:
         translated = self._translate(update)
-        event_id = str(update.update_id)
-        if not await self._journal.record(PLATFORM, event_id, messages=_carried({event_id: translated})):
+        carried = translated if isinstance(translated, InboundMessage) else None
+        if not await self._journal.record(PLATFORM, str(update.update_id), message=carried):
             log.info("telegram redelivery dropped update_id=%d", update.update_id)
             return
         self._hand_off(update, translated)

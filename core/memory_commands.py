@@ -51,13 +51,11 @@ from memory.questions import (
     DmTarget,
     Question,
     QuestionBook,
-    QuestionStatus,
     askable_pairs,
     caps_allow,
     parse_answer,
     pick_pair,
     said_at,
-    still_current,
 )
 from memory.records import MemoryRecord, Origin, Scope, Source, Status
 from memory.service import MemoryService
@@ -269,7 +267,7 @@ class QuestionSender:
                 return None
             state = await self.book.state_of(person)
             for question in state.open:
-                if await self._still_open(question):
+                if await self.book.still_open(question, self.memory.get):
                     return None
             # Every open question was void: none counts against the per-person cap any more.
             if not caps_allow(0, state.asked_in_window, self.book.limits):
@@ -299,16 +297,6 @@ class QuestionSender:
     def _due(self, person: str, now: datetime) -> bool:
         last = self._checked.get(person)
         return last is None or (now - last).total_seconds() >= self.recheck_s
-
-    async def _still_open(self, question: Question) -> bool:
-        """An open question whose facts changed elsewhere (a /forget, a correction) no longer blocks."""
-        first = await self.memory.get(question.first_id)
-        second = await self.memory.get(question.second_id)
-        if still_current(question, first, second, self.clock()):
-            return True
-        await self.book.close(question.id, QuestionStatus.VOID)
-        log.info("question void id=%s person=%s", question.id, question.person)
-        return False
 
     async def sweep(self) -> int:
         """The heartbeat's pass: everyone with a DM and a flagged pair, until the hourly cap. Returns asked."""

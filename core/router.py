@@ -63,9 +63,9 @@ class Router:
         if kept is None:
             self._resumed.set()
 
-    async def resume(self, left: Sequence[Leftover], platforms: Sequence[str]) -> int:
+    async def resume(self, left: Sequence[Leftover], platforms: Sequence[str]) -> None:
         """Take up what a previous process took in and did not answer (``left``, read before the channels
-        started) on the ``platforms`` whose channels run; returns how many messages.
+        started) on the ``platforms`` whose channels run.
 
         Its turns are queued first; then the messages it never decided on go through the policy
         as if they had just come in. New messages wait until both are done.
@@ -73,7 +73,7 @@ class Router:
         try:
             platforms = [p for p in platforms if p not in self.immediate]
             if self.inbox is None or not platforms or not left:
-                return 0
+                return
             resumed = await self.inbox.resume(left, platforms)
             for turn in resumed.turns:
                 self.debouncer.submit_alone(turn)
@@ -83,7 +83,6 @@ class Router:
                 except Exception as exc:  # stays kept for the next start; the others go on
                     log.error("resumed message failed platform=%s chat=%s message=%s error=%s", message.platform,
                               message.chat_id, message.message_id, type(exc).__name__)
-            return len(resumed.turns) + len(resumed.undecided)
         finally:
             self._resumed.set()
 
@@ -98,7 +97,7 @@ class Router:
                     raise Redelivered(event_id)
                 linked = await self.linker.redeem_message(message)
                 if linked is not None:
-                    if self.inbox is not None:
+                    if self.inbox is not None and self._keeps(message):
                         await self.inbox.forget_undecided(message)
                     await self.worker.submit(linked, source=message.message_id)
                     return
@@ -109,10 +108,10 @@ class Router:
         except Redelivered:
             log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
                      message.message_id)
-            if self.inbox is not None:
+            if self.inbox is not None and self._keeps(message):
                 await self.inbox.forget_undecided(message)  # kept by its channel; answered the first time
             return
-        if keep is not None and self.inbox is not None and decision.reason in _RATE_LIMITED:
+        if self.inbox is not None and keep is not None and decision.reason in _RATE_LIMITED:
             await self.inbox.forget(message)  # kept as the access rules let it through; the rate limit did not
         if decision.verdict in (Verdict.PAIRING_CODE, Verdict.NOTICE) and decision.notice:
             await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)
@@ -127,16 +126,20 @@ class Router:
                 await self._resumed.wait()
             await self.debouncer.submit(message)
 
+    def _keeps(self, message: InboundMessage) -> bool:
+        """Whether ``message`` goes through the inbox: not the terminal's, whose person is watching."""
+        return self.inbox is not None and message.platform not in self.immediate
+
     def _keeper(self, message: InboundMessage) -> Callable[[Connection, bool], None] | None:
-        """The inbox step of the policy transaction; none for the terminal, whose person is watching."""
+        """The inbox step of the policy transaction."""
         inbox = self.inbox
-        if inbox is None or message.platform in self.immediate:
+        if inbox is None or not self._keeps(message):
             return None
         return lambda conn, allowed: inbox.decided_within(conn, message, allowed)
 
     async def take_turn(self, message: InboundMessage) -> None:
         # Kept in the inbox until the reply is queued; then removed in the same transaction.
-        kept = self.inbox is not None and message.platform not in self.immediate
+        kept = self._keeps(message)
         answered: Callable[[Connection], None] | None = (
             functools.partial(inbox.done, message=message) if kept else None)
         reply: OutboundMessage | None = None

@@ -148,16 +148,18 @@ class Channel(Protocol):
 class EventJournal(Protocol):
     """Where a channel notes each platform event before acknowledging it (``delivery.inbound.InboundJournal``)."""
 
-    async def record(self, platform: str, event_id: str, *,
-                     messages: Mapping[str, InboundMessage] | None = None) -> bool:
+    async def record(self, platform: str, event_id: str, *, message: InboundMessage | None = None) -> bool:
         """Note the event; False when it was taken in before (a redelivery: drop it, still acknowledge it).
 
-        ``messages`` (event id -> the message it carries) are kept with it until the core has decided on
-        them, so a crash before that loses none of them.
+        ``message``, the one the event carries, is kept with it until the core has answered it, so a
+        crash before that does not lose it.
         """
         ...
 
     async def record_batch(self, platform: str, event_ids: Sequence[str], *, cursor: str,
                            cursor_to: int, messages: Mapping[str, InboundMessage] | None = None) -> set[str]:
-        """Note a batch and move a polling cursor past it at once; returns the ids not taken in before."""
+        """Note a batch and move a polling cursor past it at once; returns the ids not taken in before.
+
+        ``messages``: event id -> the message that event carries, kept as for ``record``.
+        """
         ...

@@ -42,10 +42,9 @@ def merge(messages: Sequence[InboundMessage]) -> InboundMessage:
     if len(messages) == 1:
         return messages[0]
     first, last = messages[0], messages[-1]
-    earlier = tuple(i for m in messages[:-1] for i in (*m.merged_ids, m.message_id))
+    answered = [i for m in messages for i in (*m.merged_ids, m.message_id)]  # the last is last.message_id
     return dataclasses.replace(last, text="\n".join(m.text for m in messages), timestamp=first.timestamp,
-                               mentioned=any(m.mentioned for m in messages),
-                               merged_ids=(*earlier, *last.merged_ids))
+                               mentioned=any(m.mentioned for m in messages), merged_ids=tuple(answered[:-1]))
 
 
 @dataclass

@@ -77,18 +77,16 @@ class InboundJournal:
         self.retention = timedelta(days=retention_days)
         self.inbox = inbox
 
-    async def record(self, platform: str, event_id: str, *,
-                     messages: Mapping[str, InboundMessage] | None = None) -> bool:
+    async def record(self, platform: str, event_id: str, *, message: InboundMessage | None = None) -> bool:
         """Note an event as taken in. False means it was seen before: drop it, but still acknowledge it.
 
-        ``messages``: event id -> the message the event carries.
+        ``message``: the message the event carries.
         """
-        message = (messages or {}).get(event_id)
 
         def take(conn: Connection) -> None:
             self.record_within(conn, platform, event_id)
             if message is not None and self.inbox is not None:
-                self.inbox.keep_taken_within(conn, [message])
+                self.inbox.keep_taken_within(conn, platform, [message])
 
         try:
             await self.db.run_short(take)
@@ -108,8 +106,9 @@ class InboundJournal:
                            cursor_to: int, messages: Mapping[str, InboundMessage] | None = None) -> set[str]:
         """Record a batch of events and move ``cursor`` forward to ``cursor_to``, in one transaction.
 
-        Returns the ids taken in now; the others are redeliveries; ``messages`` as for ``record``. The
-        cursor moves with the journal, never ahead of it: a batch whose transaction fails comes again. It is set to
+        Returns the ids taken in now; the others are redeliveries. ``messages``: event id -> the message
+        that event carries. The cursor moves with the journal, never ahead of it: a batch whose
+        transaction fails comes again. It is set to
         ``cursor_to`` even when that is lower: Telegram restarts its update ids at a lower number
         after a long silence, and a stored offset above them would confirm (drop) every new update
         at the next start. The journal, not the cursor, keeps a redelivery out.
@@ -123,7 +122,7 @@ class InboundJournal:
             _set_cursor(conn, cursor, cursor_to, now)
             carried = [messages[e] for e in fresh if e in messages] if messages else []
             if carried and self.inbox is not None:
-                self.inbox.keep_taken_within(conn, carried)
+                self.inbox.keep_taken_within(conn, platform, carried)
             return fresh
 
         for attempt in range(1, INBOUND_BATCH_ATTEMPTS + 1):

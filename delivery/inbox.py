@@ -138,25 +138,19 @@ def resumed_turns(kept: Sequence[Kept]) -> list[InboundMessage]:
     return [message for _id, message in sorted(turns, key=lambda t: t[0])]
 
 
-def _row(message: InboundMessage, now: datetime, *, decided: bool) -> dict[str, object]:
-    return {"platform": message.platform, "message_id": message.message_id, "payload": to_payload(message),
+def _row(message: InboundMessage, payload: str, now: datetime, *, decided: bool) -> dict[str, object]:
+    return {"platform": message.platform, "message_id": message.message_id, "payload": payload,
             "received_at": now, "replays": 0, "decided": decided}
 
 
-def keep_taken(conn: Connection, messages: Sequence[InboundMessage], now: datetime) -> None:
-    """Keep messages a channel has just taken in, before any decision on them (its journal's transaction).
-
-    One kept already (the same message in another event) stays as it is.
-    """
-    by_platform: dict[str, list[InboundMessage]] = {}
-    for m in messages:
-        by_platform.setdefault(m.platform, []).append(m)
-    for platform, theirs in by_platform.items():
-        ids = list(dict.fromkeys(m.message_id for m in theirs))
-        kept = set(conn.execute(_KEPT_OF, {"for_platform": platform, "ids": ids}).scalars())
-        new = {m.message_id: m for m in theirs if m.message_id not in kept}
-        if new:
-            conn.execute(_KEEP, [_row(m, now, decided=False) for m in new.values()])
+def keep_taken(conn: Connection, platform: str, messages: Sequence[InboundMessage], now: datetime) -> None:
+    """Keep messages a channel of ``platform`` has just taken in, before any decision on them (its
+    journal's transaction). One kept already (the same message in another event) stays as it is."""
+    kept = set(conn.execute(_KEPT_OF, {"for_platform": platform,
+                                       "ids": list({m.message_id for m in messages})}).scalars())
+    new = {m.message_id: m for m in messages if m.message_id not in kept}
+    if new:
+        conn.execute(_KEEP, [_row(m, to_payload(m), now, decided=False) for m in new.values()])
 
 
 def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
@@ -167,7 +161,7 @@ def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
     payload = to_payload(message)
     if conn.execute(_DECIDED, {"for_platform": message.platform, "for_message": message.message_id,
                                "payload": payload}).rowcount == 0:
-        conn.execute(_KEEP, {**_row(message, now, decided=True), "payload": payload})
+        conn.execute(_KEEP, _row(message, payload, now, decided=True))
 
 
 def drop_undecided(conn: Connection, message: InboundMessage) -> None:
@@ -245,8 +239,8 @@ class Inbox:
         self.max_age = timedelta(hours=max_age_h)
         self.max_replays = max_replays
 
-    def keep_taken_within(self, conn: Connection, messages: Sequence[InboundMessage]) -> None:
-        keep_taken(conn, messages, self._clock())
+    def keep_taken_within(self, conn: Connection, platform: str, messages: Sequence[InboundMessage]) -> None:
+        keep_taken(conn, platform, messages, self._clock())
 
     def decided_within(self, conn: Connection, message: InboundMessage, allowed: bool) -> None:
         """The policy's step in its own transaction: keep what it let through, forget what it refused."""
@@ -277,8 +271,7 @@ class Inbox:
         kept, dropped = await self.db.run(_take_up, mine, self._clock(), self.max_age, self.max_replays)
         for platform, message_id, why in dropped:
             log.warning("inbox dropped platform=%s message=%s reason=%s", platform, message_id, why)
-        resumed = Resumed(resumed_turns([k for k in kept if k.decided]),
-                          [k.message for k in sorted(kept, key=lambda k: k.id) if not k.decided])
+        resumed = Resumed(resumed_turns([k for k in kept if k.decided]), [k.message for k in kept if not k.decided])
         if kept:
             log.info("inbox resumed turns=%d undecided=%d messages=%d", len(resumed.turns), len(resumed.undecided),
                      len(kept))

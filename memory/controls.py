@@ -330,14 +330,9 @@ class MemoryControls:
         One whose facts changed since (a /forget, a correction) is voided on the way, so a typed "2"
         meant for the conversation is not taken as an answer to a question nobody needs any more.
         """
-        person = _person(requester)
-        now = self.clock()
-        for question in await self.questions.open_of(person):
-            first, second = await self.memory.get(question.first_id), await self.memory.get(question.second_id)
-            if still_current(question, first, second, now):
+        for question in await self.questions.open_of(_person(requester)):
+            if await self.questions.still_open(question, self.memory.get):
                 return question
-            await self.questions.close(question.id, QuestionStatus.VOID)
-            log.info("question void id=%s person=%s", question.id, person)
         return None
 
     # --- remembering --------------------------------------------------------------------------------

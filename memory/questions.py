@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import logging
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -29,6 +30,8 @@ from sqlalchemy.engine import Connection
 from core.db import Database, UtcDateTime, metadata
 from core.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
 from memory.records import MemoryRecord, Origin
+
+log = logging.getLogger("kith.memory.questions")
 
 CAP_WINDOW = timedelta(hours=1)
 
@@ -338,6 +341,18 @@ class QuestionBook:
 
     async def of_person(self, person: str) -> list[Question]:
         return await self.db.run(_of_person, person)
+
+    async def still_open(self, question: Question, get: Callable[[str], Awaitable[MemoryRecord | None]]) -> bool:
+        """Whether an open question still asks about current facts (``get`` reads a memory by id).
+
+        One whose facts changed since (a /forget, a correction) no longer asks anything: it is voided.
+        """
+        first, second = await get(question.first_id), await get(question.second_id)
+        if still_current(question, first, second, self.clock()):
+            return True
+        await self.close(question.id, QuestionStatus.VOID)
+        log.info("question void id=%s person=%s", question.id, question.person)
+        return False
 
     async def state_of(self, person: str) -> AskState:
         return await self.db.run(_ask_state, person, self.clock() - CAP_WINDOW)

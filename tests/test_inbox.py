@@ -126,8 +126,8 @@ async def test_an_unreadable_row_is_dropped_and_the_others_still_answered(
 async def test_a_message_its_channel_kept_is_decided_on_again_after_a_restart(db: Database) -> None:
     book = Inbox(db)
     taken, refused, let_through = _message("queued", "1"), _message("a stranger", "2"), _message("fine", "3")
-    await db.run(book.keep_taken_within, [taken, refused, let_through])
-    await db.run(book.keep_taken_within, [taken])  # the same message in another event: kept once
+    await db.run(book.keep_taken_within, "telegram", [taken, refused, let_through])
+    await db.run(book.keep_taken_within, "telegram", [taken])  # the same message in another event: kept once
     await db.run(book.decided_within, refused, False)
     await db.run(book.decided_within, let_through, True)
     resumed = await _resume(book, ["telegram"])
@@ -145,7 +145,7 @@ async def test_letting_through_a_message_nobody_kept_keeps_it(db: Database) -> N
 async def test_a_message_is_kept_as_the_policy_saw_it(db: Database) -> None:
     book = Inbox(db)
     taken = dataclasses.replace(_message("hi", "1"), sender_name="")  # its channel looks the name up later
-    await db.run(book.keep_taken_within, [taken])
+    await db.run(book.keep_taken_within, "telegram", [taken])
     await db.run(book.decided_within, dataclasses.replace(taken, sender_name="Alice"), True)
     (turn,) = (await _resume(book, ["telegram"])).turns
     assert turn.sender_name == "Alice"

@@ -46,6 +46,19 @@ async def _start(settings: Settings, monkeypatch) -> App:
     return app
 
 
+async def _start_and_expect_one_reply(settings: Settings, monkeypatch, telegram_api, fake_llm, text: str,
+                                      timeout: float = 15.0) -> None:
+    """Start kith again: exactly one reply, ``text``, goes out, from exactly one model call in all."""
+    app = await _start(settings, monkeypatch)
+    try:
+        await telegram_api.wait_for_sent(1, timeout=timeout)
+        await asyncio.sleep(1.0)  # time for anything doubled to show up
+        assert [m.visible_text for m in telegram_api.sent] == [text]
+        assert len(fake_llm.requests) == 1  # nothing taken up twice, and no update replayed into another answer
+    finally:
+        await app.close()
+
+
 async def _approve(app: App, account: str) -> None:
     access, _ = app.db.run_sync(load)
     code = next(p.code for p in access.pending if p.account == account)
@@ -161,14 +174,8 @@ async def test_reply_produced_before_a_crash_is_delivered_once_after_restart(
     await app.close()  # the process goes down with the reply produced but undelivered
     assert telegram_api.sent == []
     await telegram_api.come_back()
-    app2 = await _start(settings, monkeypatch)
-    try:
-        await telegram_api.wait_for_sent(1, timeout=20)
-        await asyncio.sleep(0.5)
-        assert [m.visible_text for m in telegram_api.sent] == ["this reply must survive"]
-        assert len(fake_llm.requests) == 1  # the update was not replayed into a second answer
-    finally:
-        await app2.close()
+    await _start_and_expect_one_reply(settings, monkeypatch, telegram_api, fake_llm, "this reply must survive",
+                                      timeout=20)
 
 
 async def test_messages_refused_by_the_rate_limit_are_not_answered_after_a_restart(
@@ -208,13 +215,7 @@ async def test_an_update_taken_in_but_not_yet_past_policy_when_the_process_stops
     await app.close()
     assert telegram_api.sent == [] and fake_llm.requests == []
     fake_llm.reply("I did.")
-    app = await _start(settings, monkeypatch)
-    try:
-        await telegram_api.wait_for_sent(1)
-        await asyncio.sleep(0.5)
-        assert [m.visible_text for m in telegram_api.sent] == ["I did."] and len(fake_llm.requests) == 1
-    finally:
-        await app.close()
+    await _start_and_expect_one_reply(settings, monkeypatch, telegram_api, fake_llm, "I did.")
 
 
 async def test_messages_sent_while_kith_was_down_are_answered_once_however_slow_the_start(
@@ -231,13 +232,7 @@ async def test_messages_sent_while_kith_was_down_are_answered_once_however_slow_
 
     monkeypatch.setattr(DeliveryWorker, "start", slow_start)
     fake_llm.reply("I am.")
-    app = await _start(settings, monkeypatch)
-    try:
-        await telegram_api.wait_for_sent(1)
-        await asyncio.sleep(1.0)
-        assert [m.visible_text for m in telegram_api.sent] == ["I am."] and len(fake_llm.requests) == 1
-    finally:
-        await app.close()
+    await _start_and_expect_one_reply(settings, monkeypatch, telegram_api, fake_llm, "I am.")
 
 
 async def test_redelivered_update_is_answered_once(telegram_api, fake_llm, make_settings, monkeypatch) -> None:
