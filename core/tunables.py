@@ -255,3 +255,42 @@ GC_THRESHOLDS = (20_000, 20, 20)
 FETCHED_PLACES_MAX = 1_024  # Discord threads remembered after one GET /channels/{id}; oldest forgotten first
 SLACK_DEFAULT_RETRY_AFTER_S = 1.0  # Slack always sends Retry-After with a 429; this covers a proxy that drops it
 DISCORD_DEFAULT_RETRY_AFTER_S = 5.0  # a 429 without retry_after
+
+# --- Goals (heartbeat/goals.py) --------------------------------------------------------------
+GOAL_MAX_CHARS = 300
+GOALS_MAX_OPEN = 30  # active plus paused goals one person may keep
+GOALS_IN_PROMPT = 10  # seed 002: activeGoals.slice(0, 10)
+GOALS_DONE_LISTED = 5  # the most recently finished goals /goals still shows
+GOALS_REWARM_MIN_S = 60.0  # after a write elsewhere, everyone's goals are read again at most this often
+
+# --- Heartbeat: what is due (heartbeat/due.py) -----------------------------------------------
+HORIZON_SOON_HOURS = 24
+GOAL_FOLLOW_UP_EVERY_DAYS = 3
+HEARTBEAT_MAX_ITEMS_PER_TURN = 3
+DUE_ITEM_CHARS = 400  # one memory or goal as shown to the heartbeat prompt
+DISPUTES_FULL_SCAN_HOURS = 24  # between full scans, new disputes are found among new memories
+DISPUTES_OVERLAP_S = 300  # each look at new memories reaches back this far, for writes that landed late
+DISPUTES_INCREMENTAL_MAX = 1_000  # more new memories than this (an import): one full scan is cheaper
+
+# --- Heartbeat: proactive turns (heartbeat/turns.py) -----------------------------------------
+HEARTBEAT_REPLY_TOKENS = 300  # the answer's share of token_budget (at most a third of it)
+CHARS_PER_TOKEN = 4  # a rough average for English text; the prompt is clipped by characters
+HEARTBEAT_CONCURRENCY = 4  # people whose turns run at once within one tick
+
+# --- Nightly consolidation (heartbeat/consolidation.py) --------------------------------------
+CONSOLIDATION_FIRST_RUN_DAYS = 7  # how far back the very first run reaches
+CONSOLIDATION_DAY_PAGE = 2_000  # transcript rows read per query while loading a day
+
+# --- Heartbeat: scheduling (heartbeat/scheduler.py) ------------------------------------------
+MISFIRE_GRACE_S = 8 * 24 * 3600  # longer than the weekly decay's period, so its last missed run still runs
+DECAY_MINUTE = 30  # decay runs this many minutes after the hour of Sunday's consolidation
+
+# --- Heartbeat: weekly decay (heartbeat/decay.py) --------------------------------------------
+DECAY_CAS_RETRIES = 3
+
+# --- LLM: retries (persona/llm.py) -----------------------------------------------------------
+LLM_RETRY_BASE_S = 0.5
+LLM_RETRY_MAX_S = 8.0
+
+# --- Memory: search (memory/service.py) ------------------------------------------------------
+SEARCH_POOL_FACTOR = 3  # each path fetches this many times the wanted hits before blending

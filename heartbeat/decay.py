@@ -29,13 +29,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, metadata
+from core.tunables import DECAY_CAS_RETRIES
 from heartbeat import memory_scan
 from memory.records import MemoryKind, MemoryRecord, Status, Tier
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 
 log = logging.getLogger("kith.decay")
 
-DECAY_CAS_RETRIES = 3
 STALE_KINDS = (MemoryKind.EPISODE, MemoryKind.PROJECT)
 
 # A trailing "*" matches any ending ("dog*": dogs, doggo); otherwise the whole word. Conservative on

@@ -25,21 +25,22 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, metadata
-from core.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
+from core.tunables import (
+    DISPUTES_FULL_SCAN_HOURS,
+    DISPUTES_INCREMENTAL_MAX,
+    DISPUTES_OVERLAP_S,
+    DUE_ITEM_CHARS,
+    GOAL_FOLLOW_UP_EVERY_DAYS,
+    HEARTBEAT_MAX_ITEMS_PER_TURN,
+    HORIZON_SOON_HOURS,
+    OPEN_QUESTIONS_PER_PERSON,
+    QUESTIONS_PER_HOUR,
+)
 from heartbeat import goals as goal_table
 from heartbeat import memory_scan
 from heartbeat.settings import local_day
 from memory.records import MemoryRecord, Status
 from memory.store import MemoryStore
-
-# Proposed for core/tunables.py:
-HORIZON_SOON_HOURS = 24
-GOAL_FOLLOW_UP_EVERY_DAYS = 3
-HEARTBEAT_MAX_ITEMS_PER_TURN = 3
-DUE_ITEM_CHARS = 400  # one memory or goal as shown to the heartbeat prompt
-DISPUTES_FULL_SCAN_HOURS = 24  # between full scans, new disputes are found among new memories
-DISPUTES_OVERLAP_S = 300  # each look at new memories reaches back this far, for writes that landed late
-DISPUTES_INCREMENTAL_MAX = 1_000  # more new memories than this (an import): one full scan is cheaper
 
 heartbeat_items = sa.Table(
     "heartbeat_items",

@@ -25,17 +25,18 @@ from core import people
 from core.context import MemorySlots
 from core.conversation import MemoryContext, Speaker, reply_to
 from core.db import Database, UtcDateTime, metadata
-from core.tunables import SHARED_CACHE_TRUST_S
+from core.tunables import (
+    GOAL_MAX_CHARS,
+    GOALS_DONE_LISTED,
+    GOALS_IN_PROMPT,
+    GOALS_MAX_OPEN,
+    GOALS_REWARM_MIN_S,
+    SHARED_CACHE_TRUST_S,
+)
 from core.types import ChatKind, InboundMessage, OutboundMessage
 from heartbeat.settings import local_day
 
-# Proposed for core/tunables.py:
-GOAL_MAX_CHARS = 300
-GOALS_MAX_OPEN = 30  # active plus paused goals one person may keep
-GOALS_IN_PROMPT = 10  # seed 002: activeGoals.slice(0, 10)
-GOALS_DONE_LISTED = 5  # the most recently finished goals /goals still shows
 GOALS_TOPIC = "goals"  # Database.mark topic of this process's goal writes
-GOALS_REWARM_MIN_S = 60.0  # after a write elsewhere, everyone's goals are read again at most this often
 
 goals = sa.Table(
     "goals",

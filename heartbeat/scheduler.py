@@ -43,14 +43,12 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
+from core.tunables import DECAY_MINUTE, MISFIRE_GRACE_S
 from heartbeat.settings import HeartbeatSettings
 
 log = logging.getLogger("kith.scheduler")
 
 JOBS_TABLE = "heartbeat_jobs"
-# Proposed for core/tunables.py:
-MISFIRE_GRACE_S = 8 * 24 * 3600  # longer than the weekly decay's period, so its last missed run still runs
-DECAY_MINUTE = 30  # decay runs this many minutes after the hour of Sunday's consolidation
 
 CONSOLIDATION_JOB = "consolidation"
 HEARTBEAT_JOB = "heartbeat"

@@ -39,6 +39,7 @@ from core import history, people
 from core.config import Settings
 from core.context import clip
 from core.db import Database
+from core.tunables import CHARS_PER_TOKEN, HEARTBEAT_CONCURRENCY, HEARTBEAT_REPLY_TOKENS
 from core.types import ChatKind, OutboundMessage
 from delivery import outbox
 from delivery.worker import DeliveryWorker
@@ -49,10 +50,6 @@ from persona.llm import LLMClient, LLMError
 
 log = logging.getLogger("kith.heartbeat")
 
-# Proposed for core/tunables.py:
-HEARTBEAT_REPLY_TOKENS = 300  # the answer's share of token_budget (at most a third of it)
-CHARS_PER_TOKEN = 4  # a rough average for English text; the prompt is clipped by characters
-HEARTBEAT_CONCURRENCY = 4  # people whose turns run at once within one tick
 
 SILENT_TOKEN = "[SILENT]"
 _SILENT = re.compile(r"\[\s*silent\s*\]", re.I)

@@ -16,6 +16,7 @@ from typing import Any
 
 from core.config import Settings
 from core.db import Database
+from core.tunables import SEARCH_POOL_FACTOR
 from core.types import utcnow
 from memory.capture import Capture, PausedHook
 from memory.changes import ChangeLog
@@ -28,7 +29,6 @@ from persona.llm import LLMClient
 
 log = logging.getLogger("kith.memory")
 
-SEARCH_POOL_FACTOR = 3  # each path fetches this many times the wanted hits before blending
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from core.config import LLMSettings, api_key_from_env
+from core.tunables import LLM_RETRY_BASE_S, LLM_RETRY_MAX_S
 
 log = logging.getLogger("kith.llm")
 
 HONEST_FAILURE_REPLY = "I can't reach my model right now. Please try again in a moment."
-RETRY_BASE_S = 0.5
-RETRY_MAX_S = 8.0
 
 
 class LLMError(Exception):
@@ -144,7 +143,8 @@ class LLMClient:
                     if not retryable:
                         break
                     if attempt < retries:
-                        await asyncio.sleep(min(RETRY_MAX_S, RETRY_BASE_S * 2**attempt) * random.uniform(0.5, 1))
+                        backoff = min(LLM_RETRY_MAX_S, LLM_RETRY_BASE_S * 2**attempt)
+                        await asyncio.sleep(backoff * random.uniform(0.5, 1))
                     continue
                 log.info("llm call ok purpose=%s model=%s ms=%.0f chars=%d tool_calls=%d", purpose, m,
                          reply.elapsed_ms, len(reply.text), len(reply.tool_calls))
