@@ -175,7 +175,8 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     if settings.memory.capture:
         core.observers.append(memory.observer)
     questions = QuestionBook(db, clock)
-    controls = MemoryControls(memory, questions, pauses, db, clock, on_change=recall.forget_pinned)
+    controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
+                              on_change=recall.forget_pinned)
 
     async def moved(old: str, new: str) -> None:  # a linked account's person: everything follows
         await memory.reassign(old, new)

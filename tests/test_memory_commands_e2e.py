@@ -316,3 +316,25 @@ async def test_export_and_the_dm_only_rule_and_another_users_attempts(
     raw = document.content.decode()
     assert ben not in raw and "typewriters" not in raw and f"telegram:{BEN}" not in raw
     assert fake_llm.requests == []
+
+
+async def test_the_configured_pin_limit_is_the_one_pin_enforces(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    base = _settings(make_settings, fake_llm, telegram_api)
+    settings = dataclasses.replace(base, recall=dataclasses.replace(base.recall, pinned_max=2))
+    run = await _start(settings, monkeypatch, FakeClock(datetime.now(UTC)))
+    try:
+        for fact in ("I live in Porto", "My dog is called Bolt", "I teach chemistry"):
+            telegram_api.push_text(ANA, ANA, f"/remember {fact}")
+        await telegram_api.wait_for_sent(3)
+        facts = sorted(await run.app.memory.list_memories(_person(run.app, ANA)), key=lambda r: r.created_at)
+        for fact in facts:
+            telegram_api.push_text(ANA, ANA, f"/pin {fact.id}")
+        telegram_api.push_text(ANA, ANA, "/pin")
+        sent = await telegram_api.wait_for_sent(7)
+        assert "You already have 2 pinned memories" in sent[5].visible_text
+        assert sent[6].visible_text.startswith("Pinned (2 of 2):")
+        pinned = [f.id for f in await run.app.memory.list_memories(_person(run.app, ANA)) if f.pinned]
+        assert sorted(pinned) == sorted(f.id for f in facts[:2])
+    finally:
+        await run.app.close()
