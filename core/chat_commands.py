@@ -10,12 +10,7 @@ from core.types import ButtonPress, InboundMessage, OutboundMessage
 Command = Callable[[InboundMessage, str], Awaitable[OutboundMessage | None]]
 ButtonAction = Callable[[ButtonPress, str], Awaitable[OutboundMessage | None]]
 
-HELP_TEXT = (
-    "Hi, I'm {name}. Just talk to me: I remember what you tell me, with your own words as the receipt.\n"
-    "Commands: /memory shows what I remember about you, /why explains where a memory came from, "
-    "/remember, /pin, /forget, /export, /pause and /resume manage it, /link joins your accounts on other "
-    "platforms, /help shows this."
-)
+HELP_GREETING = "Hi, I'm {name}. Just talk to me: I remember what you tell me, with your own words as the receipt."
 
 
 class ChatCommands:
@@ -52,5 +47,10 @@ class ChatCommands:
             return None
         return await entry[1](message, rest.strip())
 
+    def help_text(self) -> str:
+        """The greeting and every command registered, so the list never lags behind what kith answers."""
+        lines = [f"/{name}: {description}" for name, description in self.menu()]
+        return "\n".join([HELP_GREETING.format(name=self.persona_name), "Commands:", *lines])
+
     async def _help(self, message: InboundMessage, _args: str) -> OutboundMessage:
-        return reply_to(message, HELP_TEXT.format(name=self.persona_name))
+        return reply_to(message, self.help_text())

@@ -82,7 +82,13 @@ async def test_pairing_then_conversation(telegram_api, fake_llm, make_settings, 
         sent = await telegram_api.wait_for_sent(2, timeout=15)
         assert sent[1].visible_text == "Hi Ana! Nice to finally talk."
         assert any(a.chat_id == ANA and a.action == "typing" for a in telegram_api.actions)
-        assert ("help" in [c["command"] for c in telegram_api.commands])
+        registered = [c["command"] for c in telegram_api.commands]
+        assert {"help", "memory", "unpin", "goals", "link"} <= set(registered)
+
+        telegram_api.push_text(ANA, ANA, "/help")
+        sent = await telegram_api.wait_for_sent(3)
+        assert [line.split(":")[0] for line in sent[2].visible_text.splitlines()[2:]] == [f"/{c}" for c in registered]
+        assert len(fake_llm.requests) == 1  # answered without the model
     finally:
         await app.close()
 
@@ -92,12 +98,13 @@ async def test_group_answers_only_when_mentioned(telegram_api, fake_llm, make_se
     try:
         telegram_api.push_text(GROUP, BEN, "anyone seen my keys?", "supergroup", chat_title="flat")
         fake_llm.reply("Did you check the fridge?")
-        telegram_api.push_text(GROUP, BEN, "@kith_test_bot where could they be?", "supergroup", chat_title="flat")
+        asked = telegram_api.push_text(GROUP, BEN, "@kith_test_bot where could they be?", "supergroup",
+                                       chat_title="flat")
         sent = await telegram_api.wait_for_sent(1)
         await asyncio.sleep(0.3)
         assert len(telegram_api.sent) == 1 and len(fake_llm.requests) == 1
         assert sent[0].chat_id == GROUP and sent[0].visible_text == "Did you check the fridge?"
-        assert sent[0].reply_to_message_id is not None  # in groups the reply quotes the question
+        assert sent[0].reply_to_message_id == asked["message"]["message_id"]  # in groups it quotes the question
     finally:
         await app.close()
 
