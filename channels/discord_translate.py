@@ -301,7 +301,26 @@ def retry_after_of(response: object) -> float:
 
 
 def start_failure(exc: BaseException, token_env: str) -> str:
-    """One line saying why the client could not connect; never the token."""
+    """One line saying why the client could not connect; never the token.
+
+    discord.py can fail inside its own handling of a connection error (its reconnect path reads the
+    websocket it never opened): the error it was handling is the reason a person can act on.
+    """
+    reasons = [_known_failure(e, token_env) for e in _chain(exc)]
+    return next((r for r in reasons if r is not None), f"discord: could not connect ({type(exc).__name__})")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, outermost first."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _known_failure(exc: BaseException, token_env: str) -> str | None:
     if isinstance(exc, discord.LoginFailure):
         return f"discord: the token in {token_env} was rejected"
     if isinstance(exc, discord.PrivilegedIntentsRequired):
@@ -315,7 +334,7 @@ def start_failure(exc: BaseException, token_env: str) -> str:
         return f"discord: the API answered HTTP {exc.status} at login"
     if isinstance(exc, discord.GatewayNotFound | aiohttp.ClientError | OSError | TimeoutError):
         return f"discord: cannot reach Discord ({type(exc).__name__})"
-    return f"discord: could not connect ({type(exc).__name__})"
+    return None
 
 
 __all__ = [

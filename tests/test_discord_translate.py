@@ -299,3 +299,12 @@ def test_start_failures_are_one_line_and_name_the_fix() -> None:
         "discord: cannot reach Discord (ConnectionRefusedError)")
     assert start_failure(_http_error(discord.DiscordServerError, 502), env) == (
         "discord: the API answered HTTP 502 at login")
+    try:  # discord.py failing inside its own reconnect path, while handling the refused connection
+        try:
+            raise ConnectionRefusedError(111, "refused")
+        except ConnectionRefusedError:
+            raise AttributeError("'NoneType' object has no attribute 'sequence'") from None
+    except AttributeError as crash:
+        assert crash.__context__ is not None
+        assert start_failure(crash, env) == "discord: cannot reach Discord (ConnectionRefusedError)"
+    assert start_failure(KeyError("x"), env) == "discord: could not connect (KeyError)"
