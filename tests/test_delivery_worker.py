@@ -342,29 +342,55 @@ class BrokenTyping:
         raise RuntimeError("platform said no")
 
 
+class SteppedSleep:
+    """A sleep that ends only when the test says so: each refresh happens on the test's word, not the clock's."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+        self._ends: asyncio.Queue[None] = asyncio.Queue()
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        await self._ends.get()
+
+    async def end_one(self) -> None:
+        """End the current wait and let what follows it run up to its next wait."""
+        waiting = len(self.waits)
+        self._ends.put_nowait(None)
+        for _ in range(100):
+            await asyncio.sleep(0)
+            if len(self.waits) > waiting:
+                return
+
+
 async def test_typing_starts_at_once_refreshes_and_stops_on_exit() -> None:
-    channel = FakeChannel()
-    async with TypingIndicator(channel, "c1", refresh_s=0.02):
-        await asyncio.sleep(0.01)
-        assert channel.typing_calls == 1
-        await asyncio.sleep(0.1)
-    during = channel.typing_calls
-    assert 3 <= during <= 8
-    await asyncio.sleep(0.06)
-    assert channel.typing_calls == during
+    channel, sleep = FakeChannel(), SteppedSleep()
+    async with TypingIndicator(channel, "c1", refresh_s=4.0, sleep=sleep):
+        assert channel.typing_calls == 1  # before the caller's work begins
+        await sleep.end_one()
+        await sleep.end_one()
+        assert channel.typing_calls == 3 and sleep.waits == [4.0, 4.0, 4.0]
+    await sleep.end_one()
+    assert channel.typing_calls == 3  # none after the reply is ready
 
 
 async def test_typing_failures_never_reach_the_reply() -> None:
+    failing, sleep = BrokenTyping(), SteppedSleep()
+    async with TypingIndicator(failing, "c1", refresh_s=4.0, sleep=sleep) as indicator:
+        await sleep.end_one()
+    assert failing.calls == 2 and indicator.failures == 2
+
+    hanging, sleep = BrokenTyping(hang=True), SteppedSleep()
+    async with TypingIndicator(hanging, "c1", refresh_s=0.05, sleep=sleep) as indicator:
+        for _ in range(200):  # the first request is abandoned after one refresh interval
+            if sleep.waits:
+                break
+            await asyncio.sleep(0.01)
+        assert hanging.calls == 1 and indicator.failures == 1 and sleep.waits == [0.05]
+    await sleep.end_one()
+    assert hanging.calls == 1
+
     failing = BrokenTyping()
-    async with TypingIndicator(failing, "c1", refresh_s=0.01) as indicator:
-        await asyncio.sleep(0.05)
-    assert failing.calls >= 2 and indicator.failures == failing.calls
-
-    hanging = BrokenTyping(hang=True)
-    async with TypingIndicator(hanging, "c1", refresh_s=0.01):
-        await asyncio.sleep(0.03)
-    assert hanging.calls >= 2  # each hung request is abandoned after one refresh interval
-
     with pytest.raises(ValueError, match="the reply's own error"):
         async with TypingIndicator(failing, "c1", refresh_s=0.01):
             raise ValueError("the reply's own error")

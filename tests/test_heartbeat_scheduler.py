@@ -72,6 +72,8 @@ async def test_a_missed_3am_run_executes_once_after_a_restart(tmp_path: Path, fa
             if await finished_runs(second, CONSOLIDATION_JOB):
                 break
             await asyncio.sleep(0.02)
+        else:
+            pytest.fail("the missed consolidation never ran after the restart")
         await asyncio.sleep(0.3)  # room for a second run, had the missed nights not been coalesced
 
         (run,) = await finished_runs(second, CONSOLIDATION_JOB)

@@ -241,6 +241,8 @@ async def test_a_failed_heartbeat_is_retried_with_backoff_and_then_delivered(rig
         if rig.channel.delivered:
             break
         await asyncio.sleep(0.02)
+    else:
+        pytest.fail("the retried heartbeat never delivered")
     await rig.worker.wait_idle()
     assert rig.channel.texts("ana") == ["<b>Good luck at the 10k today!</b>"]
     assert len(rig.fake.requests) == 2

@@ -81,7 +81,7 @@ def test_chunk_progress_never_skips_or_repeats(db: Database) -> None:
     db.run_sync(outbox.mark_failed, entry_id, error="SendError:permanent", now=now)
     # A failed (or sent) entry takes no more progress, whoever still holds it.
     assert not db.run_sync(outbox.record_chunk, entry_id, 2, ["pm1", "pm2", "pm3"], now=now)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs 3 sent ids"):
         db.run_sync(outbox.record_chunk, entry_id, 2, ["pm3"], now=now)
 
 

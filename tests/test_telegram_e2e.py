@@ -144,7 +144,7 @@ async def test_long_reply_with_code_arrives_whole_in_valid_chunks(telegram_api, 
             assert f"print('line {i}', x < {i} and y > {i})" in visible
         assert visible.index("line 0") < visible.index("line 119") < visible.rindex("Sentence 159")
         inside_code = [m for m in chunks if "line 60" in m.visible_text]
-        assert all("<pre>" in m.text or "<pre><code" in m.text for m in inside_code)
+        assert inside_code and all("<pre>" in m.text for m in inside_code)
     finally:
         await app.close()
 
@@ -160,6 +160,9 @@ async def test_flood_limit_delays_but_never_loses_or_doubles(telegram_api, fake_
         await asyncio.sleep(0.2)
         assert [m.visible_text for m in telegram_api.sent] == ["worth the wait"]
         assert sent[0].chat_id == ANA
+        refused, accepted = [c for c in telegram_api.calls if c.method == "sendMessage"]
+        assert (refused.failed_status, accepted.failed_status) == (429, None)
+        assert accepted.at - refused.at >= 1.0  # Telegram's retry_after, not the 0.05 s backoff, set the wait
     finally:
         await app.close()
 
@@ -174,10 +177,12 @@ async def test_reply_produced_before_a_crash_is_delivered_once_after_restart(
     telegram_api.push_text(ANA, ANA, "tell me something")
     await telegram_api.wait_until(lambda: len(fake_llm.requests) == 1)
     await telegram_api.go_away()  # Telegram unreachable while the model thinks: the reply waits in the outbox
-    for _ in range(400):
+    for _ in range(400):  # polled: with Telegram away no request reaches the fake to wake a wait_until
         if app.db.run_sync(outbox.by_status, outbox.OutboxStatus.PENDING):
             break
         await asyncio.sleep(0.05)
+    else:
+        pytest.fail("the reply never reached the outbox")
     await app.close()  # the process goes down with the reply produced but undelivered
     assert telegram_api.sent == []
     await telegram_api.come_back()

@@ -83,6 +83,7 @@ class ApiCall:
     params: JsonDict  # decoded values; uploaded files appear as {"filename": ..., "size": ...}
     content_type: str  # how the client encoded the request
     failed_status: int | None = None  # set when a scripted failure answered it
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 @dataclass(frozen=True, slots=True)
@@ -907,7 +908,7 @@ class FakeTelegramApi:
             else value
             for name, value in raw.items()
         }
-        self.calls.append(ApiCall(method, params, content_type, failed_status))
+        self.calls.append(ApiCall(method, params, content_type, failed_status, time.monotonic()))
 
     # -- Bot API methods ---------------------------------------------------------------------------
     async def _get_me(self, params: _Params) -> JsonDict:
