@@ -14,13 +14,14 @@ runs, so ``bot.py --help`` stays fast.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from core import loop
 from core.config import Settings
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def run_memory(
         from heartbeat.cli import run_undo_decay
 
         return run_undo_decay(settings, args, out=out)
-    return asyncio.run(_run(settings, args, out or sys.stdout, stdin or sys.stdin))
+    return loop.run(_run(settings, args, out or sys.stdout, stdin or sys.stdin))
 
 
 async def _run(settings: Settings, args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
@@ -244,8 +245,24 @@ async def _export(
         out.write(text)
         return 0
     path = Path(args.out)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it is personal data
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_private(path, text)
     out.write(f"wrote {path}\n")
     return 0
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only, whole or not at all.
+
+    It is personal data: an existing file at ``path`` keeps neither its content nor its wider mode,
+    and a crash mid-write leaves the old file (or none), never half an export.
+    """
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -118,10 +118,13 @@ def test_export_is_everything_about_that_person(
     assert postgres["evidence"] == ["I use Postgres", "Database is Postgres"]
     assert [n["text"] for n in data["notes"]] == ["Ana is learning Rust"]
     target = tmp_path / "ana.json"
+    target.write_text("an older export, left readable by everyone")
+    target.chmod(0o644)
     code, _ = run(settings, "export", "--person", ana, "--out", str(target))
     written = json.loads(target.read_text())
     assert code == 0 and written | {"exported_at": ""} == data | {"exported_at": ""}
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ana.json")] == []  # no temporary left
 
 
 def test_forget_asks_first_then_removes_exactly_the_plan(
