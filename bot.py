@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands: list[tuple[str, str, Callable[[argparse.Namespace], int]]] = [
         ("run", "start every channel whose credentials are set (the terminal chat when none are)", cmd_run),
         ("chat", "talk to kith in this terminal (reads one message per line when piped)", cmd_chat),
-        ("doctor", "check the config, the data directory and the model, one line per check", cmd_doctor),
+        ("doctor", "check the config, data directory, database, model, memory store and platform tokens",
+         cmd_doctor),
     ]
     for name, help_text, fn in commands:
         p = sub.add_parser(name, help=help_text, description=help_text)

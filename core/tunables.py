@@ -294,3 +294,7 @@ LLM_RETRY_MAX_S = 8.0
 
 # --- Memory: search (memory/service.py) ------------------------------------------------------
 SEARCH_POOL_FACTOR = 3  # each path fetches this many times the wanted hits before blending
+
+# --- Compare-and-swap retries (policy/store.py, memory/tombstones.py) ------------------------
+ACCESS_CAS_ATTEMPTS = 5  # an access-state write that lost a race re-reads and tries again this often
+FORGET_CAS_RETRIES = 5  # a forget unlinking conflict partners another writer touched

@@ -14,12 +14,12 @@ Nothing heavy is imported until a command runs, so ``bot.py --help`` stays fast.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
+from core import loop
 from core.config import Settings
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ async def undo_decay(settings: Settings) -> UndoReport:
 # --- the handlers bot.py calls; each returns the exit code -----------------------------------------
 def run_consolidate(settings: Settings, _args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    report = asyncio.run(consolidate_now(settings))
+    report = loop.run(consolidate_now(settings))
     out.write(f"consolidated {report.days_completed}/{report.days} days, {report.chunks_done} chunks "
               f"({report.chars} characters), {report.calls} model calls; memories: "
               f"{report.outcomes.get('new', 0)} new, {report.outcomes.get('merged', 0)} merged, "
@@ -135,7 +135,7 @@ def run_heartbeat(settings: Settings, args: argparse.Namespace, *, out: TextIO |
     from heartbeat.turns import count_outcomes
 
     out = out or sys.stdout
-    report = asyncio.run(heartbeat_now(settings, any_hour=bool(getattr(args, "any_hour", False))))
+    report = loop.run(heartbeat_now(settings, any_hour=bool(getattr(args, "any_hour", False))))
     if report.quiet:
         out.write("outside [heartbeat] active_hours (or the heartbeat is disabled): nothing done; --any-hour "
                   "overrides\n")
@@ -149,7 +149,7 @@ def run_heartbeat(settings: Settings, args: argparse.Namespace, *, out: TextIO |
 
 def run_decay(settings: Settings, _args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    report = asyncio.run(decay_now(settings))
+    report = loop.run(decay_now(settings))
     kept = ", ".join(f"{k} {v}" for k, v in sorted(report.kept.items())) or "none"
     out.write(f"decay run {report.run_id}: retired {report.retired_total} "
               f"({', '.join(f'{k} {v}' for k, v in sorted(report.retired.items())) or 'none'}); kept: {kept}; "
@@ -159,7 +159,7 @@ def run_decay(settings: Settings, _args: argparse.Namespace, *, out: TextIO | No
 
 def run_undo_decay(settings: Settings, _args: argparse.Namespace | None = None, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    report = asyncio.run(undo_decay(settings))
+    report = loop.run(undo_decay(settings))
     if report.run_id is None:
         out.write("no decay run to undo\n")
         return 1

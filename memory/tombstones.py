@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, as_utc, metadata
+from core.tunables import FORGET_CAS_RETRIES
 from memory.records import MemoryCandidate, MemoryRecord, Status
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
@@ -31,7 +32,6 @@ from memory.text import content_words, normalize, words_match
 log = logging.getLogger("kith.memory.forget")
 
 DIGEST_DOMAIN = b"kith-tombstone-v1\x00"
-FORGET_CAS_RETRIES = 5
 
 tombstones = sa.Table(
     "memory_tombstones",

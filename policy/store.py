@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import metadata
+from core.tunables import ACCESS_CAS_ATTEMPTS
 from policy.pairing import AccessState, PendingCode
 
 access_state = sa.Table(
@@ -28,7 +29,6 @@ access_state = sa.Table(
 )
 
 T = TypeVar("T")
-MAX_CAS_ATTEMPTS = 5
 
 
 def _dump(state: AccessState) -> str:
@@ -86,7 +86,7 @@ def update(conn: Connection, change: Callable[[AccessState], tuple[T, AccessStat
 
     ``change`` returns (result, new_state); the same state object means nothing to write.
     """
-    for _ in range(MAX_CAS_ATTEMPTS):
+    for _ in range(ACCESS_CAS_ATTEMPTS):
         state, revision = load(conn)
         result, new_state = change(state)
         if new_state is state or _save(conn, new_state, revision):
