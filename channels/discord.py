@@ -86,7 +86,7 @@ from core.types import (
     SendError,
     SentMessage,
 )
-from delivery.chunking import render_chunks
+from delivery.chunking import render_chunks, with_attachment
 
 log = logging.getLogger("kith.discord")
 
@@ -372,11 +372,7 @@ class DiscordChannel:
     # -- sending --------------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         """Discord-Markdown chunks of ≤ 2,000 characters; an attachment is one more chunk (text = file name)."""
-        chunks = [RenderedChunk(c.text, c.parse_mode, c.plain) for c in render_chunks(message.text, PLATFORM)]
-        if message.attachment_bytes is not None:
-            name = message.attachment_name or "attachment"
-            chunks.append(RenderedChunk(name, None, name))
-        return chunks
+        return with_attachment(render_chunks(message.text, PLATFORM), message)
 
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:

@@ -100,7 +100,7 @@ from core.types import (
     SentMessage,
     utcnow,
 )
-from delivery.chunking import split_tokens
+from delivery.chunking import split_tokens, with_attachment
 from delivery.formatting import Platform, render_tokens
 
 log = logging.getLogger("kith.slack")
@@ -529,11 +529,7 @@ class SlackChannel:
 
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         """mrkdwn chunks of the text; an attachment is one more chunk (its text is the file name)."""
-        chunks = text_chunks(message)
-        if message.attachment_bytes is not None:
-            name = message.attachment_name or "attachment"
-            chunks.append(RenderedChunk(name, None, name))
-        return chunks
+        return with_attachment(text_chunks(message), message)
 
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:

@@ -96,7 +96,7 @@ from core.types import (
     SentMessage,
     utcnow,
 )
-from delivery.chunking import render_chunks
+from delivery.chunking import render_chunks, with_attachment
 
 log = logging.getLogger("kith.telegram")
 
@@ -538,11 +538,7 @@ class TelegramChannel:
     # -- sending ---------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         """Telegram HTML chunks of the text; an attachment is one more chunk (its text is the file name)."""
-        chunks = [RenderedChunk(c.text, c.parse_mode, c.plain) for c in render_chunks(message.text, PLATFORM)]
-        if message.attachment_bytes is not None:
-            name = message.attachment_name or "attachment"
-            chunks.append(RenderedChunk(name, None, name))
-        return chunks
+        return with_attachment(render_chunks(message.text, PLATFORM), message)
 
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:

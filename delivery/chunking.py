@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.tunables import DISCORD_MAX_CHARS, SLACK_MAX_CHARS, TELEGRAM_MAX_UTF16, TERMINAL_MAX_CHARS
-from core.types import RenderedChunk
+from core.types import OutboundMessage, RenderedChunk
 from delivery.formatting import (
     Atom,
     BreakPriority,
@@ -95,6 +95,14 @@ def render_chunks(markdown: str, platform: Platform | str) -> list[RenderedChunk
     spec = platform_limit(platform)
     pieces = split_tokens(render_tokens(markdown, platform), spec.limit, spec.measure)
     return [RenderedChunk(markup, spec.parse_mode, plain) for markup, plain in pieces]
+
+
+def with_attachment(chunks: list[RenderedChunk], message: OutboundMessage) -> list[RenderedChunk]:
+    """``chunks``, then for a message carrying a file one more chunk: the file, its name as its text."""
+    if message.attachment_bytes is None:
+        return chunks
+    name = message.attachment_name or "attachment"
+    return [*chunks, RenderedChunk(name, None, name)]
 
 
 def split_markdown(markdown: str, limit: int, measure: Measure) -> list[str]:
