@@ -137,6 +137,7 @@ class DeliverySettings:
     debounce_ms: int = t.DEBOUNCE_MS
     typing_refresh_s: float = t.TYPING_REFRESH_S
     typing_delay_s: float = t.TYPING_DELAY_S
+    outbox_sweep_s: float = t.OUTBOX_SWEEP_S  # 0: only at start
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ class DeliveryWorker:
         self._lane_ended: dict[Lane, int] = {}
         self._ends_forgotten = 0
         self._lane_ends_kept = lane_ends_kept
+        self._sweeper: asyncio.Task[None] | None = None
 
     def now(self) -> datetime:
         return self._clock()
@@ -140,7 +141,29 @@ class DeliveryWorker:
             self.schedule(lane)
         if lanes:
             log.info("delivery resumed lanes=%d", len(lanes))
+        if self.settings.outbox_sweep_s > 0 and self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_every(self.settings.outbox_sweep_s),
+                                                                   name="deliver:sweep")
         return len(lanes)
+
+    async def sweep(self) -> int:
+        """Take up pending work that no lane task holds: entries another process wrote (``bot.py heartbeat``
+        while the bot runs). Returns how many lanes it started."""
+        idle = [lane for lane in await self.db.run(outbox.pending_lanes)
+                if lane[0] in self.channels and (lane not in self._lanes or self._lanes[lane].done())]
+        for lane in idle:
+            self.schedule(lane)
+        if idle:
+            log.info("delivery took up lanes queued elsewhere lanes=%d", len(idle))
+        return len(idle)
+
+    async def _sweep_every(self, interval_s: float) -> None:
+        while not self._stopped:
+            await asyncio.sleep(interval_s)  # wall-clock by nature: it waits for other processes
+            try:
+                await self.sweep()
+            except Exception as exc:  # the next sweep tries again; delivery itself is unaffected
+                log.warning("delivery sweep failed error=%s", type(exc).__name__)
 
     async def submit(self, message: OutboundMessage, *, source: str | None = None,
                      also: Callable[[Connection], None] | None = None) -> int:
@@ -195,7 +218,8 @@ class DeliveryWorker:
     async def stop(self) -> None:
         """Cancel every lane task; their progress is already in the outbox for the next start."""
         self._stopped = True
-        tasks = list(self._lanes.values())
+        sweeper, self._sweeper = self._sweeper, None
+        tasks = list(self._lanes.values()) + ([sweeper] if sweeper is not None else [])
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

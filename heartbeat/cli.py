@@ -6,8 +6,9 @@
     bot.py memory undo-decay            put back what the last decay pass retired
 
 They open their own database, model client and memory store and close them after. A message a
-``heartbeat --now`` writes is in the durable outbox: the bot delivers it at its next start (a
-model failure here is reported, not retried: retries belong to the running bot's scheduler).
+``heartbeat --now`` writes is in the durable outbox: a running bot delivers it at its next outbox
+sweep, a stopped one at its next start (a model failure here is reported, not retried: retries
+belong to the running bot's scheduler).
 Nothing heavy is imported until a command runs, so ``bot.py --help`` stays fast.
 """
 
@@ -143,7 +144,10 @@ def run_heartbeat(settings: Settings, args: argparse.Namespace, *, out: TextIO |
     out.write(f"{report.due_people} people with something due, {report.llm_calls} model calls: "
               f"{count_outcomes(report.outcomes)}\n")
     if report.outcomes.get("posted"):
-        out.write("messages are in the outbox; the bot delivers them at its next start\n")
+        sweep_s = settings.delivery.outbox_sweep_s
+        when = (f"a running bot sends them within {sweep_s:g} s, a stopped one at its next start" if sweep_s > 0
+                else "the bot sends them at its next start")
+        out.write(f"messages are in the outbox: {when}\n")
     return 1 if report.outcomes.get("failed") else 0
 
 

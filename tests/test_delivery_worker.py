@@ -21,7 +21,7 @@ from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker, backoff_delay
 from tests.helpers import FakeClock
 
-SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0)
+SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0, outbox_sweep_s=0.0)
 
 
 def open_db(path: Path) -> Database:
@@ -470,3 +470,25 @@ async def test_a_reply_queued_inside_another_transaction_is_sent_once_when_the_l
     assert channel.texts() == ["<b>first</b>", "<b>second</b>"]  # never the first twice
     assert channel.texts("c2") == ["<b>elsewhere</b>"]
 
+
+
+async def test_work_queued_by_another_process_goes_out_at_the_next_sweep(db: Database) -> None:
+    channel = FakeChannel()
+    worker, _ = make_worker(db, channel)
+    await worker.start()
+    release = channel.hold("being sent")
+    await worker.submit(reply("being sent"))
+    await channel.reached["being sent"].wait()  # this process's own lane is busy with it
+    # bot.py heartbeat, in a process of its own, queues replies while this one runs.
+    clock = FakeClock()
+    for message in (reply("checking in", chat_id="c2"), reply("after the one being sent"),
+                    OutboundMessage(platform="slack", chat_id="C9", text="for a Slack process")):
+        db.run_sync(outbox.enqueue, message, source="heartbeat", now=clock())
+
+    assert await worker.sweep() == 1  # c2; c1's own task takes its new entry after the one it holds
+    release.set()
+    await worker.wait_idle()
+    assert channel.texts("c2") == ["<b>checking in</b>"]
+    assert channel.texts() == ["<b>being sent</b>", "<b>after the one being sent</b>"]
+    assert await worker.sweep() == 0  # what is left waits for a process with a Slack channel
+    assert [e.message.platform for e in db.run_sync(outbox.by_status, OutboxStatus.PENDING)] == ["slack"]

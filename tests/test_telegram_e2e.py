@@ -15,6 +15,8 @@ import pytest
 from core.app import App, build_app
 from core.commands import platform_channels
 from core.config import DeliverySettings, Settings, TelegramSettings
+from core.db import Database
+from core.types import ChatKind, OutboundMessage
 from delivery import outbox
 from delivery.worker import DeliveryWorker
 from persona.llm import import_litellm
@@ -282,4 +284,24 @@ async def test_malformed_and_unexpected_updates_lose_nothing(telegram_api, fake_
         await asyncio.sleep(0.2)
         assert [m.visible_text for m in sent] == ["still here"]
     finally:
+        await app.close()
+
+
+async def test_a_reply_queued_by_another_process_is_sent_by_the_running_bot(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    settings = _settings(make_settings, fake_llm, telegram_api, dm="open")
+    settings = dataclasses.replace(settings, delivery=dataclasses.replace(settings.delivery, outbox_sweep_s=0.2))
+    telegram_api.add_chat(ANA, "private")
+    app = await _start(settings, monkeypatch)
+    other = Database(settings.storage.resolved_database_url())  # as `bot.py heartbeat --now` opens it
+    try:
+        other.run_sync(outbox.enqueue, OutboundMessage(platform="telegram", chat_id=str(ANA), text="How did it go?",
+                                                       chat_kind=ChatKind.DM, recipient_id=str(ANA)),
+                       source="heartbeat", now=app.clock())
+        (sent,) = await telegram_api.wait_for_sent(1)
+        assert (sent.chat_id, sent.visible_text) == (ANA, "How did it go?")
+        await asyncio.sleep(0.5)  # later sweeps find nothing more to send
+        assert len(telegram_api.sent) == 1 and fake_llm.requests == []
+    finally:
+        other.close()
         await app.close()
