@@ -1,9 +1,9 @@
-"""Shared fixtures: a loopback fake LLM server and settings pointing at it."""
+"""Shared fixtures: a loopback fake LLM server and settings pointing at it, a fresh database, a clock."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,11 @@ from core.config import (
     Settings,
     StorageSettings,
 )
+from core.db import Database
+from delivery.inbound import InboundJournal
 from tests.fakes.openai_api import FakeOpenAI
+from tests.helpers import FakeClock, open_db
+from tests.support.memory import T0
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,6 +35,30 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
         yield server
     finally:
         await server.stop()
+
+
+@pytest.fixture
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """A new kith database under ``tmp_path``, closed after the test.
+
+    It has every table, unless the test module sets ``DB_TABLES`` to the only ones it needs: the
+    outbox's and the delivery worker's tests create just the outbox's, so they show it needs no other.
+    """
+    database = open_db(tmp_path, *getattr(request.module, "DB_TABLES", ()))
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def journal(db: Database) -> InboundJournal:
+    """The journal a channel notes each platform event in before acknowledging it, on the test's ``db``."""
+    return InboundJournal(db)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A clock that moves only when the test says, starting at the memory tests' fixed moment ``T0``."""
+    return FakeClock(T0)
 
 
 @pytest.fixture

@@ -6,10 +6,28 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import sqlalchemy as sa
+
+from core.db import Database
 from core.types import ButtonPress, ChatKind, InboundMessage
 
 _ids = itertools.count(1)
+
+
+def open_db(path: Path, *tables: sa.Table) -> Database:
+    """kith's SQLite file under ``path``, with every table, or with only ``tables`` when given.
+
+    Each call is a new engine on the same file, as another kith process would open it. The tests of
+    a single store (outbox, inbound journal) create just its tables, so they show it needs no other.
+    """
+    db = Database(f"sqlite:///{path / 'kith.db'}")
+    if not tables:
+        db.create_all()
+    for table in tables:
+        table.create(db.engine, checkfirst=True)
+    return db
 
 
 def inbound(text: str, *, platform: str = "console", chat_id: str = "ana", sender_id: str = "ana",

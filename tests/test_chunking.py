@@ -16,7 +16,7 @@ from delivery.chunking import (
     utf16_len,
 )
 from delivery.formatting import Platform, to_plain, to_telegram_html
-from tests.test_formatting import valid_telegram, words
+from tests.support.formatting import valid_telegram, words
 
 FAMILY = "👨‍👩‍👧‍👦"  # one visible emoji: seven code points, eleven UTF-16 units
 

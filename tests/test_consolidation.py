@@ -18,8 +18,8 @@ from memory.gate import PromoteReport
 from memory.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.store import Note
 from tests.fakes.openai_api import FakeOpenAI, Scripted
-from tests.test_heartbeat_turns import Rig, close_rig, conflict_candidate, make_rig
-from tests.test_memory_store import reply, say
+from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig
+from tests.support.memory import reply, say
 
 NIGHT = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)  # the 3 AM run; "yesterday" is 19 November
 YESTERDAY = datetime(2026, 11, 19, 14, 0, tzinfo=UTC)

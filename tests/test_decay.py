@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,19 +16,7 @@ from memory.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, S
 from memory.service import MemoryService
 from persona.llm import LLMClient
 from tests.helpers import FakeClock
-from tests.test_memory_store import T0, memory_settings, open_db, record
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = open_db(tmp_path)
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(T0)
+from tests.support.memory import T0, memory_settings, record
 
 
 @pytest.fixture

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -14,95 +13,22 @@ import pytest
 
 from core.config import DeliverySettings
 from core.db import Database
-from core.types import ButtonHandler, InboundHandler, OutboundMessage, RenderedChunk, SendError, SentMessage
+from core.types import OutboundMessage, SendError
 from delivery import outbox
 from delivery.outbox import OutboxStatus
 from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker, backoff_delay
+from tests import helpers
 from tests.helpers import FakeClock
+from tests.support.delivery import FakeChannel, FakeSleep, SteppedSleep
 
+DB_TABLES = (outbox.outbox,)  # the worker needs the outbox's table and no other (see the ``db`` fixture)
 SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0, outbox_sweep_s=0.0)
 
 
 def open_db(path: Path) -> Database:
-    db = Database(f"sqlite:///{path / 'kith.db'}")
-    outbox.outbox.create(db.engine, checkfirst=True)
-    return db
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = open_db(tmp_path)
-    yield database
-    database.close()
-
-
-class FakeChannel:
-    """Implements the delivery contract; chunks are the ``|``-separated parts of the text, sent as bold HTML.
-
-    Failures are scripted per chunk (by its plain text); ``hold`` makes a chunk wait until released.
-    """
-
-    def __init__(self, name: str = "telegram", *, id_prefix: str = "pm") -> None:
-        self.name = name
-        self.id_prefix = id_prefix
-        self.delivered: list[tuple[str, str]] = []  # (chat_id, text as the platform received it)
-        self.attempts: list[tuple[str, bool]] = []  # (chunk plain text, plain?)
-        self.typing_calls = 0
-        self._failures: dict[str, list[Exception]] = defaultdict(list)
-        self._holds: dict[str, asyncio.Event] = {}
-        self.reached: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
-
-    def fail(self, chunk: str, *errors: Exception) -> None:
-        self._failures[chunk].extend(errors)
-
-    def recover(self, chunk: str) -> None:
-        """Forget the failures still scripted for ``chunk``."""
-        self._failures.pop(chunk, None)
-
-    def hold(self, chunk: str) -> asyncio.Event:
-        gate = self._holds[chunk] = asyncio.Event()
-        return gate
-
-    async def start(self, on_message: InboundHandler, on_button: ButtonHandler | None = None) -> None:
-        raise AssertionError("the worker never starts a channel")
-
-    async def stop(self) -> None:
-        raise AssertionError("the worker never stops a channel")
-
-    def render(self, message: OutboundMessage) -> list[RenderedChunk]:
-        return [RenderedChunk(text=f"<b>{part}</b>", parse_mode="HTML", plain=part)
-                for part in message.text.split("|")]
-
-    async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
-                         plain: bool) -> SentMessage:
-        self.attempts.append((chunk.plain, plain))
-        self.reached[chunk.plain].set()
-        if chunk.plain in self._holds:
-            await self._holds[chunk.plain].wait()
-        if self._failures[chunk.plain]:
-            raise self._failures[chunk.plain].pop(0)
-        self.delivered.append((message.chat_id, chunk.plain if plain else chunk.text))
-        return SentMessage(platform_message_id=f"{self.id_prefix}{len(self.delivered)}")
-
-    async def typing(self, chat_id: str, thread_id: str | None) -> None:
-        self.typing_calls += 1
-
-    def texts(self, chat_id: str = "c1") -> list[str]:
-        return [text for chat, text in self.delivered if chat == chat_id]
-
-
-class FakeSleep:
-    """Records every wait and moves the fake clock instead of waiting."""
-
-    def __init__(self, clock: FakeClock) -> None:
-        self.clock = clock
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.clock.advance(seconds=seconds)
-        await asyncio.sleep(0)
+    """The test's database file as another process opens it, with the same ``DB_TABLES`` as the ``db`` fixture."""
+    return helpers.open_db(path, *DB_TABLES)
 
 
 def reply(text: str, chat_id: str = "c1") -> OutboundMessage:
@@ -340,27 +266,6 @@ class BrokenTyping:
         if self.hang:
             await asyncio.Event().wait()
         raise RuntimeError("platform said no")
-
-
-class SteppedSleep:
-    """A sleep that ends only when the test says so: each refresh happens on the test's word, not the clock's."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-        self._ends: asyncio.Queue[None] = asyncio.Queue()
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        await self._ends.get()
-
-    async def end_one(self) -> None:
-        """End the current wait and let what follows it run up to its next wait."""
-        waiting = len(self.waits)
-        self._ends.put_nowait(None)
-        for _ in range(100):
-            await asyncio.sleep(0)
-            if len(self.waits) > waiting:
-                return
 
 
 async def test_typing_starts_at_once_refreshes_and_stops_on_exit() -> None:

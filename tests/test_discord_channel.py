@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +24,7 @@ from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from tests.fakes.discord_api import FAKE_DISCORD_TOKEN, FakeDiscord, discord_api  # noqa: F401
 from tests.helpers import Inbox
+from tests.support.channels import running, send_rendered
 
 ALICE = 200_000_000_000_000_001
 BOB = 200_000_000_000_000_002
@@ -56,33 +55,11 @@ def world(discord_api: FakeDiscord) -> World:
     return World(api, api.open_dm(ALICE))
 
 
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[InboundJournal]:
-    db = Database(f"sqlite:///{tmp_path}/k.db")
-    db.create_all()
-    yield InboundJournal(db)
-    db.close()
-
-
 def _channel(journal: InboundJournal, *, token: str = FAKE_DISCORD_TOKEN, ready_timeout_s: float = WAIT_S,
              **kwargs: Any) -> DiscordChannel:
     settings = DiscordSettings(ready_timeout_s=ready_timeout_s)
     return DiscordChannel(settings, token, journal=journal, stop_grace_s=1.0, guild_ready_timeout_s=0.05,
                           reidentify_delay_s=0.05, **kwargs)
-
-
-@asynccontextmanager
-async def running(channel: DiscordChannel, inbox: Inbox) -> AsyncIterator[DiscordChannel]:
-    await channel.start(inbox.on_message, inbox.on_button)
-    try:
-        yield channel
-    finally:
-        await channel.stop()
-
-
-async def _send(channel: DiscordChannel, message: OutboundMessage) -> list[str]:
-    return [(await channel.send_chunk(message, chunk, i)).platform_message_id
-            for i, chunk in enumerate(channel.render(message))]
 
 
 def _group_reply(to: InboundMessage, text: str, **kwargs: Any) -> OutboundMessage:
@@ -100,7 +77,7 @@ async def test_dm_conversation(world: World, journal: InboundJournal) -> None:
         (message,) = await inbox.wait_for(1)
         reply = OutboundMessage(platform="discord", chat_id=message.chat_id, text="Hi **Alice**!",
                                 chat_kind=ChatKind.DM, recipient_id=message.sender_id)
-        (posted_id,) = await _send(channel, reply)
+        (posted_id,) = await send_rendered(channel, reply)
         await api.wait_until(lambda: api.calls[-1].name == "create_message")
         await asyncio.sleep(0.05)  # the echo of our own message has arrived and must not count
 
@@ -125,7 +102,7 @@ async def test_server_messages_carry_mention_and_reply_gating(world: World, jour
     async with running(_channel(journal), inbox) as channel:
         api.push_message(GENERAL, ALICE, "just chatting")
         first = (await inbox.wait_for(1))[0]
-        await _send(channel, _group_reply(first, "I'm here"))
+        await send_rendered(channel, _group_reply(first, "I'm here"))
         (bot_message,) = await api.wait_for_posted(1)
         api.push_message(GENERAL, BOB, f"hey <@{api.bot_id}> how are you", mentions=[api.bot_id])
         api.push_message(GENERAL, ALICE, "thanks", reply_to=bot_message.id)
@@ -164,8 +141,8 @@ async def test_thread_messages_are_answered_in_the_thread(world: World, journal:
         in_thread = api.push_message(THREAD, ALICE, "saturday?")
         in_hidden = api.push_message(HIDDEN_THREAD, BOB, "and this one?")  # a thread discord.py never heard of
         known, hidden = await inbox.wait_for(2)
-        await _send(channel, _group_reply(known, "Saturday works"))
-        await _send(channel, _group_reply(hidden, "Looking"))
+        await send_rendered(channel, _group_reply(known, "Saturday works"))
+        await send_rendered(channel, _group_reply(hidden, "Looking"))
         await channel.typing(known.chat_id, known.thread_id)
 
     assert (known.chat_id, known.thread_id, known.message_id) == (str(GENERAL), str(THREAD),
@@ -240,7 +217,7 @@ async def test_button_click_is_acknowledged_and_handed_over(world: World, journa
     question = OutboundMessage(platform="discord", chat_id=str(world.alice_dm), text="Is Tom a cat?",
                                buttons=(Button("Yes", "q1:yes"), Button("No", "q1:no")), recipient_id=str(ALICE))
     async with running(_channel(journal), inbox) as channel:
-        await _send(channel, question)
+        await send_rendered(channel, question)
         (posted,) = await api.wait_for_posted(1)
         click = api.push_button_click(posted.id, ALICE, "q1:yes")
         await inbox.wait_for(1)
@@ -260,7 +237,7 @@ async def test_button_click_in_a_thread_names_the_parent_channel(world: World, j
     async with running(_channel(journal), inbox) as channel:
         api.push_message(THREAD, ALICE, "remember this?")
         (asked,) = await inbox.wait_for(1)
-        await _send(channel, _group_reply(asked, "Keep it?", buttons=(Button("Keep", "m:keep"),)))
+        await send_rendered(channel, _group_reply(asked, "Keep it?", buttons=(Button("Keep", "m:keep"),)))
         (posted,) = await api.wait_for_posted(1)
         api.push_button_click(posted.id, BOB, "m:keep")
         await inbox.wait_for(2)
@@ -280,7 +257,7 @@ async def test_long_reply_is_chunked_with_valid_code_blocks(world: World, journa
         api.push_message(GENERAL, ALICE, "show me")
         (asked,) = await inbox.wait_for(1)
         message = _group_reply(asked, text, buttons=(Button("More", "more"),))
-        ids = await _send(channel, message)
+        ids = await send_rendered(channel, message)
 
     posted = api.posted
     assert len(posted) == len(ids) >= 3
@@ -299,7 +276,7 @@ async def test_attachment_follows_the_text_and_carries_the_buttons(world: World,
                               buttons=(Button("Thanks", "t"),), attachment_name="notes.txt",
                               attachment_bytes=b"line one\n", recipient_id=str(ALICE))
     async with running(_channel(journal), Inbox()) as channel:
-        await _send(channel, message)
+        await send_rendered(channel, message)
 
     text, upload = api.posted
     assert (text.content, text.components, text.files) == ("Your notes:", (), ())
@@ -312,8 +289,8 @@ async def test_dm_addressed_by_user_id_opens_the_dm_first(world: World, journal:
     message = OutboundMessage(platform="discord", chat_id=str(BOB), text="Hello Bob", chat_kind=ChatKind.DM,
                               recipient_id=str(BOB))
     async with running(_channel(journal), Inbox()) as channel:
-        await _send(channel, message)
-        await _send(channel, message)
+        await send_rendered(channel, message)
+        await send_rendered(channel, message)
 
     assert [c.name for c in api.calls].count("create_dm") == 1  # remembered for the second message
     assert {p.channel_id for p in api.posted} == {api.dm_by_user[BOB]}
@@ -327,7 +304,7 @@ async def test_short_rate_limit_is_waited_out_and_the_message_arrives_once(
     async with running(_channel(journal), Inbox()) as channel:
         api.fail_next("create_message", 429, retry_after=0.3)
         started = time.monotonic()
-        await _send(channel, message)
+        await send_rendered(channel, message)
         waited = time.monotonic() - started
 
     assert [p.content for p in api.posted] == ["after the wait"]
@@ -352,7 +329,7 @@ async def test_send_failures_map_to_send_error(world: World, journal: InboundJou
     async with running(_channel(journal), Inbox()) as channel:
         api.fail_next("create_message", **failure)
         with pytest.raises(SendError) as failed:
-            await _send(channel, message)
+            await send_rendered(channel, message)
 
     assert (failed.value.retry_after, failed.value.permanent) == expected
     assert api.posted == []
@@ -362,7 +339,7 @@ async def test_sending_to_an_unknown_channel_is_permanent(world: World, journal:
     message = OutboundMessage(platform="discord", chat_id="123456789012345678", text="hello?")
     async with running(_channel(journal), Inbox()) as channel:
         with pytest.raises(SendError) as failed:
-            await _send(channel, message)
+            await send_rendered(channel, message)
         await channel.typing("123456789012345678", None)  # refused by Discord, not our caller's problem
 
     assert failed.value.permanent
@@ -429,7 +406,7 @@ async def test_stop_closes_the_gateway(world: World, journal: InboundJournal) ->
 
     assert not channel.ready.is_set()
     with pytest.raises(SendError, match="not started"):
-        await _send(channel, OutboundMessage(platform="discord", chat_id=str(world.alice_dm), text="late"))
+        await send_rendered(channel, OutboundMessage(platform="discord", chat_id=str(world.alice_dm), text="late"))
 
 
 async def test_stop_lets_a_running_handler_finish(world: World, journal: InboundJournal) -> None:

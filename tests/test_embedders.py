@@ -6,7 +6,6 @@ import dataclasses
 import importlib.util
 import json
 import math
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +27,22 @@ from memory.store import VECTOR_KEY, Collection
 from persona.llm import LLMClient
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
-from tests.test_capture import answer, fact
-from tests.test_memory_gate import POSTGRES, TableEmbedder, candidate
-from tests.test_memory_store import T0, free_port, memory_settings, open_db, reply, say
+from tests.support.memory import (
+    POSTGRES,
+    T0,
+    TableEmbedder,
+    answer,
+    candidate,
+    fact,
+    free_port,
+    memory_settings,
+    reply,
+    say,
+)
 
 
 def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = open_db(tmp_path)
-    yield database
-    database.close()
 
 
 def test_the_hashed_vector_is_deterministic_and_never_empty() -> None:

@@ -19,23 +19,9 @@ from memory.tombstones import tombstones
 from persona.llm import LLMClient
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
-from tests.test_capture import answer, fact
-from tests.test_memory_gate import candidate
-from tests.test_memory_store import T0, memory_settings, open_db, record, reply, say
+from tests.support.memory import T0, answer, candidate, fact, memory_settings, record, reply, say
 
 CONV = "console:ana"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = open_db(tmp_path)
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(T0)
 
 
 @pytest.fixture

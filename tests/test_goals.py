@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -17,16 +15,8 @@ from core.types import ChatKind
 from heartbeat import goals
 from heartbeat.goals import GOALS_MAX_OPEN, GoalBook, GoalsCommand, GoalStatus, parse_goal_args
 from tests.helpers import FakeClock, inbound
-from tests.test_memory_store import open_db
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = open_db(tmp_path)
-    yield database
-    database.close()
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from heartbeat.scheduler import (
     consolidation_job,
 )
 from tests.fakes.openai_api import FakeOpenAI, Scripted
-from tests.test_heartbeat_turns import Rig, close_rig, make_rig
-from tests.test_memory_store import reply, say
+from tests.support.heartbeat import Rig, close_rig, make_rig
+from tests.support.memory import reply, say
 
 
 def days_ago(days: int, hour: int) -> datetime:

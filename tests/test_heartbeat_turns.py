@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,88 +12,14 @@ import pytest
 import sqlalchemy as sa
 
 from core import history
-from core.db import Database
-from delivery import outbox
-from delivery.outbox import OutboxStatus
-from delivery.worker import DeliveryWorker
 from heartbeat.due import DueItem, ItemKind, select_due
 from heartbeat.goals import GoalStatus
-from heartbeat.scheduler import PERSON_JOB_PREFIX, HeartbeatScheduler
-from heartbeat.service import Heartbeat, build_heartbeat
+from heartbeat.scheduler import PERSON_JOB_PREFIX
 from heartbeat.settings import HeartbeatSettings
 from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
-from memory.records import Horizon, MemoryCandidate, MemoryKind, Scope, Source
-from memory.service import MemoryService
-from persona.llm import LLMClient
+from memory.records import Horizon, MemoryCandidate, MemoryKind, Source
 from tests.fakes.openai_api import FakeOpenAI
-from tests.helpers import FakeClock
-from tests.test_delivery_worker import FakeChannel
-from tests.test_memory_store import memory_settings, open_db, say
-
-
-def recent_morning(hour: int = 10) -> datetime:
-    """Yesterday at ``hour`` UTC: a fixed time of day, close enough to wall time for APScheduler's grace."""
-    return (datetime.now(UTC) - timedelta(days=1)).replace(hour=hour, minute=0, second=0, microsecond=0)
-
-
-@dataclass
-class Rig:
-    tmp_path: Path
-    db: Database
-    memory: MemoryService
-    heartbeat: Heartbeat
-    clock: FakeClock
-    fake: FakeOpenAI
-    channel: FakeChannel
-    worker: DeliveryWorker
-    busy: set[str] = field(default_factory=set)
-    schedulers: list[HeartbeatScheduler] = field(default_factory=list)
-
-    async def scheduler(self, *, paused: bool = False, recurring: bool = False) -> HeartbeatScheduler:
-        s = HeartbeatScheduler(self.db.engine, self.heartbeat, hb=self.heartbeat.hb, consolidation_hour=3,
-                               tz=self.heartbeat.tz, clock=self.clock)
-        self.heartbeat.attach(s)
-        await s.start(paused=paused, recurring=recurring)
-        self.schedulers.append(s)
-        return s
-
-    async def ana_says(self, text: str, *, chat_id: str = "ana", group: bool = False) -> str:
-        person, _id = await say(self.db, "console:ana", text, name="Ana", chat_id=chat_id, group=group,
-                                conversation=f"console:{chat_id}", when=self.clock.now - timedelta(hours=2))
-        return person
-
-    async def outbox_entries(self) -> list[outbox.OutboxEntry]:
-        entries = []
-        for status in OutboxStatus:
-            entries += await self.db.run(outbox.by_status, status)
-        return entries
-
-    async def transcript(self, conversation: str = "console:ana") -> list[history.StoredMessage]:
-        return await self.db.run(history.recent, conversation, 100)
-
-
-async def make_rig(tmp_path: Path, fake: FakeOpenAI, *, start: datetime | None = None,
-                   hb: HeartbeatSettings | None = None, **memory: Any) -> Rig:
-    """Everything a heartbeat needs, over a real SQLite file, embedded Chroma and the loopback model."""
-    clock = FakeClock(start or recent_morning())
-    db = open_db(tmp_path)
-    settings = memory_settings(tmp_path, llm_base=fake.base_url, **memory)
-    service = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock)
-    channel = FakeChannel("console")
-    worker = DeliveryWorker(db, {"console": channel}, lambda _m: True, clock=clock)
-    busy: set[str] = set()
-    heartbeat = build_heartbeat(settings=settings, db=db, llm=LLMClient(settings.llm), memory=service,
-                                clock=clock, busy=busy, worker=lambda: worker,
-                                hb=hb or HeartbeatSettings(timezone="UTC"))
-    return Rig(tmp_path, db, service, heartbeat, clock, fake, channel, worker, busy)
-
-
-async def close_rig(rig: Rig) -> None:
-    for s in rig.schedulers:
-        await s.shutdown()
-    await rig.worker.stop()
-    await rig.memory.close()
-    rig.db.close()
+from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig, recent_morning
 
 
 @pytest.fixture
@@ -114,12 +39,6 @@ async def rig_for(tmp_path: Path, fake_llm: FakeOpenAI) -> AsyncIterator[Callabl
 @pytest.fixture
 async def rig(rig_for: Callable[..., Any]) -> Rig:
     return await rig_for()
-
-
-def conflict_candidate(text: str, message: str) -> MemoryCandidate:
-    return MemoryCandidate(kind=MemoryKind.PREFERENCE, text=text, evidence=(text,),
-                           sources=(Source("console", "ana", message, datetime(2026, 1, 1, tzinfo=UTC)),),
-                           scope=Scope.DM)
 
 
 async def test_a_tick_with_nothing_due_makes_no_model_call_at_all(rig: Rig) -> None:

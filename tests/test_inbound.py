@@ -13,14 +13,13 @@ from sqlalchemy.engine import Connection
 from core.db import Database
 from delivery import inbound
 from delivery.inbound import Cursors, InboundJournal, cursors, inbound_events
+from tests import helpers
 from tests.helpers import FakeClock
 
 
 def open_db(path: Path) -> Database:
-    db = Database(f"sqlite:///{path / 'kith.db'}")
-    for table in (inbound_events, cursors):
-        table.create(db.engine, checkfirst=True)
-    return db
+    """kith's database file with the journal's and cursors' tables only: they need no other."""
+    return helpers.open_db(path, inbound_events, cursors)
 
 
 async def test_a_redelivered_event_is_recognised(tmp_path: Path) -> None:

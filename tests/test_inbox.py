@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -17,16 +15,6 @@ from delivery.inbox import Inbox, Kept, PayloadError, Resumed, from_payload, res
 from tests.helpers import FakeClock, inbound
 
 ODD = "caf\u00e9 \U0001f600 \u05e9\u05dc\u05d5\u05dd \ud800 nul:\x00 e\u0301 \u202e"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'kith.db'}")
-    database.create_all()
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 async def _resume(book: Inbox, platforms: list[str]) -> Resumed:

@@ -23,8 +23,7 @@ from memory.store import Note
 from persona.llm import LLMClient
 from tests.conftest import ROOT
 from tests.helpers import FakeClock
-from tests.test_memory_gate import candidate
-from tests.test_memory_store import T0, memory_settings, record
+from tests.support.memory import T0, candidate, memory_settings, record
 
 
 def parse(*argv: str) -> argparse.Namespace:

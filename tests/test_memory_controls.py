@@ -19,9 +19,8 @@ from memory.questions import Answer, DmTarget, Question, QuestionBook, QuestionS
 from memory.records import MemoryCandidate, MemoryKind, Origin, Scope, Source, Status
 from memory.service import MemoryService
 from persona.llm import LLMClient
-from tests.helpers import FakeClock
-from tests.test_memory_gate import candidate
-from tests.test_memory_store import T0, memory_settings, open_db
+from tests.helpers import FakeClock, open_db
+from tests.support.memory import T0, candidate, memory_settings
 
 
 @dataclass

@@ -4,72 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from core.db import Database
-from memory.embedders import EmbedderStatus, Vector
+from memory.embedders import EmbedderStatus
 from memory.gate import Outcome
-from memory.records import MemoryCandidate, MemoryKind, Scope, Source, Status, Tier
+from memory.records import MemoryKind, Status, Tier
 from memory.service import MemoryService
 from memory.similarity import Via
 from memory.store import HASH_SPACE, VECTOR_KEY, Collection, Note
 from persona.llm import LLMClient
 from tests.helpers import FakeClock
-from tests.test_memory_store import T0, memory_settings, open_db, record
+from tests.support.memory import POSTGRES, T0, TableEmbedder, candidate, memory_settings, record
 
-ELSEWHERE = [0.0, 0.0, 1.0]
-
-
-class TableEmbedder:
-    """A controlled embedder: chosen texts get chosen vectors, so the cosine between them is exact.
-
-    It stands in for a sentence model, which cannot be loaded on this offline machine, in the one
-    place only meaning can decide: "I moved to SQLite" shares no word with "I use Postgres", so
-    the lexical layer calls it new; a real embedder puts both near "databases".
-    """
-
-    def __init__(self, table: dict[str, Vector], name: str = "test-table") -> None:
-        self.table = table
-        self.name = name
-        self.fail = False
-        self.calls = 0
-
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
-        self.calls += 1
-        if self.fail:
-            raise ConnectionError("embedder went away")
-        return [self.table.get(t, ELSEWHERE) for t in texts]
-
-    async def close(self) -> None:
-        return None
-
-
-POSTGRES = [1.0, 0.0, 0.0]
 SQLITE = [0.7, math.sqrt(1 - 0.49), 0.0]  # cosine 0.7 with POSTGRES: related, not the same
-
-
-def candidate(
-    text: str,
-    *,
-    evidence: Sequence[str] | None = None,
-    kind: MemoryKind = MemoryKind.FACT,
-    message: str = "m1",
-    corrects: str | None = None,
-    importance: float = 0.5,
-) -> MemoryCandidate:
-    return MemoryCandidate(
-        kind=kind,
-        text=text,
-        evidence=tuple(evidence or (text,)),
-        importance=importance,
-        corrects=corrects,
-        sources=(Source("console", "ana", message, T0),),
-        scope=Scope.DM,
-    )
 
 
 async def open_service(tmp_path: Path, db: Database, embedder: TableEmbedder | None = None) -> MemoryService:
@@ -82,13 +34,6 @@ async def open_service(tmp_path: Path, db: Database, embedder: TableEmbedder | N
     return await MemoryService.open(
         settings, db, LLMClient(settings.llm), clock=FakeClock(T0), embedder=embedder, status=status
     )
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    database = open_db(tmp_path)
-    yield database
-    database.close()
 
 
 @pytest.fixture

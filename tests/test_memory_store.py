@@ -9,130 +9,28 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import secrets
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from core import history, people
-from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.db import Database
 from memory import capture as _capture_tables  # noqa: F401  (declares capture_cursors)
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
 from memory.changes import ChangeLog, memory_changes
 from memory.embedders import EmbedderStatus
-from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.records import MemoryKind, MemoryRecord, Scope, Status
 from memory.store import Collection, MemoryStore, Note, RevisionConflict, check_chroma
 from memory.tombstones import Forgetter, TombstoneBook
+from tests.helpers import open_db
+from tests.support.memory import T0, free_port, memory_settings, record
 
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NONE_STATUS = EmbedderStatus("none", ready=False, disabled=True)
-
-
-# --- helpers shared by the memory test files ---------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def memory_settings(
-    tmp_path: Path, *, llm_base: str = "http://127.0.0.1:9/v1", chroma_url: str = "", **memory: object
-) -> Settings:
-    ms = dataclasses.replace(MemorySettings(embedder="none", chroma_url=chroma_url), **memory)  # type: ignore[arg-type]
-    return Settings(
-        llm=LLMSettings(model="openai/fake-model", api_base=llm_base, timeout_s=5.0, max_retries=0),
-        storage=StorageSettings(data_dir=str(tmp_path / "data")),
-        memory=ms,
-    )
-
-
-def open_db(tmp_path: Path) -> Database:
-    db = Database(f"sqlite:///{tmp_path / 'kith.db'}")
-    db.create_all()
-    return db
-
-
-def record(
-    person: str,
-    text: str,
-    *,
-    evidence: Sequence[str] | None = None,
-    kind: MemoryKind = MemoryKind.FACT,
-    memory_id: str | None = None,
-    when: datetime = T0,
-    status: Status = Status.ACTIVE,
-    scope: Scope = Scope.DM,
-) -> MemoryRecord:
-    return MemoryRecord(
-        id=memory_id or "m_" + secrets.token_hex(6),
-        person=person,
-        kind=kind,
-        text=text,
-        evidence=tuple(evidence or (text,)),
-        sources=(Source("console", "ana", "m" + secrets.token_hex(3), when),),
-        scope=scope,
-        status=status,
-        created_at=when,
-        updated_at=when,
-    )
-
-
-async def say(
-    db: Database,
-    account: str,
-    text: str,
-    *,
-    name: str = "",
-    chat_id: str = "ana",
-    conversation: str = "console:ana",
-    group: bool = False,
-    when: datetime = T0,
-) -> tuple[str, int]:
-    """Record a user turn the way the core does; returns (person, message id)."""
-    person = await db.run(people.resolve, account, name or account.split(":")[-1].title(), when)
-    message_id = await db.run(
-        history.append,
-        conversation=conversation,
-        role="user",
-        author=account,
-        person=person,
-        platform=account.split(":")[0],
-        chat_id=chat_id,
-        text=text,
-        created_at=when,
-        chat_kind="group" if group else "dm",
-        platform_message_id="pm" + secrets.token_hex(4),
-    )
-    return person, message_id
-
-
-async def reply(
-    db: Database,
-    text: str,
-    *,
-    chat_id: str = "ana",
-    conversation: str = "console:ana",
-    group: bool = False,
-    when: datetime = T0,
-) -> int:
-    return await db.run(
-        history.append,
-        conversation=conversation,
-        role="assistant",
-        author="kith",
-        platform="console",
-        chat_id=chat_id,
-        text=text,
-        created_at=when,
-        chat_kind="group" if group else "dm",
-    )
 
 
 # --- the Chroma server, one per test session ------------------------------------------------

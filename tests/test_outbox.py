@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,13 +13,7 @@ from delivery import outbox
 from delivery.outbox import OutboxStatus
 from tests.helpers import FakeClock
 
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'kith.db'}")
-    outbox.outbox.create(database.engine)
-    yield database
-    database.close()
+DB_TABLES = (outbox.outbox,)  # the outbox needs no other table (see the ``db`` fixture)
 
 
 def reply(text: str = "hello", *, chat_id: str = "c1", thread_id: str | None = None,

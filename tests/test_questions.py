@@ -20,8 +20,8 @@ from memory.questions import (
     pick_pair,
 )
 from memory.records import MemoryRecord, Origin, Source, Status
-from tests.helpers import FakeClock
-from tests.test_memory_store import T0, open_db, record
+from tests.helpers import FakeClock, open_db
+from tests.support.memory import T0, record
 
 DM = DmTarget("telegram", "501", "501")
 
@@ -75,13 +75,6 @@ def test_a_pair_is_asked_once_until_new_evidence_arrives() -> None:
     again = askable_pairs([vim, repeated], T0)[0]
     assert again.key == pair.key and again.evidence[1] > pair.evidence[1]
     assert pick_pair([again], asked) == again
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    database = open_db(tmp_path)
-    yield database
-    database.close()
 
 
 async def test_one_open_question_per_person_and_five_an_hour_in_all_across_a_restart(tmp_path: Path,

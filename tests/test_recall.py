@@ -9,90 +9,29 @@ as kith's do, so recall is answered from memory and still never shows what anoth
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import math
 import secrets
-from collections.abc import AsyncIterator, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from core.config import BudgetSettings, MemorySettings, RecallSettings
+from core.config import BudgetSettings, RecallSettings
 from core.conversation import CompletedTurn, Speaker
 from core.db import Database
 from core.types import ChatKind, InboundMessage
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
-from memory.changes import ChangeLog
-from memory.embedders import EmbedderStatus
 from memory.memory_context import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG, RecallMemoryContext
 from memory.recall import RecallEngine, UseRecorder
 from memory.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.store import MemoryStore, Note
-from memory.text import content_words
 from memory.tombstones import Forgetter, TombstoneBook
 from tests.helpers import FakeClock, inbound
+from tests.support.memory import T0
+from tests.support.recall import ConceptEmbedder, open_store, remember
 
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-DIM = 64
 ANA = Speaker("p-ana", "console:ana", "Ana")
 BEN = Speaker("p-ben", "console:ben", "Ben")
-# Words of one concept share an axis, so "pets" finds "dog" where keywords cannot.
-CONCEPTS = {w: 0 for w in "dog dogs puppy pet pets animal animals cat cats".split()} | {
-    w: 1 for w in "drink drinks tea coffee morning".split()}
-
-
-class ConceptEmbedder:
-    """A small deterministic embedder; ``gate`` closed makes it slow on purpose."""
-
-    name = "test-concepts"
-
-    def __init__(self) -> None:
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self.started: list[str] = []
-        self.finished: list[str] = []
-
-    @staticmethod
-    def vector(text: str) -> list[float]:
-        vec = [0.0] * DIM
-        for word in content_words(text):
-            axis = CONCEPTS.get(word)
-            if axis is None:
-                axis = 8 + int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big") % (DIM - 8)
-            vec[axis] += 1.0
-        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-        return [v / norm for v in vec] if any(vec) else [1.0] + [0.0] * (DIM - 1)
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.started.extend(texts)
-        await self.gate.wait()
-        self.finished.extend(texts)
-        return [self.vector(t) for t in texts]
-
-    async def close(self) -> None:
-        return None
-
-
-async def open_store(path: Path, embedder: ConceptEmbedder | None, db: Database | None = None) -> MemoryStore:
-    """A store on ``path``; with ``db`` it keeps a change log there, as kith's processes do."""
-    status = (EmbedderStatus("test", ready=True, dim=DIM) if embedder is not None
-              else EmbedderStatus("none", ready=False, disabled=True))
-    return await MemoryStore.open(MemorySettings(embedder="test" if embedder else "none"), path, embedder, status,
-                                  changes=ChangeLog(db) if db is not None else None)
-
-
-async def remember(store: MemoryStore, person: str, text: str, *, scope: Scope = Scope.DM,
-                   status: Status = Status.ACTIVE, when: datetime = T0, pinned: bool = False,
-                   conflicts_with: tuple[str, ...] = (), expires_at: datetime | None = None,
-                   memory_id: str | None = None, importance: float = 0.5,
-                   evidence: tuple[str, ...] | None = None) -> MemoryRecord:
-    record = MemoryRecord(id=memory_id or "m_" + secrets.token_hex(6), person=person, kind=MemoryKind.FACT,
-                          text=text, evidence=evidence or (text,),
-                          sources=(Source("telegram", "c1", secrets.token_hex(3), when),),
-                          scope=scope, status=status, pinned=pinned, conflicts_with=conflicts_with,
-                          expires_at=expires_at, importance=importance, created_at=when, updated_at=when)
-    return await store.add_memory(record)
 
 
 @pytest.fixture
@@ -107,6 +46,7 @@ def embedder() -> ConceptEmbedder:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
+    """Not the shared fixture's ``kith.db``: a test opens that file as a second database, apart from this one."""
     database = Database(f"sqlite:///{tmp_path / 'memory.db'}")
     database.create_all()
     yield database

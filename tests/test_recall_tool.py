@@ -19,7 +19,7 @@ from memory.records import Scope
 from memory.store import MemoryStore
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import inbound
-from tests.test_recall import ConceptEmbedder, open_store, remember
+from tests.support.recall import ConceptEmbedder, open_store, remember
 
 QUOTE = "my dog Biscuit is the best boy in Kraków"
 

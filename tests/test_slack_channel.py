@@ -11,8 +11,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +38,7 @@ from tests.fakes.slack_api import (
     slack_api,  # noqa: F401
 )
 from tests.helpers import Inbox
+from tests.support.channels import running, send_rendered
 
 ALICE = "U0ALICE"
 BOB = "U0BOB"
@@ -54,11 +54,8 @@ class Stores:
 
 
 @pytest.fixture
-def stores(tmp_path: Path) -> Iterator[Stores]:
-    db = Database(f"sqlite:///{tmp_path}/k.db")
-    db.create_all()
-    yield Stores(db, InboundJournal(db))
-    db.close()
+def stores(db: Database, journal: InboundJournal) -> Stores:
+    return Stores(db, journal)
 
 
 @pytest.fixture
@@ -81,22 +78,8 @@ def _channel(api: FakeSlack, stores: Stores, *, settings: SlackSettings | None =
                         connect_wait_s=WAIT_S, stop_grace_s=1.0, **kwargs)
 
 
-@asynccontextmanager
-async def running(channel: SlackChannel, inbox: Inbox) -> AsyncIterator[SlackChannel]:
-    await channel.start(inbox.on_message, inbox.on_button)
-    try:
-        yield channel
-    finally:
-        await channel.stop()
-
-
 def _outbound(chat_id: str, text: str, **kwargs: Any) -> OutboundMessage:
     return OutboundMessage(platform="slack", chat_id=chat_id, text=text, **kwargs)
-
-
-async def _send_all(channel: SlackChannel, message: OutboundMessage) -> None:
-    for index, chunk in enumerate(channel.render(message)):
-        await channel.send_chunk(message, chunk, index)
 
 
 def _methods(api: FakeSlack) -> list[str]:
@@ -119,7 +102,7 @@ async def test_dm_conversation_in_socket_mode(people: FakeSlack, stores: Stores)
         (message,) = await inbox.wait_for(1)
         await channel.typing(message.chat_id, None)
         reply = _outbound(message.chat_id, "**Yes**, and `2 < 3`.", recipient_id=message.sender_id)
-        await _send_all(channel, reply)
+        await send_rendered(channel, reply)
         api.push_dm(ALICE, "thanks")
         await inbox.wait_for(2)
 
@@ -158,7 +141,7 @@ async def test_channel_mention_is_answered_in_a_thread_and_other_chatter_ignored
         messages = await inbox.wait_for(3)
         await asyncio.sleep(0.1)  # room for anything wrongly let through to arrive
         river = next(m for m in messages if "river" in m.text)
-        await _send_all(channel, _outbound(river.chat_id, "Water that moves.", thread_id=river.thread_id,
+        await send_rendered(channel, _outbound(river.chat_id, "Water that moves.", thread_id=river.thread_id,
                                            chat_kind=ChatKind.GROUP, reply_to_message_id=river.message_id))
 
     assert sorted(inbox.texts) == ["@kith and a lake?", "@kith what is a river?", "first draft"]
@@ -213,7 +196,7 @@ async def test_button_click_becomes_a_button_press(people: FakeSlack, stores: St
     async with running(_channel(api, stores), inbox) as channel:
         api.push_dm(ALICE, "remember that I like tea")
         (message,) = await inbox.wait_for(1)
-        await _send_all(channel, _outbound(message.chat_id, "Keep this?",
+        await send_rendered(channel, _outbound(message.chat_id, "Keep this?",
                                            buttons=(Button("Keep", "m:keep:7"), Button("Forget", "m:forget:7"))))
         (posted,) = api.posted
         click = api.push(api.block_action_payload(ALICE, posted, value="m:forget:7"))
@@ -297,7 +280,7 @@ async def test_http_events_are_verified_before_anything_reads_them(people: FakeS
             (await api.post_event(url, stale, signature="v0=x", timestamp=-1))[0],
         ]
         await inbox.wait_for(1)
-        await _send_all(channel, _outbound(inbox.messages[0].chat_id, "Pick one",
+        await send_rendered(channel, _outbound(inbox.messages[0].chat_id, "Pick one",
                                            buttons=(Button("Tea", "drink:tea"),)))
         click = api.block_action_payload(ALICE, api.posted[0], value="drink:tea")
         click_status, _ = await api.post_event(url, click)
@@ -322,7 +305,7 @@ async def test_long_reply_is_chunked_at_slacks_limit_with_valid_code_blocks(
     message = _outbound(api.dm_channel(ALICE), text)
     async with running(_channel(api, stores), Inbox()) as channel:
         chunks = channel.render(message)
-        await _send_all(channel, message)
+        await send_rendered(channel, message)
 
     assert len(api.posted) == len(chunks) >= 3
     assert all(len(p.text) <= SLACK_MAX_CHARS for p in api.posted)
@@ -415,7 +398,7 @@ async def test_buttons_ride_on_the_last_chunk_which_fits_a_section(people: FakeS
     long_text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(30))
     message = _outbound(GENERAL, long_text, thread_id="1790000000.000500", buttons=(Button("Yes", "q:yes"),))
     async with running(_channel(api, stores), Inbox()) as channel:
-        await _send_all(channel, message)
+        await send_rendered(channel, message)
 
     assert len(api.posted) >= 2
     assert [bool(p.blocks) for p in api.posted] == [False] * (len(api.posted) - 1) + [True]

@@ -10,11 +10,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -27,6 +24,7 @@ from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMe
 from delivery.inbound import Cursors, InboundJournal
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import Inbox
+from tests.support.channels import running
 
 ALICE = 1001
 BOB = 1002
@@ -43,11 +41,8 @@ class Stores:
 
 
 @pytest.fixture
-def stores(tmp_path: Path) -> Iterator[Stores]:
-    db = Database(f"sqlite:///{tmp_path}/k.db")
-    db.create_all()
-    yield Stores(db, InboundJournal(db), Cursors(db))
-    db.close()
+def stores(db: Database, journal: InboundJournal) -> Stores:
+    return Stores(db, journal, Cursors(db))
 
 
 def _settings(api: FakeTelegramApi, **overrides: Any) -> TelegramSettings:
@@ -59,15 +54,6 @@ def _channel(api: FakeTelegramApi, stores: Stores, *, token: str = FAKE_BOT_TOKE
     kwargs.setdefault("commands", [("start", "Say hello"), ("help", "What I can do"), ("remember", "Keep a fact")])
     return TelegramChannel(settings, token, journal=stores.journal, cursors=stores.cursors,
                            poll_backoff_base_s=0.05, poll_backoff_max_s=0.2, stop_grace_s=1.0, **kwargs)
-
-
-@asynccontextmanager
-async def running(channel: TelegramChannel, inbox: Inbox) -> AsyncIterator[TelegramChannel]:
-    await channel.start(inbox.on_message, inbox.on_button)
-    try:
-        yield channel
-    finally:
-        await channel.stop()
 
 
 def _outbound(chat_id: int, text: str, **kwargs: Any) -> OutboundMessage:
