@@ -311,12 +311,17 @@ def start_failure(exc: BaseException, token_env: str) -> str:
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the exceptions it was raised from or while handling, outermost first."""
+    """``exc`` and the exceptions it was raised from or while handling, outermost first.
+
+    A context its raiser suppressed (``raise ... from None``) was declared beside the point, as a
+    traceback would hide it.
+    """
     seen: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and all(current is not e for e in seen):
         seen.append(current)
-        current = current.__cause__ or current.__context__
+        suppressed = current.__cause__ is None and current.__suppress_context__
+        current = current.__cause__ if current.__cause__ is not None or suppressed else current.__context__
     return seen
 
 

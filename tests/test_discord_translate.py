@@ -302,9 +302,12 @@ def test_start_failures_are_one_line_and_name_the_fix() -> None:
     try:  # discord.py failing inside its own reconnect path, while handling the refused connection
         try:
             raise ConnectionRefusedError(111, "refused")
-        except ConnectionRefusedError:
-            raise AttributeError("'NoneType' object has no attribute 'sequence'") from None
+        except ConnectionRefusedError as refused:
+            refused_error = refused
+            raise AttributeError("'NoneType' object has no attribute 'sequence'")  # noqa: B904 (as discord.py does)
     except AttributeError as crash:
-        assert crash.__context__ is not None
+        assert crash.__context__ is refused_error
         assert start_failure(crash, env) == "discord: cannot reach Discord (ConnectionRefusedError)"
+        crash.__suppress_context__ = True  # as `raise ... from None` would: the raiser calls it beside the point
+        assert start_failure(crash, env) == "discord: could not connect (AttributeError)"
     assert start_failure(KeyError("x"), env) == "discord: could not connect (KeyError)"
