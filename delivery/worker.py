@@ -116,6 +116,9 @@ class DeliveryWorker:
         self._ends_forgotten = 0
         self._lane_ends_kept = lane_ends_kept
         self._sweeper: asyncio.Task[None] | None = None
+        # Lanes whose task failed unexpectedly (say, a row that will not decode): the sweep leaves them to new
+        # work or the next start, as before it existed, rather than failing them again every interval.
+        self._crashed: set[Lane] = set()
 
     def now(self) -> datetime:
         return self._clock()
@@ -149,8 +152,11 @@ class DeliveryWorker:
     async def sweep(self) -> int:
         """Take up pending work that no lane task holds: entries another process wrote (``bot.py heartbeat``
         while the bot runs). Returns how many lanes it started."""
+        if self._draining:  # shutting down: what drain left pending is the next start's
+            return 0
         idle = [lane for lane in await self.db.run(outbox.pending_lanes)
-                if lane[0] in self.channels and (lane not in self._lanes or self._lanes[lane].done())]
+                if lane[0] in self.channels and lane not in self._crashed
+                and (lane not in self._lanes or self._lanes[lane].done())]
         for lane in idle:
             self.schedule(lane)
         if idle:
@@ -236,6 +242,7 @@ class DeliveryWorker:
                     if lane in self._dirty:
                         known = False
                         continue
+                    self._crashed.discard(lane)
                     return
                 await self._wait_until_due(entry)
                 known, head = await self._deliver(entry)
@@ -248,6 +255,7 @@ class DeliveryWorker:
                         lost.index)
         except Exception as exc:
             # The entry stays pending; the next submit to this lane or the next start retries it.
+            self._crashed.add(lane)
             log.error("delivery lane failed platform=%s chat=%s error=%s", lane[0], lane[1],
                       type(exc).__name__, exc_info=exc)
         finally:

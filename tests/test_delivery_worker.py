@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -397,3 +399,45 @@ async def test_work_queued_by_another_process_goes_out_at_the_next_sweep(db: Dat
     assert channel.texts() == ["<b>being sent</b>", "<b>after the one being sent</b>"]
     assert await worker.sweep() == 0  # what is left waits for a process with a Slack channel
     assert [e.message.platform for e in db.run_sync(outbox.by_status, OutboxStatus.PENDING)] == ["slack"]
+
+
+async def test_the_sweeper_leaves_shutdown_alone_and_ends_with_the_worker(db: Database) -> None:
+    channel = FakeChannel()
+    worker, _ = make_worker(db, channel, settings=dataclasses.replace(SETTINGS, outbox_sweep_s=0.02))
+    await worker.start()
+    clock = FakeClock()
+    db.run_sync(outbox.enqueue, reply("queued elsewhere"), source="heartbeat", now=clock())
+    for _ in range(200):  # the periodic sweep, not a call from the test, takes it up
+        if channel.texts():
+            break
+        await asyncio.sleep(0.01)
+    assert channel.texts() == ["<b>queued elsewhere</b>"]
+
+    await worker.drain()  # shutting down: what is pending now belongs to the next start
+    db.run_sync(outbox.enqueue, reply("queued during shutdown", chat_id="c2"), source="heartbeat", now=clock())
+    await asyncio.sleep(0.2)
+    assert channel.texts("c2") == []
+    await worker.stop()
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "deliver:sweep"] == []
+    assert len(db.run_sync(outbox.by_status, OutboxStatus.PENDING)) == 1
+
+
+async def test_a_lane_whose_task_failed_is_not_retried_by_every_sweep(db: Database,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    channel = FakeChannel()
+    worker, _ = make_worker(db, channel)
+    await worker.start()
+    clock = FakeClock()
+    broken = db.run_sync(outbox.enqueue, reply("a row that no longer decodes"), source=None, now=clock())
+    with sqlite3.connect(db.url.removeprefix("sqlite:///")) as other:
+        other.execute("UPDATE outbox SET buttons = 'not json' WHERE id = ?", (broken,))
+    db.run_sync(outbox.enqueue, reply("fine", chat_id="c2"), source=None, now=clock())
+
+    with caplog.at_level(logging.ERROR, logger="kith.delivery"):
+        assert await worker.sweep() == 2
+        await worker.wait_idle()
+        assert await worker.sweep() == 0  # the failed lane waits for new work or the next start
+        await worker.wait_idle()
+    assert channel.texts("c2") == ["<b>fine</b>"] and channel.texts() == []
+    assert [r.getMessage().split(" error=")[0] for r in caplog.records] == [
+        "delivery lane failed platform=telegram chat=c1"]
