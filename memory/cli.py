@@ -245,7 +245,11 @@ async def _export(
         out.write(text)
         return 0
     path = Path(args.out)
-    write_private(path, text)
+    try:
+        write_private(path, text)
+    except OSError as exc:
+        print(f"kith: cannot write {path}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 1
     out.write(f"wrote {path}\n")
     return 0
 
@@ -254,15 +258,33 @@ def write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` readable by its owner only, whole or not at all.
 
     It is personal data: an existing file at ``path`` keeps neither its content nor its wider mode,
-    and a crash mid-write leaves the old file (or none), never half an export.
+    and a crash mid-write leaves the old file (or none), never half an export. A symlink keeps
+    pointing where it did, at the new export; a pipe or device (``/dev/stdout``) is written through.
     """
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 600
+    if path.exists() and not path.is_file():
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return
+    target = path.resolve()
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")  # mode 600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    _sync_directory(target.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the rename itself survive a power cut, where a directory can be synced (not on Windows)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

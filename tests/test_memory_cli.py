@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import io
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -124,6 +126,39 @@ def test_export_is_everything_about_that_person(
     assert code == 0 and written | {"exported_at": ""} == data | {"exported_at": ""}
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ana.json")] == []  # no temporary left
+
+
+def test_export_through_a_link_or_a_pipe_and_a_failed_write_loses_nothing(
+    seeded: tuple[Settings, str, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings, ana, _ids = seeded
+    (tmp_path / "exports").mkdir()
+    kept = tmp_path / "exports" / "ana.json"
+    kept.write_text("last week's export")
+    link = tmp_path / "latest.json"
+    link.symlink_to(kept)
+    code, _ = run(settings, "export", "--person", ana, "--out", str(link))
+    assert code == 0 and link.is_symlink() and json.loads(kept.read_text())["person"] == ana
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+    pipe = tmp_path / "to-backup"
+    os.mkfifo(pipe)
+    reader = subprocess.Popen(["cat", str(pipe)], stdout=subprocess.PIPE)
+    code, _ = run(settings, "export", "--person", ana, "--out", str(pipe))
+    piped, _err = reader.communicate(timeout=10)
+    assert code == 0 and json.loads(piped)["person"] == ana and stat.S_ISFIFO(pipe.stat().st_mode)
+
+    before = kept.read_text()
+
+    def disk_full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    code, _ = run(settings, "export", "--person", ana, "--out", str(kept))
+    assert code == 1 and f"kith: cannot write {kept}: No space left on device" in capsys.readouterr().err
+    assert kept.read_text() == before
+    assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == ["ana.json"]  # no half-written temporary
 
 
 def test_forget_asks_first_then_removes_exactly_the_plan(
