@@ -11,6 +11,7 @@ from collections.abc import Callable
 from core.app import App, build_app, freeze_startup_heap
 from core.config import Settings
 from core.hints import llm_failure_hint
+from core.instance import AlreadyRunning, sole_bot
 from core.types import Channel
 from persona.llm import LLMError
 
@@ -60,6 +61,24 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
 
 
 async def run_chat(settings: Settings) -> int:
+    try:
+        with sole_bot(settings.storage.data_path()):
+            return await _chat(settings)
+    except AlreadyRunning as exc:
+        print(f"kith: {exc}", file=sys.stderr)
+        return 1
+
+
+async def run_all(settings: Settings) -> int:
+    try:
+        with sole_bot(settings.storage.data_path()):
+            return await _run_all(settings)
+    except AlreadyRunning as exc:
+        print(f"kith: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _chat(settings: Settings) -> int:
     from channels.terminal import TerminalChannel
 
     app = await build_app(settings)
@@ -74,12 +93,12 @@ async def run_chat(settings: Settings) -> int:
     return 0
 
 
-async def run_all(settings: Settings) -> int:
+async def _run_all(settings: Settings) -> int:
     if not has_platform_credentials(settings):
         hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
                                         slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
         print(f"kith: {hint}", file=sys.stderr)
-        return await run_chat(settings)
+        return await _chat(settings)
     app = await build_app(settings)
     channels = platform_channels(settings, app)
     app.core.on_llm_error = _hint_once(settings)

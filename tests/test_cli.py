@@ -84,3 +84,28 @@ async def test_doctor_reports_each_check(fake_llm, tmp_path: Path) -> None:
     code, out, _ = await _run_bot("--config", str(cfg), "doctor")
     assert code == 1
     assert any(line.startswith("FAIL  model: cannot reach the model openai/fake-model") for line in out.splitlines())
+
+
+async def test_a_second_bot_on_the_same_data_refuses_to_start(fake_llm, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "kith.toml", fake_llm, tmp_path / "data")
+    fake_llm.reply("Hello, I'm here.")
+    first = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "chat", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(ROOT))
+    assert first.stdin is not None and first.stdout is not None
+    try:
+        first.stdin.write(b"hi\n")
+        await first.stdin.drain()
+        assert (await asyncio.wait_for(first.stdout.readline(), 60)).decode().strip() == "Hello, I'm here."
+
+        code, out, err = await _run_bot("--config", str(cfg), "run", stdin="anyone there?\n")
+        assert code == 1 and out == ""
+        assert f"another kith is already running on {tmp_path / 'data'}" in err and "Traceback" not in err
+        assert len(fake_llm.requests) == 1  # the second never got as far as the model
+    finally:
+        first.stdin.close()
+        assert await asyncio.wait_for(first.wait(), 60) == 0
+
+    fake_llm.reply("Back again.")  # the lock went with the first process
+    code, out, err = await _run_bot("--config", str(cfg), "chat", stdin="and now?\n")
+    assert (code, out.strip()) == (0, "Back again."), err
