@@ -108,6 +108,7 @@ SEND_BACKOFF_MAX_S = 60.0
 TYPING_REFRESH_S = 4.0  # Telegram's typing status lasts ~5 s
 TYPING_DELAY_S = 0.3  # no indicator for a reply ready sooner than this
 OUTBOX_SWEEP_S = 10.0  # a running bot looks this often for outbox work queued outside it (bot.py heartbeat)
+FAILED_LANE_RETRY_S = 300.0  # a chat whose delivery task failed unexpectedly: the sweep tries it again after this
 DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become one turn
 INBOUND_DEDUPE_DAYS = 7
 INBOX_REPLAY_MAX_AGE_H = 24  # a message left unanswered by a crash is still answered this long after (Telegram

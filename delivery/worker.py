@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from core.config import DeliverySettings
 from core.db import Connection, Database
-from core.tunables import DELIVERY_LANE_ENDS_KEPT
+from core.tunables import DELIVERY_LANE_ENDS_KEPT, FAILED_LANE_RETRY_S
 from core.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
 from delivery import outbox
 from delivery.outbox import Lane, OutboxEntry
@@ -116,9 +116,9 @@ class DeliveryWorker:
         self._ends_forgotten = 0
         self._lane_ends_kept = lane_ends_kept
         self._sweeper: asyncio.Task[None] | None = None
-        # Lanes whose task failed unexpectedly (say, a row that will not decode): the sweep leaves them to new
-        # work or the next start, as before it existed, rather than failing them again every interval.
-        self._crashed: set[Lane] = set()
+        # Lanes whose task failed unexpectedly (a row that will not decode, a database error), and when: the
+        # sweep tries them again only after FAILED_LANE_RETRY_S, not every interval with a traceback each time.
+        self._failed_at: dict[Lane, datetime] = {}
 
     def now(self) -> datetime:
         return self._clock()
@@ -154,8 +154,12 @@ class DeliveryWorker:
         while the bot runs). Returns how many lanes it started."""
         if self._draining:  # shutting down: what drain left pending is the next start's
             return 0
-        idle = [lane for lane in await self.db.run(outbox.pending_lanes)
-                if lane[0] in self.channels and lane not in self._crashed
+        pending = await self.db.run(outbox.pending_lanes)
+        if self._draining:  # it may have begun during the read
+            return 0
+        retry_before = self._clock() - timedelta(seconds=FAILED_LANE_RETRY_S)
+        idle = [lane for lane in pending
+                if lane[0] in self.channels and self._failed_at.get(lane, retry_before) <= retry_before
                 and (lane not in self._lanes or self._lanes[lane].done())]
         for lane in idle:
             self.schedule(lane)
@@ -242,7 +246,7 @@ class DeliveryWorker:
                     if lane in self._dirty:
                         known = False
                         continue
-                    self._crashed.discard(lane)
+                    self._failed_at.pop(lane, None)
                     return
                 await self._wait_until_due(entry)
                 known, head = await self._deliver(entry)
@@ -255,7 +259,7 @@ class DeliveryWorker:
                         lost.index)
         except Exception as exc:
             # The entry stays pending; the next submit to this lane or the next start retries it.
-            self._crashed.add(lane)
+            self._failed_at[lane] = self._clock()
             log.error("delivery lane failed platform=%s chat=%s error=%s", lane[0], lane[1],
                       type(exc).__name__, exc_info=exc)
         finally:

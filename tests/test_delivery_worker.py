@@ -15,6 +15,7 @@ import pytest
 
 from core.config import DeliverySettings
 from core.db import Database
+from core.tunables import FAILED_LANE_RETRY_S
 from core.types import OutboundMessage, SendError
 from delivery import outbox
 from delivery.outbox import OutboxStatus
@@ -425,19 +426,26 @@ async def test_the_sweeper_leaves_shutdown_alone_and_ends_with_the_worker(db: Da
 async def test_a_lane_whose_task_failed_is_not_retried_by_every_sweep(db: Database,
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     channel = FakeChannel()
-    worker, _ = make_worker(db, channel)
+    worker, sleep = make_worker(db, channel)
     await worker.start()
-    clock = FakeClock()
-    broken = db.run_sync(outbox.enqueue, reply("a row that no longer decodes"), source=None, now=clock())
+    broken = db.run_sync(outbox.enqueue, reply("a row that does not decode yet"), source=None, now=sleep.clock())
     with sqlite3.connect(db.url.removeprefix("sqlite:///")) as other:
         other.execute("UPDATE outbox SET buttons = 'not json' WHERE id = ?", (broken,))
-    db.run_sync(outbox.enqueue, reply("fine", chat_id="c2"), source=None, now=clock())
+    db.run_sync(outbox.enqueue, reply("fine", chat_id="c2"), source=None, now=sleep.clock())
 
     with caplog.at_level(logging.ERROR, logger="kith.delivery"):
         assert await worker.sweep() == 2
         await worker.wait_idle()
-        assert await worker.sweep() == 0  # the failed lane waits for new work or the next start
-        await worker.wait_idle()
+        assert await worker.sweep() == 0  # not every interval, with a traceback each time
     assert channel.texts("c2") == ["<b>fine</b>"] and channel.texts() == []
     assert [r.getMessage().split(" error=")[0] for r in caplog.records] == [
         "delivery lane failed platform=telegram chat=c1"]
+
+    with sqlite3.connect(db.url.removeprefix("sqlite:///")) as other:  # whatever broke it is mended
+        other.execute("UPDATE outbox SET buttons = '[]' WHERE id = ?", (broken,))
+    sleep.clock.advance(seconds=FAILED_LANE_RETRY_S - 1)
+    assert await worker.sweep() == 0
+    sleep.clock.advance(seconds=1)
+    assert await worker.sweep() == 1
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>a row that does not decode yet</b>"]
