@@ -14,6 +14,7 @@ runs, so ``bot.py --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -250,7 +251,7 @@ async def _export(
     except OSError as exc:
         print(f"kith: cannot write {path}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
         return 1
-    out.write(f"wrote {path}\n")
+    print(f"kith: wrote {path}", file=sys.stderr)  # not on standard output, which may be the file itself
     return 0
 
 
@@ -261,8 +262,10 @@ def write_private(path: Path, text: str) -> None:
     and a crash mid-write leaves the old file (or none), never half an export. A symlink keeps
     pointing where it did, at the new export; a pipe or device (``/dev/stdout``) is written through.
     """
-    if path.exists() and not path.is_file():
-        with open(path, "w", encoding="utf-8") as stream:
+    if path.exists() and (not path.is_file() or path.absolute().parts[1:2] in (("dev",), ("proc",))):
+        # /dev/stdout redirected to a file looks like that file: writing through, appended, keeps what the
+        # shell set up (a `>>` too).
+        with open(path, "a", encoding="utf-8") as stream:
             stream.write(text)
         return
     target = path.resolve()
@@ -280,11 +283,16 @@ def write_private(path: Path, text: str) -> None:
 
 
 def _sync_directory(directory: Path) -> None:
-    """Make the rename itself survive a power cut, where a directory can be synced (not on Windows)."""
+    """Make the rename itself survive a power cut where the system allows it.
+
+    Best effort: the export is already written. Windows has no directory handles to sync, a directory
+    may be writable but not readable, and some filesystems refuse to sync one.
+    """
     if not hasattr(os, "O_DIRECTORY"):
         return
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

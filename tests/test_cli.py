@@ -91,7 +91,7 @@ async def test_a_second_bot_on_the_same_data_refuses_to_start(fake_llm, tmp_path
     fake_llm.reply("Hello, I'm here.")
     first = await asyncio.create_subprocess_exec(
         sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "chat", stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(ROOT))
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, cwd=str(ROOT))  # unread: never a full pipe
     assert first.stdin is not None and first.stdout is not None
     try:
         first.stdin.write(b"hi\n")

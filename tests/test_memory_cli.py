@@ -130,7 +130,7 @@ def test_export_is_everything_about_that_person(
 
 def test_export_through_a_link_or_a_pipe_and_a_failed_write_loses_nothing(
     seeded: tuple[Settings, str, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     settings, ana, _ids = seeded
     (tmp_path / "exports").mkdir()
@@ -149,6 +149,10 @@ def test_export_through_a_link_or_a_pipe_and_a_failed_write_loses_nothing(
     piped, _err = reader.communicate(timeout=10)
     assert code == 0 and json.loads(piped)["person"] == ana and stat.S_ISFIFO(pipe.stat().st_mode)
 
+    code, _ = run(settings, "export", "--person", ana, "--out", "/dev/stdout")  # redirected to pytest's file
+    written, said = capfd.readouterr()
+    assert code == 0 and json.loads(written)["person"] == ana and "kith: wrote /dev/stdout" in said
+
     before = kept.read_text()
 
     def disk_full(_fd: int) -> None:
@@ -156,7 +160,7 @@ def test_export_through_a_link_or_a_pipe_and_a_failed_write_loses_nothing(
 
     monkeypatch.setattr(os, "fsync", disk_full)
     code, _ = run(settings, "export", "--person", ana, "--out", str(kept))
-    assert code == 1 and f"kith: cannot write {kept}: No space left on device" in capsys.readouterr().err
+    assert code == 1 and f"kith: cannot write {kept}: No space left on device" in capfd.readouterr().err
     assert kept.read_text() == before
     assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == ["ana.json"]  # no half-written temporary
 
