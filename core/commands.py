@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from core.app import App, build_app, freeze_startup_heap
 from core.config import Settings
@@ -61,18 +61,18 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
 
 
 async def run_chat(settings: Settings) -> int:
-    try:
-        with sole_bot(settings.storage.data_path()):
-            return await _chat(settings)
-    except AlreadyRunning as exc:
-        print(f"kith: {exc}", file=sys.stderr)
-        return 1
+    return await _as_sole_bot(settings, _chat)
 
 
 async def run_all(settings: Settings) -> int:
+    return await _as_sole_bot(settings, _run_all)
+
+
+async def _as_sole_bot(settings: Settings, body: Callable[[Settings], Awaitable[int]]) -> int:
+    """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it."""
     try:
         with sole_bot(settings.storage.data_path()):
-            return await _run_all(settings)
+            return await body(settings)
     except AlreadyRunning as exc:
         print(f"kith: {exc}", file=sys.stderr)
         return 1
