@@ -92,7 +92,7 @@ class QueuedWithin:
 
 class DeliveryWorker:
     def __init__(self, db: Database, channels: Mapping[str, Channel],
-                 may_send: Callable[[OutboundMessage], bool], *, settings: DeliverySettings | None = None,
+                 may_send: Callable[[OutboundMessage], Awaitable[bool]], *, settings: DeliverySettings | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  clock: Callable[[], datetime] = utcnow, rng: Callable[[], float] = random.random,
                  lane_ends_kept: int = DELIVERY_LANE_ENDS_KEPT) -> None:
@@ -281,7 +281,7 @@ class DeliveryWorker:
     async def _deliver(self, entry: OutboxEntry) -> tuple[bool, OutboxEntry | None]:
         """Deliver or fail ``entry``; returns (True, the lane's next entry) when that was read on the way."""
         message = entry.message
-        if not self.may_send(message):
+        if not await self.may_send(message):
             await self.db.run(outbox.mark_failed, entry.id, error=POLICY_REFUSED, now=self._clock())
             log.warning("delivery refused by policy id=%d platform=%s chat=%s", entry.id, message.platform,
                         message.chat_id)

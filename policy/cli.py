@@ -25,6 +25,7 @@ def add_pairing_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run_pairing(db: Database, args: argparse.Namespace, now: datetime | None = None) -> int:
     from policy import store
+    from policy.gate import ACCESS_TOPIC
     from policy.pairing import AccessState, PairingError, approve, list_pending, revoke
 
     now = now or datetime.now(UTC)
@@ -46,9 +47,11 @@ def run_pairing(db: Database, args: argparse.Namespace, now: datetime | None = N
                 return request.account, new_state
 
             account = db.run_sync(store.update, do_approve)
+            db.mark(ACCESS_TOPIC)  # a bot in this same process sees it too
             print(f"approved {account}{' as owner' if args.owner else ''}")
             return 0
         db.run_sync(store.update, lambda access: (None, revoke(access, args.account)))
+        db.mark(ACCESS_TOPIC)
         print(f"revoked {args.account}")
         return 0
     except PairingError as exc:

@@ -16,14 +16,17 @@ from datetime import datetime
 
 from core import people
 from core.db import Connection, Database
-from core.types import InboundMessage, OutboundMessage
+from core.tunables import SHARED_CACHE_TRUST_S
+from core.types import ChatKind, InboundMessage, OutboundMessage
 from policy import store
 from policy.pairing import AccessState, Chooser
 from policy.ratelimit import RateLimiter
-from policy.rules import Decision, Verdict, decide_inbound, dm_allowed, may_send
+from policy.rules import Decision, Reason, Verdict, decide_inbound, dm_allowed, may_send
 from policy.settings import DmPolicy, PlatformPolicy, PolicySettings
 
 log = logging.getLogger("kith.policy")
+
+ACCESS_TOPIC = "access"  # Database.mark topic of this process's writes to the access state outside the gate
 
 
 def _sibling_accounts(conn: Connection, account: str) -> list[str]:
@@ -53,9 +56,11 @@ class PolicyGate:
         self._limiters: dict[str, RateLimiter] = {}  # each platform's own, from its settings
         self.monotonic = monotonic
         self.rng = rng
-        self._access: AccessState | None = None  # cache for may_send; refreshed by every inbound decision
+        # The access state as of the database version it was read at: every send checks against the current
+        # one (a revoke from `bot.py pairing` takes effect at once), read again only when something else wrote.
+        self._access: AccessState | None = None
+        self._access_version: object | None = None
         self._policies: dict[str, PlatformPolicy] = {}
-        self._linked_ok: set[str] = set()  # accounts approved through a linked account of the same person
 
     def policy_for(self, platform: str) -> PlatformPolicy:
         policy = self._policies.get(platform)
@@ -82,7 +87,6 @@ class PolicyGate:
             # without writing that into the owner's list (nor the refusal's pairing code).
             view = replace(access, approved=access.approved | {message.account})
             decision, _ = decide_inbound(message, policy, view, now, rng=self.rng)
-            self._linked_ok.add(message.account)
             return (decision, access), access
 
         def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
@@ -94,7 +98,7 @@ class PolicyGate:
             return decided
 
         decision, access = await self.db.run_short(in_one_transaction)
-        self._access = access
+        self._remember(access)
         if decision.allowed:
             rate = self._limiter_for(message.platform, policy).check(message.account, self.monotonic())
             if not rate.allowed:
@@ -115,19 +119,41 @@ class PolicyGate:
         return dm_allowed(self.policy_for(platform), access, platform, sender)
 
     async def refresh(self) -> None:
-        """Reload the access state (at start, and after the pairing command may have changed it)."""
-        self._access, _ = await self.db.run(store.load)
+        """Reload the access state (at start)."""
+        access, _ = await self.db.run(store.load)
+        self._remember(access)
 
-    def may_send(self, message: OutboundMessage) -> bool:
-        """The outbound gate the delivery worker calls for every message."""
+    def _remember(self, access: AccessState) -> None:
+        """``access`` as of this process's latest transaction, the one that read or wrote it."""
+        self._access = access
+        self._access_version = self.db.version(ACCESS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S)
+
+    async def _current_access(self) -> AccessState:
+        version = self.db.version(ACCESS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S)
+        if self._access is None or version is None or version != self._access_version:
+            access, _ = await self.db.run_short(store.load)
+            self._remember(access)
+        assert self._access is not None
+        return self._access
+
+    async def may_send(self, message: OutboundMessage) -> bool:
+        """The outbound gate the delivery worker calls for every message, against the current access state."""
         if message.notice:
             return True  # inbound policy itself decided to answer this sender with a notice
-        access = self._access if self._access is not None else self.db.run_sync(store.load)[0]
+        access = await self._current_access()
         recipient = f"{message.platform}:{message.recipient_id or message.chat_id}"
-        if recipient in self._linked_ok:
-            access = replace(access, approved=access.approved | {recipient})
-        decision = may_send(message.platform, message.chat_id, message.chat_kind,
-                            self.policy_for(message.platform), access, recipient_id=message.recipient_id)
+        policy = self.policy_for(message.platform)
+        decision = may_send(message.platform, message.chat_id, message.chat_kind, policy, access,
+                            recipient_id=message.recipient_id)
+        if decision.reason is Reason.SEND_DM_NOT_ALLOWED and message.chat_kind is ChatKind.DM:
+            # Policy follows the person, as inbound: a DM to an account linked to one allowed on its own.
+            def linked_to_trusted(conn: Connection) -> bool:
+                return any(self._trusted(a, access) for a in _sibling_accounts(conn, recipient))
+
+            if await self.db.run_short(linked_to_trusted):
+                view = replace(access, approved=access.approved | {recipient})
+                decision = may_send(message.platform, message.chat_id, message.chat_kind, policy, view,
+                                    recipient_id=message.recipient_id)
         if decision.verdict is not Verdict.ALLOW:
             log.warning("policy refused send platform=%s chat=%s reason=%s", message.platform, message.chat_id,
                         decision.reason.value)

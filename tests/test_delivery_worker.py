@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker, backoff_delay
 from tests import helpers
 from tests.helpers import FakeClock
-from tests.support.delivery import FakeChannel, FakeSleep, SteppedSleep
+from tests.support.delivery import FakeChannel, FakeSleep, SteppedSleep, send_anything
 
 DB_TABLES = (outbox.outbox,)  # the worker needs the outbox's table and no other (see the ``db`` fixture)
 SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0, outbox_sweep_s=0.0)
@@ -39,12 +39,12 @@ def reply(text: str, chat_id: str = "c1") -> OutboundMessage:
 
 
 def make_worker(db: Database, channel: FakeChannel, *,
-                may_send: Callable[[OutboundMessage], bool] = lambda m: True,
+                may_send: Callable[[OutboundMessage], Awaitable[bool]] | None = None,
                 rng: Callable[[], float] = lambda: 1.0,
                 settings: DeliverySettings = SETTINGS, **kwargs: Any) -> tuple[DeliveryWorker, FakeSleep]:
     clock = FakeClock()
     sleep = FakeSleep(clock)
-    worker = DeliveryWorker(db, {channel.name: channel}, may_send, settings=settings, sleep=sleep,
+    worker = DeliveryWorker(db, {channel.name: channel}, may_send or send_anything, settings=settings, sleep=sleep,
                             clock=clock, rng=rng, **kwargs)
     return worker, sleep
 
@@ -223,7 +223,7 @@ async def test_restart_honours_a_retry_time_set_before_the_crash(tmp_path: Path)
                     error="SendError:rate_limited", now=clock())
         channel = FakeChannel()
         sleep = FakeSleep(clock)
-        worker = DeliveryWorker(db, {"telegram": channel}, lambda m: True, settings=SETTINGS, sleep=sleep,
+        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SETTINGS, sleep=sleep,
                                 clock=clock)
         await worker.start()
         await worker.wait_idle()
@@ -235,7 +235,10 @@ async def test_restart_honours_a_retry_time_set_before_the_crash(tmp_path: Path)
 
 async def test_policy_refusal_is_recorded_and_never_sent(db: Database) -> None:
     channel = FakeChannel()
-    worker, _ = make_worker(db, channel, may_send=lambda m: m.chat_id != "stranger")
+    async def not_to_strangers(message: OutboundMessage) -> bool:
+        return message.chat_id != "stranger"
+
+    worker, _ = make_worker(db, channel, may_send=not_to_strangers)
     refused = await worker.submit(reply("hello stranger", chat_id="stranger"))
     allowed = await worker.submit(reply("hello friend", chat_id="friend"))
     await worker.wait_idle()
@@ -247,7 +250,7 @@ async def test_policy_refusal_is_recorded_and_never_sent(db: Database) -> None:
 
 async def test_a_reply_for_a_channel_that_is_down_waits_for_a_process_that_has_it(db: Database) -> None:
     channel = FakeChannel("telegram")
-    without = DeliveryWorker(db, {}, lambda m: True, settings=SETTINGS)
+    without = DeliveryWorker(db, {}, send_anything, settings=SETTINGS)
     entry_id = await without.submit(reply("later"))
     await without.wait_idle()
     assert entry(db, entry_id).status is OutboxStatus.PENDING
@@ -314,7 +317,7 @@ async def test_restart_retries_at_once_a_reply_that_was_only_backing_off(tmp_pat
                     error="ConnectError", now=clock())
         channel = FakeChannel()
         sleep = FakeSleep(clock)
-        worker = DeliveryWorker(db, {"telegram": channel}, lambda m: True, settings=SETTINGS, sleep=sleep,
+        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SETTINGS, sleep=sleep,
                                 clock=clock)
         await worker.start()
         await worker.wait_idle()

@@ -9,7 +9,9 @@ import os
 import sys
 from pathlib import Path
 
+from core import people
 from core.app import open_database
+from core.tunables import SHARED_CACHE_TRUST_S
 from core.types import ChatKind, OutboundMessage
 from policy import store
 from policy.cli import run_pairing
@@ -46,9 +48,9 @@ async def test_pairing_code_then_cli_approval_then_allowed(make_settings, capsys
 
         allowed = await gate.check_inbound(_tg("now?"))
         assert allowed.verdict is Verdict.ALLOW
-        assert gate.may_send(OutboundMessage(platform="telegram", chat_id="42", text="hi"))
-        assert not gate.may_send(OutboundMessage(platform="telegram", chat_id="77", text="hi"))
-        assert gate.may_send(OutboundMessage(platform="telegram", chat_id="77", text="code", notice=True))
+        assert await gate.may_send(OutboundMessage(platform="telegram", chat_id="42", text="hi"))
+        assert not await gate.may_send(OutboundMessage(platform="telegram", chat_id="77", text="hi"))
+        assert await gate.may_send(OutboundMessage(platform="telegram", chat_id="77", text="code", notice=True))
 
         args = argparse.Namespace(pairing_action="revoke", account="telegram:42")
         assert await asyncio.to_thread(run_pairing, db, args, clock()) == 0
@@ -141,3 +143,36 @@ def test_pairing_command_line(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "pairing", "approve",
                              "ABCDEFGH"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 1 and "no pending request has this code" in result.stdout
+
+
+async def test_a_revoke_from_the_pairing_command_stops_sends_at_once(make_settings) -> None:
+    settings = make_settings()
+    db = open_database(settings)
+    clock = FakeClock()
+    gate = PolicyGate(db, PolicySettings(), clock=clock)
+    operator = open_database(settings)  # `bot.py pairing` is a process of its own
+    try:
+        code = (await gate.check_inbound(_tg("hi"))).code
+        assert run_pairing(operator, argparse.Namespace(pairing_action="approve", code=code, owner=False),
+                           clock()) == 0
+        assert (await gate.check_inbound(_tg("hello again"))).verdict is Verdict.ALLOW
+        # Ana's phone (telegram:77) is linked to the same person and has written once: let in through her.
+        ana = db.run_sync(people.resolve, "telegram:42", "Ana", clock())
+        db.run_sync(people.resolve, "telegram:77", "Ana", clock())
+        db.run_sync(people.link, "telegram:77", ana, clock())
+        assert (await gate.check_inbound(_tg("from my phone", sender="77"))).verdict is Verdict.ALLOW
+        checkin = OutboundMessage(platform="telegram", chat_id="42", text="how did it go?", recipient_id="42",
+                                  chat_kind=ChatKind.DM)
+        to_phone = dataclasses.replace(checkin, chat_id="77", recipient_id="77")
+        assert await gate.may_send(checkin) and await gate.may_send(to_phone)
+
+        assert run_pairing(operator, argparse.Namespace(pairing_action="revoke", account="telegram:42"),
+                           clock()) == 0
+        # The gate trusts its copy for at most this long after its own latest transaction (core/tunables.py).
+        await asyncio.sleep(SHARED_CACHE_TRUST_S)
+        # No message from Ana in between: the heartbeat's check-in must not go out to either account.
+        assert not await gate.may_send(checkin)
+        assert not await gate.may_send(to_phone)
+    finally:
+        operator.close()
+        db.close()

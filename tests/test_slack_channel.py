@@ -39,6 +39,7 @@ from tests.fakes.slack_api import (
 )
 from tests.helpers import Inbox
 from tests.support.channels import running, send_rendered
+from tests.support.delivery import send_anything
 
 ALICE = "U0ALICE"
 BOB = "U0BOB"
@@ -324,7 +325,7 @@ async def test_rate_limited_reply_arrives_once_after_retry_after(people: FakeSla
 
     async with running(_channel(api, stores), Inbox()) as channel:
         api.fail_next("chat.postMessage", "ratelimited", retry_after=7)
-        worker = DeliveryWorker(stores.db, {"slack": channel}, lambda message: True, sleep=no_wait,
+        worker = DeliveryWorker(stores.db, {"slack": channel}, send_anything, sleep=no_wait,
                                 settings=DeliverySettings(max_attempts=4, backoff_base_s=0.01, backoff_max_s=0.05))
         await worker.submit(_outbound(api.dm_channel(ALICE), "worth the wait"))
         await worker.wait_idle()

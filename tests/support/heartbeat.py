@@ -20,7 +20,7 @@ from memory.service import MemoryService
 from persona.llm import LLMClient
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, open_db
-from tests.support.delivery import FakeChannel
+from tests.support.delivery import FakeChannel, send_anything
 from tests.support.memory import memory_settings, say
 
 
@@ -75,7 +75,7 @@ async def make_rig(tmp_path: Path, fake: FakeOpenAI, *, start: datetime | None =
     settings = memory_settings(tmp_path, llm_base=fake.base_url, **memory)
     service = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock)
     channel = FakeChannel("console")
-    worker = DeliveryWorker(db, {"console": channel}, lambda _m: True, clock=clock)
+    worker = DeliveryWorker(db, {"console": channel}, send_anything, clock=clock)
     busy: set[str] = set()
     heartbeat = build_heartbeat(settings=settings, db=db, llm=LLMClient(settings.llm), memory=service,
                                 clock=clock, busy=busy, worker=lambda: worker,
