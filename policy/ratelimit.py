@@ -1,8 +1,9 @@
 """A per-sender token bucket: a burst at once, then a steady refill per minute.
 
-A refused sender is told so once per refusal streak: the first refusal notifies, later ones are silent,
-and the next allowed message ends the streak. Refusals spend no tokens, so a sender who keeps
-hammering is let through as soon as the bucket refills.
+A refused sender is told so once per flood: the first refusal notifies, later ones are silent, and
+only a bucket that refilled completely (the sender paused) starts a new streak. A message let through
+by a token that trickled back mid-flood does not, or a steady flood would earn a notice per token.
+Refusals spend no tokens, so a sender who keeps hammering is let through as soon as a token is back.
 
 The buckets live in memory only: losing them on restart hands everyone a fresh burst, which is harmless.
 """
@@ -57,7 +58,8 @@ def take(
         else refill(bucket, now, burst=burst, per_minute=per_minute)
     )
     if current.tokens + _EPSILON >= 1.0:
-        spent = replace(current, tokens=max(0.0, current.tokens - 1.0), notified=False)
+        rested = current.tokens + _EPSILON >= burst
+        spent = replace(current, tokens=max(0.0, current.tokens - 1.0), notified=current.notified and not rested)
         return RateDecision(allowed=True, notify=False), spent
     retry_after_s = (1.0 - current.tokens) * 60.0 / per_minute
     decision = RateDecision(allowed=False, notify=not current.notified, retry_after_s=retry_after_s)

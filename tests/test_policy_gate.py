@@ -123,7 +123,10 @@ async def test_each_platform_has_the_rate_limit_its_config_gives(make_settings) 
         assert telegram == [Verdict.ALLOW] * 3 + [Verdict.NOTICE, Verdict.DROP]
         now[0] += 1.0  # one a second at 60 a minute
         assert (await gate.check_inbound(_tg("later"))).verdict is Verdict.ALLOW
-        assert (await gate.check_inbound(_tg("again"))).verdict is Verdict.NOTICE  # a new streak, told once
+        assert (await gate.check_inbound(_tg("again"))).verdict is Verdict.DROP  # the same flood: told once
+        now[0] += 3.0  # Telegram's whole burst of 3 is back: a pause, so a new streak
+        telegram = [(await gate.check_inbound(_tg(f"n{i}"))).verdict for i in range(4)]
+        assert telegram == [Verdict.ALLOW] * 3 + [Verdict.NOTICE]
         # The terminal keeps the default burst of 8, whatever Telegram's says.
         console = [(await gate.check_inbound(inbound(f"c{i}"))).verdict for i in range(9)]
         assert console == [Verdict.ALLOW] * 8 + [Verdict.NOTICE]

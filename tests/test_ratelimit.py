@@ -37,16 +37,15 @@ def test_refill_over_injected_time() -> None:
     assert sum(rl.check("telegram:1", later).allowed for _ in range(BURST + 3)) == BURST
 
 
-def test_notice_again_only_after_a_new_streak() -> None:
+def test_a_steady_flood_gets_one_notice_and_a_pause_starts_a_new_streak() -> None:
     rl = limiter()
-    for _ in range(BURST):
-        rl.check("telegram:1", 0.0)
-    assert rl.check("telegram:1", 0.0).notify
-    assert not rl.check("telegram:1", 1.0).notify
-    assert rl.check("telegram:1", 3.0).allowed  # streak over
-    second = rl.check("telegram:1", 3.1)
-    assert not second.allowed and second.notify
-    assert not rl.check("telegram:1", 3.2).notify
+    decisions = [rl.check("telegram:1", t * 1.0) for t in range(60)]  # one a second for a minute, refill one in 3 s
+    assert sum(d.allowed for d in decisions) == BURST + 19
+    assert sum(d.notify for d in decisions) == 1  # not one per token that trickled back
+    rested = 59.0 + BURST * 60.0 / PER_MINUTE  # long enough for the whole burst to come back
+    assert all(rl.check("telegram:1", rested).allowed for _ in range(BURST))
+    again = rl.check("telegram:1", rested)
+    assert not again.allowed and again.notify
 
 
 def test_refusals_spend_no_tokens() -> None:
