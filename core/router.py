@@ -177,6 +177,8 @@ class Router:
         if not await self.journal.record(press.platform, f"press:{press.chat_id}:{press.sender_id}:{press.data}:"
                                          f"{press.event_id}"):
             return
+        if not await self.gate.may_press(press):
+            return
         reply = await self.buttons(press)
         if reply is not None:
             await self.worker.submit(reply, source=f"press:{press.event_id}")

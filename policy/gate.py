@@ -17,7 +17,7 @@ from datetime import datetime
 from core import people
 from core.db import Connection, Database
 from core.tunables import SHARED_CACHE_TRUST_S
-from core.types import ChatKind, InboundMessage, OutboundMessage
+from core.types import ButtonPress, ChatKind, InboundMessage, OutboundMessage
 from policy import store
 from policy.pairing import AccessState, Chooser
 from policy.ratelimit import RateLimiter
@@ -140,21 +140,37 @@ class PolicyGate:
         """The outbound gate the delivery worker calls for every message, against the current access state."""
         if message.notice:
             return True  # inbound policy itself decided to answer this sender with a notice
+        decision = await self._chat_allowed(message.platform, message.chat_id, message.chat_kind,
+                                            message.recipient_id)
+        if decision.verdict is not Verdict.ALLOW:
+            log.warning("policy refused send platform=%s chat=%s reason=%s", message.platform, message.chat_id,
+                        decision.reason.value)
+        return decision.allowed
+
+    async def may_press(self, press: ButtonPress) -> bool:
+        """Whether a button press may act: its presser may still use kith where it was pressed.
+
+        An old button outlives access: a revoked account, a DM policy now disabled or a group no longer
+        allowed must not answer a question or confirm a forget through it.
+        """
+        decision = await self._chat_allowed(press.platform, press.chat_id, press.chat_kind, press.sender_id)
+        if decision.verdict is not Verdict.ALLOW:
+            log.info("policy refused press platform=%s chat=%s sender=%s reason=%s", press.platform, press.chat_id,
+                     press.sender_id, decision.reason.value)
+        return decision.allowed
+
+    async def _chat_allowed(self, platform: str, chat_id: str, chat_kind: ChatKind,
+                            recipient_id: str | None) -> Decision:
         access = await self._current_access()
-        recipient = f"{message.platform}:{message.recipient_id or message.chat_id}"
-        policy = self.policy_for(message.platform)
-        decision = may_send(message.platform, message.chat_id, message.chat_kind, policy, access,
-                            recipient_id=message.recipient_id)
-        if decision.reason is Reason.SEND_DM_NOT_ALLOWED and message.chat_kind is ChatKind.DM:
+        recipient = f"{platform}:{recipient_id or chat_id}"
+        policy = self.policy_for(platform)
+        decision = may_send(platform, chat_id, chat_kind, policy, access, recipient_id=recipient_id)
+        if decision.reason is Reason.SEND_DM_NOT_ALLOWED and chat_kind is ChatKind.DM:
             # Policy follows the person, as inbound: a DM to an account linked to one allowed on its own.
             def linked_to_trusted(conn: Connection) -> bool:
                 return any(self._trusted(a, access) for a in _sibling_accounts(conn, recipient))
 
             if await self.db.run_short(linked_to_trusted):
                 view = replace(access, approved=access.approved | {recipient})
-                decision = may_send(message.platform, message.chat_id, message.chat_kind, policy, view,
-                                    recipient_id=message.recipient_id)
-        if decision.verdict is not Verdict.ALLOW:
-            log.warning("policy refused send platform=%s chat=%s reason=%s", message.platform, message.chat_id,
-                        decision.reason.value)
-        return decision.allowed
+                decision = may_send(platform, chat_id, chat_kind, policy, view, recipient_id=recipient_id)
+        return decision

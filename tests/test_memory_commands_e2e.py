@@ -5,6 +5,7 @@ real python-telegram-bot against the loopback fake Bot API, embedded Chroma and 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 import json
@@ -23,6 +24,8 @@ from memory.gate import Outcome
 from memory.questions import QuestionBook, QuestionStatus
 from memory.records import MemoryCandidate, MemoryKind, Scope, Source, Status
 from persona.llm import import_litellm
+from policy import store
+from policy.cli import run_pairing
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, RecordedMessage, telegram_api  # noqa: F401
 from tests.helpers import FakeClock
 
@@ -338,3 +341,32 @@ async def test_the_configured_pin_limit_is_the_one_pin_enforces(
         assert sorted(pinned) == sorted(f.id for f in facts[:2])
     finally:
         await run.app.close()
+
+
+async def test_an_old_button_does_nothing_once_its_presser_is_revoked(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    base = _settings(make_settings, fake_llm, telegram_api)
+    settings = dataclasses.replace(base, policy={"telegram": {"allow_groups": [str(GROUP)]}})  # pairing DMs
+    run = await _start(settings, monkeypatch, FakeClock(datetime.now(UTC)))
+    app = run.app
+    try:
+        telegram_api.push_text(ANA, ANA, "hello")
+        await telegram_api.wait_for_sent(1)
+        (pending,) = app.db.run_sync(store.load)[0].pending
+        approve = argparse.Namespace(pairing_action="approve", code=pending.code, owner=False)
+        assert await asyncio.to_thread(run_pairing, app.db, approve) == 0
+        telegram_api.push_text(ANA, ANA, "/remember My sister lives in Lisbon")
+        await telegram_api.wait_for_sent(2)
+        telegram_api.push_text(ANA, ANA, "/forget sister")
+        plan = (await telegram_api.wait_for_sent(3))[2]
+        (sister,) = await app.memory.list_memories(_person(app, ANA))
+
+        revoke = argparse.Namespace(pairing_action="revoke", account=f"telegram:{ANA}")
+        assert await asyncio.to_thread(run_pairing, app.db, revoke) == 0
+        telegram_api.push_callback_query(ANA, ANA, _button(plan, "Yes, forget them"))
+        await telegram_api.wait_until(lambda: any(c.method == "answerCallbackQuery" for c in telegram_api.calls))
+        await asyncio.sleep(0.5)  # time for a forget and its answer, had the press been let through
+        assert await app.memory.get(sister.id) is not None
+        assert len(telegram_api.sent) == 3
+    finally:
+        await app.close()
