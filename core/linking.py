@@ -105,14 +105,19 @@ class Linker:
         return message.chat_kind is ChatKind.DM and looks_like_link(message.text) is not None
 
     async def redeem_message(self, message: InboundMessage) -> OutboundMessage | None:
-        """Answer ``/link CODE`` sent in a DM (before policy: the code itself is the proof); else None."""
+        """Answer ``/link CODE`` sent in a DM (before policy: a valid code is itself the proof); else None.
+
+        The answer to a linked account is a notice, which delivery sends whatever the policy says. The
+        answer to a code that is unknown or expired is not: only someone the policy lets in is told, so a
+        stranger cannot get past pairing, the rate limit or a disabled DM policy by guessing codes.
+        """
         code = looks_like_link(message.text)
         if code is None or message.chat_kind is not ChatKind.DM:
             return None
         try:
             result = await self.db.run(redeem, code, message.account, self.clock())
         except LinkError as exc:
-            return reply_to(message, str(exc), notice=True)
+            return reply_to(message, str(exc))
         if result.old_person and self.on_moved is not None:
             await self.on_moved(result.old_person, result.person)
         log.info("account linked platform=%s person=%s moved=%s", message.platform, result.person,

@@ -24,6 +24,7 @@ from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from policy.gate import PolicyGate
 from policy.rules import Reason, Verdict
+from policy.settings import DmPolicy
 
 log = logging.getLogger("kith.router")
 
@@ -90,17 +91,20 @@ class Router:
         """The channel's handler: returns once the message is recorded and queued (or dropped)."""
         event_id = f"msg:{message.message_id}"
         keep = self._keeper(message)
+        failed_link: OutboundMessage | None = None  # an unknown or expired code: told only if the policy allows
         try:
-            if self.linker is not None and self.linker.wants(message):
-                # Before policy: the code itself is the proof that lets a new account in.
+            if (self.linker is not None and self.linker.wants(message)
+                    and self.gate.policy_for(message.platform).dm is not DmPolicy.DISABLED):
+                # Before policy: a valid code is itself the proof that lets a new account in.
                 if not await self.journal.record(message.platform, event_id):
                     raise Redelivered(event_id)
-                linked = await self.linker.redeem_message(message)
-                if linked is not None:
+                redeemed = await self.linker.redeem_message(message)
+                if redeemed is not None and redeemed.notice:
                     if self.inbox is not None and self._keeps(message):
                         await self.inbox.forget_undecided(message)
-                    await self.worker.submit(linked, source=message.message_id)
+                    await self.worker.submit(redeemed, source=message.message_id)
                     return
+                failed_link = redeemed
                 decision = await self.gate.check_inbound(message, then=keep)
             else:
                 decision = await self.gate.check_inbound(message, first=functools.partial(
@@ -117,6 +121,10 @@ class Router:
             await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)
             return
         if not decision.allowed:
+            return
+        if failed_link is not None:
+            answered = functools.partial(inbox.done, message=message) if self._keeps(message) else None
+            await self.worker.submit(failed_link, source=message.message_id, also=answered)
             return
         if message.platform in self.immediate:
             await self.take_turn(message)

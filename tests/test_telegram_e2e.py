@@ -305,3 +305,31 @@ async def test_a_reply_queued_by_another_process_is_sent_by_the_running_bot(
     finally:
         other.close()
         await app.close()
+
+
+async def test_a_guessed_link_code_gets_no_one_past_the_policy(telegram_api, fake_llm, make_settings,
+                                                               monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)  # DMs need pairing
+    try:
+        telegram_api.push_text(BEN, BEN, "/link ABCDEFGH")  # a stranger guessing
+        (answer,) = await telegram_api.wait_for_sent(1)
+        code = app.db.run_sync(load)[0].pending[0].code
+        assert code in answer.visible_text and "link code" not in answer.visible_text  # pairing, nothing else
+        telegram_api.push_text(ANA, ANA, "hi")
+        await telegram_api.wait_for_sent(2)
+        await _approve(app, f"telegram:{ANA}")
+        telegram_api.push_text(ANA, ANA, "/link ABCDEFGH")  # someone let in mistypes a code: told so
+        assert "unknown or has expired" in (await telegram_api.wait_for_sent(3))[2].visible_text
+    finally:
+        await app.close()
+    telegram_api.sent.clear()
+    app = await _start(_settings(make_settings, fake_llm, telegram_api, dm="disabled"), monkeypatch)
+    try:
+        for i in range(3):
+            telegram_api.push_text(BEN, BEN, f"/link ABCDEFG{i}")
+        telegram_api.push_text(BEN, BEN, "hello?")
+        await telegram_api.wait_until(lambda: len([c for c in telegram_api.calls if c.method == "getUpdates"]) > 4)
+        await asyncio.sleep(0.5)
+        assert telegram_api.sent == [] and fake_llm.requests == []  # DMs disabled: not a word, however asked
+    finally:
+        await app.close()
