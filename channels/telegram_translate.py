@@ -164,6 +164,7 @@ def translate_message(message: Message, me: BotIdentity, *, received_at: datetim
         mentioned=mentioned,
         timestamp=timestamp.astimezone(UTC),
         reply_to_message_id=None if reply_to is None else f"{chat_id}:{reply_to.message_id}",
+        forwarded=message.forward_origin is not None,
     )
 
 

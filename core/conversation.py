@@ -134,8 +134,11 @@ class ConversationCore:
         person = people.resolve(conn, message.account, message.sender_name, self.clock())
         row = self._resumed_row(conn, message)
         if row is None:
+            # A forward is recorded as the sender's message but as no one's words: capture and the nightly
+            # consolidation take evidence only from rows with the person on them.
             row = history.append_row(
-                conn, conversation=message.conversation_key, role="user", author=message.account, person=person,
+                conn, conversation=message.conversation_key, role="user", author=message.account,
+                person=None if message.forwarded else person,
                 platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
                 chat_kind=message.chat_kind.value, platform_message_id=message.message_id, text=message.text,
                 created_at=message.timestamp)

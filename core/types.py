@@ -38,6 +38,9 @@ class InboundMessage:
     merged_ids: tuple[str, ...] = ()
     # Set when a turn opened before a restart is answered now: its message's row in history.
     opened_row: int | None = None
+    # Someone else's words the sender passed on (a Telegram forward): part of the conversation, never
+    # the sender's own words, so never evidence for a memory about them.
+    forwarded: bool = False
 
     @property
     def account(self) -> str:

@@ -44,7 +44,8 @@ def merge(messages: Sequence[InboundMessage]) -> InboundMessage:
     first, last = messages[0], messages[-1]
     answered = [i for m in messages for i in (*m.merged_ids, m.message_id)]  # the last is last.message_id
     return dataclasses.replace(last, text="\n".join(m.text for m in messages), timestamp=first.timestamp,
-                               mentioned=any(m.mentioned for m in messages), merged_ids=tuple(answered[:-1]))
+                               mentioned=any(m.mentioned for m in messages), merged_ids=tuple(answered[:-1]),
+                               forwarded=any(m.forwarded for m in messages))
 
 
 @dataclass

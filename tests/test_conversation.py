@@ -177,6 +177,44 @@ async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fa
         await app.close()
 
 
+async def test_forwarded_words_are_answered_but_never_evidence_about_the_forwarder(fake_llm,
+                                                                                   make_settings) -> None:
+    import json
+
+    from core.config import MemorySettings
+
+    settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))
+    app = await build_app(settings, warm_llm=False)
+    try:
+        captured = {"memories": [
+            {"kind": "fact", "text": "Ana is allergic to penicillin", "evidence": "I am allergic to penicillin",
+             "importance": 0.9},
+            {"kind": "fact", "text": "Ana's dog is called Luna", "evidence": "my dog Luna", "importance": 0.7},
+        ]}
+
+        def route(request):
+            from tests.fakes.openai_api import Scripted
+
+            if request["messages"][0]["content"].startswith("The transcript and the stored memories"):
+                return Scripted(text=json.dumps(captured))
+            return None
+
+        fake_llm.route = route
+        # Ana forwards Bob's message, then says something of her own.
+        forward = dataclasses.replace(inbound("I am allergic to penicillin, so no antibiotics for me"),
+                                      forwarded=True)
+        out = await app.core.handle(forward)
+        assert out.text.startswith("echo:")  # a forward is part of the conversation, answered as usual
+        await app.core.handle(inbound("He is my dog Luna's vet, what do you make of this?"))
+        await app.background.drain()
+        person = (await app.core.speaker_of(inbound("x"))).person
+        assert app.memory is not None
+        assert [n.record.text for n in await app.memory.list_notes(person)] == [
+            "Ana's dog is called Luna"]  # her own words only, never Bob's as hers
+    finally:
+        await app.close()
+
+
 async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_settings) -> None:
     import json
 

@@ -171,3 +171,11 @@ def test_outbound_ids() -> None:
     assert telegram_chat_id("-100555") == -100555 and telegram_chat_id("@news") == "@news"
     assert telegram_message_id("-100555:42") == 42 and telegram_message_id("42") == 42
     assert telegram_message_id("nope") is None and telegram_message_id(None) is None
+
+
+def test_a_forward_is_marked_as_someone_elses_words() -> None:
+    origin = {"type": "user", "date": DATE, "sender_user": {"id": 2002, "is_bot": False, "first_name": "Bob"}}
+    forwarded = _inbound(_message(DM, "I am allergic to penicillin", forward_origin=origin))
+    own = _inbound(_message(DM, "I am allergic to penicillin"))
+    assert (forwarded.forwarded, own.forwarded) == (True, False)
+    assert forwarded.text == own.text and forwarded.sender_id == own.sender_id  # still hers to be answered
