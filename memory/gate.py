@@ -186,7 +186,8 @@ class MemoryGate:
                 records[c.summary.id] = c.summary
                 if c.trusted and c.cosine is not None:
                     cosines[c.summary.id] = c.cosine
-        found = matches(text, str(kind), list(records.values()), cosines)
+        found = matches(text, str(kind), list(records.values()), cosines,
+                        merge_at=self.settings.merge_threshold, conflict_at=self.settings.conflict_threshold)
         return Comparison(vectors, records, cosines, found)
 
     async def admit(self, person: str, candidate: MemoryCandidate) -> GateResult:

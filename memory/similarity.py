@@ -168,21 +168,26 @@ def decide(
     cosine: float | None = None,
     cosine_from_embedder: bool = False,
     same_kind: bool,
+    merge_at: float = MERGE_THRESHOLD,
+    conflict_at: float = CONFLICT_THRESHOLD,
 ) -> Decision:
-    """MERGE, CONFLICT or NEW for fact text ``new`` against one stored fact text ``existing``."""
+    """MERGE, CONFLICT or NEW for fact text ``new`` against one stored fact text ``existing``.
+
+    ``merge_at`` and ``conflict_at``: the config's ``[memory] merge_threshold`` and ``conflict_threshold``.
+    """
     lex = lexical_similarity(new, existing)
     trusted = cosine if cosine is not None and cosine_from_embedder else None
     if not lex.negation_mismatch:
-        if lex.score > MERGE_THRESHOLD:
+        if lex.score > merge_at:
             return Decision(Action.MERGE, lex.score, Via.LEXICAL, lex)
-        if trusted is not None and trusted > MERGE_THRESHOLD:
+        if trusted is not None and trusted > merge_at:
             return Decision(Action.MERGE, trusted, Via.EMBEDDING, lex)
     if same_kind:
         conflicts: list[tuple[float, Via]] = []
-        if trusted is not None and trusted >= CONFLICT_THRESHOLD:
-            conflicts.append((min(trusted, MERGE_THRESHOLD), Via.EMBEDDING))
-        if lex.score >= CONFLICT_THRESHOLD and _lexical_conflict_gates(lex):
-            conflicts.append((min(lex.score, MERGE_THRESHOLD), Via.LEXICAL))
+        if trusted is not None and trusted >= conflict_at:
+            conflicts.append((min(trusted, merge_at), Via.EMBEDDING))
+        if lex.score >= conflict_at and _lexical_conflict_gates(lex):
+            conflicts.append((min(lex.score, merge_at), Via.LEXICAL))
         if conflicts:
             score, via = max(conflicts, key=lambda c: c[0])
             return Decision(Action.CONFLICT, score, via, lex)
@@ -197,6 +202,9 @@ def matches(
     kind: str,
     existing: Sequence[Comparable],
     cosines: Mapping[str, float] | None = None,
+    *,
+    merge_at: float = MERGE_THRESHOLD,
+    conflict_at: float = CONFLICT_THRESHOLD,
 ) -> list[Match]:
     """Every stored fact the candidate merges with or conflicts with, strongest first.
 
@@ -213,6 +221,8 @@ def matches(
             cosine=cosine,
             cosine_from_embedder=cosine is not None,
             same_kind=str(memory.kind) == str(kind),
+            merge_at=merge_at,
+            conflict_at=conflict_at,
         )
         if decision.action is not Action.NEW:
             found.append((position, Match(memory.id, decision)))

@@ -24,8 +24,9 @@ from tests.support.memory import POSTGRES, T0, TableEmbedder, candidate, memory_
 SQLITE = [0.7, math.sqrt(1 - 0.49), 0.0]  # cosine 0.7 with POSTGRES: related, not the same
 
 
-async def open_service(tmp_path: Path, db: Database, embedder: TableEmbedder | None = None) -> MemoryService:
-    settings = memory_settings(tmp_path, embedder="none" if embedder is None else "test")
+async def open_service(tmp_path: Path, db: Database, embedder: TableEmbedder | None = None,
+                       **memory: object) -> MemoryService:
+    settings = memory_settings(tmp_path, embedder="none" if embedder is None else "test", **memory)
     status = (
         EmbedderStatus("test", ready=True, dim=3)
         if embedder is not None
@@ -56,6 +57,17 @@ async def test_seed_examples_merge_into_one_fact_with_two_receipts(lexical: Memo
     assert [s.message_id for s in memory.sources] == ["m1", "m2"]
     assert memory.importance == pytest.approx(0.65)  # reinforced a little above the stronger claim
     assert memory.tier is Tier.BELIEF and memory.revision == 2
+
+
+async def test_the_configured_merge_threshold_is_the_one_the_gate_uses(tmp_path: Path, db: Database) -> None:
+    strict = await open_service(tmp_path, db, merge_threshold=1.0)  # [memory] merge_threshold: never merge
+    try:
+        first = await strict.gate.admit("p_ana", candidate("I use Postgres", message="m1"))
+        second = await strict.gate.admit("p_ana", candidate("Database is Postgres", message="m2"))
+        assert (first.outcome, second.outcome) == (Outcome.NEW, Outcome.NEW)  # merged at the seed's 0.85
+        assert len(await strict.list_memories("p_ana")) == 2
+    finally:
+        await strict.close()
 
 
 async def test_the_same_receipt_again_changes_nothing(lexical: MemoryService) -> None:
