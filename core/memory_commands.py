@@ -196,6 +196,8 @@ def refusal_text(refused: Refused, usage: str = "") -> str:
         RefusalReason.ALREADY_ANSWERED: "That question was already answered.",
         RefusalReason.STALE: "Those memories changed since I asked, so there is nothing left to settle.",
         RefusalReason.BLOCKED: "I could not keep that.",
+        RefusalReason.INSTRUCTION: "I keep what you tell me about you and your life, not instructions for me "
+                                   "or claims of authority over me.",
     }.get(reason, "I could not do that.")
 
 

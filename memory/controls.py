@@ -52,6 +52,7 @@ from memory.service import MemoryService
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
 from memory.tombstones import ForgetPlan, ForgetResult, query_matches
+from memory.validation import instruction_or_authority
 
 log = logging.getLogger("kith.memory.controls")
 
@@ -78,6 +79,7 @@ class RefusalReason(enum.StrEnum):
     ALREADY_ANSWERED = "already_answered"
     STALE = "stale"  # the question's facts changed before the answer
     BLOCKED = "blocked"  # a tombstone refused /remember (cannot happen for a fresh message)
+    INSTRUCTION = "instruction"  # /remember of an instruction to the model or a claim of authority over it
 
 
 class Refused(Exception):
@@ -344,6 +346,8 @@ class MemoryControls:
             raise Refused(RefusalReason.EMPTY)
         if len(clean) > self.memory.settings.memory.max_memory_chars:
             raise Refused(RefusalReason.TOO_LONG)
+        if instruction_or_authority(clean) is not None:
+            raise Refused(RefusalReason.INSTRUCTION)
         candidate = MemoryCandidate(kind=MemoryKind.FACT, text=clean, evidence=(clean,),
                                     importance=REMEMBER_IMPORTANCE, horizon=Horizon.LASTING, sources=(source,),
                                     scope=scope)

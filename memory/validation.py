@@ -224,6 +224,16 @@ def _is_injection(text: str) -> bool:
     return any(p.search(text) for p in _INJECTION_PATTERNS)
 
 
+def instruction_or_authority(text: str) -> RejectReason | None:
+    """Why ``text`` may not be kept as a memory even in the person's own words: it is an instruction to
+    the model, or claims authority over it. The same rule capture applies, for ``/remember``."""
+    if _is_injection(text):
+        return RejectReason.INJECTION
+    if _claims_authority(text):
+        return RejectReason.AUTHORITY_CLAIM
+    return None
+
+
 # --- per item --------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Transcript:
