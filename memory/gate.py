@@ -212,8 +212,15 @@ class MemoryGate:
             assert lost is not None
             raise lost
         if candidate.corrects:
-            superseded = await self._supersede(person, candidate.corrects)
-            result = replace(result, superseded=candidate.corrects if superseded else None)
+            if await self._kept_by_the_person(candidate.corrects) and result.memory_id is not None:
+                # A pin or a standing instruction is never retired by what a model read into a message:
+                # both stay, linked, and the person is asked which is current.
+                if await self._link_pair(result.memory_id, candidate.corrects):
+                    result = replace(result, linked=(*result.linked, candidate.corrects),
+                                     outcome=Outcome.CONFLICT if result.outcome is Outcome.NEW else result.outcome)
+            else:
+                superseded = await self._supersede(person, candidate.corrects)
+                result = replace(result, superseded=candidate.corrects if superseded else None)
         log.info(
             "gate person=%s outcome=%s via=%s score=%.2f linked=%d",
             person,
@@ -291,6 +298,20 @@ class MemoryGate:
             except RevisionConflict:
                 continue
         raise RevisionConflict(memory_id, -1, -1)
+
+    async def _kept_by_the_person(self, memory_id: str) -> bool:
+        """Whether the person chose to keep this one as it is: pinned, or an instruction they gave."""
+        record = await self.store.get_memory(memory_id)
+        return record is not None and (record.pinned or record.kind is MemoryKind.INSTRUCTION)
+
+    async def _link_pair(self, a: str, b: str) -> bool:
+        """Flag ``a`` and ``b`` as in conflict, on both sides; False (and no half link) if either is gone."""
+        if not await self._edit(b, lambda m: _add_link(m, a, self.clock())):
+            return False
+        if await self._edit(a, lambda m: _add_link(m, b, self.clock())):
+            return True
+        await self._edit(b, lambda m: _drop_link(m, a, self.clock()))
+        return False
 
     async def _supersede(self, person: str, memory_id: str) -> bool:
         now = self.clock()

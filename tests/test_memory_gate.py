@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -185,6 +186,21 @@ async def test_an_explicit_correction_supersedes_and_keeps_the_old_fact(lexical:
     previous = await lexical.get(old.memory_id or "")
     assert previous is not None and previous.status is Status.SUPERSEDED and previous.valid_to == T0
     assert [m.text for m in await lexical.list_memories("p_ana")] == ["Ana lives in Porto now"]
+
+
+async def test_a_correction_never_retires_a_pinned_fact_it_asks_instead(lexical: MemoryService) -> None:
+    old = await lexical.gate.admit("p_ana", candidate("Ana lives in Lyon", message="m1"))
+    pinned = await lexical.get(old.memory_id or "")
+    assert pinned is not None
+    await lexical.store.replace_memory(dataclasses.replace(pinned, pinned=True))  # as /pin leaves it
+    new = await lexical.gate.admit(
+        "p_ana", candidate("Ana lives in Porto now", message="m2", corrects=old.memory_id)
+    )
+    assert new.outcome is Outcome.CONFLICT and new.superseded is None and new.linked == (old.memory_id,)
+    lyon, porto = await lexical.get(old.memory_id or ""), await lexical.get(new.memory_id or "")
+    assert lyon is not None and lyon.status is Status.ACTIVE and lyon.pinned
+    assert lyon.conflicts_with == (porto.id,) and porto.conflicts_with == (lyon.id,)  # the person is asked
+    assert [m.id for m in await lexical.store.pinned_of("p_ana")] == [lyon.id]
 
 
 async def test_promote_curates_staged_notes_and_deletes_nothing(lexical: MemoryService) -> None:
