@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, as_utc, metadata
 from core.tunables import FORGET_CAS_RETRIES
-from memory.records import MemoryCandidate, MemoryRecord, Status
+from memory.records import MemoryCandidate, MemoryRecord, Source, Status
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
 
@@ -51,6 +51,16 @@ def digest(text: str) -> str:
 
 def digests_of(text: str, evidence: Iterable[str]) -> set[str]:
     return {digest(text)} | {digest(q) for q in evidence}
+
+
+def source_digest(source: Source) -> str:
+    """The tombstone key of a message a forgotten memory was quoted from.
+
+    Re-reading that message (the nightly consolidation) may word the fact and pick its quote
+    differently; a candidate drawn only from forgotten messages is the forgotten fact again.
+    """
+    key = "\x00".join(("source", source.platform, source.chat_id, source.message_id))
+    return hashlib.sha256(DIGEST_DOMAIN + key.encode("utf-8")).hexdigest()
 
 
 def is_blocked(forgotten_at: datetime | None, source_times: Sequence[datetime]) -> bool:
@@ -81,6 +91,18 @@ def _latest(conn: Connection, person: str, digests: Sequence[str]) -> datetime |
     return value
 
 
+def _forgotten_sources(conn: Connection, person: str, digests: Sequence[str]) -> dict[str, datetime]:
+    """Each of ``digests`` that is a tombstone of ``person``, with when it was last forgotten."""
+    if not digests:
+        return {}
+    rows = conn.execute(
+        sa.select(tombstones.c.digest, sa.func.max(tombstones.c.forgotten_at))
+        .where(tombstones.c.person == person, tombstones.c.digest.in_(list(digests)))
+        .group_by(tombstones.c.digest)
+    ).all()
+    return {str(d): at for d, at in rows}
+
+
 def _reassign(conn: Connection, old: str, new: str) -> int:
     return conn.execute(tombstones.update().where(tombstones.c.person == old).values(person=new)).rowcount
 
@@ -109,9 +131,16 @@ class TombstoneBook:
         return is_blocked(forgotten_at, source_times)
 
     async def blocks_candidate(self, person: str, candidate: MemoryCandidate) -> bool:
-        return await self.blocks(
-            person, candidate.text, candidate.evidence, [s.timestamp for s in candidate.sources]
-        )
+        """Blocked when its words match a forgotten memory, or when every message it was drawn from was a
+        forgotten memory's source, said before that forgetting."""
+        times = [s.timestamp for s in candidate.sources]
+        if await self.blocks(person, candidate.text, candidate.evidence, times):
+            return True
+        if not candidate.sources:
+            return False
+        keys = {source_digest(s): s.timestamp for s in candidate.sources}
+        forgotten = await self.db.run(_forgotten_sources, person, sorted(keys))
+        return all(key in forgotten and is_blocked(forgotten[key], [said]) for key, said in keys.items())
 
     async def reassign(self, old: str, new: str) -> int:
         return await self.db.run(_reassign, old, new)
@@ -206,7 +235,7 @@ class Forgetter:
         memories = await self.store.get_memories(plan.memory_ids)
         digests: set[str] = set()
         for record in [n.record for n in notes] + memories:
-            digests |= digests_of(record.text, record.evidence)
+            digests |= digests_of(record.text, record.evidence) | {source_digest(s) for s in record.sources}
         # Tombstones first: if deleting fails half-way, the fact still cannot come back.
         added = await self.book.add(plan.person, digests, now)
         links = 0

@@ -79,7 +79,7 @@ async def test_applying_removes_records_and_embeddings_and_unlinks_conflicts(
     assert kept is not None and kept.conflicts_with == ()  # no pointer to a forgotten fact
     # Tombstones keep hashes and a time, never the words; logs keep counts.
     rows = await db.run(lambda conn: conn.execute(sa.select(tombstones)).all())
-    assert len(rows) == result.tombstones == 2  # the text and its one quote
+    assert len(rows) == result.tombstones == 3  # the text, its one quote and the message it was quoted from
     for row in rows:
         assert len(row.digest) == 64 and all(c in "0123456789abcdef" for c in row.digest)
         assert "Emacs" not in json.dumps([str(v) for v in row])
@@ -105,6 +105,31 @@ async def test_a_tombstone_survives_capture_rerun_over_the_same_transcript(
     assert report.counts["accepted"] == 1 and report.tombstoned == 1 and report.written == 0
     assert await service.list_notes(ana) == [] and (await service.promote(ana)).notes == 0
     assert await service.list_memories(ana) == []
+
+
+async def test_the_same_message_reread_in_other_words_does_not_bring_it_back(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    ana, _ = await say(db, "console:ana", "I was diagnosed with type 2 diabetes, I have type 2 diabetes now",
+                       when=clock())
+    last = await reply(db, "Thank you for telling me.", when=clock())
+    fake_llm.reply(answer(fact("Ana has type 2 diabetes", "I have type 2 diabetes")))
+    await service.capture.run(CONV, last)
+    await service.promote(ana)
+    clock.advance(days=1)
+    await service.apply_forget(await service.plan_forget(ana, "diabetes"))
+    # The nightly consolidation reads the same message again and words it another way.
+    await service.capture.reset(CONV)
+    fake_llm.reply(answer(fact("Ana is diabetic", "diagnosed with type 2 diabetes")))
+    report = await service.capture.run(CONV, last)
+    assert report.tombstoned == 1 and report.written == 0
+    assert await service.list_memories(ana) == [] and await service.list_notes(ana) == []
+
+    clock.advance(days=1)  # said again in a new message: heard again
+    await say(db, "console:ana", "Update: I was diagnosed with type 2 diabetes last year", when=clock())
+    last = await reply(db, "Noted.", when=clock())
+    fake_llm.reply(answer(fact("Ana is diabetic", "diagnosed with type 2 diabetes")))
+    assert (await service.capture.run(CONV, last)).written == 1
 
 
 async def test_promotion_cannot_resurrect_a_forgotten_fact_from_an_old_note(
@@ -153,6 +178,6 @@ async def test_reassign_carries_tombstones_with_the_person(service: MemoryServic
     clock.advance(days=1)
     await service.apply_forget(await service.plan_forget("p_old", "smokes"))
     moved = await service.reassign("p_old", "p_new")
-    assert moved["tombstones"] == 2
+    assert moved["tombstones"] == 3
     blocked = await service.gate.admit("p_new", candidate("Ana smokes", evidence=["I smoke"]))
     assert blocked.outcome is Outcome.BLOCKED
