@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -210,6 +210,14 @@ def turn_of(row: history.StoredMessage) -> Turn:
     )
 
 
+def shown_here(turns: Iterable[Turn], memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+    """The stored memories the extractor may see beside ``turns``: in a chat others can read, only what
+    was said where others could read it. A DM memory never reaches a group's prompt, here either."""
+    if any(t.scope is Scope.SHARED for t in turns):
+        return [m for m in memories if m.scope is Scope.SHARED]
+    return list(memories)
+
+
 def render_request(
     turns: Sequence[tuple[history.StoredMessage, Turn]],
     person: str,
@@ -348,7 +356,8 @@ class Capture:
     ) -> bool:
         """One model call about ``person``; False only when the model could not be reached."""
         own_text = "\n".join(t.text for _r, t in pairs if t.person == person)
-        shown = [r for r, _s in await self.store.lexical(person, own_text, CAPTURE_SHOWN_MEMORIES)]
+        shown = shown_here((t for _r, t in pairs),
+                           [r for r, _s in await self.store.lexical(person, own_text, CAPTURE_SHOWN_MEMORIES)])
         ms = self.settings.memory
         system = SYSTEM_PROMPT.format(max_items=ms.max_memories_per_run)
         messages = [

@@ -131,6 +131,25 @@ async def test_evidence_from_another_group_member_is_not_hers(
     assert bobs.record.text == "Bob is allergic to peanuts" and bobs.record.scope is Scope.SHARED
 
 
+async def test_a_group_chunk_never_shows_the_extractor_her_private_memories(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI
+) -> None:
+    ana, _ = await say(db, "console:ana", "my dog Luna has epilepsy", name="Ana")  # a DM
+    last = await reply(db, "I'm sorry to hear that.")
+    fake_llm.reply(answer(fact("Ana's dog Luna has epilepsy", "my dog Luna has epilepsy")))
+    await service.capture.run("console:ana", last)
+    await service.promote(ana)
+    group = {"chat_id": "club", "conversation": "console:club", "group": True}
+    await say(db, "console:ana", "@kith my dog Luna loves the park", name="Ana", **group)
+    last = await reply(db, "Parks are great.", **group)
+    fake_llm.reply(answer(fact("Ana's dog Luna loves the park", "my dog Luna loves the park")))
+    await service.capture.run("console:club", last)
+    asked = fake_llm.requests[-1]["messages"][1]["content"]
+    assert "Luna loves the park" in asked and "epilepsy" not in asked  # nor its id, to "correct" from here
+    (dm_fact,) = [m for m in await service.list_memories(ana) if "epilepsy" in m.text]
+    assert dm_fact.id not in asked
+
+
 async def test_a_tool_call_discards_the_whole_answer(
     service: MemoryService, db: Database, fake_llm: FakeOpenAI
 ) -> None:
