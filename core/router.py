@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from core.conversation import ConversationCore
 from core.db import Connection
 from core.linking import Linker
-from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
+from core.types import ButtonPress, Channel, ChatKind, InboundMessage, OutboundMessage
 from delivery import inbox
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
@@ -192,9 +192,11 @@ class Router:
             await self.worker.submit(reply, source=f"press:{press.event_id}")
 
     def _notice(self, message: InboundMessage, text: str) -> OutboundMessage:
+        # In a group everyone reads it: it quotes the message it answers, so it is plain whom it is for.
+        quoted = message.message_id if message.chat_kind is ChatKind.GROUP else None
         return OutboundMessage(platform=message.platform, chat_id=message.chat_id, text=text,
                                thread_id=message.thread_id, chat_kind=message.chat_kind,
-                               recipient_id=message.sender_id, notice=True)
+                               recipient_id=message.sender_id, notice=True, reply_to_message_id=quoted)
 
     async def close(self) -> None:
         await self.debouncer.flush()

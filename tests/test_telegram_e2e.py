@@ -333,3 +333,20 @@ async def test_a_guessed_link_code_gets_no_one_past_the_policy(telegram_api, fak
         assert telegram_api.sent == [] and fake_llm.requests == []  # DMs disabled: not a word, however asked
     finally:
         await app.close()
+
+
+async def test_a_flood_in_a_group_gets_one_notice_quoting_its_sender(telegram_api, fake_llm, make_settings,
+                                                                     monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api, rate_limit_burst=2), monkeypatch)
+    try:
+        asked = [telegram_api.push_text(GROUP, BEN, f"@kith_test_bot question {i}", "supergroup", chat_title="flat")
+                 for i in range(6)]
+        await telegram_api.wait_for_sent(2)
+        await asyncio.sleep(0.5)
+        notices = [m for m in telegram_api.sent if "faster than I can keep up" in m.visible_text]
+        # Two let through (one turn: they came within the debounce window), four refused, one notice.
+        assert len(telegram_api.sent) == 2 and len(notices) == 1 and len(fake_llm.requests) == 1
+        assert notices[0].chat_id == GROUP
+        assert notices[0].reply_to_message_id == asked[2]["message"]["message_id"]  # the first one refused
+    finally:
+        await app.close()
