@@ -123,8 +123,7 @@ class Router:
         if not decision.allowed:
             return
         if failed_link is not None:
-            answered = functools.partial(inbox.done, message=message) if self._keeps(message) else None
-            await self.worker.submit(failed_link, source=message.message_id, also=answered)
+            await self.worker.submit(failed_link, source=message.message_id, also=self._answered(message))
             return
         if message.platform in self.immediate:
             await self.take_turn(message)
@@ -138,6 +137,10 @@ class Router:
         """Whether ``message`` goes through the inbox: not the terminal's, whose person is watching."""
         return self.inbox is not None and message.platform not in self.immediate
 
+    def _answered(self, message: InboundMessage) -> Callable[[Connection], None] | None:
+        """The inbox step of the transaction that queues the answer: the message needs keeping no more."""
+        return functools.partial(inbox.done, message=message) if self._keeps(message) else None
+
     def _keeper(self, message: InboundMessage) -> Callable[[Connection, bool], None] | None:
         """The inbox step of the policy transaction."""
         inbox = self.inbox
@@ -148,8 +151,7 @@ class Router:
     async def take_turn(self, message: InboundMessage) -> None:
         # Kept in the inbox until the reply is queued; then removed in the same transaction.
         kept = self._keeps(message)
-        answered: Callable[[Connection], None] | None = (
-            functools.partial(inbox.done, message=message) if kept else None)
+        answered = self._answered(message)
         reply: OutboundMessage | None = None
         if self.commands is not None and message.text.startswith("/"):
             reply = await self.commands(message)
@@ -159,18 +161,12 @@ class Router:
             channel = self.channels.get(message.platform)
             if channel is None:
                 return  # kept: a later process that has this channel answers it
-            queued = self.worker.in_transaction(source=message.message_id)
-
-            def also(conn: Connection, out: OutboundMessage) -> None:
-                queued(conn, out)
-                if answered is not None:
-                    answered(conn)
-
+            queued = self.worker.in_transaction(source=message.message_id, also=answered)
             try:
                 async with TypingIndicator(channel, message.chat_id, message.thread_id,
                                            refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
                     reply = await self.core.handle(
-                        message, also=also, opened=functools.partial(inbox.opened, message=message) if kept else None)
+                        message, also=queued, opened=functools.partial(inbox.opened, message=message) if kept else None)
             finally:
                 # Committed with the reply: it goes out even if something after the commit failed.
                 scheduled = queued.schedule()

@@ -43,6 +43,11 @@ class InboundMessage:
     forwarded: bool = False
 
     @property
+    def answers(self) -> tuple[str, ...]:
+        """The ids of every message this turn answers: the earlier ones merged into it, then its own."""
+        return (*self.merged_ids, self.message_id)
+
+    @property
     def account(self) -> str:
         """The sender's account key, e.g. ``telegram:123`` or ``slack:T1:U2``."""
         return f"{self.platform}:{self.sender_id}"

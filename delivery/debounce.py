@@ -42,7 +42,7 @@ def merge(messages: Sequence[InboundMessage]) -> InboundMessage:
     if len(messages) == 1:
         return messages[0]
     first, last = messages[0], messages[-1]
-    answered = [i for m in messages for i in (*m.merged_ids, m.message_id)]  # the last is last.message_id
+    answered = [i for m in messages for i in m.answers]  # the last is last.message_id
     return dataclasses.replace(last, text="\n".join(m.text for m in messages), timestamp=first.timestamp,
                                mentioned=any(m.mentioned for m in messages), merged_ids=tuple(answered[:-1]),
                                forwarded=any(m.forwarded for m in messages))

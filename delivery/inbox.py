@@ -98,11 +98,6 @@ def from_payload(payload: str) -> InboundMessage:
         raise PayloadError(type(exc).__name__) from None
 
 
-def turn_ids(message: InboundMessage) -> list[str]:
-    """The ids of every message one turn answers."""
-    return [*message.merged_ids, message.message_id]
-
-
 @dataclass(frozen=True, slots=True)
 class Kept:
     id: int
@@ -171,11 +166,11 @@ def drop_undecided(conn: Connection, message: InboundMessage) -> None:
 
 def opened(conn: Connection, row: int, message: InboundMessage) -> None:
     """The turn answering ``message`` recorded it in history as ``row``."""
-    conn.execute(_OPENED, {"for_platform": message.platform, "ids": turn_ids(message), "row": row})
+    conn.execute(_OPENED, {"for_platform": message.platform, "ids": list(message.answers), "row": row})
 
 
 def done(conn: Connection, message: InboundMessage) -> None:
-    conn.execute(_DONE, {"for_platform": message.platform, "ids": turn_ids(message)})
+    conn.execute(_DONE, {"for_platform": message.platform, "ids": list(message.answers)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +262,8 @@ class Inbox:
 
         Other platforms' wait for a process whose channel for them is running.
         """
-        mine = [r for r in left if r.platform in set(platforms)]
+        running = set(platforms)
+        mine = [r for r in left if r.platform in running]
         kept, dropped = await self.db.run(_take_up, mine, self._clock(), self.max_age, self.max_replays)
         for platform, message_id, why in dropped:
             log.warning("inbox dropped platform=%s message=%s reason=%s", platform, message_id, why)

@@ -66,9 +66,11 @@ class QueuedWithin:
     """Writes a message to the outbox inside someone else's transaction (e.g. the one recording a
     reply in history, so that both stand or fall together), then hands it to the worker."""
 
-    def __init__(self, worker: DeliveryWorker, source: str | None) -> None:
+    def __init__(self, worker: DeliveryWorker, source: str | None,
+                 also: Callable[[Connection], None] | None = None) -> None:
         self.worker = worker
         self.source = source
+        self.also = also  # another write of the same transaction, after the enqueue (the inbox's "done")
         self.queued: tuple[Lane, OutboxEntry | None, int] | None = None  # lane, its head, the lane-end mark
 
     def __call__(self, conn: Connection, message: OutboundMessage) -> int:
@@ -77,6 +79,8 @@ class QueuedWithin:
         mark = self.worker.lane_ends()
         entry_id, head = outbox.enqueue_with_head(conn, message, source=self.source, now=self.worker.now())
         self.queued = (outbox.lane_of(message), head, mark)
+        if self.also is not None:
+            self.also(conn)
         return entry_id
 
     def schedule(self) -> bool:
@@ -181,21 +185,16 @@ class DeliveryWorker:
 
         ``also`` runs in the same transaction (e.g. the inbox forgetting the message this answers).
         """
-        queued = QueuedWithin(self, source)
-
-        def with_also(conn: Connection, message: OutboundMessage) -> int:
-            entry_id = queued(conn, message)
-            if also is not None:
-                also(conn)
-            return entry_id
-
-        entry_id = await self.db.run_short(queued if also is None else with_also, message)
+        queued = QueuedWithin(self, source, also)
+        entry_id = await self.db.run_short(queued, message)
         queued.schedule()
         return entry_id
 
-    def in_transaction(self, *, source: str | None = None) -> QueuedWithin:
-        """An enqueuer for another transaction (``fn(conn, message)``); ``schedule`` it once that committed."""
-        return QueuedWithin(self, source)
+    def in_transaction(self, *, source: str | None = None,
+                       also: Callable[[Connection], None] | None = None) -> QueuedWithin:
+        """An enqueuer for another transaction (``fn(conn, message)``, then ``also(conn)``); ``schedule`` it
+        once that committed."""
+        return QueuedWithin(self, source, also)
 
     def schedule(self, lane: Lane, *, head: OutboxEntry | None = None) -> None:
         """Make sure the lane has a task; for entries enqueued elsewhere, e.g. inside another transaction.
