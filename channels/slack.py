@@ -104,6 +104,7 @@ from delivery.chunking import split_tokens, with_attachment
 from delivery.formatting import Platform, render_tokens
 
 log = logging.getLogger("kith.slack")
+_TRANSLATED = "kith_translated"  # request.context key: the intake's translation of the event
 
 # --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
 
@@ -432,8 +433,10 @@ class SlackChannel:
         try:
             # One record at a time, first come first served: events reach their chat's lane in the order
             # they arrived, not in the order their database writes happened to finish.
+            translated = request.context[_TRANSLATED] = self._translate(body)  # the listener reuses it
             async with self._intake_lock:
-                fresh = await self._journal.record(PLATFORM, event_id, message=self._message_in(body))
+                fresh = await self._journal.record(
+                    PLATFORM, event_id, message=translated if isinstance(translated, InboundMessage) else None)
         except Exception as exc:
             log.error("slack intake failed event_id=%s error=%s", event_id, type(exc).__name__)
             return BoltResponse(status=500, body="")  # unacknowledged: Slack delivers it again
@@ -442,27 +445,25 @@ class SlackChannel:
             return BoltResponse(status=200, body="")
         return await next()
 
-    def _message_in(self, body: dict[str, Any]) -> InboundMessage | None:
-        """The message an event carries, for the journal to keep with it (``_on_event`` logs the rest)."""
+    def _translate(self, body: dict[str, Any]) -> InboundMessage | Skipped | Exception | None:
+        """The event in the core's terms, or what stopped its translation; None before the bot knows itself."""
         me = self._me
         if me is None:
             return None
         try:
-            translated = translate_event(body, me, received_at=self._clock())
-        except Exception:
-            return None
-        return translated if isinstance(translated, InboundMessage) else None
+            return translate_event(body, me, received_at=self._clock())
+        except Exception as exc:  # logged by _on_event, once
+            return exc
 
-    async def _on_event(self, body: dict[str, Any]) -> None:
-        me = self._me
-        if me is None:
+    async def _on_event(self, body: dict[str, Any], context: dict[str, Any]) -> None:
+        # Translated once, by the intake middleware, unless the event skipped it (no event_id).
+        translated = context[_TRANSLATED] if _TRANSLATED in context else self._translate(body)
+        if translated is None:
             return
         event_id = str(body.get("event_id") or "")
-        try:
-            translated = translate_event(body, me, received_at=self._clock())
-        except Exception as exc:
+        if isinstance(translated, Exception):
             log.warning("slack event ignored event_id=%s reason=untranslatable error=%s", event_id,
-                        type(exc).__name__)
+                        type(translated).__name__)
             return
         if isinstance(translated, Skipped):
             log.info("slack event ignored event_id=%s reason=%s chat=%s", event_id, translated.reason,

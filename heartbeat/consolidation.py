@@ -43,7 +43,7 @@ from core.db import Database, UtcDateTime, metadata
 from core.summarizer import Summarizer
 from core.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
 from heartbeat.settings import day_bounds, local_day
-from memory.capture import CAPTURE_MAX_TOKENS, CAPTURE_SHOWN_MEMORIES, note_id, render_request, shown_here, turn_of
+from memory.capture import CAPTURE_MAX_TOKENS, note_id, render_request, shown_for, turn_of
 from memory.records import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
@@ -354,9 +354,7 @@ class Consolidator:
                               names: dict[str, str], report: ConsolidationReport
                               ) -> tuple[list[str], str, dict[str, int]] | None:
         ms = self.settings.memory
-        own_text = "\n".join(t.text for _r, t in pairs if t.person == person)
-        found = await self.memory.store.lexical(person, own_text, CAPTURE_SHOWN_MEMORIES)
-        shown: list[MemoryRecord] = shown_here((t for _r, t in pairs), [r for r, _s in found])
+        shown = await shown_for(self.memory.store, person, [t for _r, t in pairs])
         messages = [
             {"role": "system", "content": SYSTEM_PROMPT.format(max_items=ms.max_memories_per_run)},
             {"role": "user", "content": render_request(pairs, person, names, shown)},

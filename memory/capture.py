@@ -218,6 +218,14 @@ def shown_here(turns: Iterable[Turn], memories: Iterable[MemoryRecord]) -> list[
     return list(memories)
 
 
+async def shown_for(store: MemoryStore, person: str, turns: Sequence[Turn]) -> list[MemoryRecord]:
+    """The person's stored memories nearest what they said in ``turns``, as the extractor may see them
+    (``shown_here``): capture and the nightly consolidation show the same."""
+    own_text = "\n".join(t.text for t in turns if t.person == person)
+    found = await store.lexical(person, own_text, CAPTURE_SHOWN_MEMORIES)
+    return shown_here(turns, [r for r, _s in found])
+
+
 def render_request(
     turns: Sequence[tuple[history.StoredMessage, Turn]],
     person: str,
@@ -355,9 +363,7 @@ class Capture:
         report: CaptureReport,
     ) -> bool:
         """One model call about ``person``; False only when the model could not be reached."""
-        own_text = "\n".join(t.text for _r, t in pairs if t.person == person)
-        shown = shown_here((t for _r, t in pairs),
-                           [r for r, _s in await self.store.lexical(person, own_text, CAPTURE_SHOWN_MEMORIES)])
+        shown = await shown_for(self.store, person, [t for _r, t in pairs])
         ms = self.settings.memory
         system = SYSTEM_PROMPT.format(max_items=ms.max_memories_per_run)
         messages = [

@@ -212,14 +212,14 @@ class MemoryGate:
             assert lost is not None
             raise lost
         if candidate.corrects:
-            if await self._kept_by_the_person(candidate.corrects) and result.memory_id is not None:
+            superseded = await self._supersede(person, candidate.corrects)
+            if superseded is None and result.memory_id is not None:
                 # A pin or a standing instruction is never retired by what a model read into a message:
                 # both stay, linked, and the person is asked which is current.
                 if await self._link_pair(result.memory_id, candidate.corrects):
                     result = replace(result, linked=(*result.linked, candidate.corrects),
                                      outcome=Outcome.CONFLICT if result.outcome is Outcome.NEW else result.outcome)
             else:
-                superseded = await self._supersede(person, candidate.corrects)
                 result = replace(result, superseded=candidate.corrects if superseded else None)
         log.info(
             "gate person=%s outcome=%s via=%s score=%.2f linked=%d",
@@ -299,11 +299,6 @@ class MemoryGate:
                 continue
         raise RevisionConflict(memory_id, -1, -1)
 
-    async def _kept_by_the_person(self, memory_id: str) -> bool:
-        """Whether the person chose to keep this one as it is: pinned, or an instruction they gave."""
-        record = await self.store.get_memory(memory_id)
-        return record is not None and (record.pinned or record.kind is MemoryKind.INSTRUCTION)
-
     async def _link_pair(self, a: str, b: str) -> bool:
         """Flag ``a`` and ``b`` as in conflict, on both sides; False (and no half link) if either is gone."""
         if not await self._edit(b, lambda m: _add_link(m, a, self.clock())):
@@ -313,15 +308,22 @@ class MemoryGate:
         await self._edit(b, lambda m: _drop_link(m, a, self.clock()))
         return False
 
-    async def _supersede(self, person: str, memory_id: str) -> bool:
+    async def _supersede(self, person: str, memory_id: str) -> bool | None:
+        """True once superseded; False if gone or not the person's; None if the person chose to keep it as
+        it is (pinned, or an instruction they gave), which only they may retire. Decided in the same
+        compare-and-swap as the write."""
         now = self.clock()
+        kept = False
 
         def change(m: MemoryRecord) -> MemoryRecord | None:
-            if m.person != person or m.status is not Status.ACTIVE:
+            nonlocal kept
+            kept = m.person == person and (m.pinned or m.kind is MemoryKind.INSTRUCTION)
+            if m.person != person or m.status is not Status.ACTIVE or kept:
                 return None
             return replace(m, status=Status.SUPERSEDED, valid_to=now, updated_at=now)
 
-        return await self._edit(memory_id, change)
+        superseded = await self._edit(memory_id, change)
+        return None if kept else superseded
 
     async def clear_conflict(self, a: str, b: str) -> bool:
         """Remove the conflict flag between two memories, on both sides."""

@@ -80,18 +80,7 @@ def _add(conn: Connection, person: str, digests: Iterable[str], now: datetime) -
     return len(rows)
 
 
-def _latest(conn: Connection, person: str, digests: Sequence[str]) -> datetime | None:
-    if not digests:
-        return None
-    value = conn.execute(
-        sa.select(sa.func.max(tombstones.c.forgotten_at)).where(
-            tombstones.c.person == person, tombstones.c.digest.in_(list(digests))
-        )
-    ).scalar()
-    return value
-
-
-def _forgotten_sources(conn: Connection, person: str, digests: Sequence[str]) -> dict[str, datetime]:
+def _forgotten(conn: Connection, person: str, digests: Sequence[str]) -> dict[str, datetime]:
     """Each of ``digests`` that is a tombstone of ``person``, with when it was last forgotten."""
     if not digests:
         return {}
@@ -124,23 +113,17 @@ class TombstoneBook:
     async def add(self, person: str, digests: Iterable[str], now: datetime) -> int:
         return await self.db.run(_add, person, list(digests), now)
 
-    async def blocks(
-        self, person: str, text: str, evidence: Sequence[str], source_times: Sequence[datetime]
-    ) -> bool:
-        forgotten_at = await self.db.run(_latest, person, sorted(digests_of(text, evidence)))
-        return is_blocked(forgotten_at, source_times)
-
     async def blocks_candidate(self, person: str, candidate: MemoryCandidate) -> bool:
         """Blocked when its words match a forgotten memory, or when every message it was drawn from was a
-        forgotten memory's source, said before that forgetting."""
-        times = [s.timestamp for s in candidate.sources]
-        if await self.blocks(person, candidate.text, candidate.evidence, times):
+        forgotten memory's source, said before that forgetting. One read for both."""
+        words = digests_of(candidate.text, candidate.evidence)
+        sources = {source_digest(s): s.timestamp for s in candidate.sources}
+        forgotten = await self.db.run(_forgotten, person, sorted(words | set(sources)))
+        word_times = [forgotten[d] for d in words if d in forgotten]
+        if is_blocked(max(word_times, default=None), [s.timestamp for s in candidate.sources]):
             return True
-        if not candidate.sources:
-            return False
-        keys = {source_digest(s): s.timestamp for s in candidate.sources}
-        forgotten = await self.db.run(_forgotten_sources, person, sorted(keys))
-        return all(key in forgotten and is_blocked(forgotten[key], [said]) for key, said in keys.items())
+        return bool(sources) and all(
+            key in forgotten and is_blocked(forgotten[key], [said]) for key, said in sources.items())
 
     async def reassign(self, old: str, new: str) -> int:
         return await self.db.run(_reassign, old, new)

@@ -331,10 +331,11 @@ def _check_item(
     receipts = _receipts(quotes, transcript)
     if isinstance(receipts, RejectReason):
         return receipts
-    if any(_is_injection(q) for q in quotes) or _is_injection(text):
+    if any(_is_injection(q) for q in quotes):
         return RejectReason.INJECTION
-    if _claims_authority(text):
-        return RejectReason.AUTHORITY_CLAIM
+    refused = instruction_or_authority(text)
+    if refused is not None:
+        return refused
     sources, scope = receipts
     clean_text = redact(text)
     clean_quotes = tuple(redact(q) for q in quotes)

@@ -25,7 +25,6 @@ def add_pairing_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run_pairing(db: Database, args: argparse.Namespace, now: datetime | None = None) -> int:
     from policy import store
-    from policy.gate import ACCESS_TOPIC
     from policy.pairing import AccessState, PairingError, approve, list_pending, revoke
 
     now = now or datetime.now(UTC)
@@ -46,12 +45,10 @@ def run_pairing(db: Database, args: argparse.Namespace, now: datetime | None = N
                 new_state, request = approve(access, args.code, now, make_owner=args.owner)
                 return request.account, new_state
 
-            account = db.run_sync(store.update, do_approve)
-            db.mark(ACCESS_TOPIC)  # a bot in this same process sees it too
+            account = store.update_outside_the_gate(db, do_approve)
             print(f"approved {account}{' as owner' if args.owner else ''}")
             return 0
-        db.run_sync(store.update, lambda access: (None, revoke(access, args.account)))
-        db.mark(ACCESS_TOPIC)
+        store.update_outside_the_gate(db, lambda access: (None, revoke(access, args.account)))
         print(f"revoked {args.account}")
         return 0
     except PairingError as exc:

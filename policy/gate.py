@@ -23,10 +23,9 @@ from policy.pairing import AccessState, Chooser
 from policy.ratelimit import RateLimiter
 from policy.rules import Decision, Reason, Verdict, decide_inbound, dm_allowed, may_send
 from policy.settings import DmPolicy, PlatformPolicy, PolicySettings
+from policy.store import ACCESS_TOPIC
 
 log = logging.getLogger("kith.policy")
-
-ACCESS_TOPIC = "access"  # Database.mark topic of this process's writes to the access state outside the gate
 
 
 def _sibling_accounts(conn: Connection, account: str) -> list[str]:
@@ -80,8 +79,8 @@ class PolicyGate:
         def decide(conn: Connection, access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
             decision, new_state = decide_inbound(message, policy, access, now, rng=self.rng)
             # Linked accounts are read only for a sender refused on their own.
-            if decision.allowed or access.is_approved(message.account) or not any(
-                    self._trusted(a, access) for a in _sibling_accounts(conn, message.account)):
+            if decision.allowed or access.is_approved(message.account) or not self._linked_to_trusted(
+                    conn, message.account, access):
                 return (decision, new_state), new_state
             # Policy follows the person: an account linked to an approved one is approved too,
             # without writing that into the owner's list (nor the refusal's pairing code).
@@ -112,6 +111,10 @@ class PolicyGate:
         if limiter is None:
             limiter = self._limiters[platform] = RateLimiter(policy.rate_limit_burst, policy.rate_limit_per_minute)
         return limiter
+
+    def _linked_to_trusted(self, conn: Connection, account: str, access: AccessState) -> bool:
+        """Whether another account of the same person may talk to kith on its own: policy follows the person."""
+        return any(self._trusted(a, access) for a in _sibling_accounts(conn, account))
 
     def _trusted(self, account: str, access: AccessState) -> bool:
         """Whether ``account`` may talk to kith in a DM on its own platform without pairing anew."""
@@ -167,10 +170,7 @@ class PolicyGate:
         decision = may_send(platform, chat_id, chat_kind, policy, access, recipient_id=recipient_id)
         if decision.reason is Reason.SEND_DM_NOT_ALLOWED and chat_kind is ChatKind.DM:
             # Policy follows the person, as inbound: a DM to an account linked to one allowed on its own.
-            def linked_to_trusted(conn: Connection) -> bool:
-                return any(self._trusted(a, access) for a in _sibling_accounts(conn, recipient))
-
-            if await self.db.run_short(linked_to_trusted):
+            if await self.db.run_short(self._linked_to_trusted, recipient, access):
                 view = replace(access, approved=access.approved | {recipient})
                 decision = may_send(platform, chat_id, chat_kind, policy, view, recipient_id=recipient_id)
         return decision

@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import metadata
+from core.db import Database, metadata
 from core.tunables import ACCESS_CAS_ATTEMPTS
 from policy.pairing import AccessState, PendingCode
+
+ACCESS_TOPIC = "access"  # Database.mark topic: the access state, for caches of it in this process
 
 access_state = sa.Table(
     "access_state",
@@ -92,3 +94,11 @@ def update(conn: Connection, change: Callable[[AccessState], tuple[T, AccessStat
         if new_state is state or _save(conn, new_state, revision):
             return result
     raise StaleAccessState("the access state kept changing under this write")
+
+
+def update_outside_the_gate(db: Database, change: Callable[[AccessState], tuple[T, AccessState]]) -> T:
+    """``update`` for a writer other than the policy gate (the pairing command), marked so that a gate in
+    this same process sees the change at its next send; another process's gate sees it anyway."""
+    result = db.run_sync(update, change)
+    db.mark(ACCESS_TOPIC)
+    return result

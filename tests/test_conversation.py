@@ -14,6 +14,7 @@ from core.config import HistorySettings, LLMSettings
 from core.context import max_prompt_chars
 from persona.llm import HONEST_FAILURE_REPLY
 from tests.helpers import inbound
+from tests.support.memory import answer, fact
 
 
 async def test_reply_comes_from_the_model_and_history_is_kept(fake_llm, make_settings) -> None:
@@ -179,24 +180,19 @@ async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fa
 
 async def test_forwarded_words_are_answered_but_never_evidence_about_the_forwarder(fake_llm,
                                                                                    make_settings) -> None:
-    import json
-
     from core.config import MemorySettings
 
     settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))
     app = await build_app(settings, warm_llm=False)
     try:
-        captured = {"memories": [
-            {"kind": "fact", "text": "Ana is allergic to penicillin", "evidence": "I am allergic to penicillin",
-             "importance": 0.9},
-            {"kind": "fact", "text": "Ana's dog is called Luna", "evidence": "my dog Luna", "importance": 0.7},
-        ]}
+        captured = answer(fact("Ana is allergic to penicillin", "I am allergic to penicillin", importance=0.9),
+                          fact("Ana's dog is called Luna", "my dog Luna", importance=0.7))
 
         def route(request):
             from tests.fakes.openai_api import Scripted
 
             if request["messages"][0]["content"].startswith("The transcript and the stored memories"):
-                return Scripted(text=json.dumps(captured))
+                return Scripted(text=captured)
             return None
 
         fake_llm.route = route

@@ -10,7 +10,6 @@ import asyncio
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import discord.gateway
@@ -476,18 +475,13 @@ async def test_check_token_for_doctor(discord_api: FakeDiscord) -> None:
 
 
 async def test_a_message_is_kept_from_its_journal_entry_until_the_core_decides_on_it(world: World,
-                                                                                     tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path}/kept.db")
-    db.create_all()
+                                                                                     db: Database) -> None:
     kept = MessageInbox(db)
     inbox = Inbox()
-    try:
-        async with running(_channel(InboundJournal(db, inbox=kept)), inbox):
-            original = world.api.push_message(world.alice_dm, ALICE, "keep me")
-            world.api.redeliver(original)
-            (message,) = await inbox.wait_for(1)
-            await asyncio.sleep(0.05)
-        # The handler here never decides, as if the process died first: the next start takes it up once.
-        assert (await kept.resume(await kept.leftovers(), ["discord"])).undecided == [message]
-    finally:
-        db.close()
+    async with running(_channel(InboundJournal(db, inbox=kept)), inbox):
+        original = world.api.push_message(world.alice_dm, ALICE, "keep me")
+        world.api.redeliver(original)
+        (message,) = await inbox.wait_for(1)
+        await asyncio.sleep(0.05)
+    # The handler here never decides, as if the process died first: the next start takes it up once.
+    assert (await kept.resume(await kept.leftovers(), ["discord"])).undecided == [message]

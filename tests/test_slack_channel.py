@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -502,20 +501,16 @@ async def test_check_token_for_doctor(people: FakeSlack, monkeypatch: pytest.Mon
 
 
 async def test_a_message_is_kept_from_its_journal_entry_until_the_core_decides_on_it(
-    people: FakeSlack, tmp_path: Path
+    people: FakeSlack, db: Database
 ) -> None:
-    db = Database(f"sqlite:///{tmp_path}/kept.db")
-    db.create_all()
     kept = MessageInbox(db)
     inbox = Inbox()
-    try:
-        async with running(_channel(people, Stores(db, InboundJournal(db, inbox=kept))), inbox):
-            first = people.push_dm(ALICE, "keep me")
-            people.redeliver(first)
-            (message,) = await inbox.wait_for(1)
-            await asyncio.sleep(0.1)
-        # The handler here never decides, as if the process died first: the next start takes it up once.
-        (undecided,) = (await kept.resume(await kept.leftovers(), ["slack"])).undecided
-        assert undecided.message_id == message.message_id and undecided.text == "keep me"
-    finally:
-        db.close()
+    async with running(_channel(people, Stores(db, InboundJournal(db, inbox=kept))), inbox):
+        first = people.push_dm(ALICE, "keep me")
+        people.redeliver(first)
+        (message,) = await inbox.wait_for(1)
+        await asyncio.sleep(0.1)
+    # The handler here never decides, as if the process died first: the next start takes it up once.
+    (undecided,) = (await kept.resume(await kept.leftovers(), ["slack"])).undecided
+    assert undecided.message_id == message.message_id and undecided.text == "keep me"
+
