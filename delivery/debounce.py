@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from core.tunables import (
-    DEBOUNCE_MAX_MESSAGES,
-)
+from core.ordering import OrderedLanes
+from core.tunables import DEBOUNCE_MAX_MESSAGES
 from core.types import InboundMessage
 
 log = logging.getLogger("kith.debounce")
@@ -65,9 +64,8 @@ class Debouncer:
         self._sleep = sleep
         self.max_messages = max_messages
         self._bursts: dict[SenderKey, _Burst] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
-        # The last emit of each sender: the next one waits for it, so turns are answered in the order sent.
-        self._tails: dict[SenderKey, asyncio.Task[None]] = {}
+        # Each sender's emits run one after another, so turns are answered in the order sent.
+        self._lanes: OrderedLanes[SenderKey] = OrderedLanes()
 
     async def submit(self, message: InboundMessage) -> None:
         key = sender_key(message)
@@ -82,7 +80,7 @@ class Debouncer:
         if len(burst.messages) >= self.max_messages:
             self._chain(key, [merge(self._take(key))])
             return
-        burst.timer = self._spawn(self._after_pause(key))
+        burst.timer = self._lanes.spawn(self._after_pause(key))
 
     def submit_alone(self, message: InboundMessage) -> None:
         """Queue ``message`` as a turn of its own, never merged (a command, or a turn resumed after a restart)."""
@@ -101,8 +99,7 @@ class Debouncer:
         await self.drain()
 
     async def drain(self) -> None:
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._lanes.drain()
 
     def pending(self) -> int:
         """Messages held back right now, waiting for their sender to pause."""
@@ -131,20 +128,4 @@ class Debouncer:
                           turn.chat_id, turn.message_id, type(exc).__name__, exc_info=exc)
 
     def _chain(self, key: SenderKey, turns: list[InboundMessage]) -> asyncio.Task[None]:
-        previous = self._tails.get(key)
-
-        async def run() -> None:
-            if previous is not None:
-                await asyncio.wait({previous})
-            await self._emit_all(turns)
-
-        task = self._spawn(run())
-        self._tails[key] = task
-        task.add_done_callback(lambda done: self._tails.pop(key, None) if self._tails.get(key) is done else None)
-        return task
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._lanes.after(key, functools.partial(self._emit_all, turns))
