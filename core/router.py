@@ -15,13 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from core.conversation import ConversationCore
 from core.db import Connection
 from core.linking import Linker
-from core.tunables import TYPING_MAX_IN_FLIGHT
 from core.types import ButtonPress, Channel, ChatKind, InboundMessage, OutboundMessage
 from delivery import inbox
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
 from delivery.inbox import Inbox, Leftover
-from delivery.typing import TypingBudget, TypingIndicator
+from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from policy.gate import PolicyGate
 from policy.rules import Reason, Verdict
@@ -38,7 +37,7 @@ ButtonAnswer = Callable[[ButtonPress], Awaitable[OutboundMessage | None]]
 class Router:
     def __init__(self, core: ConversationCore, channels: Mapping[str, Channel], worker: DeliveryWorker,
                  gate: PolicyGate, journal: InboundJournal, *, debounce_s: float, typing_refresh_s: float,
-                 typing_delay_s: float = 0.0, typing_max_in_flight: int = TYPING_MAX_IN_FLIGHT,
+                 typing_delay_s: float = 0.0,
                  commands: CommandHandler | None = None,
                  buttons: ButtonAnswer | None = None, linker: Linker | None = None,
                  pending: CommandHandler | None = None,
@@ -55,8 +54,6 @@ class Router:
         self.pending = pending  # answers to an open question (e.g. "the first") before the conversation
         self.typing_refresh_s = typing_refresh_s
         self.typing_delay_s = typing_delay_s
-        self.typing_max_in_flight = typing_max_in_flight
-        self._typing_budgets: dict[str, TypingBudget] = {}  # per platform, shared by its chats
         # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
         self.immediate = immediate
         self.debouncer = Debouncer(self.take_turn, window_s=debounce_s)
@@ -167,8 +164,7 @@ class Router:
             queued = self.worker.in_transaction(source=message.message_id, also=answered)
             try:
                 async with TypingIndicator(channel, message.chat_id, message.thread_id,
-                                           refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s,
-                                           budget=self._typing_budget(message.platform)):
+                                           refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
                     reply = await self.core.handle(
                         message, also=queued, opened=functools.partial(inbox.opened, message=message) if kept else None)
             finally:
@@ -177,12 +173,6 @@ class Router:
             if scheduled:
                 return
         await self.worker.submit(reply, source=message.message_id, also=answered)
-
-    def _typing_budget(self, platform: str) -> TypingBudget:
-        budget = self._typing_budgets.get(platform)
-        if budget is None:
-            budget = self._typing_budgets[platform] = TypingBudget(self.typing_max_in_flight)
-        return budget
 
     async def on_button(self, press: ButtonPress) -> None:
         """A person pressed one of kith's buttons; only the registered action may answer."""

@@ -107,9 +107,6 @@ SEND_BACKOFF_BASE_S = 1.0
 SEND_BACKOFF_MAX_S = 60.0
 TYPING_REFRESH_S = 4.0  # Telegram's typing status lasts ~5 s
 TYPING_DELAY_S = 0.3  # no indicator for a reply ready sooner than this
-TYPING_MAX_IN_FLIGHT = 4  # typing requests on their way to one platform at once; past it one is skipped, not
-# queued (at Telegram's ~0.1 s round trip that is ~40/s, within its ~30 requests/s flood guidance plus the replies')
-TYPING_SKIP_RETRY_S = 0.5  # a skipped indicator is tried again this much later, not a whole refresh later
 OUTBOX_SWEEP_S = 10.0  # a running bot looks this often for outbox work queued outside it (bot.py heartbeat)
 FAILED_LANE_RETRY_S = 300.0  # a chat whose delivery task failed unexpectedly: the sweep tries it again after this
 DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become one turn

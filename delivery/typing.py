@@ -2,9 +2,7 @@
 
 Platforms show "typing…" for a few seconds per request, so it is refreshed until the reply is
 ready. It is cosmetic: a failing or hanging indicator must never delay or break the reply, so
-every error stays in here and each request is bounded by the refresh interval. Nor may
-indicators crowd out replies when kith is busy: past a platform's ``TypingBudget`` one is
-skipped, not queued.
+every error stays in here and each request is bounded by the refresh interval.
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Protocol
 
-from core.tunables import TYPING_SKIP_RETRY_S
-
 log = logging.getLogger("kith.typing")
 
 
@@ -26,35 +22,11 @@ class TypingChannel(Protocol):
     async def typing(self, chat_id: str, thread_id: str | None) -> None: ...
 
 
-class TypingBudget:
-    """How many typing requests may be on their way to one platform at once.
-
-    When many are, the platform is slow to answer or kith is too busy to hear back. More would then
-    compete with the replies for connections, CPU and the platform's flood limits, and a late one
-    can land after the reply it announced, leaving "typing…" up with nothing coming. So past the
-    budget an indicator is skipped and tried again a little later, never queued.
-    """
-
-    def __init__(self, max_in_flight: int) -> None:
-        self.max_in_flight = max_in_flight
-        self.in_flight = 0
-
-    def take(self) -> bool:
-        if self.in_flight >= self.max_in_flight:
-            return False
-        self.in_flight += 1
-        return True
-
-    def give_back(self) -> None:
-        self.in_flight -= 1
-
-
 class TypingIndicator:
     """``async with TypingIndicator(channel, chat_id, thread_id, refresh_s=...):`` around the model call."""
 
     def __init__(self, channel: TypingChannel, chat_id: str, thread_id: str | None = None, *,
-                 refresh_s: float, delay_s: float = 0.0, budget: TypingBudget | None = None,
-                 skip_retry_s: float = TYPING_SKIP_RETRY_S,
+                 refresh_s: float, delay_s: float = 0.0,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.channel = channel
         self.chat_id = chat_id
@@ -62,15 +34,12 @@ class TypingIndicator:
         self.refresh_s = refresh_s
         # A reply ready within delay_s needs no indicator: that saves a platform request per fast reply.
         self.delay_s = delay_s
-        self.budget = budget  # shared by every indicator on the channel's platform
-        self.skip_retry_s = skip_retry_s
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
         self.sent = 0  # indicators the platform accepted
         self.failures = 0
-        self.skipped = 0  # not sent: the platform's budget was spent
 
     async def __aenter__(self) -> TypingIndicator:
         if self.delay_s > 0:
@@ -104,10 +73,6 @@ class TypingIndicator:
 
     async def _loop(self) -> None:
         while not self._stopped:
-            if self.budget is not None and not self.budget.take():
-                self.skipped += 1
-                await self._sleep(min(self.skip_retry_s, self.refresh_s))
-                continue
             try:
                 async with asyncio.timeout(self.refresh_s):
                     await self.channel.typing(self.chat_id, self.thread_id)
@@ -118,9 +83,6 @@ class TypingIndicator:
                 self.failures += 1
                 log.debug("typing indicator failed platform=%s chat=%s error=%s", self.channel.name,
                           self.chat_id, type(exc).__name__)
-            finally:
-                if self.budget is not None:
-                    self.budget.give_back()
             if self._stopped:
                 return
             await self._sleep(self.refresh_s)
