@@ -3,7 +3,11 @@ instant fake LLM, each of the two fakes in a process of its own (their CPU is th
 model's, not kith's). Messages per second and latency from update to sendMessage for N messages
 across C chats, and peak RSS.
 
-    .venv/bin/python -m bench.telegram_e2e [--messages 1000] [--chats 100] [--model openai/bench]
+    .venv/bin/python -m bench.telegram_e2e [--messages 1000] [--chats 100] [--bursts 3] [--model openai/bench]
+
+Throughput is measured over several bursts in one running bot, each from people new to it, and
+judged on their median: on a shared machine one slow moment can move a single burst by a fifth.
+Every burst's figure is printed.
 
 The model string picks litellm's adapter for the fake OpenAI-compatible server: ``openai/`` goes
 through the OpenAI SDK, ``hosted_vllm/`` through litellm's own HTTP handler (a third of the CPU
@@ -19,6 +23,7 @@ import argparse
 import dataclasses
 import importlib.metadata
 import os
+import statistics
 import tempfile
 import time
 from typing import Any
@@ -42,12 +47,13 @@ from persona.llm import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN
 
 
-async def measure(n: int, chats: int, rate: float, model: str) -> None:
+async def measure(n: int, chats: int, rate: float, model: str, bursts: int = 3) -> None:
     async with fake_model_process("Sounds good, tell me more.") as fake_model, telegram_process() as tg:
-        await _measure(n, chats, rate, model, fake_model, tg)
+        await _measure(n, chats, rate, model, bursts, fake_model, tg)
 
 
-async def _measure(n: int, chats: int, rate: float, model: str, fake_model: FakeModel, tg: TelegramProcess) -> None:
+async def _measure(n: int, chats: int, rate: float, model: str, bursts: int, fake_model: FakeModel,
+                   tg: TelegramProcess) -> None:
     llm_url = fake_model.url
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,19 +71,22 @@ async def _measure(n: int, chats: int, rate: float, model: str, fake_model: Fake
         await app.start_channels(platform_channels(settings, app))
         freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)
-        # Throughput: every message at once (within the sender burst set above).
+        # Throughput: every message at once (within the sender burst set above), ``bursts`` times, each from
+        # people new to kith, so one slow moment of a shared machine is seen as one figure among several.
         model_pid = app.model_process.pid if app.model_process else None
         others = {"the model process": model_pid, "the fake Bot API": tg.pid, "the fake model": fake_model.pid}
-        cpu, others_cpu = time.process_time(), {name: process_cpu_s(pid) for name, pid in others.items()}
-        await tg.push([(10_000 + i % chats, f"message {i}: what a day") for i in range(n)])
-        burst = await tg.wait(n)
-        burst_cpu_ms = (time.process_time() - cpu) * 1000
-        others_ms = {name: (process_cpu_s(pid) - others_cpu[name]) * 1000 for name, pid in others.items()}
-        elapsed = burst.sends[n - 1][2] - burst.pushes[0][1]
+        measured: list[_Burst] = []
+        for b in range(bursts):
+            cpu, others_cpu = time.process_time(), {name: process_cpu_s(pid) for name, pid in others.items()}
+            await tg.push([(10_000 + b * chats + i % chats, f"message {i}: what a day") for i in range(n)])
+            burst = await tg.wait(n)
+            measured.append(_Burst(
+                burst.sends[n - 1][2] - burst.pushes[0][1], (time.process_time() - cpu) * 1000,
+                {name: (process_cpu_s(pid) - others_cpu[name]) * 1000 for name, pid in others.items()}, burst.typing))
+            await tg.reset()
         # Latency: paced messages, so the figure is the path's own time rather than queueing behind a burst.
-        await tg.reset()
         cpu = time.process_time()
-        await tg.push([(20_000 + i % chats, f"message {i}: and then?") for i in range(n)], rate=rate)
+        await tg.push([(10_000 + bursts * chats + i % chats, f"message {i}: and then?") for i in range(n)], rate=rate)
         paced = await tg.wait(n)
         paced_cpu_ms = (time.process_time() - cpu) * 1000
         model_rss = process_peak_rss_mb(model_pid)
@@ -88,7 +97,7 @@ async def _measure(n: int, chats: int, rate: float, model: str, fake_model: Fake
         pushed.setdefault(chat, []).append(t)
     per_chat_model: dict[int, list[float]] = {}
     for i in range(n):  # every reply's model call was timed, keyed by the message it answers
-        per_chat_model.setdefault(20_000 + i % chats, []).append(model_ms[f"message {i}: and then?"])
+        per_chat_model.setdefault(10_000 + bursts * chats + i % chats, []).append(model_ms[f"message {i}: and then?"])
     sent: dict[int, list[float]] = {}
     for chat, _text, t in paced.sends:
         sent.setdefault(chat, []).append(t)
@@ -97,14 +106,18 @@ async def _measure(n: int, chats: int, rate: float, model: str, fake_model: Fake
         for p, s, m in zip(pushed[chat], sends, per_chat_model[chat], strict=False):
             latencies.append((s - p) * 1000)
             outside.append((s - p) * 1000 - m)  # each reply's latency less its litellm call
-    throughput = n / elapsed
-    print(f"telegram end to end: {throughput:.0f} messages/s over {n} messages in {chats} chats, sent at once "
-          f"(target >= 200: {verdict(throughput, 200, higher_is_better=True)})")
-    print(f"  ... kith's process used {burst_cpu_ms / n:.2f} ms of CPU per message in the burst "
-          f"({burst_cpu_ms / 1000 / elapsed:.0%} of one core); {burst.typing} typing indicators for replies "
-          f"that took over {settings.delivery.typing_delay_s:g} s")
-    print("  ... and per message, " + ", ".join(f"{name} {ms / n:.2f} ms" for name, ms in others_ms.items())
-          + f": {(burst_cpu_ms + sum(others_ms.values())) / n:.2f} ms of CPU in all, on {os.cpu_count()} cores")
+    rates = [n / burst.elapsed_s for burst in measured]
+    met = sum(rate >= 200 for rate in rates)
+    print(f"telegram end to end: {statistics.median(rates):.0f} messages/s (median of {bursts} bursts: "
+          f"{', '.join(f'{rate:.0f}' for rate in rates)}; {met} of {bursts} at least 200) for {n} messages in {chats} "
+          f"chats sent at once (target >= 200: {verdict(statistics.median(rates), 200, higher_is_better=True)})")
+    for i, burst in enumerate(measured, 1):
+        print(f"  ... burst {i}: kith's process used {burst.cpu_ms / n:.2f} ms of CPU per message "
+              f"({burst.cpu_ms / 1000 / burst.elapsed_s:.0%} of one core); {burst.typing} typing indicators for "
+              f"replies that took over {settings.delivery.typing_delay_s:g} s; and per message, "
+              + ", ".join(f"{name} {ms / n:.2f} ms" for name, ms in burst.others_ms.items())
+              + f": {(burst.cpu_ms + sum(burst.others_ms.values())) / n:.2f} ms of CPU in all, "
+              f"on {os.cpu_count()} cores")
     print(f"update -> sendMessage latency at {rate:g} messages/s: {summary_ms(latencies)} "
           f"(model round trip included; p95 <= 50 ms: {verdict(percentile(latencies, 95), 50)})")
     print(f"  ... outside the model (each reply's litellm call taken out): {summary_ms(outside)} "
@@ -113,6 +126,14 @@ async def _measure(n: int, chats: int, rate: float, model: str, fake_model: Fake
     rss = peak_rss_mb() + model_rss
     print(f"peak RSS: {rss:.0f} MB, kith's process and its model process together ({model_rss:.0f} MB of it the "
           f"model process; target <= 400 MB without a local embedder: {verdict(rss, 400)})")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Burst:
+    elapsed_s: float  # first push to last sendMessage
+    cpu_ms: float  # kith's process
+    others_ms: dict[str, float]  # the model process and each fake
+    typing: int
 
 
 def _time_model_calls(llm: Any) -> dict[str, float]:
@@ -152,12 +173,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--chats", type=int, default=100)
+    parser.add_argument("--bursts", type=int, default=3,
+                        help="how many times the throughput burst is sent (each from new people); the median is judged")
     parser.add_argument("--rate", type=float, default=20.0, help="messages per second in the latency phase")
     parser.add_argument("--model", default="openai/bench",
                         help="the litellm model string for the fake OpenAI-compatible server, e.g. hosted_vllm/bench")
     args = parser.parse_args()
     print(f"model: {args.model} (litellm {importlib.metadata.version('litellm')})")
-    loop.run(measure(args.messages, args.chats, args.rate, args.model))
+    if args.bursts < 1:
+        parser.error("--bursts must be at least 1")
+    loop.run(measure(args.messages, args.chats, args.rate, args.model, args.bursts))
     loop.run(model_client_ceiling(args.model))
 
 
