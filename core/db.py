@@ -231,11 +231,14 @@ class Database:
         with self.engine.begin() as conn:
             return fn(conn, *args, **kwargs)
 
-    async def run_versioned(self, topic: str, fn: Callable[..., T], *args: Any) -> tuple[Hashable | None, T]:
-        """``run``, with ``topic``'s version (see ``version``) as of just before ``fn`` read anything.
+    async def run_versioned(self, topic: str, fn: Callable[..., T], *args: Any,
+                            short: bool = False) -> tuple[Hashable | None, T]:
+        """``run`` (``run_short`` with ``short``), with ``topic``'s version (see ``version``) as of just
+        before ``fn`` read anything.
 
         A commit landing during the read leaves the version stale, never the data: caching the
-        result under it is safe.
+        result under it is safe. Reading ``version`` after the await is not: another transaction of
+        this process may have moved it on in between.
         """
         marks = self.marks(topic)
 
@@ -243,7 +246,7 @@ class Database:
             others = self.others_version(conn)
             return (None if others is None else (others, marks)), fn(conn, *args)
 
-        return await self.run(read)
+        return await (self.run_short(read) if short else self.run(read))
 
     def others_version(self, conn: Connection) -> Hashable | None:
         """A token that changes whenever another process commits, as this transaction sees it.

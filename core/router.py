@@ -12,10 +12,10 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from core.conversation import ConversationCore
+from core.conversation import ConversationCore, reply_to
 from core.db import Connection
 from core.linking import Linker
-from core.types import ButtonPress, Channel, ChatKind, InboundMessage, OutboundMessage
+from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
 from delivery import inbox
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
@@ -24,7 +24,6 @@ from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from policy.gate import PolicyGate
 from policy.rules import Reason, Verdict
-from policy.settings import DmPolicy
 
 log = logging.getLogger("kith.router")
 
@@ -93,8 +92,7 @@ class Router:
         keep = self._keeper(message)
         failed_link: OutboundMessage | None = None  # an unknown or expired code: told only if the policy allows
         try:
-            if (self.linker is not None and self.linker.wants(message)
-                    and self.gate.policy_for(message.platform).dm is not DmPolicy.DISABLED):
+            if self.linker is not None and self.linker.wants(message) and self.gate.takes_dms(message.platform):
                 # Before policy: a valid code is itself the proof that lets a new account in.
                 if not await self.journal.record(message.platform, event_id):
                     raise Redelivered(event_id)
@@ -187,12 +185,10 @@ class Router:
         if reply is not None:
             await self.worker.submit(reply, source=f"press:{press.event_id}")
 
-    def _notice(self, message: InboundMessage, text: str) -> OutboundMessage:
-        # In a group everyone reads it: it quotes the message it answers, so it is plain whom it is for.
-        quoted = message.message_id if message.chat_kind is ChatKind.GROUP else None
-        return OutboundMessage(platform=message.platform, chat_id=message.chat_id, text=text,
-                               thread_id=message.thread_id, chat_kind=message.chat_kind,
-                               recipient_id=message.sender_id, notice=True, reply_to_message_id=quoted)
+    @staticmethod
+    def _notice(message: InboundMessage, text: str) -> OutboundMessage:
+        # In a group everyone reads it: like any reply there, it quotes the message it answers.
+        return reply_to(message, text, notice=True)
 
     async def close(self) -> None:
         await self.debouncer.flush()

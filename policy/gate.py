@@ -28,6 +28,11 @@ from policy.store import ACCESS_TOPIC
 log = logging.getLogger("kith.policy")
 
 
+def _as_approved(access: AccessState, account: str) -> AccessState:
+    """``access`` as if ``account`` were approved, never written: policy follows the person."""
+    return replace(access, approved=access.approved | {account})
+
+
 def _sibling_accounts(conn: Connection, account: str) -> list[str]:
     """The other accounts of the person behind ``account`` (linked with /link or bot.py people link)."""
     person = people.person_of(conn, account)
@@ -67,6 +72,10 @@ class PolicyGate:
             policy = self._policies[platform] = effective_policy(self.settings, platform, self.configured)
         return policy
 
+    def takes_dms(self, platform: str) -> bool:
+        """Whether DMs on ``platform`` are anything but disabled (a stranger may still have to pair)."""
+        return self.policy_for(platform).dm is not DmPolicy.DISABLED
+
     async def check_inbound(self, message: InboundMessage, *,
                             first: Callable[[Connection], None] | None = None,
                             then: Callable[[Connection, bool], None] | None = None) -> Decision:
@@ -84,8 +93,7 @@ class PolicyGate:
                 return (decision, new_state), new_state
             # Policy follows the person: an account linked to an approved one is approved too,
             # without writing that into the owner's list (nor the refusal's pairing code).
-            view = replace(access, approved=access.approved | {message.account})
-            decision, _ = decide_inbound(message, policy, view, now, rng=self.rng)
+            decision, _ = decide_inbound(message, policy, _as_approved(access, message.account), now, rng=self.rng)
             return (decision, access), access
 
         def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
@@ -96,8 +104,8 @@ class PolicyGate:
                 then(conn, decided[0].allowed)
             return decided
 
-        decision, access = await self.db.run_short(in_one_transaction)
-        self._remember(access)
+        version, (decision, access) = await self.db.run_versioned(ACCESS_TOPIC, in_one_transaction, short=True)
+        self._remember(access, version)
         if decision.allowed:
             rate = self._limiter_for(message.platform, policy).check(message.account, self.monotonic())
             if not rate.allowed:
@@ -123,19 +131,19 @@ class PolicyGate:
 
     async def refresh(self) -> None:
         """Reload the access state (at start)."""
-        access, _ = await self.db.run(store.load)
-        self._remember(access)
+        version, (access, _) = await self.db.run_versioned(ACCESS_TOPIC, store.load)
+        self._remember(access, version)
 
-    def _remember(self, access: AccessState) -> None:
-        """``access`` as of this process's latest transaction, the one that read or wrote it."""
+    def _remember(self, access: AccessState, version: object | None) -> None:
+        """``access`` as read (or written) at database ``version``."""
         self._access = access
-        self._access_version = self.db.version(ACCESS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S)
+        self._access_version = version
 
     async def _current_access(self) -> AccessState:
         version = self.db.version(ACCESS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S)
         if self._access is None or version is None or version != self._access_version:
-            access, _ = await self.db.run_short(store.load)
-            self._remember(access)
+            version, (access, _) = await self.db.run_versioned(ACCESS_TOPIC, store.load, short=True)
+            self._remember(access, version)
         assert self._access is not None
         return self._access
 
@@ -171,6 +179,6 @@ class PolicyGate:
         if decision.reason is Reason.SEND_DM_NOT_ALLOWED and chat_kind is ChatKind.DM:
             # Policy follows the person, as inbound: a DM to an account linked to one allowed on its own.
             if await self.db.run_short(self._linked_to_trusted, recipient, access):
-                view = replace(access, approved=access.approved | {recipient})
-                decision = may_send(platform, chat_id, chat_kind, policy, view, recipient_id=recipient_id)
+                decision = may_send(platform, chat_id, chat_kind, policy, _as_approved(access, recipient),
+                                    recipient_id=recipient_id)
         return decision
