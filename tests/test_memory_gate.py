@@ -71,6 +71,17 @@ async def test_the_configured_merge_threshold_is_the_one_the_gate_uses(tmp_path:
         await strict.close()
 
 
+async def test_the_configured_conflict_threshold_is_the_one_the_gate_uses(tmp_path: Path, db: Database) -> None:
+    embedder = TableEmbedder({"I use Postgres": POSTGRES, "I moved to SQLite": SQLITE})
+    lenient = await open_service(tmp_path, db, embedder, conflict_threshold=1.0)  # [memory]: never a conflict
+    try:
+        await lenient.gate.admit("p_ana", candidate("I use Postgres", message="m1"))
+        moved = await lenient.gate.admit("p_ana", candidate("I moved to SQLite", message="m2"))
+        assert moved.outcome is Outcome.NEW and moved.linked == ()  # a conflict at the seed's threshold
+    finally:
+        await lenient.close()
+
+
 async def test_the_same_receipt_again_changes_nothing(lexical: MemoryService) -> None:
     first = await lexical.gate.admit("p_ana", candidate("I use Postgres", message="m1"))
     again = await lexical.gate.admit("p_ana", candidate("I use Postgres", message="m1"))
