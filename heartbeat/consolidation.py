@@ -43,7 +43,7 @@ from core.db import Database, UtcDateTime, metadata
 from core.summarizer import Summarizer
 from core.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
 from heartbeat.settings import day_bounds, local_day
-from memory.capture import CAPTURE_MAX_TOKENS, note_id, render_request, shown_for, turn_of
+from memory.capture import CAPTURE_MAX_TOKENS, note_id, render_request, shown_for, turn_of, without_paused
 from memory.records import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
@@ -332,8 +332,7 @@ class Consolidator:
     async def _extract(self, chunk: Chunk, report: ConsolidationReport
                        ) -> tuple[list[str], list[str], dict[str, str], dict[str, int]] | None:
         pairs = [(row, turn_of(row)) for row in chunk.rows]
-        paused = {t.person for _r, t in pairs if t.person and self.memory.capture.is_paused(t.person)}
-        pairs = [(row, turn) for row, turn in pairs if not (turn.person and turn.person in paused)]
+        pairs, _paused = await without_paused(self.db, pairs, self.memory.capture.is_paused)
         persons = list(dict.fromkeys(t.person for _r, t in pairs if t.author_role is AuthorRole.USER and t.person))
         names = await self.db.run(_names, sorted({r.author for r, _t in pairs if r.role == "user"}))
         note_ids: list[str] = []

@@ -210,6 +210,29 @@ def turn_of(row: history.StoredMessage) -> Turn:
     )
 
 
+def _people_of(conn: Connection, accounts: Sequence[str]) -> dict[str, str]:
+    rows = conn.execute(sa.select(people.accounts.c.account, people.accounts.c.person).where(
+        people.accounts.c.account.in_(list(accounts)))).all()
+    return {r.account: r.person for r in rows}
+
+
+async def without_paused(db: Database, pairs: Sequence[tuple[history.StoredMessage, Turn]],
+                         is_paused: PausedHook) -> tuple[list[tuple[history.StoredMessage, Turn]], int]:
+    """``pairs`` without anything a paused person sent, and how many paused people that left out.
+
+    A paused person's messages are not shown to the model at all: their own words, and what they
+    forwarded (recorded as no one's words, so found by its author's account; read only when there is one).
+    """
+    forwarders = sorted({row.author for row, _t in pairs if row.role == "user" and row.person is None})
+    person_of = await db.run(_people_of, forwarders) if forwarders else {}
+
+    def sender(row: history.StoredMessage) -> str | None:
+        return (row.person or person_of.get(row.author)) if row.role == "user" else None
+
+    paused = {person for row, _t in pairs if (person := sender(row)) and is_paused(person)}
+    return [(row, turn) for row, turn in pairs if sender(row) not in paused], len(paused)
+
+
 def shown_here(turns: Iterable[Turn], memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:
     """The stored memories the extractor may see beside ``turns``: in a chat others can read, only what
     was said where others could read it. A DM memory never reaches a group's prompt, here either."""
@@ -318,14 +341,8 @@ class Capture:
         chunk = self._chunk(rows)
         report.chunks += 1
         pairs = [(row, turn_of(row)) for row in chunk if row.role in ("user", "assistant") and not row.silent]
-        paused = {
-            row.person
-            for row, _t in pairs
-            if row.role == "user" and row.person and self.is_paused(row.person)
-        }
-        report.paused_people += len(paused)
-        # A paused person's words are not shown to the model at all.
-        pairs = [(row, turn) for row, turn in pairs if not (turn.person and turn.person in paused)]
+        pairs, paused = await without_paused(self.db, pairs, self.is_paused)
+        report.paused_people += paused
         report.turns += len(pairs)
         persons = list(
             dict.fromkeys(t.person for _r, t in pairs if t.author_role is AuthorRole.USER and t.person)

@@ -249,11 +249,16 @@ def new_token() -> str:
 
 
 def _messages_of(conn: Connection, person: str) -> list[dict[str, Any]]:
+    """Every message the person sent: their own words, and what they forwarded (recorded as no one's
+    words, so found by its author's account)."""
     m = history.messages
-    rows = conn.execute(sa.select(m.c.platform, m.c.chat_kind, m.c.created_at, m.c.text)
-                        .where(m.c.person == person, m.c.role == "user").order_by(m.c.id)).all()
-    return [{"platform": r.platform, "chat_kind": r.chat_kind, "at": r.created_at.isoformat(), "text": r.text}
-            for r in rows]
+    theirs = sa.select(people.accounts.c.account).where(people.accounts.c.person == person).scalar_subquery()
+    rows = conn.execute(sa.select(m.c.platform, m.c.chat_kind, m.c.created_at, m.c.text, m.c.person)
+                        .where(m.c.role == "user",
+                               sa.or_(m.c.person == person, sa.and_(m.c.person.is_(None), m.c.author.in_(theirs))))
+                        .order_by(m.c.id)).all()
+    return [{"platform": r.platform, "chat_kind": r.chat_kind, "at": r.created_at.isoformat(), "text": r.text,
+             "forwarded": r.person is None} for r in rows]
 
 
 class MemoryControls:

@@ -113,6 +113,23 @@ def by_topic(transcript: str) -> list[dict[str, Any]]:
     return found
 
 
+async def test_nothing_a_paused_person_sent_reaches_the_night_run_forwards_included(rig: Rig) -> None:
+    in_group = {"chat_id": "g1", "conversation": "console:g1", "group": True}
+    ana, _ = await say(rig.db, "console:ana", "morning all", name="Ana", when=YESTERDAY, **in_group)
+    await say(rig.db, "console:ana", "Bob says the gate code is 4512", name="Ana", forwarded=True,
+              when=YESTERDAY + timedelta(minutes=1), **in_group)
+    await say(rig.db, "console:ben", "I work as a nurse", name="Ben", when=YESTERDAY + timedelta(minutes=2),
+              **in_group)
+    rig.memory.capture.is_paused = lambda person: person == ana  # Ana said /pause
+    consolidation_model(rig.fake, by_topic)
+
+    await rig.heartbeat.consolidate()
+
+    transcripts = [r["messages"][1]["content"] for r in consolidation_requests(rig.fake)]
+    assert transcripts and all("I work as a nurse" in t for t in transcripts)  # Ben's words were read
+    assert not any("morning all" in t or "4512" in t for t in transcripts)
+
+
 async def chunk_states(rig: Rig) -> list[str]:
     rows = await rig.db.run(lambda c: c.execute(sa.select(consolidation_chunks.c.state)
                                                 .order_by(consolidation_chunks.c.last_id)).all())

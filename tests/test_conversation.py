@@ -211,6 +211,23 @@ async def test_forwarded_words_are_answered_but_never_evidence_about_the_forward
         await app.close()
 
 
+async def test_a_forward_is_in_the_forwarders_export_marked_as_one(fake_llm, make_settings) -> None:
+    import json
+
+    from memory.controls import Requester
+
+    app = await build_app(make_settings(fake_llm), warm_llm=False)
+    try:
+        await app.core.handle(inbound("hello"))
+        await app.core.handle(dataclasses.replace(inbound("Bob says the gate code is 4512"), forwarded=True))
+        ana = Requester((await app.core.speaker_of(inbound("x"))).person, "console:ana")
+        exported = json.loads((await app.memory_commands.controls.export(ana)).data)["messages"]
+        assert [(m["text"], m["forwarded"]) for m in exported] == [
+            ("hello", False), ("Bob says the gate code is 4512", True)]  # all she sent, forwards marked
+    finally:
+        await app.close()
+
+
 async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_settings) -> None:
     import json
 

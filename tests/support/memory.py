@@ -96,15 +96,16 @@ async def say(
     conversation: str = "console:ana",
     group: bool = False,
     when: datetime = T0,
+    forwarded: bool = False,
 ) -> tuple[str, int]:
-    """Record a user turn the way the core does; returns (person, message id)."""
+    """Record a user turn the way the core does (a forward as no one's words); returns (person, message id)."""
     person = await db.run(people.resolve, account, name or account.split(":")[-1].title(), when)
     message_id = await db.run(
         history.append,
         conversation=conversation,
         role="user",
         author=account,
-        person=person,
+        person=None if forwarded else person,
         platform=account.split(":")[0],
         chat_id=chat_id,
         text=text,
