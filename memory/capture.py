@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -233,20 +233,14 @@ async def without_paused(db: Database, pairs: Sequence[tuple[history.StoredMessa
     return [(row, turn) for row, turn in pairs if sender(row) not in paused], len(paused)
 
 
-def shown_here(turns: Iterable[Turn], memories: Iterable[MemoryRecord]) -> list[MemoryRecord]:
-    """The stored memories the extractor may see beside ``turns``: in a chat others can read, only what
-    was said where others could read it. A DM memory never reaches a group's prompt, here either."""
-    if any(t.scope is Scope.SHARED for t in turns):
-        return [m for m in memories if m.scope is Scope.SHARED]
-    return list(memories)
-
-
 async def shown_for(store: MemoryStore, person: str, turns: Sequence[Turn]) -> list[MemoryRecord]:
-    """The person's stored memories nearest what they said in ``turns``, as the extractor may see them
-    (``shown_here``): capture and the nightly consolidation show the same."""
+    """The person's stored memories nearest what they said in ``turns``, as the extractor may see them:
+    capture and the nightly consolidation show the same. In a chat others can read, only what was said
+    where others could read it: a DM memory never reaches a group's prompt, here either."""
     own_text = "\n".join(t.text for t in turns if t.person == person)
-    found = await store.lexical(person, own_text, CAPTURE_SHOWN_MEMORIES)
-    return shown_here(turns, [r for r, _s in found])
+    shared = any(t.scope is Scope.SHARED for t in turns)
+    found = await store.lexical(person, own_text, CAPTURE_SHOWN_MEMORIES, scope=Scope.SHARED if shared else None)
+    return [r for r, _s in found]
 
 
 def render_request(

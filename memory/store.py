@@ -716,11 +716,12 @@ class MemoryStore:
             if c.summary.id in records
         ]
 
-    async def lexical(self, person: str, query: str, k: int) -> list[tuple[MemoryRecord, float]]:
-        """BM25 over the person's active memories, best first, read fresh."""
+    async def lexical(self, person: str, query: str, k: int, *,
+                      scope: Scope | None = None) -> list[tuple[MemoryRecord, float]]:
+        """BM25 over the person's active memories (only of ``scope`` when given), best first, read fresh."""
         await self._catch_up()
         index = await self._index(person)
-        ranked = index.bm25.search(index.distinctive(query), k)
+        ranked = index.bm25.search(index.distinctive(query), k, index.allowed(scope))
         records = {r.id: r for r in await self._fresh(person, [i for i, _s in ranked])}
         return [(records[i], score) for i, score in ranked if i in records]
 
