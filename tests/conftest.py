@@ -23,7 +23,6 @@ from core.db import Database
 from delivery.inbound import InboundJournal
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, open_db
-from tests.support.memory import T0
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,8 +56,8 @@ def journal(db: Database) -> InboundJournal:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    """A clock that moves only when the test says, starting at the memory tests' fixed moment ``T0``."""
-    return FakeClock(T0)
+    """A clock that moves only when the test says, starting at the tests' fixed moment ``T0``."""
+    return FakeClock()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +15,15 @@ from core.db import Database
 from core.types import ButtonPress, ChatKind, InboundMessage
 
 _ids = itertools.count(1)
+
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the tests' "now" unless they need the wall clock
+
+
+def free_port() -> int:
+    """A local port nothing listens on right now: for a server to start on, or for an address that is down."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def open_db(path: Path, *tables: sa.Table) -> Database:
@@ -44,7 +54,7 @@ class FakeClock:
     """A controllable clock for code that takes ``clock: Callable[[], datetime]``."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+        self.now = start or T0
 
     def __call__(self) -> datetime:
         return self.now

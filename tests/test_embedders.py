@@ -26,7 +26,7 @@ from memory.service import MemoryService
 from memory.store import VECTOR_KEY, Collection
 from persona.llm import LLMClient
 from tests.fakes.openai_api import FakeOpenAI
-from tests.helpers import FakeClock
+from tests.helpers import FakeClock, free_port
 from tests.support.memory import (
     POSTGRES,
     T0,
@@ -34,7 +34,6 @@ from tests.support.memory import (
     answer,
     candidate,
     fact,
-    free_port,
     memory_settings,
     reply,
     say,

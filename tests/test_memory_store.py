@@ -27,8 +27,8 @@ from memory.embedders import EmbedderStatus
 from memory.records import MemoryKind, MemoryRecord, Scope, Status
 from memory.store import Collection, MemoryStore, Note, RevisionConflict, check_chroma
 from memory.tombstones import Forgetter, TombstoneBook
-from tests.helpers import open_db
-from tests.support.memory import T0, free_port, memory_settings, record
+from tests.helpers import free_port, open_db
+from tests.support.memory import T0, memory_settings, record
 
 NONE_STATUS = EmbedderStatus("none", ready=False, disabled=True)
 

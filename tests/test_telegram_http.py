@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import socket
 
 import pytest
 from telegram import Bot
@@ -15,6 +14,7 @@ from telegram.error import NetworkError, RetryAfter, TimedOut
 
 from channels.telegram_http import AiohttpRequest, env_proxy
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.helpers import free_port
 
 
 def _bot(base_url: str, timeout_s: float = 5.0) -> Bot:
@@ -63,9 +63,7 @@ async def test_a_bot_api_that_never_answers_times_out() -> None:
 
 
 async def test_an_unreachable_bot_api_is_a_network_error() -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # nobody listens there
     request = AiohttpRequest()
     await request.initialize()
     try:
@@ -88,9 +86,7 @@ async def test_the_proxy_from_the_environment_is_used(telegram_api: FakeTelegram
 
 
 async def test_no_proxy_hosts_skip_the_proxy(telegram_api: FakeTelegramApi, monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as probe:  # a proxy nobody listens on: going through it would fail
-        probe.bind(("127.0.0.1", 0))
-        dead_proxy = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    dead_proxy = f"http://127.0.0.1:{free_port()}"  # nobody listens there: going through it would fail
     monkeypatch.setenv("HTTP_PROXY", dead_proxy)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.delenv("no_proxy", raising=False)

@@ -15,13 +15,13 @@ from delivery.worker import DeliveryWorker
 from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import HeartbeatSettings
-from memory.records import MemoryCandidate, MemoryKind, Scope, Source
+from memory.records import MemoryCandidate, MemoryKind
 from memory.service import MemoryService
 from persona.llm import LLMClient
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, open_db
 from tests.support.delivery import FakeChannel, send_anything
-from tests.support.memory import memory_settings, say
+from tests.support.memory import candidate, memory_settings, say
 
 
 def recent_morning(hour: int = 10) -> datetime:
@@ -94,6 +94,4 @@ async def close_rig(rig: Rig) -> None:
 
 def conflict_candidate(text: str, message: str) -> MemoryCandidate:
     """A preference Ana stated on 1 January, in a DM: two that disagree make a conflict for the gate to flag."""
-    return MemoryCandidate(kind=MemoryKind.PREFERENCE, text=text, evidence=(text,),
-                           sources=(Source("console", "ana", message, datetime(2026, 1, 1, tzinfo=UTC)),),
-                           scope=Scope.DM)
+    return candidate(text, kind=MemoryKind.PREFERENCE, message=message, when=datetime(2026, 1, 1, tzinfo=UTC))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
-import socket
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,7 @@ from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from core.db import Database
 from memory.embedders import Vector
 from memory.records import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
-
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-
-
-def free_port() -> int:
-    """A local port nothing listens on right now: for a server to start on, or for an address that is down."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.helpers import T0
 
 
 def memory_settings(
@@ -73,6 +64,7 @@ def candidate(
     message: str = "m1",
     corrects: str | None = None,
     importance: float = 0.5,
+    when: datetime = T0,
 ) -> MemoryCandidate:
     """A memory as capture proposes it to the gate: Ana's, from a DM, quoting itself unless told otherwise."""
     return MemoryCandidate(
@@ -81,7 +73,7 @@ def candidate(
         evidence=tuple(evidence or (text,)),
         importance=importance,
         corrects=corrects,
-        sources=(Source("console", "ana", message, T0),),
+        sources=(Source("console", "ana", message, when),),
         scope=Scope.DM,
     )
 
