@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import UtcDateTime, as_utc, metadata
+from core.prepared import Prepared
 
 messages = sa.Table(
     "messages",
@@ -69,7 +70,7 @@ class Summary:
 
 
 # The statements every turn runs, built once: building one costs more than SQLite running it.
-_INSERT_MESSAGE = messages.insert()
+_INSERT_MESSAGE = Prepared(messages.insert())
 _RECENT = (sa.select(messages).where(messages.c.conversation == sa.bindparam("conversation"))
            .order_by(messages.c.id.desc()).limit(sa.bindparam("limit")))
 _RECENT_THROUGH = (sa.select(messages).where(messages.c.conversation == sa.bindparam("conversation"),
@@ -82,10 +83,10 @@ _COUNT_BETWEEN = sa.select(sa.func.count()).select_from(messages).where(
 _THREAD = sa.bindparam("conversation")
 # History is append-only, so the newest id before a given one says whether a copy of the thread's
 # tail is still its tail; the summary cursor says whether the copy's summary is still current.
-_NEWEST_BEFORE_AND_THROUGH = sa.select(
+_NEWEST_BEFORE_AND_THROUGH = Prepared(sa.select(
     sa.select(sa.func.max(messages.c.id))
     .where(messages.c.conversation == _THREAD, messages.c.id < sa.bindparam("before_id")).scalar_subquery(),
-    sa.select(summaries.c.summary_through).where(summaries.c.conversation == _THREAD).scalar_subquery())
+    sa.select(summaries.c.summary_through).where(summaries.c.conversation == _THREAD).scalar_subquery()))
 
 
 def _row(r: sa.Row) -> StoredMessage:
@@ -96,11 +97,10 @@ def _row(r: sa.Row) -> StoredMessage:
 def append(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
            text: str, created_at: datetime, person: str | None = None, thread_id: str | None = None,
            chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False) -> int:
-    result = conn.execute(_INSERT_MESSAGE, {
+    return _INSERT_MESSAGE.insert(conn, {
         "conversation": conversation, "role": role, "author": author, "person": person, "platform": platform,
         "chat_id": chat_id, "thread_id": thread_id, "chat_kind": chat_kind,
         "platform_message_id": platform_message_id, "text": text, "created_at": created_at, "silent": silent})
-    return int(result.inserted_primary_key[0])
 
 
 def append_row(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
@@ -116,7 +116,7 @@ def append_row(conn: Connection, *, conversation: str, role: str, author: str, p
 
 def newest_before(conn: Connection, conversation: str, before_id: int) -> tuple[int | None, int]:
     """(the id of the thread's newest message older than ``before_id``, its summary's ``through``)."""
-    row = conn.execute(_NEWEST_BEFORE_AND_THROUGH, {"conversation": conversation, "before_id": before_id}).one()
+    row = _NEWEST_BEFORE_AND_THROUGH.first(conn, {"conversation": conversation, "before_id": before_id})
     return (None if row[0] is None else int(row[0])), int(row[1] or 0)
 
 

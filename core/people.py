@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import UtcDateTime, metadata
+from core.prepared import Prepared
 
 accounts = sa.Table(
     "accounts",
@@ -38,14 +39,15 @@ def new_person_id() -> str:
 
 
 # Built once: every message resolves its sender, and building a statement costs more than running it.
-_ACCOUNT = sa.select(accounts.c.person, accounts.c.display_name).where(accounts.c.account == sa.bindparam("account"))
+_ACCOUNT = Prepared(sa.select(accounts.c.person, accounts.c.display_name)
+                    .where(accounts.c.account == sa.bindparam("account")))
 _ACCOUNTS_OF = (sa.select(accounts).where(accounts.c.person == sa.bindparam("person"))
                 .order_by(accounts.c.account))
 
 
 def resolve(conn: Connection, account: str, display_name: str, now: datetime) -> str:
     """The person behind an account, creating a new person the first time the account speaks."""
-    row = conn.execute(_ACCOUNT, {"account": account}).first()
+    row = _ACCOUNT.first(conn, {"account": account})
     if row is not None:
         if display_name and row.display_name != display_name:
             conn.execute(accounts.update().where(accounts.c.account == account)
@@ -62,7 +64,7 @@ def resolve(conn: Connection, account: str, display_name: str, now: datetime) ->
 
 
 def person_of(conn: Connection, account: str) -> str | None:
-    row = conn.execute(_ACCOUNT, {"account": account}).first()
+    row = _ACCOUNT.first(conn, {"account": account})
     return str(row.person) if row is not None else None
 
 

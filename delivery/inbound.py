@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, metadata
+from core.prepared import Prepared
 from core.tunables import INBOUND_BATCH_ATTEMPTS, INBOUND_DEDUPE_DAYS
 from core.types import InboundMessage, utcnow
 from delivery.inbox import Inbox
@@ -37,24 +38,24 @@ cursors = sa.Table(
 )
 
 
-_INSERT_EVENT = inbound_events.insert()  # built once: it runs for every event
-_SEEN = sa.select(inbound_events.c.event_id).where(
+_INSERT_EVENT = Prepared(inbound_events.insert())  # built once: it runs for every event
+_SEEN = Prepared(sa.select(inbound_events.c.event_id).where(
     inbound_events.c.platform == sa.bindparam("platform"),
-    inbound_events.c.event_id.in_(sa.bindparam("event_ids", expanding=True)))
+    inbound_events.c.event_id.in_(sa.bindparam("event_ids", expanding=True))))
 
 
 def _insert_event(conn: Connection, platform: str, event_id: str, now: datetime) -> None:
-    conn.execute(_INSERT_EVENT, {"platform": platform, "event_id": event_id, "received_at": now})
+    _INSERT_EVENT.insert(conn, {"platform": platform, "event_id": event_id, "received_at": now})
 
 
 def _record_new(conn: Connection, platform: str, event_ids: Sequence[str], now: datetime) -> list[str]:
     """Record each event not recorded before; returns those, in order. Two statements for a whole batch."""
     ids = list(dict.fromkeys(event_ids))
-    seen = set(conn.execute(_SEEN, {"platform": platform, "event_ids": ids}).scalars())
+    seen = {r.event_id for r in _SEEN.all(conn, {"platform": platform, "event_ids": ids})}
     fresh = [event_id for event_id in ids if event_id not in seen]
     if fresh:
-        conn.execute(_INSERT_EVENT, [{"platform": platform, "event_id": event_id, "received_at": now}
-                                     for event_id in fresh])
+        _INSERT_EVENT.insert_many(conn, [{"platform": platform, "event_id": event_id, "received_at": now}
+                                         for event_id in fresh])
     return fresh
 
 
@@ -142,7 +143,7 @@ class InboundJournal:
 
 # Built once: a polling channel moves its cursor with every batch.
 _CURSOR = sa.select(cursors.c.value).where(cursors.c.name == sa.bindparam("cursor_name"))
-_CURSOR_SET = (cursors.update().where(cursors.c.name == sa.bindparam("cursor_name"))
+_CURSOR_SET = Prepared(cursors.update().where(cursors.c.name == sa.bindparam("cursor_name"))
                .values(value=sa.bindparam("to"), updated_at=sa.bindparam("at")))
 _CURSOR_INSERT = cursors.insert()
 
@@ -153,7 +154,7 @@ def _get_cursor(conn: Connection, name: str) -> int | None:
 
 
 def _set_cursor(conn: Connection, name: str, value: int, now: datetime) -> None:
-    if conn.execute(_CURSOR_SET, {"cursor_name": name, "to": value, "at": now}).rowcount == 0:
+    if _CURSOR_SET.run(conn, {"cursor_name": name, "to": value, "at": now}) == 0:
         conn.execute(_CURSOR_INSERT, {"name": name, "value": value, "updated_at": now})
 
 

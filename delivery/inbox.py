@@ -33,6 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, metadata
+from core.prepared import Prepared
 from core.tunables import INBOX_REPLAY_MAX_AGE_H, INBOX_REPLAYS_MAX
 from core.types import ChatKind, InboundMessage, utcnow
 from delivery.debounce import merge
@@ -54,19 +55,20 @@ inbox = sa.Table(
 )
 
 # Built once: they run for every message.
-_KEEP = inbox.insert()
-_DECIDED = (inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
+_KEEP = Prepared(inbox.insert())
+_DECIDED = Prepared(inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
                                  inbox.c.message_id == sa.bindparam("for_message"))
             .values(decided=True, payload=sa.bindparam("payload")))
-_KEPT_OF = sa.select(inbox.c.message_id).where(inbox.c.platform == sa.bindparam("for_platform"),
-                                               inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
-_UNDECIDED = inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
-                                  inbox.c.message_id == sa.bindparam("for_message"), inbox.c.decided.is_(False))
-_OPENED = (inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
+_KEPT_OF = Prepared(sa.select(inbox.c.message_id).where(
+    inbox.c.platform == sa.bindparam("for_platform"), inbox.c.message_id.in_(sa.bindparam("ids", expanding=True))))
+_UNDECIDED = Prepared(inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
+                                           inbox.c.message_id == sa.bindparam("for_message"),
+                                           inbox.c.decided.is_(False)))
+_OPENED = Prepared(inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
                                 inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
            .values(turn_row=sa.bindparam("row")))
-_DONE = inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
-                             inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
+_DONE = Prepared(inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
+                                      inbox.c.message_id.in_(sa.bindparam("ids", expanding=True))))
 
 
 class PayloadError(ValueError):
@@ -141,11 +143,11 @@ def _row(message: InboundMessage, payload: str, now: datetime, *, decided: bool)
 def keep_taken(conn: Connection, platform: str, messages: Sequence[InboundMessage], now: datetime) -> None:
     """Keep messages a channel of ``platform`` has just taken in, before any decision on them (its
     journal's transaction). One kept already (the same message in another event) stays as it is."""
-    kept = set(conn.execute(_KEPT_OF, {"for_platform": platform,
-                                       "ids": list({m.message_id for m in messages})}).scalars())
+    kept = {r.message_id for r in _KEPT_OF.all(conn, {"for_platform": platform,
+                                                    "ids": list({m.message_id for m in messages})})}
     new = {m.message_id: m for m in messages if m.message_id not in kept}
     if new:
-        conn.execute(_KEEP, [_row(m, to_payload(m), now, decided=False) for m in new.values()])
+        _KEEP.insert_many(conn, [_row(m, to_payload(m), now, decided=False) for m in new.values()])
 
 
 def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
@@ -154,23 +156,23 @@ def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
     Kept as the policy saw it: a channel may have completed it since (Slack looks up the sender's name).
     """
     payload = to_payload(message)
-    if conn.execute(_DECIDED, {"for_platform": message.platform, "for_message": message.message_id,
-                               "payload": payload}).rowcount == 0:
-        conn.execute(_KEEP, _row(message, payload, now, decided=True))
+    if _DECIDED.run(conn, {"for_platform": message.platform, "for_message": message.message_id,
+                           "payload": payload}) == 0:
+        _KEEP.insert(conn, _row(message, payload, now, decided=True))
 
 
 def drop_undecided(conn: Connection, message: InboundMessage) -> None:
     """``message`` needs no answer (refused, a redelivery, a link code): forget it unless it was let through."""
-    conn.execute(_UNDECIDED, {"for_platform": message.platform, "for_message": message.message_id})
+    _UNDECIDED.run(conn, {"for_platform": message.platform, "for_message": message.message_id})
 
 
 def opened(conn: Connection, row: int, message: InboundMessage) -> None:
     """The turn answering ``message`` recorded it in history as ``row``."""
-    conn.execute(_OPENED, {"for_platform": message.platform, "ids": list(message.answers), "row": row})
+    _OPENED.run(conn, {"for_platform": message.platform, "ids": list(message.answers), "row": row})
 
 
 def done(conn: Connection, message: InboundMessage) -> None:
-    conn.execute(_DONE, {"for_platform": message.platform, "ids": list(message.answers)})
+    _DONE.run(conn, {"for_platform": message.platform, "ids": list(message.answers)})
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import UtcDateTime, metadata
+from core.prepared import Prepared
 from core.types import Button, ChatKind, OutboundMessage
 
 MAX_ERROR_CHARS = 64  # last_error holds an error class or code, never content
@@ -94,15 +95,15 @@ def _entry(r: sa.Row) -> OutboxEntry:
 
 
 # The statements every delivery runs, built once: building one costs more than SQLite running it.
-_INSERT = outbox.insert()
+_INSERT = Prepared(outbox.insert())
 _PENDING = outbox.c.status == OutboxStatus.PENDING.value
-_LANE_HEAD = (sa.select(outbox)
-              .where(_PENDING, outbox.c.platform == sa.bindparam("platform"),
-                     outbox.c.chat_id == sa.bindparam("chat_id"),
-                     outbox.c.thread_id.is_not_distinct_from(sa.bindparam("thread_id")))  # NULL: no thread
-              .order_by(outbox.c.id).limit(1))
-_PROGRESS = outbox.update().where(outbox.c.id == sa.bindparam("b_id"),
-                                  outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING)
+_LANE_HEAD = Prepared(sa.select(outbox)
+                      .where(_PENDING, outbox.c.platform == sa.bindparam("platform"),
+                             outbox.c.chat_id == sa.bindparam("chat_id"),
+                             outbox.c.thread_id.is_not_distinct_from(sa.bindparam("thread_id")))  # NULL: no thread
+                      .order_by(outbox.c.id).limit(1))
+_PROGRESS = Prepared(outbox.update().where(outbox.c.id == sa.bindparam("b_id"),
+                                           outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING))
 
 
 def short_error(error: str) -> str:
@@ -111,14 +112,13 @@ def short_error(error: str) -> str:
 
 def enqueue(conn: Connection, message: OutboundMessage, *, source: str | None, now: datetime) -> int:
     buttons = json.dumps([[b.label, b.data] for b in message.buttons])
-    result = conn.execute(_INSERT, {
+    return _INSERT.insert(conn, {
         "platform": message.platform, "chat_id": message.chat_id, "thread_id": message.thread_id,
         "reply_to": message.reply_to_message_id, "text": message.text, "buttons": buttons,
         "attachment_name": message.attachment_name, "attachment": message.attachment_bytes, "source": source,
         "created_at": now, "updated_at": now, "status": OutboxStatus.PENDING.value, "attempts": 0,
         "chunks_sent": 0, "sent_ids": "[]", "chat_kind": message.chat_kind.value,
         "recipient_id": message.recipient_id, "notice": message.notice})
-    return int(result.inserted_primary_key[0])
 
 
 def enqueue_with_head(conn: Connection, message: OutboundMessage, *, source: str | None,
@@ -136,7 +136,7 @@ def get(conn: Connection, entry_id: int) -> OutboxEntry | None:
 def next_in_lane(conn: Connection, lane: Lane) -> OutboxEntry | None:
     """The oldest pending entry of a lane: the only one that may be sent now."""
     platform, chat_id, thread_id = lane
-    row = conn.execute(_LANE_HEAD, {"platform": platform, "chat_id": chat_id, "thread_id": thread_id}).first()
+    row = _LANE_HEAD.first(conn, {"platform": platform, "chat_id": chat_id, "thread_id": thread_id})
     return _entry(row) if row is not None else None
 
 
@@ -183,8 +183,7 @@ def record_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Sequence
                                  "last_error": None, "updated_at": now}
     if final:
         values["status"] = OutboxStatus.SENT.value
-    result = conn.execute(_PROGRESS, values)
-    return result.rowcount == 1
+    return _PROGRESS.run(conn, values) == 1
 
 
 def record_final_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Sequence[str], lane: Lane, *,

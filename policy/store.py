@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.db import Database, metadata
+from core.prepared import Prepared
 from core.tunables import ACCESS_CAS_ATTEMPTS
 from policy.pairing import AccessState, PendingCode
 
@@ -55,11 +56,11 @@ def _load(text: str) -> AccessState:
     )
 
 
-_LOAD = sa.select(access_state).where(access_state.c.id == 1)  # built once: every inbound message reads it
+_LOAD = Prepared(sa.select(access_state).where(access_state.c.id == 1))  # built once: every inbound message reads it
 
 
 def load(conn: Connection) -> tuple[AccessState, int]:
-    row = conn.execute(_LOAD).first()
+    row = _LOAD.first(conn, {})
     if row is None:
         return AccessState(), 0
     return _load(row.state), int(row.revision)

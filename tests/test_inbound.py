@@ -95,11 +95,11 @@ async def test_a_batch_raced_by_another_process_is_recorded_again_whole(
         if raced:
             return real(conn, platform, event_ids, now)
         raced.append(True)
-        seen = set(conn.execute(inbound._SEEN, {"platform": platform, "event_ids": list(event_ids)}).scalars())
+        seen = {r.event_id for r in inbound._SEEN.all(conn, {"platform": platform, "event_ids": list(event_ids)})}
         # Between our read and our write, the other process takes in "b" and commits.
         theirs.run_sync(inbound._insert_event, platform, "b", now)
-        conn.execute(inbound._INSERT_EVENT, [{"platform": platform, "event_id": e, "received_at": now}
-                                             for e in event_ids if e not in seen])
+        inbound._INSERT_EVENT.insert_many(conn, [{"platform": platform, "event_id": e, "received_at": now}
+                                                 for e in event_ids if e not in seen])
         return []
 
     monkeypatch.setattr(inbound, "_record_new", racing)
