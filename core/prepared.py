@@ -48,6 +48,9 @@ class Prepared:
     def __init__(self, statement: sa.Executable) -> None:
         self.statement = statement
         self._takes_values = isinstance(statement, sa.sql.dml.ValuesBase)  # columns set from the params' keys
+        key = list(statement.table.primary_key.columns) if isinstance(statement, sa.Insert) else []
+        # SQLite's lastrowid is the new row's id only where one integer column is the whole key.
+        self._has_row_id = len(key) == 1 and isinstance(key[0].type, sa.Integer)
         self._plans: dict[tuple[type, str, frozenset[str]], _Plan | None] = {}
 
     def first(self, conn: Connection, params: Params) -> Any:
@@ -69,6 +72,8 @@ class Prepared:
         return conn.execute(self.statement, params).rowcount if cursor is None else cursor.rowcount
 
     def insert(self, conn: Connection, params: Params) -> int:
+        if not self._has_row_id:
+            raise TypeError("insert() returns an integer primary key this statement's table does not have; use run()")
         cursor = self._execute(conn, params)
         if cursor is None:
             return int(conn.execute(self.statement, params).inserted_primary_key[0])

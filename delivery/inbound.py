@@ -45,7 +45,7 @@ _SEEN = Prepared(sa.select(inbound_events.c.event_id).where(
 
 
 def _insert_event(conn: Connection, platform: str, event_id: str, now: datetime) -> None:
-    _INSERT_EVENT.insert(conn, {"platform": platform, "event_id": event_id, "received_at": now})
+    _INSERT_EVENT.run(conn, {"platform": platform, "event_id": event_id, "received_at": now})
 
 
 def _record_new(conn: Connection, platform: str, event_ids: Sequence[str], now: datetime) -> list[str]:

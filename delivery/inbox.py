@@ -158,7 +158,7 @@ def keep(conn: Connection, message: InboundMessage, now: datetime) -> None:
     payload = to_payload(message)
     if _DECIDED.run(conn, {"for_platform": message.platform, "for_message": message.message_id,
                            "payload": payload}) == 0:
-        _KEEP.insert(conn, _row(message, payload, now, decided=True))
+        _KEEP.run(conn, _row(message, payload, now, decided=True))
 
 
 def drop_undecided(conn: Connection, message: InboundMessage) -> None:

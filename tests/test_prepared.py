@@ -29,6 +29,11 @@ stamped = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("label", sa.String(32), nullable=False, default="unnamed"),  # a Python-side default
 )
+pairs = sa.Table(
+    "pairs", meta,
+    sa.Column("a", sa.String(8), primary_key=True),
+    sa.Column("b", sa.String(8), primary_key=True),
+)
 
 INSERT = Prepared(notes.insert())
 BY_OWNER = Prepared(sa.select(notes).where(notes.c.owner == sa.bindparam("owner")).order_by(notes.c.id))
@@ -140,3 +145,12 @@ def test_a_rollback_undoes_prepared_writes(conn: Connection) -> None:
         INSERT.insert(conn, {"owner": "ana", "text": "gone"})
         raise RuntimeError("crash mid-transaction")
     assert BY_OWNER.all(conn, {"owner": "ana"}) == []
+
+
+def test_insert_returns_an_id_only_where_the_table_has_one(conn: Connection) -> None:
+    insert = Prepared(pairs.insert())
+    with pytest.raises(TypeError):
+        insert.insert(conn, {"a": "x", "b": "y"})
+    with conn.begin():
+        assert insert.run(conn, {"a": "x", "b": "y"}) == 1
+    assert conn.execute(sa.select(pairs)).all() == [("x", "y")]
