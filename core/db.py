@@ -86,7 +86,8 @@ class Database:
         parsed = sa.engine.make_url(url)
         in_memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
         pool: dict[str, Any] = {} if in_memory else {"pool_use_lifo": True}  # in-memory SQLite has no queue pool
-        self.engine: Engine = sa.create_engine(url, future=True, **pool)
+        # hide_parameters: an error's text reaches the logs, and its parameters are people's words.
+        self.engine: Engine = sa.create_engine(url, future=True, hide_parameters=True, **pool)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-db")

@@ -3,17 +3,22 @@
 Each message runs about fourteen small indexed statements. Through SQLAlchemy's execution path
 (parameter processing, execution context, result object) they took over a third of kith's CPU per
 message in ``bench.telegram_e2e``, three quarters of it outside SQLite; run this way, kith's CPU per
-message there fell by about a fifth. A ``Prepared`` statement is
-still written in SQLAlchemy Core and compiled by it, with the dialect's own bind and result
-processors, so it stores and reads exactly what ``conn.execute`` would; on SQLite it then runs
-straight on the driver's connection, inside the caller's transaction. On any other database it is
-plain ``conn.execute``: that path stays the portable one.
+message there fell by about a fifth. A ``Prepared`` statement is still written in SQLAlchemy Core and
+compiled by it, with the dialect's own bind and result processors, so it stores and reads what
+``conn.execute`` would; on pysqlite, inside a transaction the caller began, it then runs straight on
+the driver's connection. Anything else goes through ``conn.execute``, the portable path: another
+database or driver, no transaction begun, a schema translation, Python-side defaults, RETURNING,
+an empty, tuple or literal ``IN`` list.
+
+What the direct path does not do: engine events and ``echo`` do not see its statements, and its
+rows are named tuples (attributes by column key, and positions), not ``sa.Row``.
 """
 
 from __future__ import annotations
 
 import collections
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +28,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
 Params = Mapping[str, Any]
+Processor = Callable[[Any], Any]
 _REQUIRED = object()  # a bind parameter the caller must give
 _EXPANDING = re.compile(r"\(__\[POSTCOMPILE_(\w+)\]\)")
 
@@ -31,28 +37,30 @@ _EXPANDING = re.compile(r"\(__\[POSTCOMPILE_(\w+)\]\)")
 class _Plan:
     """One compiled form: SQL split around its expanding (``IN``) parameters, and how to fill it."""
     parts: tuple[str, ...]  # len(expanding) + 1 pieces of SQL
-    expanding: tuple[str, ...]  # in order of appearance
-    binds: tuple[tuple[str, Any, Callable[[Any], Any] | None], ...]  # (name, default, processor) in order
+    expanding: frozenset[str]
+    binds: tuple[tuple[str, Any, Processor | None], ...]  # (name, default, processor) in order
     row: type[tuple[Any, ...]] | None  # for a statement that returns rows
-    results: tuple[tuple[int, Callable[[Any], Any]], ...]  # (column index, processor)
+    results: tuple[tuple[int, Processor], ...]  # (column index, processor)
 
 
 class Prepared:
     """A Core statement run with SQLAlchemy's compilation but without its per-execution machinery.
 
     ``first``, ``all`` and ``scalar`` read; ``run`` writes and returns the rows it touched;
-    ``insert`` returns the new row's id; ``insert_many`` writes several rows. Rows carry the
-    statement's column names as attributes, as ``sa.Row`` does. Errors are SQLAlchemy's own
-    (``sa.exc.IntegrityError`` and the rest), with the parameters left out of their text.
+    ``insert`` returns the new row's id; ``insert_many`` writes several rows. Errors are
+    SQLAlchemy's own classes (``sa.exc.IntegrityError``, ``sa.exc.StatementError`` and the rest),
+    with the parameters left out of their text.
     """
 
     def __init__(self, statement: sa.Executable) -> None:
         self.statement = statement
         self._takes_values = isinstance(statement, sa.sql.dml.ValuesBase)  # columns set from the params' keys
         key = list(statement.table.primary_key.columns) if isinstance(statement, sa.Insert) else []
-        # SQLite's lastrowid is the new row's id only where one integer column is the whole key.
-        self._has_row_id = len(key) == 1 and isinstance(key[0].type, sa.Integer)
-        self._plans: dict[tuple[type, str, frozenset[str]], _Plan | None] = {}
+        # SQLite's lastrowid is the new row's id only where the key is one INTEGER column (BIGINT is no rowid).
+        self._has_row_id = len(key) == 1 and type(key[0].type) is sa.Integer
+        # Per dialect object, as engines' options (a JSON serializer, say) shape its processors.
+        self._plans: weakref.WeakKeyDictionary[Dialect, dict[frozenset[str], _Plan | None]] = \
+            weakref.WeakKeyDictionary()
 
     def first(self, conn: Connection, params: Params) -> Any:
         rows = self._rows(conn, params, one=True)
@@ -88,14 +96,14 @@ class Prepared:
             conn.execute(self.statement, list(rows))
             return
         sql = plan.parts[0]
-        values = [self._values(plan, r) for r in rows]
-        self._call(conn, sql, values, lambda driver: driver.executemany(sql, values))
+        values = [_values(plan, r, sql) for r in rows]
+        _call(conn, sql, values, lambda driver: driver.executemany(sql, values))
 
     def _rows(self, conn: Connection, params: Params, *, one: bool) -> list[Any] | None:
         plan = self._plan(conn, params)
         if plan is None or plan.row is None:
             return None
-        cursor = self._run_plan(conn, plan, params)
+        cursor = _run_plan(conn, plan, params)
         if cursor is None:
             return None
         raw = cursor.fetchmany(1) if one else cursor.fetchall()
@@ -113,103 +121,124 @@ class Prepared:
 
     def _execute(self, conn: Connection, params: Params) -> Any:
         plan = self._plan(conn, params)
-        return None if plan is None else self._run_plan(conn, plan, params)
-
-    def _run_plan(self, conn: Connection, plan: _Plan, params: Params) -> Any:
-        if not plan.expanding:
-            sql, values = plan.parts[0], self._values(plan, params)
-        else:
-            expanded = self._expand(plan, params)
-            if expanded is None:
-                return None
-            sql, values = expanded
-        return self._call(conn, sql, values, lambda driver: driver.execute(sql, values))
-
-    @staticmethod
-    def _values(plan: _Plan, params: Params) -> list[Any]:
-        values = []
-        for name, default, process in plan.binds:
-            value = params[name] if name in params else _default(name, default)
-            values.append(value if process is None or value is None else process(value))
-        return values
-
-    @staticmethod
-    def _expand(plan: _Plan, params: Params) -> tuple[str, list[Any]] | None:
-        """The SQL with each ``IN`` list written out, and the values in order; ``None`` for an empty
-        list (its SQL is the dialect's own, so Core renders it)."""
-        values: list[Any] = []
-        lengths: dict[str, int] = {}
-        for name, default, process in plan.binds:
-            value = params[name] if name in params else _default(name, default)
-            if name in plan.expanding:
-                items = list(value)
-                if not items:
-                    return None
-                lengths[name] = len(items)
-                values.extend(item if process is None or item is None else process(item) for item in items)
-            else:
-                values.append(value if process is None or value is None else process(value))
-        pieces = [plan.parts[0]]
-        for name, part in zip(plan.expanding, plan.parts[1:], strict=True):
-            pieces.append("(" + ", ".join("?" * lengths[name]) + ")" + part)
-        return "".join(pieces), values
-
-    @staticmethod
-    def _call(conn: Connection, sql: str, values: Any, call: Callable[[Any], Any]) -> Any:
-        dialect = conn.dialect
-        try:
-            return call(conn.connection.driver_connection)
-        except dialect.loaded_dbapi.Error as exc:
-            raise sa.exc.DBAPIError.instance(sql, values, exc, dialect.loaded_dbapi.Error, hide_parameters=True,
-                                             dialect=dialect) from exc
+        return None if plan is None else _run_plan(conn, plan, params)
 
     def _plan(self, conn: Connection, params: Params) -> _Plan | None:
         dialect = conn.dialect
-        key = (type(dialect), dialect.paramstyle, frozenset(params) if self._takes_values else frozenset())
+        # pysqlite only: another SQLite driver's connection may not be the sqlite3 module's (aiosqlite).
+        # Outside a transaction Core would begin one (and commit-as-you-go would commit it); the driver would not.
+        if dialect.driver != "pysqlite" or not conn.in_transaction() \
+                or conn.get_execution_options().get("schema_translate_map"):
+            return None
+        plans = self._plans.get(dialect)
+        if plans is None:
+            plans = self._plans[dialect] = {}
+        key = frozenset(params) if self._takes_values else frozenset()
         try:
-            return self._plans[key]
+            return plans[key]
         except KeyError:
-            # pysqlite only: another SQLite driver's connection may not be the sqlite3 module's (aiosqlite).
-            plan = self._plans[key] = _compile(self.statement, dialect, sorted(params)) \
-                if dialect.driver == "pysqlite" else None
+            plan = plans[key] = _compile(self.statement, dialect, sorted(params))
             return plan
 
 
-def _default(name: str, default: Any) -> Any:
+def _run_plan(conn: Connection, plan: _Plan, params: Params) -> Any:
+    if not plan.expanding:
+        sql = plan.parts[0]
+        values = _values(plan, params, sql)
+    else:
+        expanded = _expand(plan, params)
+        if expanded is None:
+            return None
+        sql, values = expanded
+    return _call(conn, sql, values, lambda driver: driver.execute(sql, values))
+
+
+def _values(plan: _Plan, params: Params, sql: str) -> list[Any]:
+    values = []
+    for name, default, process in plan.binds:
+        value = params[name] if name in params else _default(name, default, sql)
+        values.append(value if process is None else _processed(process, value, sql))
+    return values
+
+
+def _expand(plan: _Plan, params: Params) -> tuple[str, list[Any]] | None:
+    """The SQL with each ``IN`` list written out, and the values in order; ``None`` for an empty
+    list (its SQL is the dialect's own, so Core renders it)."""
+    sql = "".join(plan.parts)
+    values: list[Any] = []
+    lengths: dict[str, int] = {}
+    for name, default, process in plan.binds:
+        value = params[name] if name in params else _default(name, default, sql)
+        if name in plan.expanding:
+            items = list(value)
+            if not items:
+                return None
+            lengths[name] = len(items)
+            values.extend(item if process is None else _processed(process, item, sql) for item in items)
+        else:
+            values.append(value if process is None else _processed(process, value, sql))
+    pieces = [plan.parts[0]]
+    names = [name for name, _, _ in plan.binds if name in plan.expanding]
+    for name, part in zip(names, plan.parts[1:], strict=True):
+        pieces.append("(" + ", ".join("?" * lengths[name]) + ")" + part)
+    return "".join(pieces), values
+
+
+def _processed(process: Processor, value: Any, sql: str) -> Any:
+    try:
+        return process(value)
+    except Exception as exc:  # a value of the wrong type: Core's StatementError, without the value
+        raise sa.exc.StatementError(f"a parameter could not be converted ({type(exc).__name__})", sql, None,
+                                    exc, hide_parameters=True) from exc
+
+
+def _default(name: str, default: Any, sql: str) -> Any:
     if default is _REQUIRED:
-        raise sa.exc.InvalidRequestError(f"A value is required for bind parameter {name!r}")
+        missing = sa.exc.InvalidRequestError(f"A value is required for bind parameter {name!r}")
+        raise sa.exc.StatementError(str(missing), sql, None, missing, hide_parameters=True) from None
     return default
 
 
+def _call(conn: Connection, sql: str, values: Any, call: Callable[[Any], Any]) -> Any:
+    dialect = conn.dialect
+    try:
+        return call(conn.connection.driver_connection)
+    except dialect.loaded_dbapi.Error as exc:
+        raise sa.exc.DBAPIError.instance(sql, values, exc, dialect.loaded_dbapi.Error, hide_parameters=True,
+                                         dialect=dialect) from exc
+
+
 def _compile(statement: sa.Executable, dialect: Dialect, keys: list[str]) -> _Plan | None:
+    """The plan for ``statement`` given parameters ``keys``; ``None`` where Core must run it."""
     compiled = statement.compile(dialect=dialect, column_keys=keys)
     assert isinstance(compiled, SQLCompiler)
     if not compiled.positional or compiled.positiontup is None or compiled.insert_prefetch \
-            or compiled.update_prefetch or compiled.effective_returning:
-        return None  # Python-side defaults or RETURNING: SQLAlchemy's own execution does those
-    names = tuple(compiled.positiontup)
+            or compiled.update_prefetch or compiled.effective_returning or compiled.escaped_bind_names:
+        return None  # Python-side defaults, RETURNING, names Core must escape: its own execution does those
     binds = []
-    for name in names:
+    for name in compiled.positiontup:
         bind = compiled.binds[name]
-        if bind.callable is not None:
+        if bind.callable is not None or (bind.expanding and isinstance(bind.type, sa.types.TupleType)):
             return None
         process = bind.type.dialect_impl(dialect).bind_processor(dialect)
         binds.append((name, _REQUIRED if bind.required else bind.value, process))
     parts = _EXPANDING.split(compiled.string)
-    expanding = tuple(parts[1::2])
-    if any(not compiled.binds[name].expanding for name in expanding):
+    expanding = parts[1::2]
+    if "__[POSTCOMPILE_" in "".join(parts[0::2]) or any(not compiled.binds[name].expanding for name in expanding) \
+            or len(set(expanding)) != len(expanding):
         return None
     row: type[tuple[Any, ...]] | None = None
-    results: list[tuple[int, Callable[[Any], Any]]] = []
+    results: list[tuple[int, Processor]] = []
     if isinstance(statement, sa.Select):
         columns = list(statement.selected_columns)
-        # A named tuple gives the column names as attributes, as sa.Row does (renamed where not identifiers).
-        row = collections.namedtuple("Row", [str(c.key) for c in columns], rename=True)  # type: ignore[misc]
+        # Named tuples give the columns' keys as attributes, as sa.Row does (renamed where not identifiers).
+        keys = [str(k) for k in statement.selected_columns.keys()]
+        row = collections.namedtuple("Row", keys, rename=True)  # type: ignore[misc]
         for index, column in enumerate(columns):
             process = column.type.dialect_impl(dialect).result_processor(dialect, None)
             if process is not None:
                 results.append((index, process))
-    return _Plan(tuple(parts[0::2]), expanding, tuple(binds), row, tuple(results))
+    return _Plan(tuple(parts[0::2]), frozenset(expanding), tuple(binds), row, tuple(results))
 
 
 __all__ = ["Prepared"]

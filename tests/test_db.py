@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from core import history
 from core.db import Connection, Database
@@ -177,3 +178,16 @@ async def test_work_handed_to_the_database_thread_goes_before_a_later_short_tran
         busy.set()
         db.close()
     assert texts == ["on the thread", "short"]  # it went first: a stream of short ones cannot starve it
+
+
+async def test_a_database_error_never_carries_what_was_written(tmp_path: Path) -> None:
+    """Error texts reach the logs; the values in a failed statement are people's words."""
+    db = Database(f"sqlite:///{tmp_path / 'kith.db'}")
+    db.create_all()
+    try:
+        with pytest.raises(sa.exc.IntegrityError) as caught:
+            await db.run(lambda conn: conn.execute(sa.text("INSERT INTO accounts (account) VALUES (:a)"),
+                                                   {"a": "my secret diary"}))
+    finally:
+        db.close()
+    assert "my secret diary" not in str(caught.value)
