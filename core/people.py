@@ -7,6 +7,7 @@ owner or the person links it to another; memory, pins and policy follow the pers
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,6 +67,14 @@ def resolve(conn: Connection, account: str, display_name: str, now: datetime) ->
 def person_of(conn: Connection, account: str) -> str | None:
     row = _ACCOUNT.first(conn, {"account": account})
     return str(row.person) if row is not None else None
+
+
+def by_account(conn: Connection, accounts_wanted: Sequence[str]) -> dict[str, Account]:
+    """Those of ``accounts_wanted`` that kith knows, each with its person and display name."""
+    if not accounts_wanted:
+        return {}
+    rows = conn.execute(sa.select(accounts).where(accounts.c.account.in_(list(accounts_wanted)))).all()
+    return {r.account: Account(r.account, r.person, r.display_name) for r in rows}
 
 
 def accounts_of(conn: Connection, person: str) -> list[Account]:

@@ -36,8 +36,8 @@ _EXPANDING = re.compile(r"\(__\[POSTCOMPILE_(\w+)\]\)")
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """One compiled form: SQL split around its expanding (``IN``) parameters, and how to fill it."""
-    parts: tuple[str, ...]  # len(expanding) + 1 pieces of SQL
-    expanding: frozenset[str]
+    parts: tuple[str, ...]  # the SQL around each expanding parameter, in order
+    expanding: frozenset[str]  # their names (one may appear more than once)
     binds: tuple[tuple[str, Any, Processor | None], ...]  # (name, default, processor) in order
     row: type[tuple[Any, ...]] | None  # for a statement that returns rows
     results: tuple[tuple[int, Processor], ...]  # (column index, processor)
@@ -46,7 +46,7 @@ class _Plan:
 class Prepared:
     """A Core statement run with SQLAlchemy's compilation but without its per-execution machinery.
 
-    ``first``, ``all`` and ``scalar`` read; ``run`` writes and returns the rows it touched;
+    ``first`` and ``all`` read; ``run`` writes and returns the rows it touched;
     ``insert`` returns the new row's id; ``insert_many`` writes several rows. Errors are
     SQLAlchemy's own classes (``sa.exc.IntegrityError``, ``sa.exc.StatementError`` and the rest),
     with the parameters left out of their text.
@@ -72,10 +72,6 @@ class Prepared:
         rows = self._rows(conn, params, one=False)
         return conn.execute(self.statement, params).all() if rows is None else rows
 
-    def scalar(self, conn: Connection, params: Params) -> Any:
-        row = self.first(conn, params)
-        return None if row is None else row[0]
-
     def run(self, conn: Connection, params: Params) -> int:
         cursor = self._execute(conn, params)
         return conn.execute(self.statement, params).rowcount if cursor is None else cursor.rowcount
@@ -95,8 +91,11 @@ class Prepared:
         if plan is None or plan.expanding:
             conn.execute(self.statement, list(rows))
             return
-        sql = plan.parts[0]
-        values = [_values(plan, r, sql) for r in rows]
+        sql, values = plan.parts[0], []
+        for row in rows:
+            bound = _bound(plan, row)
+            assert bound is not None  # only an empty IN list gives none, and this statement has no IN list
+            values.append(bound[1])
         _call(conn, sql, values, lambda driver: driver.executemany(sql, values))
 
     def _rows(self, conn: Connection, params: Params, *, one: bool) -> list[Any] | None:
@@ -142,60 +141,44 @@ class Prepared:
 
 
 def _run_plan(conn: Connection, plan: _Plan, params: Params) -> Any:
-    if not plan.expanding:
-        sql = plan.parts[0]
-        values = _values(plan, params, sql)
-    else:
-        expanded = _expand(plan, params)
-        if expanded is None:
-            return None
-        sql, values = expanded
+    bound = _bound(plan, params)
+    if bound is None:
+        return None
+    sql, values = bound
     return _call(conn, sql, values, lambda driver: driver.execute(sql, values))
 
 
-def _values(plan: _Plan, params: Params, sql: str) -> list[Any]:
-    values = []
-    for name, default, process in plan.binds:
-        value = params[name] if name in params else _default(name, default, sql)
-        values.append(value if process is None else _processed(process, value, sql))
-    return values
-
-
-def _expand(plan: _Plan, params: Params) -> tuple[str, list[Any]] | None:
+def _bound(plan: _Plan, params: Params) -> tuple[str, list[Any]] | None:
     """The SQL with each ``IN`` list written out, and the values in order; ``None`` for an empty
     list (its SQL is the dialect's own, so Core renders it)."""
-    sql = "".join(plan.parts)
     values: list[Any] = []
-    lengths: dict[str, int] = {}
+    pieces = [plan.parts[0]]
+    rest = iter(plan.parts[1:])
     for name, default, process in plan.binds:
-        value = params[name] if name in params else _default(name, default, sql)
+        value = params[name] if name in params else _default(name, default, plan)
         if name in plan.expanding:
             items = list(value)
             if not items:
                 return None
-            lengths[name] = len(items)
-            values.extend(item if process is None else _processed(process, item, sql) for item in items)
+            values.extend(item if process is None else _processed(process, item, plan) for item in items)
+            pieces.append("(" + ", ".join("?" * len(items)) + ")" + next(rest))
         else:
-            values.append(value if process is None else _processed(process, value, sql))
-    pieces = [plan.parts[0]]
-    names = [name for name, _, _ in plan.binds if name in plan.expanding]
-    for name, part in zip(names, plan.parts[1:], strict=True):
-        pieces.append("(" + ", ".join("?" * lengths[name]) + ")" + part)
-    return "".join(pieces), values
+            values.append(value if process is None else _processed(process, value, plan))
+    return (pieces[0] if len(pieces) == 1 else "".join(pieces)), values
 
 
-def _processed(process: Processor, value: Any, sql: str) -> Any:
+def _processed(process: Processor, value: Any, plan: _Plan) -> Any:
     try:
         return process(value)
     except Exception as exc:  # a value of the wrong type: Core's StatementError, without the value
-        raise sa.exc.StatementError(f"a parameter could not be converted ({type(exc).__name__})", sql, None,
-                                    exc, hide_parameters=True) from exc
+        raise sa.exc.StatementError(f"a parameter could not be converted ({type(exc).__name__})",
+                                    "".join(plan.parts), None, exc, hide_parameters=True) from exc
 
 
-def _default(name: str, default: Any, sql: str) -> Any:
+def _default(name: str, default: Any, plan: _Plan) -> Any:
     if default is _REQUIRED:
         missing = sa.exc.InvalidRequestError(f"A value is required for bind parameter {name!r}")
-        raise sa.exc.StatementError(str(missing), sql, None, missing, hide_parameters=True) from None
+        raise sa.exc.StatementError(str(missing), "".join(plan.parts), None, missing, hide_parameters=True) from None
     return default
 
 
@@ -224,9 +207,8 @@ def _compile(statement: sa.Executable, dialect: Dialect, keys: list[str]) -> _Pl
         binds.append((name, _REQUIRED if bind.required else bind.value, process))
     parts = _EXPANDING.split(compiled.string)
     expanding = parts[1::2]
-    if "__[POSTCOMPILE_" in "".join(parts[0::2]) or any(not compiled.binds[name].expanding for name in expanding) \
-            or len(set(expanding)) != len(expanding):
-        return None
+    if "__[POSTCOMPILE_" in "".join(parts[0::2]) or any(not compiled.binds[name].expanding for name in expanding):
+        return None  # a literal value Core writes into the SQL itself
     row: type[tuple[Any, ...]] | None = None
     results: list[tuple[int, Processor]] = []
     if isinstance(statement, sa.Select):

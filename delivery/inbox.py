@@ -57,16 +57,16 @@ inbox = sa.Table(
 # Built once: they run for every message.
 _KEEP = Prepared(inbox.insert())
 _DECIDED = Prepared(inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
-                                 inbox.c.message_id == sa.bindparam("for_message"))
-            .values(decided=True, payload=sa.bindparam("payload")))
+                                         inbox.c.message_id == sa.bindparam("for_message"))
+                    .values(decided=True, payload=sa.bindparam("payload")))
 _KEPT_OF = Prepared(sa.select(inbox.c.message_id).where(
     inbox.c.platform == sa.bindparam("for_platform"), inbox.c.message_id.in_(sa.bindparam("ids", expanding=True))))
 _UNDECIDED = Prepared(inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
                                            inbox.c.message_id == sa.bindparam("for_message"),
                                            inbox.c.decided.is_(False)))
 _OPENED = Prepared(inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
-                                inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
-           .values(turn_row=sa.bindparam("row")))
+                                        inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
+                   .values(turn_row=sa.bindparam("row")))
 _DONE = Prepared(inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
                                       inbox.c.message_id.in_(sa.bindparam("ids", expanding=True))))
 

@@ -36,14 +36,14 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core import history, people
+from core import history
 from core.config import Settings
 from core.context import clip
 from core.db import Database, UtcDateTime, metadata
 from core.summarizer import Summarizer
 from core.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
 from heartbeat.settings import day_bounds, local_day
-from memory.capture import CAPTURE_MAX_TOKENS, note_id, render_request, shown_for, turn_of, without_paused
+from memory.capture import CAPTURE_MAX_TOKENS, note_id, render_request, shown_chunk, shown_for, turn_of
 from memory.records import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
@@ -187,14 +187,6 @@ def _progress(conn: Connection) -> tuple[date | None, datetime | None]:
     return (date.fromisoformat(last) if last else None), first
 
 
-def _names(conn: Connection, accounts: Sequence[str]) -> dict[str, str]:
-    if not accounts:
-        return {}
-    a = people.accounts
-    rows = conn.execute(sa.select(a.c.account, a.c.display_name).where(a.c.account.in_(list(accounts)))).all()
-    return {r.account: r.display_name for r in rows if r.display_name}
-
-
 def _get_chunk(conn: Connection, chunk: Chunk) -> sa.Row | None:
     c = consolidation_chunks.c
     return conn.execute(sa.select(consolidation_chunks).where(
@@ -332,9 +324,9 @@ class Consolidator:
     async def _extract(self, chunk: Chunk, report: ConsolidationReport
                        ) -> tuple[list[str], list[str], dict[str, str], dict[str, int]] | None:
         pairs = [(row, turn_of(row)) for row in chunk.rows]
-        pairs, _paused = await without_paused(self.db, pairs, self.memory.capture.is_paused)
+        shown = await shown_chunk(self.db, pairs, self.memory.capture.is_paused)
+        pairs, names = shown.pairs, shown.names
         persons = list(dict.fromkeys(t.person for _r, t in pairs if t.author_role is AuthorRole.USER and t.person))
-        names = await self.db.run(_names, sorted({r.author for r, _t in pairs if r.role == "user"}))
         note_ids: list[str] = []
         summaries: dict[str, str] = {}
         counts: Counter[str] = Counter()

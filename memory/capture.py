@@ -140,17 +140,6 @@ def _pending(
     return [r for r in rows if through_id is None or r.id <= through_id]
 
 
-def _names(conn: Connection, accounts: Sequence[str]) -> dict[str, str]:
-    if not accounts:
-        return {}
-    rows = conn.execute(
-        sa.select(people.accounts.c.account, people.accounts.c.display_name).where(
-            people.accounts.c.account.in_(list(accounts))
-        )
-    ).all()
-    return {r.account: r.display_name for r in rows if r.display_name}
-
-
 @dataclass
 class CaptureReport:
     """What one run did, in counts (never content)."""
@@ -210,27 +199,36 @@ def turn_of(row: history.StoredMessage) -> Turn:
     )
 
 
-def _people_of(conn: Connection, accounts: Sequence[str]) -> dict[str, str]:
-    rows = conn.execute(sa.select(people.accounts.c.account, people.accounts.c.person).where(
-        people.accounts.c.account.in_(list(accounts)))).all()
-    return {r.account: r.person for r in rows}
+Pair = tuple[history.StoredMessage, Turn]
 
 
-async def without_paused(db: Database, pairs: Sequence[tuple[history.StoredMessage, Turn]],
-                         is_paused: PausedHook) -> tuple[list[tuple[history.StoredMessage, Turn]], int]:
-    """``pairs`` without anything a paused person sent, and how many paused people that left out.
+@dataclass(frozen=True)
+class ShownChunk:
+    """What the extractor may be shown of a chunk of history."""
+    pairs: list[Pair]  # without anything a paused person sent
+    paused_people: int  # how many paused people that left out
+    names: dict[str, str]  # the display name of each account that wrote in what is shown
+
+
+async def shown_chunk(db: Database, pairs: Sequence[Pair], is_paused: PausedHook) -> ShownChunk:
+    """``pairs`` as the extractor may see them, from one read of their authors' accounts.
 
     A paused person's messages are not shown to the model at all: their own words, and what they
-    forwarded (recorded as no one's words, so found by its author's account; read only when there is one).
+    forwarded (recorded as no one's words, so found by its author's account).
     """
-    forwarders = sorted({row.author for row, _t in pairs if row.role == "user" and row.person is None})
-    person_of = await db.run(_people_of, forwarders) if forwarders else {}
+    authors = await db.run(people.by_account, sorted({row.author for row, _t in pairs if row.role == "user"}))
 
     def sender(row: history.StoredMessage) -> str | None:
-        return (row.person or person_of.get(row.author)) if row.role == "user" else None
+        if row.role != "user":
+            return None
+        account = authors.get(row.author)
+        return row.person or (account.person if account is not None else None)
 
     paused = {person for row, _t in pairs if (person := sender(row)) and is_paused(person)}
-    return [(row, turn) for row, turn in pairs if sender(row) not in paused], len(paused)
+    shown = [(row, turn) for row, turn in pairs if sender(row) not in paused]
+    writers = {row.author for row, _t in shown if row.role == "user"}
+    names = {a: account.display_name for a, account in authors.items() if a in writers and account.display_name}
+    return ShownChunk(shown, len(paused), names)
 
 
 async def shown_for(store: MemoryStore, person: str, turns: Sequence[Turn]) -> list[MemoryRecord]:
@@ -335,13 +333,13 @@ class Capture:
         chunk = self._chunk(rows)
         report.chunks += 1
         pairs = [(row, turn_of(row)) for row in chunk if row.role in ("user", "assistant") and not row.silent]
-        pairs, paused = await without_paused(self.db, pairs, self.is_paused)
-        report.paused_people += paused
+        shown = await shown_chunk(self.db, pairs, self.is_paused)
+        pairs, names = shown.pairs, shown.names
+        report.paused_people += shown.paused_people
         report.turns += len(pairs)
         persons = list(
             dict.fromkeys(t.person for _r, t in pairs if t.author_role is AuthorRole.USER and t.person)
         )
-        names = await self.db.run(_names, sorted({r.author for r, _t in pairs if r.role == "user"}))
         failed = False
         for person in persons:
             failed |= not await self._capture_person(conversation, pairs, person, names, report)

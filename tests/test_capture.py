@@ -125,6 +125,8 @@ async def test_evidence_from_another_group_member_is_not_hers(
     fake_llm.route = route
     report = await service.capture.run("console:club", last)
     assert report.calls == 2  # one question per person who spoke
+    asked = [r["messages"][1]["content"] for r in fake_llm.requests]
+    assert any("display name (data): Ana" in a for a in asked) and any("display name (data): Bob" in a for a in asked)
     assert report.counts["rejected_evidence_not_from_person"] == 1
     assert await notes_text(service, ana) == []
     (bobs,) = await service.list_notes(bob)

@@ -102,6 +102,11 @@ def test_in_lists_of_any_length(conn: Connection) -> None:
         assert [r.text for r in IN_LIST.all(conn, {"owner": "ana", "texts": ["b"]})] == ["b"]
         assert [r.text for r in IN_LIST.all(conn, {"owner": "ana", "texts": ["a", "b", "c", "z"]})] == ["a", "b", "c"]
         assert IN_LIST.all(conn, {"owner": "ana", "texts": []}) == []  # the dialect's empty set, through Core
+        either = sa.bindparam("names", expanding=True)  # one list used twice
+        twice = Prepared(sa.select(notes.c.text).where(sa.or_(notes.c.owner.in_(either), notes.c.text.in_(either)))
+                         .order_by(notes.c.id))
+        assert [r.text for r in twice.all(conn, {"names": ["b", "zed"]})] == ["b"]
+        assert [r.text for r in twice.all(conn, {"names": ["ana"]})] == ["a", "b", "c"]
 
 
 def test_in_lists_core_renders_itself_still_work(conn: Connection) -> None:
@@ -109,6 +114,8 @@ def test_in_lists_core_renders_itself_still_work(conn: Connection) -> None:
         sa.tuple_(notes.c.owner, notes.c.text).in_(sa.bindparam("pairs", expanding=True))).order_by(notes.c.id))
     literal_in = Prepared(sa.select(notes.c.text).where(
         notes.c.text.in_(sa.bindparam("texts", expanding=True, literal_execute=True))).order_by(notes.c.id))
+    literal_limit = Prepared(sa.select(notes.c.text).order_by(notes.c.id)  # a number Core writes into the SQL
+                             .limit(sa.bindparam("n", type_=sa.Integer, literal_execute=True)))
     spaced_in = Prepared(sa.select(notes.c.text).where(  # a name SQLAlchemy escapes in the SQL it writes
         notes.c.text.in_(sa.bindparam("the texts", expanding=True))).order_by(notes.c.id))
     with conn.begin():
@@ -116,6 +123,7 @@ def test_in_lists_core_renders_itself_still_work(conn: Connection) -> None:
         assert [r.text for r in pairs_in.all(conn, {"pairs": [("bo", "b"), ("ana", "x")]})] == ["b"]
         assert [r.text for r in literal_in.all(conn, {"texts": ["a", "b"]})] == ["a", "b"]
         assert [r.text for r in spaced_in.all(conn, {"the texts": ["b"]})] == ["b"]
+        assert [r.text for r in literal_limit.all(conn, {"n": 1})] == ["a"]
 
 
 def test_writes_report_the_rows_they_touched(conn: Connection) -> None:
@@ -131,9 +139,8 @@ def test_writes_report_the_rows_they_touched(conn: Connection) -> None:
 
 def test_unnamed_columns_read_by_position(conn: Connection) -> None:
     with conn.begin():
-        assert NEWEST.scalar(conn, {"owner": "ana"}) is None
+        assert NEWEST.first(conn, {"owner": "ana"})[0] is None
         last = INSERT.insert(conn, {"owner": "ana", "text": "x"})
-        assert NEWEST.scalar(conn, {"owner": "ana"}) == last
         assert NEWEST.first(conn, {"owner": "ana"})[0] == last
 
 
