@@ -160,14 +160,17 @@ class Router:
             if channel is None:
                 return  # kept: a later process that has this channel answers it
             queued = self.worker.in_transaction(source=message.message_id, also=answered)
+            handled = False
             try:
                 async with TypingIndicator(channel, message.chat_id, message.thread_id,
                                            refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
                     reply = await self.core.handle(
                         message, also=queued, opened=functools.partial(inbox.opened, message=message) if kept else None)
+                handled = True
             finally:
-                # Committed with the reply: it goes out even if something after the commit failed.
-                scheduled = queued.schedule()
+                # A reply that committed goes out even if something after the commit failed; one whose
+                # commit failed was rolled back and must not (the message, still kept, is answered later).
+                scheduled = queued.schedule(committed=handled)
             if scheduled:
                 return
         await self.worker.submit(reply, source=message.message_id, also=answered)

@@ -119,14 +119,20 @@ class ChannelStartError(Exception):
 
 
 class SendError(Exception):
-    """A send failed. ``retry_after`` is set when the platform asked us to wait (HTTP 429)."""
+    """A send failed. ``retry_after`` is set when the platform asked us to wait (HTTP 429).
+
+    ``maybe_delivered``: the request left but no answer came back in time, so the platform may
+    have posted it. Not a refusal: it is sent again (the one duplicate a platform without an
+    idempotency key allows), and counted apart from real failures.
+    """
 
     def __init__(self, message: str, *, retry_after: float | None = None, permanent: bool = False,
-                 bad_formatting: bool = False) -> None:
+                 bad_formatting: bool = False, maybe_delivered: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.permanent = permanent
         self.bad_formatting = bad_formatting
+        self.maybe_delivered = maybe_delivered
 
 
 @runtime_checkable

@@ -83,12 +83,17 @@ class QueuedWithin:
             self.also(conn)
         return entry_id
 
-    def schedule(self) -> bool:
-        """After the transaction committed: deliver. False when nothing was enqueued."""
+    def schedule(self, *, committed: bool = True) -> bool:
+        """After the transaction: deliver. False when nothing was enqueued.
+
+        ``committed=False`` when the transaction raised: the row may have been rolled back (a full
+        disk at the commit), so the lane is read again from the database rather than trusting the
+        head read inside it. What did commit still goes out; what did not is never sent.
+        """
         if self.queued is None:
             return False
         lane, head, mark = self.queued
-        if self.worker.lane_ended_since(lane, mark):
+        if not committed or self.worker.lane_ended_since(lane, mark):
             head = None  # the lane's task ended since the head was read (it may have sent it): read it again
         self.worker.schedule(lane, head=head)
         return True

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from core.config import DeliverySettings
-from core.db import Database
+from core.db import Connection, Database
 from core.tunables import FAILED_LANE_RETRY_S
 from core.types import OutboundMessage, SendError
 from delivery import outbox
@@ -381,6 +381,28 @@ async def test_a_reply_queued_inside_another_transaction_is_sent_once_when_the_l
     assert channel.texts() == ["<b>first</b>", "<b>second</b>"]  # never the first twice
     assert channel.texts("c2") == ["<b>elsewhere</b>"]
 
+
+
+async def test_a_reply_whose_transaction_rolled_back_is_never_sent(db: Database) -> None:
+    """The commit that records a reply fails (a full disk): the row is gone, so nothing may go out."""
+    channel = FakeChannel()
+    worker, _sleep = make_worker(db, channel)
+    queued = worker.in_transaction(source="m1")
+
+    def record_then_fail(conn: Connection) -> None:
+        queued(conn, reply("never committed"))
+        raise OSError("database or disk is full")
+
+    with pytest.raises(OSError):
+        await db.run(record_then_fail)
+    assert queued.schedule(committed=False)  # something was enqueued, but the lane is read afresh
+    await worker.wait_idle()
+    assert channel.texts() == []
+    queued = worker.in_transaction(source="m1")
+    await db.run(lambda conn: queued(conn, reply("committed")))
+    assert queued.schedule(committed=False)  # a failure after the commit: what committed still goes out
+    await worker.wait_idle()
+    assert channel.texts() == ["<b>committed</b>"]
 
 
 async def test_work_queued_by_another_process_goes_out_at_the_next_sweep(db: Database) -> None:
