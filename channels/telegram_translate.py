@@ -7,7 +7,7 @@ each one means. Anything that is not a person's text addressed to a chat we serv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -99,6 +99,13 @@ def translate_update(update: Update, me: BotIdentity, *, received_at: datetime) 
     return translate_message(update.message, me, received_at=received_at)
 
 
+def _entity_texts(text: str, entities: Sequence[MessageEntity]) -> dict[MessageEntity, str]:
+    """PTB's ``parse_entities``, but for text holding a lone surrogate too (valid JSON, one UTF-16 unit):
+    PTB's strict encoding raised on it and the message was ignored. InboundMessage replaces it later."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    return {e: units[e.offset * 2:(e.offset + e.length) * 2].decode("utf-16-le", "surrogatepass") for e in entities}
+
+
 def translate_message(message: Message, me: BotIdentity, *, received_at: datetime) -> Translated:
     chat = message.chat
     if chat is None:
@@ -127,7 +134,7 @@ def translate_message(message: Message, me: BotIdentity, *, received_at: datetim
             return Skipped("service", chat_id)
         return Skipped("no_text", chat_id)
 
-    entities = message.parse_entities() if message.text is not None else message.parse_caption_entities()
+    entities = _entity_texts(text, message.entities if message.text is not None else message.caption_entities)
     mentioned = kind is ChatKind.DM  # everything in a private chat is addressed to the bot
     for entity, value in entities.items():
         if entity.type == MessageEntity.MENTION and value.lower() == me.handle:

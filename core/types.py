@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +17,35 @@ class ChatKind(enum.StrEnum):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD.
+
+    JSON may escape half of a UTF-16 pair ("\\ud800") and platforms pass such text on; Python
+    keeps it, but it cannot be encoded as UTF-8, so the database (and any platform we answer on)
+    would refuse it and the message would never be answered.
+    """
+    if text.isascii():  # nearly every id and most texts: a flag check, no scan
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _well_formed_fields(obj: object, names: tuple[str, ...]) -> None:
+    # Every inbound message and button press is built through here, so no later step meets such text.
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None:
+            clean = well_formed(value)
+            if clean is not value:
+                object.__setattr__(obj, name, clean)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +72,11 @@ class InboundMessage:
     # the sender's own words, so never evidence for a memory about them.
     forwarded: bool = False
 
+    def __post_init__(self) -> None:
+        _well_formed_fields(self, _INBOUND_TEXT)
+        if self.merged_ids:
+            object.__setattr__(self, "merged_ids", tuple(well_formed(i) for i in self.merged_ids))
+
     @property
     def answers(self) -> tuple[str, ...]:
         """The ids of every message this turn answers: the earlier ones merged into it, then its own."""
@@ -57,6 +92,10 @@ class InboundMessage:
         """The thread of history this message belongs to."""
         key = f"{self.platform}:{self.chat_id}"
         return f"{key}:{self.thread_id}" if self.thread_id else key
+
+
+_INBOUND_TEXT = ("bot_account", "chat_id", "sender_id", "sender_name", "text", "message_id", "thread_id",
+                 "reply_to_message_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +131,12 @@ class ButtonPress:
     data: str
     chat_kind: ChatKind = ChatKind.DM
     event_id: str = ""  # the platform's id for this press (dedupe key)
+
+    def __post_init__(self) -> None:
+        _well_formed_fields(self, _PRESS_TEXT)
+
+
+_PRESS_TEXT = ("chat_id", "sender_id", "data", "event_id")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,81 @@
+"""Text no database can store as it came: lone surrogates (half a UTF-16 pair, valid JSON from the Bot API)
+are answered with U+FFFD in their place, never dropped: chat text, commands and button presses, end to end
+against the loopback fake Bot API and the fake LLM."""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from core import history
+from core.app import App, build_app
+from core.commands import platform_channels
+from core.config import DeliverySettings, Settings, TelegramSettings
+from core.types import ButtonPress, ChatKind, InboundMessage, well_formed
+from persona.llm import import_litellm
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+
+import_litellm()  # seconds, once: a first reply must not race the test's timeouts
+
+ANA = 601
+
+
+def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> Settings:
+    s = make_settings(fake_llm)
+    return dataclasses.replace(
+        s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
+        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
+        policy={"telegram": {"dm": "open"}})
+
+
+async def _start(settings: Settings, monkeypatch) -> App:
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+    app = await build_app(settings, warm_llm=False)
+    assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
+    return app
+
+
+def test_lone_surrogates_become_replacement_characters_and_nothing_else_changes() -> None:
+    assert well_formed("hi \ud800 there \udfff") == "hi \ufffd there \ufffd"
+    assert well_formed("caf\u00e9 \U0001f600") == "caf\u00e9 \U0001f600"
+    message = InboundMessage(platform="telegram", bot_account="kith", chat_id="1", chat_kind=ChatKind.DM,
+                             sender_id="1", sender_name="An\ud83da", text="x\ud800", message_id="7")
+    assert (message.text, message.sender_name) == ("x\ufffd", "An\ufffda")
+    assert dataclasses.replace(message, text="y\udc80").text == "y\ufffd"
+    assert ButtonPress(platform="telegram", chat_id="1", sender_id="1", data="q:\ud800").data == "q:\ufffd"
+
+
+async def test_a_message_with_a_lone_surrogate_is_answered_and_kept_with_the_bad_code_point_replaced(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        fake_llm.reply("Hello there!")
+        telegram_api.push_text(ANA, ANA, "hi \ud800 there", first_name="An\udfffa")
+        sent = await telegram_api.wait_for_sent(1, timeout=15)
+        assert sent[0].chat_id == ANA and sent[0].visible_text == "Hello there!"
+        asked = fake_llm.requests[0]["messages"][-1]["content"]
+        assert asked == "hi \ufffd there"
+        rows = await app.db.run(history.recent, f"telegram:{ANA}", 10)
+        assert [(r.role, r.text) for r in rows] == [("user", "hi \ufffd there"), ("assistant", "Hello there!")]
+        assert await app.db.run(lambda conn: conn.exec_driver_sql("SELECT count(*) FROM inbox").scalar()) == 0
+    finally:
+        await app.close()
+
+
+async def test_a_command_and_a_button_press_with_lone_surrogates_are_answered(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        telegram_api.push_text(ANA, ANA, "/goals add read Moby \ud800 Dick")
+        sent = await telegram_api.wait_for_sent(1, timeout=15)
+        assert sent[0].visible_text.startswith("Added goal #1: read Moby \ufffd Dick")
+        # A confirmation button for a forget plan that no longer exists: answered with the refusal.
+        telegram_api.push_callback_query(ANA, ANA, "f:\ud800:no")
+        sent = await telegram_api.wait_for_sent(2, timeout=15)
+        assert sent[1].chat_id == ANA and sent[1].visible_text
+        await asyncio.sleep(0.3)
+        assert len(telegram_api.sent) == 2 and fake_llm.requests == []
+    finally:
+        await app.close()
