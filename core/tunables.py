@@ -16,6 +16,8 @@ MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed
 MODEL_PROCESS_HUNG_MARGIN_S = 2.0  # the child bounds a call by its timeout + 1 s; past + 2 s it is hung
 MODEL_PROCESS_LINE_LIMIT = 64 * 1024 * 1024  # bytes per request or answer on its pipe; prompts are far smaller
 MODEL_PROCESS_RESTART_BACKOFF_S = 10.0  # after a failed start, calls fail at once this long before the next try
+MODEL_PROCESS_START_ATTEMPTS = 3  # children in a row that die before they are ready make a failed start
+MODEL_PROCESS_RESPAWN_PAUSE_S = 0.5  # between those attempts, so one that dies at once is not respawned in a loop
 
 # --- Conversation history and the bounded prompt (seed 002) ------------------------
 HISTORY_WINDOW_MESSAGES = 40  # recent window every turn sees

@@ -4,6 +4,11 @@ its answers, and start another if it dies.
 A call whose process dies fails as ``unavailable`` (retryable): the client's own retries then
 reach a fresh process. A call that outlives its time is cancelled in the child as well; a child
 that misses its own deadline by that much is hung and is replaced.
+
+A child that dies while it loads (killed, say) is started again at once, and the calls waiting
+for it keep waiting, each within its own timeout: only a child that cannot start several times
+in a row makes calls fail at once, for a while, so the honest reply is for a model process that
+really cannot run, never for one moment's bad luck.
 """
 
 from __future__ import annotations
@@ -16,17 +21,24 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.tunables import MODEL_PROCESS_HUNG_MARGIN_S, MODEL_PROCESS_LINE_LIMIT
+from core.tunables import (
+    MODEL_PROCESS_HUNG_MARGIN_S,
+    MODEL_PROCESS_LINE_LIMIT,
+    MODEL_PROCESS_RESPAWN_PAUSE_S,
+    MODEL_PROCESS_START_ATTEMPTS,
+)
 from persona.llm import LLMError, LLMReply
 from persona.model_worker import encode, reply_from_wire
 
 log = logging.getLogger("kith.model_process")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+WORKER_COMMAND = (sys.executable, "-m", "persona.model_worker")
 
 
 @dataclass
@@ -50,16 +62,28 @@ def _settle(future: asyncio.Future[Any], error: BaseException) -> None:
 
 
 class ModelProcess:
-    """A child process making litellm calls; ``complete`` is ``LLMClient``'s ``calls``."""
+    """A child process making litellm calls; ``complete`` is ``LLMClient``'s ``calls``.
 
-    def __init__(self, *, start_timeout_s: float, stop_timeout_s: float, restart_backoff_s: float) -> None:
+    ``command`` starts the child (tests give one that cannot start); ``start_attempts`` children in a
+    row that die before they are ready make a failed start, after which calls fail at once for
+    ``restart_backoff_s``.
+    """
+
+    def __init__(self, *, start_timeout_s: float, stop_timeout_s: float, restart_backoff_s: float,
+                 start_attempts: int = MODEL_PROCESS_START_ATTEMPTS,
+                 respawn_pause_s: float = MODEL_PROCESS_RESPAWN_PAUSE_S,
+                 command: Sequence[str] = WORKER_COMMAND) -> None:
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.restart_backoff_s = restart_backoff_s
+        self.start_attempts = start_attempts
+        self.respawn_pause_s = respawn_pause_s
+        self.command = tuple(command)
+        self.spawned = 0  # children started so far, for tests and logs
         self._child: _Child | None = None
         self._ids = itertools.count(1)
-        self._starting = asyncio.Lock()
-        self._closed = False
+        self._starting: asyncio.Task[_Child] | None = None  # the one start under way, which every call awaits
+        self._closed = asyncio.Event()
         self._failed_start_at: float | None = None  # monotonic time of the latest failed start
 
     @property
@@ -67,46 +91,85 @@ class ModelProcess:
         child = self._child
         return child.proc.pid if child is not None and child.alive else None
 
-    async def start(self) -> None:
-        """Start the child unless one runs; return once it has loaded litellm."""
-        child = await self._current()
+    async def start(self, timeout_s: float | None = None) -> None:
+        """Return once a child is ready, starting one if none runs; wait at most ``timeout_s`` for it.
+
+        ``LLMError`` if the child cannot start (non-retryable: the next tries are the start's own),
+        if it is not ready within ``timeout_s`` or if the process is closed.
+        """
+        child = self._child
+        if child is not None and child.alive and child.ready.done() and not self._closed.is_set():
+            return
+        starting = self._start_task()
         try:
-            async with asyncio.timeout(self.start_timeout_s):
-                await asyncio.shield(child.ready)
+            async with asyncio.timeout(timeout_s):
+                await asyncio.shield(starting)
         except TimeoutError:
-            log.error("model process not ready after %.0f s; killed pid=%s", self.start_timeout_s, child.proc.pid)
-            self._failed_start_at = time.monotonic()
-            with contextlib.suppress(ProcessLookupError):
-                child.proc.kill()
-            raise LLMError("unavailable", "model process did not start", retryable=False) from None
-        except LLMError:
-            if not self._closed:
-                self._failed_start_at = time.monotonic()
-            raise
-        if self._closed:  # closed while it loaded: it is ending, not started
+            # The start goes on for the calls after this one; this call has spent its time waiting.
+            raise LLMError("timeout", "model process still starting", retryable=False) from None
+        if self._closed.is_set():  # closed while it loaded: it is ending, not started
             raise LLMError("unavailable", "model process closed", retryable=False)
 
-    async def _current(self) -> _Child:
-        async with self._starting:
-            if self._closed:
-                raise LLMError("unavailable", "model process closed", retryable=False)
-            child = self._child
-            if child is not None and child.alive:
-                return child
-            failed = self._failed_start_at
-            if failed is not None and time.monotonic() - failed < self.restart_backoff_s:
-                # A child that cannot start fails every call at once for a while, not after a respawn each.
-                raise LLMError("unavailable", "model process failed to start", retryable=False)
+    def _start_task(self) -> asyncio.Task[_Child]:
+        if self._closed.is_set():
+            raise LLMError("unavailable", "model process closed", retryable=False)
+        starting = self._starting
+        if starting is not None and not starting.done():
+            return starting
+        failed = self._failed_start_at
+        if failed is not None and time.monotonic() - failed < self.restart_backoff_s:
+            # A child that cannot start fails every call at once for a while, not after a respawn each.
+            raise LLMError("unavailable", "model process failed to start", retryable=False)
+        self._starting = starting = asyncio.create_task(self._start_child(), name="model-process-start")
+        starting.add_done_callback(_retrieve)
+        return starting
+
+    async def _start_child(self) -> _Child:
+        """Spawn children until one is ready; a failed start after ``start_attempts`` deaths in a row."""
+        deaths = 0
+        while True:
             self._child = child = await self._spawn()
-            return child
+            if self._closed.is_set():  # closed while it spawned: close() saw no child to end
+                await self._end(child)
+                raise LLMError("unavailable", "model process closed", retryable=False)
+            try:
+                async with asyncio.timeout(self.start_timeout_s):
+                    await asyncio.shield(child.ready)
+                self._failed_start_at = None
+                return child
+            except TimeoutError:
+                log.error("model process not ready after %.0f s; killed pid=%s", self.start_timeout_s,
+                          child.proc.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    child.proc.kill()
+                self._failed_start_at = time.monotonic()
+                raise LLMError("unavailable", "model process did not start", retryable=False) from None
+            except LLMError:
+                if self._closed.is_set():
+                    raise
+                deaths += 1
+                if deaths >= self.start_attempts:
+                    log.error("model process failed to start attempts=%d; calls fail at once for %.0f s",
+                              deaths, self.restart_backoff_s)
+                    self._failed_start_at = time.monotonic()
+                    raise
+                log.warning("model process died while starting pid=%s attempt=%d; starting another",
+                            child.proc.pid, deaths)
+            # A pause, so that a child that dies at once is not respawned in a tight loop; a close ends it.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.respawn_pause_s):
+                    await self._closed.wait()
+            if self._closed.is_set():
+                raise LLMError("unavailable", "model process closed", retryable=False)
 
     async def _spawn(self) -> _Child:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
         started = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "persona.model_worker", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, env=env, limit=MODEL_PROCESS_LINE_LIMIT)
+            *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
+            limit=MODEL_PROCESS_LINE_LIMIT)
+        self.spawned += 1
         child = _Child(proc, asyncio.get_running_loop().create_future())
         child.reader = asyncio.create_task(self._read(child, started), name="model-process")
         return child
@@ -124,7 +187,6 @@ class ModelProcess:
                 if "ready" in answer:
                     log.info("model process ready pid=%s ms=%.0f", answer["ready"],
                              (time.perf_counter() - started) * 1000)
-                    self._failed_start_at = None
                     if not child.ready.done():
                         child.ready.set_result(int(answer["ready"]))
                     continue
@@ -137,7 +199,7 @@ class ModelProcess:
                 proc.kill()  # its answers can no longer be told apart
         finally:
             code = await self._reap(proc)
-            if not self._closed:
+            if not self._closed.is_set():
                 log.error("model process exited pid=%s code=%s pending=%d", proc.pid, code, len(child.pending))
             _settle(child.ready, LLMError("unavailable", "model process failed to start", retryable=False))
             for waiter in child.pending.values():
@@ -156,8 +218,8 @@ class ModelProcess:
 
     async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
         child = self._child
-        if child is None or not child.alive or not child.ready.done() or self._closed:
-            await self.start()  # the lock and the wait only when there is no ready child: not per call
+        if child is None or not child.alive or not child.ready.done() or self._closed.is_set():
+            await self.start(timeout_s)  # the wait only when there is no ready child: not per call
             child = self._child
             if child is None or not child.alive:  # died between start() and here
                 raise LLMError("unavailable", "model process exited")
@@ -198,14 +260,26 @@ class ModelProcess:
 
     async def close(self) -> None:
         """End the child; the caller has stopped everything that could still make a call."""
-        async with self._starting:  # a start under way finishes spawning first, then sees the close
-            self._closed = True
-            child = self._child
-        if child is None:
-            return
+        self._closed.set()
+        child = self._child
+        if child is not None and not child.ready.done():
+            with contextlib.suppress(ProcessLookupError):
+                child.proc.kill()  # still loading: it has no call to finish, and loading takes seconds
+        starting = self._starting
+        if starting is not None:
+            await asyncio.gather(starting, return_exceptions=True)  # it sees the close and ends at once
+        if self._child is not None:
+            await self._end(self._child)
+
+    async def _end(self, child: _Child) -> None:
         proc = child.proc
         if proc.returncode is None and proc.stdin is not None:
             proc.stdin.close()  # EOF: the child ends; anything it still had is cancelled
             await self._reap(proc)
         if child.reader is not None:
             await asyncio.gather(child.reader, return_exceptions=True)
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # whoever awaits the start sees its failure; a start nobody awaits need not be logged

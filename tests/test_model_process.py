@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import logging
 import os
 import signal
+import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -49,6 +51,13 @@ def _record_wire(process: ModelProcess, monkeypatch: pytest.MonkeyPatch) -> list
 
     monkeypatch.setattr(stdin, "write", write)
     return written
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.005)  # short: a child must be caught while it still loads
 
 
 def _arrivals(fake: FakeOpenAI) -> asyncio.Event:
@@ -192,14 +201,51 @@ async def test_concurrent_calls_are_answered_as_each_finishes(fake_llm: FakeOpen
 
 async def test_closing_while_it_starts_leaves_no_child(fake_llm: FakeOpenAI) -> None:
     process = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=10)
-    pid = (await process._current()).proc.pid  # spawned: the child is still loading litellm
     starting = asyncio.create_task(process.start())
-    await asyncio.sleep(0)  # the start waits for the child to be ready
+    await _until(lambda: process.pid is not None)  # spawned: the child is still loading litellm
+    pid = process.pid
+    assert pid is not None
     await process.close()
     with pytest.raises(LLMError):
         await starting
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_child_killed_while_it_loads_is_replaced_and_the_waiting_calls_are_answered(
+        fake_llm: FakeOpenAI, process: ModelProcess, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="kith.model_process")
+    llm = _client(fake_llm, process, timeout_s=60.0)
+    waiting = [asyncio.create_task(llm.complete([{"role": "user", "content": f"hello {i}"}])) for i in range(3)]
+    killed = []
+    for _ in range(2):  # two in a row: one fewer than the attempts that make a failed start
+        await _until(lambda: process.pid is not None and process.pid not in killed)
+        pid = process.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+    answers = await asyncio.gather(*waiting)
+    assert sorted(a.text for a in answers) == ["echo: hello 0", "echo: hello 1", "echo: hello 2"]
+    assert process.spawned == 3 and process.pid not in killed
+    assert sum("died while starting" in r.getMessage() for r in caplog.records) == 2  # both died loading
+
+
+async def test_a_child_that_never_starts_gets_the_honest_failure_at_once(fake_llm: FakeOpenAI) -> None:
+    process = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=60,
+                           command=(sys.executable, "-c", "raise SystemExit(3)"))
+    llm = _client(fake_llm, process, timeout_s=60.0, max_retries=2)
+    try:
+        with pytest.raises(LLMError) as failed:
+            await llm.complete([{"role": "user", "content": "hello?"}])
+        # Unavailable, not a timeout: the call did not wait out its 60 s; the client did not retry either.
+        assert (failed.value.kind, failed.value.retryable) == ("unavailable", False)
+        assert process.spawned == 3
+        with pytest.raises(LLMError) as again:
+            await llm.complete([{"role": "user", "content": "anyone?"}])
+        assert again.value.kind == "unavailable"
+        assert process.spawned == 3 and fake_llm.requests == []  # within the backoff: no new child at all
+    finally:
+        await process.close()
 
 
 async def test_a_request_too_large_for_the_wire_is_refused_and_the_process_serves_on(
