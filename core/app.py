@@ -27,6 +27,7 @@ from core.tunables import (
 from core.types import Channel, utcnow
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox
+from delivery.retention import Retention
 from delivery.worker import DeliveryWorker
 from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
 from heartbeat.scheduler import HeartbeatScheduler
@@ -71,6 +72,7 @@ class App:
     scheduler: HeartbeatScheduler | None = None
     memory_commands: MemoryCommands | None = None
     model_process: ModelProcess | None = None
+    retention: Retention | None = None  # prunes the inbound journal and the delivered outbox while running
 
     async def load_model_client(self) -> None:
         """Load litellm where the calls are made: the model process, or this process off the event loop."""
@@ -107,6 +109,9 @@ class App:
         # Replies a previous process produced but did not deliver go out now, once; messages it took in
         # and did not answer are answered now (new ones wait until those are queued).
         await self.worker.start()
+        self.retention = Retention(self.db, self.journal, clock=self.clock,
+                                   sent_retention_days=self.settings.delivery.sent_retention_days)
+        self.retention.start()
         await self.router.resume(left, started)
         if self.start_heartbeat:
             self.heartbeat, self.scheduler = await start_heartbeat(self)
@@ -124,6 +129,8 @@ class App:
                 log.warning("shutdown left undelivered replies in the outbox; they go out at the next start")
         if self.worker is not None:
             await self.worker.stop()
+        if self.retention is not None:
+            await self.retention.stop()
         for channel in self.channels.values():
             try:
                 await channel.stop()

@@ -138,6 +138,7 @@ class DeliverySettings:
     typing_refresh_s: float = t.TYPING_REFRESH_S
     typing_delay_s: float = t.TYPING_DELAY_S
     outbox_sweep_s: float = t.OUTBOX_SWEEP_S  # 0: only at start
+    sent_retention_days: float = t.OUTBOX_SENT_RETENTION_DAYS  # delivered replies kept this long, then pruned
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from core.db import Database, UtcDateTime, metadata
 from core.prepared import Prepared
-from core.tunables import INBOUND_BATCH_ATTEMPTS, INBOUND_DEDUPE_DAYS
+from core.tunables import INBOUND_BATCH_ATTEMPTS, INBOUND_DEDUPE_DAYS, RETENTION_BATCH_ROWS
 from core.types import InboundMessage, utcnow
 from delivery.inbox import Inbox
 
@@ -59,8 +59,14 @@ def _record_new(conn: Connection, platform: str, event_ids: Sequence[str], now: 
     return fresh
 
 
-def _prune_events(conn: Connection, before: datetime) -> int:
-    return int(conn.execute(inbound_events.delete().where(inbound_events.c.received_at < before)).rowcount)
+def _prune_events(conn: Connection, before: datetime, limit: int) -> int:
+    """Forget about ``limit`` of the oldest events received before ``before``: under ``limit`` only when
+    that was the last of them. Every event of a polled batch has one stamp, so a batch may go a little over."""
+    received = inbound_events.c.received_at
+    bound = conn.execute(sa.select(received).where(received < before).order_by(received)
+                         .offset(limit - 1).limit(1)).scalar_one_or_none()
+    older = received < before if bound is None else received <= bound
+    return int(conn.execute(inbound_events.delete().where(older)).rowcount)
 
 
 class Redelivered(Exception):
@@ -136,9 +142,16 @@ class InboundJournal:
                     raise
         raise AssertionError("unreachable")
 
-    async def prune(self) -> int:
-        """Forget events older than the retention; a platform never redelivers that late."""
-        return await self.db.run(_prune_events, self._clock() - self.retention)
+    async def prune(self, *, batch: int = RETENTION_BATCH_ROWS) -> int:
+        """Forget events older than the retention (a platform never redelivers that late), ``batch`` rows
+        a transaction so a long-unpruned journal never holds the database for long. Returns how many."""
+        before = self._clock() - self.retention
+        total = 0
+        while True:
+            removed = await self.db.run(_prune_events, before, batch)
+            total += removed
+            if removed < batch:
+                return total
 
 
 # Built once: a polling channel moves its cursor with every batch.

@@ -4,6 +4,11 @@ A reply the core produced survives a crash because it is a row, not a coroutine.
 remembers how far delivery got (``chunks_sent``), so a restart resends only what the platform
 has not yet acknowledged. The functions take a ``Connection`` like :mod:`core.history`, so a
 caller may enqueue in the same transaction that stores the assistant turn.
+
+A chunk whose send timed out after the request left may have been posted; it is sent again and
+the doubt is written down in ``outbox_doubts`` (a table of its own, so the outbox's schema stays
+what older databases have), which is how anyone can count the duplicates a crash or a slow
+platform may have caused.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from sqlalchemy.engine import Connection
 
 from core.db import UtcDateTime, metadata
 from core.prepared import Prepared
+from core.tunables import RETENTION_BATCH_ROWS
 from core.types import Button, ChatKind, OutboundMessage
 
 MAX_ERROR_CHARS = 64  # last_error holds an error class or code, never content
@@ -48,6 +54,16 @@ outbox = sa.Table(
     sa.Column("recipient_id", sa.String(255), nullable=True),
     sa.Column("notice", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_outbox_status_lane", "status", "platform", "chat_id", "thread_id", "id"),
+)
+
+outbox_doubts = sa.Table(
+    "outbox_doubts",  # one row per send that may have been posted although it counted as failed
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("entry_id", sa.Integer, nullable=False),  # an outbox id; pruned with its entry
+    sa.Column("chunk", sa.Integer, nullable=False),  # 0-based
+    sa.Column("recorded_at", UtcDateTime(), nullable=False),
+    sa.Index("ix_outbox_doubts_entry", "entry_id"),
 )
 
 
@@ -140,14 +156,17 @@ def next_in_lane(conn: Connection, lane: Lane) -> OutboxEntry | None:
     return _entry(row) if row is not None else None
 
 
-def pending_lanes(conn: Connection) -> list[Lane]:
-    """Every lane with pending work, oldest work first."""
-    first_id = sa.func.min(outbox.c.id)
-    rows = conn.execute(sa.select(outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id, first_id)
-                        .where(outbox.c.status == OutboxStatus.PENDING.value)
-                        .group_by(outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id)
-                        .order_by(first_id)).all()
-    return [(r.platform, r.chat_id, r.thread_id) for r in rows]
+def pending_lanes(conn: Connection, *, due_by: datetime | None = None) -> list[Lane]:
+    """Every lane with pending work, oldest work first; with ``due_by``, only those whose head may be
+    tried by then (a head waiting out a long backoff holds its whole lane, in order)."""
+    heads = (sa.select(sa.func.min(outbox.c.id).label("id"))
+             .where(outbox.c.status == OutboxStatus.PENDING.value)
+             .group_by(outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id).subquery())
+    query = (sa.select(outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id)
+             .join(heads, heads.c.id == outbox.c.id).order_by(outbox.c.id))
+    if due_by is not None:
+        query = query.where(sa.or_(outbox.c.next_attempt_at.is_(None), outbox.c.next_attempt_at <= due_by))
+    return [(r.platform, r.chat_id, r.thread_id) for r in conn.execute(query).all()]
 
 
 def release_backoffs(conn: Connection, *, keep_errors: Sequence[str], now: datetime) -> int:
@@ -183,6 +202,7 @@ def record_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Sequence
                                  "last_error": None, "updated_at": now}
     if final:
         values["status"] = OutboxStatus.SENT.value
+        values["attachment"] = None  # delivered: a file (an /export) is not kept a moment longer
     return _PROGRESS.run(conn, values) == 1
 
 
@@ -194,27 +214,48 @@ def record_final_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Se
 
 
 def schedule_retry(conn: Connection, entry_id: int, *, attempts: int, next_attempt_at: datetime, error: str,
-                   now: datetime) -> None:
+                   now: datetime, doubted_chunk: int | None = None) -> None:
+    """Note a failed send and when to try again; ``doubted_chunk``: that send may have been posted."""
     conn.execute(outbox.update().where(outbox.c.id == entry_id).values(
         attempts=attempts, next_attempt_at=next_attempt_at, last_error=short_error(error), updated_at=now))
+    if doubted_chunk is not None:
+        conn.execute(outbox_doubts.insert().values(entry_id=entry_id, chunk=doubted_chunk, recorded_at=now))
+
+
+def doubts(conn: Connection, entry_id: int | None = None) -> list[tuple[int, int]]:
+    """(entry id, chunk) of every send that may have been posted twice, oldest first; of one entry with
+    ``entry_id``."""
+    query = sa.select(outbox_doubts.c.entry_id, outbox_doubts.c.chunk).order_by(outbox_doubts.c.id)
+    if entry_id is not None:
+        query = query.where(outbox_doubts.c.entry_id == entry_id)
+    return [(r.entry_id, r.chunk) for r in conn.execute(query).all()]
 
 
 def mark_sent(conn: Connection, entry_id: int, *, now: datetime) -> None:
     conn.execute(outbox.update().where(outbox.c.id == entry_id).values(
-        status=OutboxStatus.SENT.value, next_attempt_at=None, updated_at=now))
+        status=OutboxStatus.SENT.value, next_attempt_at=None, attachment=None, updated_at=now))
 
 
 def mark_failed(conn: Connection, entry_id: int, *, error: str, now: datetime,
                 attempts: int | None = None) -> None:
+    """The entry is over: refused, or too late. Nothing sends a failed entry again, so a file it carried goes."""
     values: dict[str, object] = {"status": OutboxStatus.FAILED.value, "next_attempt_at": None,
-                                 "last_error": short_error(error), "updated_at": now}
+                                 "last_error": short_error(error), "attachment": None, "updated_at": now}
     if attempts is not None:
         values["attempts"] = attempts
     conn.execute(outbox.update().where(outbox.c.id == entry_id).values(**values))
 
 
-def prune_sent(conn: Connection, *, before: datetime) -> int:
-    """Forget delivered entries (and their attachments) older than ``before``; failed ones stay for review."""
-    result = conn.execute(outbox.delete().where(outbox.c.status == OutboxStatus.SENT.value,
-                                                outbox.c.updated_at < before))
-    return int(result.rowcount)
+def prune_sent(conn: Connection, *, before: datetime, limit: int = RETENTION_BATCH_ROWS) -> int:
+    """Forget the oldest ``limit`` delivered entries last touched before ``before``, and the doubts about
+    them; failed ones stay for review. Returns how many went: call again until it is under ``limit``.
+
+    The limit keeps each transaction short on a database that has not been pruned for a long time.
+    """
+    old = (sa.select(outbox.c.id).where(outbox.c.status == OutboxStatus.SENT.value, outbox.c.updated_at < before)
+           .order_by(outbox.c.id).limit(limit))
+    ids = list(conn.execute(old).scalars())
+    if not ids:
+        return 0
+    conn.execute(outbox_doubts.delete().where(outbox_doubts.c.entry_id.in_(ids)))
+    return int(conn.execute(outbox.delete().where(outbox.c.id.in_(ids))).rowcount)

@@ -2,9 +2,15 @@
 
 One asyncio task per lane (platform, chat, thread) that has work; it ends when the lane is idle.
 A slow or rate-limited chat therefore waits in its own task and never holds up another. Progress
-is persisted after every chunk, so a restart resumes exactly where the last process stopped; the
-only duplicate a crash can cause is the one chunk the platform accepted in the instant before its
-acknowledgement was written down.
+is committed right after every platform answer, so a restart resumes exactly where the last
+process stopped; the only duplicates are the chunk the platform accepted in the instant before
+that commit, and a chunk whose send timed out after it left (``SendError.maybe_delivered``): it
+is sent again, logged as ``delivery maybe doubled`` and noted in ``outbox_doubts``.
+
+A transient failure is never the end: after ``max_attempts`` quick retries the reply keeps its
+place at the head of its chat with a long backoff (``SEND_LONG_BACKOFF_*``) until it is delivered
+or ``SEND_MAX_LATE_H`` old. A lane whose head is due that far off leaves its task ("parked"); the
+sweep takes it up when due. Only a refusal (blocked, chat not found, forbidden) ends a reply at once.
 """
 
 from __future__ import annotations
@@ -17,7 +23,14 @@ from datetime import datetime, timedelta
 
 from core.config import DeliverySettings
 from core.db import Connection, Database
-from core.tunables import DELIVERY_LANE_ENDS_KEPT, FAILED_LANE_RETRY_S
+from core.tunables import (
+    DELIVERY_LANE_ENDS_KEPT,
+    DELIVERY_PARK_AFTER_S,
+    FAILED_LANE_RETRY_S,
+    SEND_LONG_BACKOFF_BASE_S,
+    SEND_LONG_BACKOFF_MAX_S,
+    SEND_MAX_LATE_H,
+)
 from core.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
 from delivery import outbox
 from delivery.outbox import Lane, OutboxEntry
@@ -27,6 +40,8 @@ log = logging.getLogger("kith.delivery")
 POLICY_REFUSED = "policy"
 RATE_LIMITED = "SendError:rate_limited"  # error_code of a platform's "retry after N s": kept across restarts
 RENDER_FAILED = "render"
+EXPIRED = "expired"  # last_error of a reply still undelivered SEND_MAX_LATE_H after it was queued
+MAYBE_DELIVERED = "SendError:maybe_delivered"
 
 
 def backoff_delay(attempt: int, *, base_s: float, max_s: float, retry_after: float | None,
@@ -40,6 +55,18 @@ def backoff_delay(attempt: int, *, base_s: float, max_s: float, retry_after: flo
     return jittered
 
 
+def long_backoff_delay(step: int, *, retry_after: float | None, rng: Callable[[], float],
+                       base_s: float = SEND_LONG_BACKOFF_BASE_S, max_s: float = SEND_LONG_BACKOFF_MAX_S) -> float:
+    """Seconds to wait before long retry number ``step`` (1-based), once the quick ones are spent.
+
+    Jitter in the upper half only: after an outage the chats must not all come back at once, but
+    none may come back at once either.
+    """
+    ceiling = min(max_s, base_s * 2 ** (step - 1))
+    jittered = ceiling * (0.5 + 0.5 * rng())
+    return jittered if retry_after is None else max(retry_after, jittered)
+
+
 def error_code(exc: BaseException) -> str:
     """A short label for ``last_error``: the error's class and the platform's code, never its text."""
     if isinstance(exc, SendError):
@@ -47,6 +74,8 @@ def error_code(exc: BaseException) -> str:
             return "SendError:bad_formatting"
         if exc.permanent:
             return "SendError:permanent"
+        if exc.maybe_delivered:
+            return MAYBE_DELIVERED
         return RATE_LIMITED if exc.retry_after is not None else "SendError:transient"
     return type(exc).__name__
 
@@ -60,6 +89,10 @@ class _LostPlace(Exception):
 
 class _LeftForNextStart(Exception):
     """A send failed while the worker drains for shutdown: the lane stops, its work stays pending."""
+
+
+class _Parked(Exception):
+    """The lane's head is not due for a long while: the lane task ends, the sweep takes it up when due."""
 
 
 class QueuedWithin:
@@ -128,6 +161,9 @@ class DeliveryWorker:
         # Lanes whose task failed unexpectedly (a row that will not decode, a database error), and when: the
         # sweep tries them again only after FAILED_LANE_RETRY_S, not every interval with a traceback each time.
         self._failed_at: dict[Lane, datetime] = {}
+        # Lanes whose task is waiting out a backoff right now: shutdown ends those at once (their retry
+        # time is in the outbox), rather than waiting for them or for its own deadline.
+        self._resting: set[Lane] = set()
 
     def now(self) -> datetime:
         return self._clock()
@@ -163,7 +199,7 @@ class DeliveryWorker:
         while the bot runs). Returns how many lanes it started."""
         if self._draining:  # shutting down: what drain left pending is the next start's
             return 0
-        pending = await self.db.run(outbox.pending_lanes)
+        pending = await self.db.run(outbox.pending_lanes, due_by=self._clock())
         if self._draining:  # it may have begun during the read
             return 0
         retry_before = self._clock() - timedelta(seconds=FAILED_LANE_RETRY_S)
@@ -227,6 +263,8 @@ class DeliveryWorker:
         """At shutdown: deliver what the platforms take now; a failing send is left pending for the next
         start, never marked failed for an outage that merely overlapped the shutdown."""
         self._draining = True
+        for lane in self._resting:
+            self._lanes[lane].cancel()
         await self.wait_idle()
 
     async def stop(self) -> None:
@@ -258,6 +296,8 @@ class DeliveryWorker:
             raise
         except _LeftForNextStart:
             return  # shutting down: the lane's work stays pending, in order, for the next start
+        except _Parked:
+            return  # pending, in order, with its retry time: the sweep takes the lane up when that comes
         except _LostPlace as lost:
             log.warning("delivery lost its place id=%d chunk=%d; lane left to its other sender", lost.entry_id,
                         lost.index)
@@ -280,11 +320,35 @@ class DeliveryWorker:
             return
         delay = (entry.next_attempt_at - self._clock()).total_seconds()
         if delay > 0:
+            await self._rest(entry.lane, delay)
+
+    async def _rest(self, lane: Lane, delay: float) -> None:
+        """Wait out a backoff, or end the lane task when another will take the lane up in time."""
+        if self._draining:
+            raise _LeftForNextStart
+        if delay > DELIVERY_PARK_AFTER_S and self.settings.outbox_sweep_s > 0:
+            raise _Parked
+        self._resting.add(lane)
+        try:
             await self._sleep(delay)
+        finally:
+            self._resting.discard(lane)
+
+    def _too_late(self, entry: OutboxEntry, now: datetime) -> bool:
+        return now - entry.created_at >= timedelta(hours=SEND_MAX_LATE_H)
+
+    async def _expire(self, entry: OutboxEntry, now: datetime, *, error: str | None) -> None:
+        await self.db.run(outbox.mark_failed, entry.id, error=EXPIRED, now=now)
+        log.error("delivery expired id=%d platform=%s chat=%s age_h=%.1f last_error=%s", entry.id,
+                  entry.message.platform, entry.message.chat_id, (now - entry.created_at).total_seconds() / 3600,
+                  error or entry.last_error)
 
     async def _deliver(self, entry: OutboxEntry) -> tuple[bool, OutboxEntry | None]:
         """Deliver or fail ``entry``; returns (True, the lane's next entry) when that was read on the way."""
         message = entry.message
+        if self._too_late(entry, self._clock()):  # a process that was down for a day finds it so
+            await self._expire(entry, self._clock(), error=None)
+            return False, None
         if not await self.may_send(message):
             await self.db.run(outbox.mark_failed, entry.id, error=POLICY_REFUSED, now=self._clock())
             log.warning("delivery refused by policy id=%d platform=%s chat=%s", entry.id, message.platform,
@@ -326,8 +390,13 @@ class DeliveryWorker:
 
     async def _send_with_retries(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
                                  index: int, total: int, attempts: int) -> SentMessage | None:
-        """Send one chunk until it is delivered, or the entry is marked failed (``None``)."""
+        """Send one chunk until it is delivered, or the entry is marked failed (``None``).
+
+        ``attempts`` counts the chunk's failed sends so far (kept in the outbox); a send that may have
+        been posted (its answer never came) is not one of them: it is no refusal.
+        """
         message = entry.message
+        uncertain = 0  # sends of this chunk that timed out after leaving, in this process
         while True:
             try:
                 sent = await self._send_chunk(entry, channel, chunk, index)
@@ -336,32 +405,50 @@ class DeliveryWorker:
             except Exception as exc:
                 code = error_code(exc)
                 permanent = isinstance(exc, SendError) and exc.permanent
-                attempts += 1
-                if self._draining and not permanent:
-                    now = self._clock()
+                doubted = isinstance(exc, SendError) and exc.maybe_delivered and not permanent
+                now = self._clock()
+                if doubted:
+                    uncertain += 1
+                    log.warning("delivery maybe doubled id=%d chunk=%d/%d platform=%s chat=%s", entry.id,
+                                index + 1, total, message.platform, message.chat_id)
+                else:
+                    attempts += 1
+                doubt = index if doubted else None
+                if permanent:
+                    await self.db.run(outbox.mark_failed, entry.id, error=code, now=now, attempts=attempts)
+                    log.warning("delivery refused id=%d platform=%s chat=%s chunk=%d/%d error=%s", entry.id,
+                                message.platform, message.chat_id, index + 1, total, code)
+                    return None
+                if self._draining:
                     await self.db.run(outbox.schedule_retry, entry.id, attempts=attempts, next_attempt_at=now,
-                                      error=code, now=now)
+                                      error=code, now=now, doubted_chunk=doubt)
                     log.warning("delivery left for the next start id=%d platform=%s chunk=%d/%d error=%s",
                                 entry.id, message.platform, index + 1, total, code)
                     raise _LeftForNextStart from None
-                if permanent or attempts >= self.settings.max_attempts:
-                    await self.db.run(outbox.mark_failed, entry.id, error=code, now=self._clock(),
-                                      attempts=attempts)
-                    log.error("delivery failed id=%d platform=%s chat=%s chunk=%d/%d attempts=%d error=%s",
-                              entry.id, message.platform, message.chat_id, index + 1, total, attempts, code)
+                if self._too_late(entry, now):
+                    if doubt is not None:
+                        await self.db.run(outbox.schedule_retry, entry.id, attempts=attempts, next_attempt_at=now,
+                                          error=code, now=now, doubted_chunk=doubt)
+                    await self._expire(entry, now, error=code)
                     return None
                 retry_after = exc.retry_after if isinstance(exc, SendError) else None
-                delay = backoff_delay(attempts, base_s=self.settings.backoff_base_s,
-                                      max_s=self.settings.backoff_max_s, retry_after=retry_after,
-                                      rng=self._rng)
-                now = self._clock()
+                delay = self._retry_delay(attempts + uncertain, retry_after)
                 await self.db.run(outbox.schedule_retry, entry.id, attempts=attempts,
-                                  next_attempt_at=now + timedelta(seconds=delay), error=code, now=now)
+                                  next_attempt_at=now + timedelta(seconds=delay), error=code, now=now,
+                                  doubted_chunk=doubt)
                 log.warning("delivery retry id=%d platform=%s chunk=%d/%d attempt=%d delay_s=%.2f error=%s",
                             entry.id, message.platform, index + 1, total, attempts, delay, code)
-                await self._sleep(delay)
+                await self._rest(entry.lane, delay)
                 continue
             return sent
+
+    def _retry_delay(self, failures: int, retry_after: float | None) -> float:
+        """Quick retries first; past ``max_attempts`` the long backoff, since an outage is not a refusal."""
+        quick = self.settings.max_attempts
+        if failures < quick:
+            return backoff_delay(failures, base_s=self.settings.backoff_base_s, max_s=self.settings.backoff_max_s,
+                                 retry_after=retry_after, rng=self._rng)
+        return long_backoff_delay(failures - quick + 1, retry_after=retry_after, rng=self._rng)
 
     async def _send_chunk(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
                           index: int) -> SentMessage:

@@ -15,17 +15,17 @@ import pytest
 
 from core.config import DeliverySettings
 from core.db import Connection, Database
-from core.tunables import FAILED_LANE_RETRY_S
+from core.tunables import FAILED_LANE_RETRY_S, SEND_LONG_BACKOFF_BASE_S, SEND_LONG_BACKOFF_MAX_S, SEND_MAX_LATE_H
 from core.types import OutboundMessage, SendError
 from delivery import outbox
 from delivery.outbox import OutboxStatus
 from delivery.typing import TypingIndicator
-from delivery.worker import DeliveryWorker, backoff_delay
+from delivery.worker import DeliveryWorker, backoff_delay, long_backoff_delay
 from tests import helpers
 from tests.helpers import FakeClock
 from tests.support.delivery import FakeChannel, FakeSleep, SteppedSleep, send_anything
 
-DB_TABLES = (outbox.outbox,)  # the worker needs the outbox's table and no other (see the ``db`` fixture)
+DB_TABLES = (outbox.outbox, outbox.outbox_doubts)  # the worker needs the outbox's tables and no other (``db``)
 SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0, outbox_sweep_s=0.0)
 
 
@@ -135,37 +135,149 @@ def test_backoff_is_full_jitter_capped_and_floored_by_retry_after() -> None:
     assert delay(7, 1.0, retry_after=3.0) == 60.0
 
 
-async def test_exhausted_attempts_leave_the_reply_failed_and_logged_not_dropped(
+SWEEPING = dataclasses.replace(SETTINGS, outbox_sweep_s=10.0)  # a sweep takes up parked chats (called by hand here)
+
+
+async def test_an_outage_past_the_quick_retries_keeps_the_reply_pending_in_order_until_delivered(
         db: Database, caplog: pytest.LogCaptureFixture) -> None:
     channel = FakeChannel()
-    channel.fail("secret words", *[SendError("502") for _ in range(SETTINGS.max_attempts)])
-    worker, sleep = make_worker(db, channel)
-    with caplog.at_level(logging.ERROR, logger="kith.delivery"):
-        failed_id = await worker.submit(reply("secret words"))
+    channel.fail("secret words", *[SendError("502") for _ in range(SETTINGS.max_attempts + 1)])
+    worker, sleep = make_worker(db, channel, settings=SWEEPING)  # rng 1.0: the top of each jitter range
+    with caplog.at_level(logging.INFO, logger="kith.delivery"):
+        first_id = await worker.submit(reply("secret words"))
         next_id = await worker.submit(reply("after"))
         await worker.wait_idle()
-    stored = entry(db, failed_id)
-    assert stored.status is OutboxStatus.FAILED
-    assert (stored.attempts, stored.last_error) == (SETTINGS.max_attempts, "SendError:transient")
-    assert len(sleep.waits) == SETTINGS.max_attempts - 1
-    assert [e.id for e in db.run_sync(outbox.by_status, OutboxStatus.FAILED)] == [failed_id]
-    # The chat is not stuck behind the failure.
-    assert entry(db, next_id).status is OutboxStatus.SENT and channel.texts() == ["<b>after</b>"]
-    failure_logs = [r.getMessage() for r in caplog.records if "delivery failed" in r.getMessage()]
-    assert len(failure_logs) == 1 and f"id={failed_id}" in failure_logs[0]
-    assert "secret" not in caplog.text
+        assert sleep.waits == [1.0, 2.0, 4.0]  # the quick retries, then the chat is parked, not failed
+        stored = entry(db, first_id)
+        assert (stored.status, stored.attempts, stored.last_error) == (
+            OutboxStatus.PENDING, SETTINGS.max_attempts, "SendError:transient")
+        assert stored.next_attempt_at == sleep.clock() + timedelta(seconds=SEND_LONG_BACKOFF_BASE_S)
+        assert channel.delivered == [] and entry(db, next_id).status is OutboxStatus.PENDING  # nothing out of turn
+
+        sleep.clock.advance(seconds=SEND_LONG_BACKOFF_BASE_S - 1)
+        assert await worker.sweep() == 0  # not due yet
+        sleep.clock.advance(seconds=1)
+        assert await worker.sweep() == 1
+        await worker.wait_idle()  # one more failure: the wait doubles
+        assert entry(db, first_id).next_attempt_at == sleep.clock() + timedelta(seconds=2 * SEND_LONG_BACKOFF_BASE_S)
+        sleep.clock.advance(seconds=2 * SEND_LONG_BACKOFF_BASE_S)
+        assert await worker.sweep() == 1
+        await worker.wait_idle()
+    assert channel.texts() == ["<b>secret words</b>", "<b>after</b>"]
+    assert entry(db, first_id).status is OutboxStatus.SENT and entry(db, next_id).status is OutboxStatus.SENT
+    assert "delivery failed" not in caplog.text and "secret" not in caplog.text
 
 
-async def test_permanent_error_fails_at_once(db: Database) -> None:
+async def test_without_a_sweep_a_long_backoff_waits_in_the_chats_own_task(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("hi", *[SendError("502") for _ in range(SETTINGS.max_attempts + 1)])
+    worker, sleep = make_worker(db, channel)  # outbox_sweep_s = 0: nothing else would take the chat up
+    entry_id = await worker.submit(reply("hi"))
+    await worker.wait_idle()
+    assert sleep.waits == [1.0, 2.0, 4.0, SEND_LONG_BACKOFF_BASE_S, 2 * SEND_LONG_BACKOFF_BASE_S]
+    assert entry(db, entry_id).status is OutboxStatus.SENT and channel.texts() == ["<b>hi</b>"]
+
+
+def test_the_long_backoff_doubles_to_an_hour_with_jitter_in_its_upper_half() -> None:
+    def delay(step: int, r: float, retry_after: float | None = None) -> float:
+        return long_backoff_delay(step, retry_after=retry_after, rng=lambda: r)
+
+    assert [delay(n, 1.0) for n in (1, 2, 3, 4, 5, 30)] == [300.0, 600.0, 1200.0, 2400.0, 3600.0, 3600.0]
+    assert delay(1, 0.0) == 150.0
+    assert delay(1, 0.0, retry_after=7200.0) == 7200.0
+
+
+async def test_a_reply_is_never_delivered_more_than_a_day_late(db: Database,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    channel = FakeChannel()
+    channel.fail("hi", *[SendError("502") for _ in range(100)])  # an outage longer than a day
+    worker, sleep = make_worker(db, channel)
+    with caplog.at_level(logging.INFO, logger="kith.delivery"):
+        entry_id = await worker.submit(reply("hi"))
+        await worker.wait_idle()
+    stored = entry(db, entry_id)
+    assert (stored.status, stored.last_error) == (OutboxStatus.FAILED, "expired")
+    assert timedelta(hours=SEND_MAX_LATE_H) <= sleep.clock() - stored.created_at \
+        <= timedelta(hours=SEND_MAX_LATE_H, seconds=SEND_LONG_BACKOFF_MAX_S)
+    assert max(sleep.waits) == SEND_LONG_BACKOFF_MAX_S  # it kept trying, at most an hour apart
+    expired = [r.getMessage() for r in caplog.records if r.getMessage().startswith("delivery expired")]
+    assert len(expired) == 1 and f"id={entry_id} " in expired[0]
+
+    # A process that comes back after a day does not send what is that late either.
+    late_id = db.run_sync(outbox.enqueue, reply("yesterday's", chat_id="c2"), source=None, now=sleep.clock())
+    sleep.clock.advance(hours=SEND_MAX_LATE_H, seconds=1)
+    restarted, _ = make_worker(db, channel)
+    restarted._clock = sleep.clock
+    await restarted.start()
+    await restarted.wait_idle()
+    assert channel.texts("c2") == [] and entry(db, late_id).status is OutboxStatus.FAILED
+
+
+async def test_shutdown_does_not_wait_for_a_chat_that_is_backing_off(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("hi", SendError("502"))
+    sleep = SteppedSleep()  # the backoff would never end on its own
+    worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SETTINGS, sleep=sleep,
+                            clock=FakeClock(), rng=lambda: 1.0)
+    entry_id = await worker.submit(reply("hi"))
+    for _ in range(1000):  # the failure is written down on the database thread, then the wait begins
+        if sleep.waits:
+            break
+        await asyncio.sleep(0.01)
+    assert sleep.waits == [1.0]
+    await asyncio.wait_for(worker.drain(), timeout=30)
+    assert entry(db, entry_id).status is OutboxStatus.PENDING and channel.delivered == []
+    worker2, _ = make_worker(db, channel)
+    await worker2.start()
+    await worker2.wait_idle()
+    assert channel.texts() == ["<b>hi</b>"]
+
+
+async def test_a_send_that_may_have_gone_through_is_resent_noted_and_never_given_up(
+        db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    channel = FakeChannel()
+    timed_out = [SendError("no answer in time", maybe_delivered=True) for _ in range(SETTINGS.max_attempts + 1)]
+    channel.fail("two", *timed_out)
+    worker, sleep = make_worker(db, channel)
+    with caplog.at_level(logging.WARNING, logger="kith.delivery"):
+        entry_id = await worker.submit(reply("one|two"))
+        await worker.wait_idle()
+    assert channel.texts() == ["<b>one</b>", "<b>two</b>"]
+    assert entry(db, entry_id).status is OutboxStatus.SENT
+    # Each may have posted chunk 2: noted where a count of duplicates can find them, and logged by id.
+    assert db.run_sync(outbox.doubts, entry_id) == [(entry_id, 1)] * len(timed_out)
+    doubled = [r.getMessage() for r in caplog.records if r.getMessage().startswith("delivery maybe doubled")]
+    assert doubled == [f"delivery maybe doubled id={entry_id} chunk=2/2 platform=telegram chat=c1"] * len(timed_out)
+    assert len(sleep.waits) == len(timed_out)  # it still backs off: a slow platform is not hurried
+
+
+async def test_permanent_error_fails_at_once(db: Database, caplog: pytest.LogCaptureFixture) -> None:
     channel = FakeChannel()
     channel.fail("hi", SendError("403 bot was blocked", permanent=True))
     worker, sleep = make_worker(db, channel)
-    entry_id = await worker.submit(reply("hi"))
-    await worker.wait_idle()
+    with caplog.at_level(logging.INFO, logger="kith.delivery"):
+        entry_id = await worker.submit(reply("hi"))
+        await worker.wait_idle()
     stored = entry(db, entry_id)
     assert (stored.status, stored.attempts) == (OutboxStatus.FAILED, 1)
     assert stored.last_error == "SendError:permanent"
     assert sleep.waits == [] and channel.attempts == [("hi", False)]
+    assert f"delivery refused id={entry_id} " in caplog.text
+
+
+async def test_a_files_bytes_are_dropped_once_it_is_delivered_or_refused(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("refused", SendError("403 bot was blocked", permanent=True))
+    worker, _ = make_worker(db, channel)
+    export = dataclasses.replace(reply("your export|in two parts"), attachment_name="kith-export.json",
+                                 attachment_bytes=b'{"memories": []}')
+    sent_id = await worker.submit(export)
+    refused_id = await worker.submit(dataclasses.replace(export, text="refused", chat_id="c2"))
+    await worker.wait_idle()
+    sent, refused = entry(db, sent_id), entry(db, refused_id)
+    assert (sent.status, refused.status) == (OutboxStatus.SENT, OutboxStatus.FAILED)
+    assert sent.message.attachment_bytes is None and refused.message.attachment_bytes is None
+    assert sent.message.attachment_name == "kith-export.json"  # what was sent stays on record
 
 
 async def test_bad_formatting_resends_that_chunk_as_plain_text_at_once(db: Database) -> None:

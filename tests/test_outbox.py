@@ -13,7 +13,7 @@ from delivery import outbox
 from delivery.outbox import OutboxStatus
 from tests.helpers import FakeClock
 
-DB_TABLES = (outbox.outbox,)  # the outbox needs no other table (see the ``db`` fixture)
+DB_TABLES = (outbox.outbox, outbox.outbox_doubts)  # the outbox needs no other table (see the ``db`` fixture)
 
 
 def reply(text: str = "hello", *, chat_id: str = "c1", thread_id: str | None = None,
@@ -109,3 +109,36 @@ def test_prune_forgets_old_sent_entries_but_keeps_failures(db: Database) -> None
     assert db.run_sync(outbox.get, old_sent) is None
     assert db.run_sync(outbox.get, old_failed) is not None
     assert db.run_sync(outbox.get, new_sent) is not None
+
+
+def test_prune_goes_in_batches_and_takes_the_doubts_with_their_entries(db: Database) -> None:
+    clock = FakeClock()
+    old = [db.run_sync(outbox.enqueue, reply(f"old {n}"), source=None, now=clock()) for n in range(5)]
+    for entry_id in old:
+        db.run_sync(outbox.schedule_retry, entry_id, attempts=0, next_attempt_at=clock(),
+                    error="SendError:maybe_delivered", now=clock(), doubted_chunk=0)
+        db.run_sync(outbox.mark_sent, entry_id, now=clock())
+    clock.advance(days=10)
+    kept = db.run_sync(outbox.enqueue, reply("recent"), source=None, now=clock())
+    db.run_sync(outbox.schedule_retry, kept, attempts=0, next_attempt_at=clock(), error="SendError:maybe_delivered",
+                now=clock(), doubted_chunk=0)
+    db.run_sync(outbox.mark_sent, kept, now=clock())
+
+    before = clock() - timedelta(days=7)
+    assert [db.run_sync(outbox.prune_sent, before=before, limit=2) for _ in range(4)] == [2, 2, 1, 0]
+    assert db.run_sync(outbox.doubts) == [(kept, 0)]
+    assert db.run_sync(outbox.get, kept) is not None
+
+
+def test_a_lane_whose_head_waits_out_a_long_backoff_is_not_due_until_then(db: Database) -> None:
+    clock = FakeClock()
+    parked = db.run_sync(outbox.enqueue, reply("parked"), source=None, now=clock())
+    db.run_sync(outbox.enqueue, reply("behind it"), source=None, now=clock())
+    db.run_sync(outbox.enqueue, reply("elsewhere", chat_id="c2"), source=None, now=clock())
+    db.run_sync(outbox.schedule_retry, parked, attempts=7, next_attempt_at=clock() + timedelta(hours=1),
+                error="SendError:transient", now=clock())
+
+    assert db.run_sync(outbox.pending_lanes) == [("telegram", "c1", None), ("telegram", "c2", None)]
+    assert db.run_sync(outbox.pending_lanes, due_by=clock()) == [("telegram", "c2", None)]
+    assert db.run_sync(outbox.pending_lanes, due_by=clock() + timedelta(hours=1)) == [
+        ("telegram", "c1", None), ("telegram", "c2", None)]

@@ -1,0 +1,78 @@
+"""Pruning on a schedule: what delivery keeps only for a while goes when that while is over.
+
+The inbound journal needs an event only as long as a platform might redeliver it, and the outbox
+a delivered reply only for review. Neither is pruned on a message's path: a running bot prunes at
+its start and every ``RETENTION_INTERVAL_S`` after, in short transactions. Attachments need no
+schedule: the outbox drops a file as soon as its reply is delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from core.db import Database
+from core.tunables import RETENTION_BATCH_ROWS, RETENTION_INTERVAL_S
+from core.types import utcnow
+from delivery import outbox
+from delivery.inbound import InboundJournal
+
+log = logging.getLogger("kith.delivery")
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    events: int  # inbound journal entries past the dedupe window
+    sent: int  # delivered outbox entries past ``sent_retention_days``
+
+
+class Retention:
+    def __init__(self, db: Database, journal: InboundJournal, *, sent_retention_days: float,
+                 clock: Callable[[], datetime] = utcnow, interval_s: float = RETENTION_INTERVAL_S,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 batch: int = RETENTION_BATCH_ROWS) -> None:
+        self.db = db
+        self.journal = journal
+        self.sent_retention = timedelta(days=sent_retention_days)
+        self._clock = clock
+        self.interval_s = interval_s
+        self._sleep = sleep
+        self.batch = batch
+        self._task: asyncio.Task[None] | None = None
+
+    async def prune(self) -> Pruned:
+        started = time.perf_counter()
+        events = await self.journal.prune(batch=self.batch)
+        before = self._clock() - self.sent_retention
+        sent = 0
+        while True:
+            removed = await self.db.run(outbox.prune_sent, before=before, limit=self.batch)
+            sent += removed
+            if removed < self.batch:
+                break
+        log.info("retention pruned events=%d sent=%d elapsed_ms=%.0f", events, sent,
+                 (time.perf_counter() - started) * 1000)
+        return Pruned(events=events, sent=sent)
+
+    def start(self) -> None:
+        """Prune now, then every ``interval_s``, in a task of its own until ``stop``."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._every(), name="delivery:retention")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _every(self) -> None:
+        while True:
+            try:
+                await self.prune()
+            except Exception as exc:  # a locked or full database: the next round tries again, nothing is lost
+                log.warning("retention failed error=%s", type(exc).__name__)
+            await self._sleep(self.interval_s)
