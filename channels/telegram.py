@@ -39,6 +39,7 @@ import re
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Protocol
@@ -81,6 +82,7 @@ from core.tunables import (
     TELEGRAM_POLL_BACKOFF_MAX_S,
     TELEGRAM_POLL_READ_MARGIN_S,
     TELEGRAM_STOP_GRACE_S,
+    TELEGRAM_UPDATE_ID_JUMP_MAX,
 )
 from core.types import (
     Button,
@@ -158,6 +160,37 @@ def send_error_for(exc: TelegramError) -> SendError:
     return SendError(f"telegram: {type(exc).__name__}")
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetStep:
+    """Where polling goes after a batch (``offset_step``)."""
+
+    next_offset: int  # the next getUpdates' offset
+    stored: int  # the offset recorded with the batch: where a restart polls from
+    jumped_to: int | None = None  # an update id far above the ones before it
+    resume_at: int | None = None  # after one quick poll that confirms the jumped id, polling goes on from here
+
+
+def offset_step(ids: Sequence[int], fetched_from: int | None, *, high: int | None = None,
+                jump_max: int = TELEGRAM_UPDATE_ID_JUMP_MAX) -> OffsetStep:
+    """The offsets after a batch of update ``ids`` (in the order they came) fetched with ``fetched_from``.
+
+    The offset follows the batch, not the maximum: after a week of silence Telegram restarts update ids at
+    a random, possibly lower number, and an offset above them would fetch the same update forever. An id
+    ``jump_max`` or more above every other reference (the offset it was fetched with, the batch's other ids,
+    ``high``: an earlier jump) is not trusted as a restart point: one poll moves past it, which is the only way
+    to confirm it, and polling then goes back to where the ids before it left off, so one stray id cannot
+    leave every later, ordinary id below the offset. Should the ids really have moved up there, the next
+    batch comes from above ``high`` and is followed as usual.
+    """
+    after = ids[-1] + 1
+    references = [r for r in (fetched_from, high, ids[-2] if len(ids) > 1 else None) if r is not None]
+    if not references or ids[-1] < max(references) + jump_max:
+        return OffsetStep(after, after)
+    before = [i for i in ids if i < max(references) + jump_max]
+    resume = before[-1] + 1 if before else fetched_from if fetched_from is not None else after
+    return OffsetStep(after, resume, jumped_to=ids[-1], resume_at=resume)
+
+
 def inline_keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup:
     """One button per row: labels stay readable on a phone whatever their length."""
     return InlineKeyboardMarkup([[InlineKeyboardButton(b.label, callback_data=b.data)] for b in buttons])
@@ -232,6 +265,8 @@ class TelegramChannel:
         self._webhook_port: int | None = None
         self._lanes = HandlerLanes("telegram", log)
         self._offset: int | None = None
+        self._jumped_to: int | None = None  # an update id far above the rest, until the next batch tells more
+        self._resume_at: int | None = None  # the offset to go back to once a quick poll confirmed that id
         # Held while a fetched batch is taken in, so stop() never cuts a batch between journal and cursor.
         self._batch_lock = asyncio.Lock()
         self.ready = asyncio.Event()  # set once getMe and the mode's registration succeeded
@@ -365,19 +400,27 @@ class TelegramChannel:
                     loaded = True
                     log.info("telegram polling from offset=%s", self._offset)
                 started = time.monotonic()
-                updates = await self._get_updates(bot)
+                fetched_from = self._offset
+                updates = await self._get_updates(bot, quick=self._resume_at is not None)
                 failures = 0
+                if not updates and self._resume_at is not None:
+                    # The quick poll confirmed the jumped id and nothing came after it: back to the ordinary ids.
+                    log.info("telegram polling resumes below the jumped id offset=%d", self._resume_at)
+                    self._offset, self._resume_at = self._resume_at, None
                 async with self._batch_lock:
                     if updates:
                         # The whole batch recorded, its messages kept until the core has decided on them,
-                        # and the offset moved past it, in one transaction. Follow the batch, not the
-                        # maximum: after a week of silence Telegram restarts update ids at a random,
-                        # possibly lower number, and an offset above them would fetch the same update forever.
-                        after = updates[-1].update_id + 1
+                        # and the offset moved past it, in one transaction (``offset_step``).
+                        step = offset_step([u.update_id for u in updates], fetched_from, high=self._jumped_to)
                         translated = {str(u.update_id): self._translate(u) for u in updates}
                         fresh = await self._journal.record_batch(
-                            PLATFORM, list(translated), cursor=key, cursor_to=after, messages=_carried(translated))
-                        self._offset = after
+                            PLATFORM, list(translated), cursor=key, cursor_to=step.stored,
+                            messages=_carried(translated))
+                        self._offset = step.next_offset
+                        self._jumped_to, self._resume_at = step.jumped_to, step.resume_at
+                        if step.jumped_to is not None:
+                            log.warning("telegram update_id jumped update_id=%d fetched_from=%s resume_at=%s",
+                                        step.jumped_to, fetched_from, step.resume_at)
                         for update in updates:
                             if str(update.update_id) in fresh:
                                 fresh.discard(str(update.update_id))  # once, should the batch repeat an id
@@ -415,15 +458,16 @@ class TelegramChannel:
                 error = exc
             await self._sleep(self._backoff(failures, error))
 
-    async def _get_updates(self, bot: Bot) -> list[Update]:
-        """One long poll, each update parsed once, here rather than by ``Bot.get_updates``.
+    async def _get_updates(self, bot: Bot, *, quick: bool = False) -> list[Update]:
+        """One long poll (``quick``: one that answers at once), each update parsed once, here rather than by
+        ``Bot.get_updates``.
 
         PTB parses a batch all at once: one malformed update would fail the batch on every fetch,
         and PTB then logs the whole batch, message texts included. Here a malformed update becomes a
         bare one with its id (``parse_update``) and the rest of its batch goes on.
         """
         assert self._updates_request is not None
-        params: dict[str, object] = {"timeout": self.settings.poll_timeout_s,
+        params: dict[str, object] = {"timeout": 0 if quick else self.settings.poll_timeout_s,
                                      "allowed_updates": json.dumps(list(ALLOWED_UPDATES))}
         if self._offset is not None:
             params["offset"] = self._offset

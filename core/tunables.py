@@ -146,6 +146,9 @@ TELEGRAM_POLL_READ_MARGIN_S = 10.0  # getUpdates may take poll_timeout_s; allow 
 TELEGRAM_POLL_BACKOFF_BASE_S = 1.0  # first wait after a failed getUpdates; doubles per failure
 TELEGRAM_POLL_BACKOFF_MAX_S = 60.0
 TELEGRAM_STOP_GRACE_S = 5.0  # on stop, handlers already handed an update may finish this long
+# Telegram numbers updates one by one; an id this far above the offset it was fetched with is not the next one
+# (a glitch, or ids restarted after a week's silence) and is not trusted as the restart point until confirmed.
+TELEGRAM_UPDATE_ID_JUMP_MAX = 1_000_000
 
 # --- Slack channel (channels/slack.py) ----------------------------------------
 SLACK_HTTP_TIMEOUT_S = 10.0  # budget of one Web API call

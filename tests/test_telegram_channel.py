@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from channels.telegram import ChannelStartError, TelegramChannel, check_token
+from channels.telegram import ChannelStartError, OffsetStep, TelegramChannel, check_token, offset_step
 from core.config import TelegramSettings
 from core.db import Database
 from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SendError
@@ -54,6 +54,11 @@ def _channel(api: FakeTelegramApi, stores: Stores, *, token: str = FAKE_BOT_TOKE
     kwargs.setdefault("commands", [("start", "Say hello"), ("help", "What I can do"), ("remember", "Keep a fact")])
     return TelegramChannel(settings, token, journal=stores.journal, cursors=stores.cursors,
                            poll_backoff_base_s=0.05, poll_backoff_max_s=0.2, stop_grace_s=1.0, **kwargs)
+
+
+def _offsets(api: FakeTelegramApi) -> list[int]:
+    """The offset of every getUpdates so far."""
+    return [int(c.params.get("offset") or 0) for c in api.calls if c.method == "getUpdates"]
 
 
 def _outbound(chat_id: int, text: str, **kwargs: Any) -> OutboundMessage:
@@ -162,6 +167,39 @@ async def test_restart_neither_loses_nor_replays(telegram_api: FakeTelegramApi, 
     offsets = [int(c.params.get("offset") or 0) for c in api.calls if c.method == "getUpdates"]
     assert first["update_id"] + 1 in offsets  # channel B started from the stored offset
     assert stored == first["update_id"] + 3
+
+
+async def test_one_far_update_id_neither_strands_intake_nor_a_restart(
+    telegram_api: FakeTelegramApi, stores: Stores, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="kith")
+    api = telegram_api
+    ordinary = api.push_text(ALICE, ALICE, "one")["update_id"] + 1
+    inbox_a = Inbox()
+    async with running(_channel(api, stores), inbox_a):
+        await inbox_a.wait_for(1)
+        # A stray id far above the rest, alone in its batch; the server's own numbering goes on as before.
+        stray = api.push_text(ALICE, ALICE, "stray")
+        stray["update_id"] = 2**62
+        await inbox_a.wait_for(2)
+        # One quick poll confirms the stray id, then polling is back below it (else "two" would be confirmed
+        # away with it on the server, or never fetched).
+        await api.wait_until(lambda: _offsets(api)[-2:] == [2**62 + 1, ordinary])
+        api.push_text(ALICE, ALICE, "two")
+        await inbox_a.wait_for(3)
+    # Telegram keeps queueing while the bot is down; the next start must not poll from above these.
+    api.push_text(BOB, BOB, "three")
+    db = Database(stores.db.url)
+    try:
+        inbox_b = Inbox()
+        async with running(_channel(api, Stores(db, InboundJournal(db), Cursors(db))), inbox_b):
+            await inbox_b.wait_for(1)
+    finally:
+        db.close()
+
+    assert inbox_a.texts == ["one", "stray", "two"]
+    assert inbox_b.texts == ["three"]
+    assert f"telegram update_id jumped update_id={2**62}" in caplog.text
 
 
 async def test_same_update_twice_from_the_server_is_handled_once(
@@ -474,3 +512,12 @@ async def test_typing_in_a_topic_and_errors_are_swallowed(telegram_api: FakeTele
         await channel.typing("424242", None)  # unknown chat: refused by Telegram, not our caller's problem
 
     assert [(a.chat_id, a.action, a.message_thread_id) for a in api.actions] == [(GROUP, "typing", 77)]
+
+
+def test_offset_follows_the_batch_down_and_only_leaves_a_far_id_behind() -> None:
+    # Ids restarted lower after a long silence: followed down, as ever.
+    assert offset_step([17, 18], 5_000) == OffsetStep(19, 19)
+    # A far id after ordinary ones: they are kept as the restart point, the far one is confirmed once.
+    assert offset_step([1_001, 2**62], 1_001) == OffsetStep(2**62 + 1, 1_002, jumped_to=2**62, resume_at=1_002)
+    # The ids really moved up there: the batch after the jump comes from above it and is followed.
+    assert offset_step([2**62 + 1], 1_002, high=2**62) == OffsetStep(2**62 + 2, 2**62 + 2)
