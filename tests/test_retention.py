@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import io
+from collections.abc import Callable
 
+from channels.terminal import TerminalChannel
+from core.app import build_app
+from core.config import Settings
 from core.db import Database
 from core.tunables import INBOUND_DEDUPE_DAYS, RETENTION_INTERVAL_S
 from core.types import OutboundMessage
@@ -11,6 +16,7 @@ from delivery import outbox
 from delivery.inbound import InboundJournal, inbound_events
 from delivery.outbox import OutboxStatus
 from delivery.retention import Pruned, Retention
+from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
 from tests.support.delivery import SteppedSleep
 
@@ -110,3 +116,24 @@ async def test_a_failed_prune_is_tried_again_at_the_next_round(db: Database) -> 
     finally:
         await retention.stop()
 
+
+
+async def test_a_bot_that_starts_prunes_what_is_past_its_time(fake_llm: FakeOpenAI,
+                                                              make_settings: Callable[..., Settings]) -> None:
+    clock = FakeClock()
+    app = await build_app(make_settings(fake_llm), clock=clock, warm_llm=False)
+    try:
+        assert await app.journal.record("telegram", "update-1")
+        old = sent(app.db, clock, "delivered a week and a day ago")
+        clock.advance(days=max(INBOUND_DEDUPE_DAYS, app.settings.delivery.sent_retention_days) + 1)
+        terminal = TerminalChannel(stdin=io.StringIO(""), stdout=io.StringIO(), user="ana", interactive=False)
+        await app.start_channels([terminal])
+        for _ in range(1000):
+            if app.db.run_sync(outbox.get, old) is None:
+                break
+            await asyncio.sleep(0.01)
+        assert app.db.run_sync(outbox.get, old) is None
+        assert await app.journal.record("telegram", "update-1")  # forgotten: past the dedupe window
+    finally:
+        await app.close()
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "delivery:retention"] == []
