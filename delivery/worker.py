@@ -59,8 +59,8 @@ def long_backoff_delay(step: int, *, retry_after: float | None, rng: Callable[[]
                        base_s: float = SEND_LONG_BACKOFF_BASE_S, max_s: float = SEND_LONG_BACKOFF_MAX_S) -> float:
     """Seconds to wait before long retry number ``step`` (1-based), once the quick ones are spent.
 
-    Jitter in the upper half only: after an outage the chats must not all come back at once, but
-    none may come back at once either.
+    Spread over the upper half of the range: after an outage the chats must not all retry together,
+    nor any of them straight away.
     """
     ceiling = min(max_s, base_s * 2 ** (step - 1))
     jittered = ceiling * (0.5 + 0.5 * rng())
@@ -264,7 +264,9 @@ class DeliveryWorker:
         start, never marked failed for an outage that merely overlapped the shutdown."""
         self._draining = True
         for lane in self._resting:
-            self._lanes[lane].cancel()
+            task = self._lanes.get(lane)
+            if task is not None:
+                task.cancel()
         await self.wait_idle()
 
     async def stop(self) -> None:
