@@ -283,7 +283,7 @@ class DiscordChannel:
         self._lanes.enqueue(str(channel_id), partial(self._take_in_message, message), f"message:{message.id}")
 
     async def _take_in_message(self, message: discord.Message) -> None:
-        me = self._me
+        me = await self._identity(f"message:{message.id}")
         if me is None or self._on_message is None:
             return
         not_a_person = sender_skip(message, me)
@@ -300,6 +300,25 @@ class DiscordChannel:
             log.info("discord redelivery dropped id=%d", message.id)
             return
         await self._deliver(translated)
+
+    async def _identity(self, event: str) -> BotIdentity | None:
+        """Who the bot is, to translate an event; known from READY on.
+
+        discord.py calls ``on_ready`` only once every server arrived or ``guild_ready_timeout`` passed (about
+        2 s), and messages flow before that: they are taken in like any other, not dropped. Should an event
+        come before READY itself (Discord sends none), it waits for it.
+        """
+        if self._me is None:
+            client = self._client
+            user = client.user if client is not None else None
+            if user is not None:
+                self._me = BotIdentity(user.id, user.name)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.ready.wait(), self.settings.ready_timeout_s)
+                if self._me is None:
+                    log.warning("discord event dropped event=%s reason=identity_unknown", event)
+        return self._me
 
     async def _deliver(self, message: InboundMessage) -> None:
         assert self._on_message is not None
@@ -320,7 +339,7 @@ class DiscordChannel:
             log.info("discord interaction ack failed id=%d error=%s", interaction.id, type(exc).__name__)
 
     async def _take_in_press(self, interaction: discord.Interaction) -> None:
-        me = self._me
+        me = await self._identity(f"interaction:{interaction.id}")
         if me is None:
             return
         place = await self._place(interaction.channel, interaction.guild_id,

@@ -485,3 +485,26 @@ async def test_a_message_is_kept_from_its_journal_entry_until_the_core_decides_o
         await asyncio.sleep(0.05)
     # The handler here never decides, as if the process died first: the next start takes it up once.
     assert (await kept.resume(await kept.leftovers(), ["discord"])).undecided == [message]
+
+
+async def test_a_message_before_on_ready_is_journaled_and_answered(world: World, db: Database) -> None:
+    api = world.api
+    kept = MessageInbox(db)
+    pushed: list[dict[str, Any]] = []
+    # Right after READY, while discord.py still waits for the servers before on_ready (1 s here).
+    api.after_ready = lambda: pushed.append(api.push_message(world.alice_dm, ALICE, "are you there?"))
+    inbox = Inbox()
+    channel = DiscordChannel(DiscordSettings(ready_timeout_s=WAIT_S), FAKE_DISCORD_TOKEN,
+                             journal=InboundJournal(db, inbox=kept), stop_grace_s=1.0, guild_ready_timeout_s=1.0,
+                             reidentify_delay_s=0.05)
+    async with running(channel, inbox):
+        (message,) = await inbox.wait_for(1)
+        reply = OutboundMessage(platform="discord", chat_id=message.chat_id, text="I am.", chat_kind=ChatKind.DM,
+                                recipient_id=message.sender_id)
+        await send_rendered(channel, reply)
+
+    assert message.text == "are you there?" and message.message_id == f"{world.alice_dm}:{pushed[0]['id']}"
+    assert [p.content for p in api.posted] == ["I am."]
+    # Journaled like any other event: kept until the core decides on it, and a redelivery is dropped.
+    assert (await kept.resume(await kept.leftovers(), ["discord"])).undecided == [message]
+    assert not await InboundJournal(db).record("discord", message.message_id.split(":")[1])

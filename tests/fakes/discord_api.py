@@ -299,6 +299,9 @@ class FakeDiscord:
         self.identifies: list[Identify] = []
         self.resumes: list[Resume] = []
         self.heartbeats = 0
+        # Called right after READY is sent, before the servers' GUILD_CREATEs: events pushed here reach the
+        # client in the seconds before discord.py's on_ready (its guild_ready_timeout), as on Discord.
+        self.after_ready: Callable[[], None] | None = None
         # machinery
         self._failures: dict[str, list[ScriptedFailure]] = {}
         self._sessions: dict[str, _Session] = {}
@@ -646,6 +649,8 @@ class FakeDiscord:
             "relationships": [], "presences": [], "geo_ordered_rtc_regions": [], "user_settings": {},
         }
         self._dispatch("READY", ready)
+        if self.after_ready is not None:
+            self.after_ready()
         for guild in self.guilds.values():
             self._dispatch("GUILD_CREATE", self._guild_create(guild))
 
