@@ -61,7 +61,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from channels.http import serve_posts
 from channels.lanes import HandlerLanes
-from channels.telegram_http import AiohttpRequest
+from channels.telegram_http import AiohttpRequest, AnswerLost
 from channels.telegram_translate import (
     ALLOWED_UPDATES,
     PLATFORM,
@@ -81,6 +81,7 @@ from core.tunables import (
     TELEGRAM_POLL_BACKOFF_BASE_S,
     TELEGRAM_POLL_BACKOFF_MAX_S,
     TELEGRAM_POLL_READ_MARGIN_S,
+    TELEGRAM_SEND_TIMEOUT_S,
     TELEGRAM_STOP_GRACE_S,
     TELEGRAM_UPDATE_ID_JUMP_MAX,
 )
@@ -142,6 +143,8 @@ def send_error_for(exc: TelegramError) -> SendError:
     """The core's SendError for a failed Bot API send: retry later, never retry, or resend without markup."""
     if isinstance(exc, RetryAfter):
         return SendError("telegram: flood control", retry_after=retry_after_seconds(exc))
+    if isinstance(exc, AnswerLost):
+        return SendError("telegram: answer lost", maybe_delivered=True)
     if isinstance(exc, Forbidden):
         return SendError("telegram: forbidden (bot blocked, kicked or not allowed)", permanent=True)
     if isinstance(exc, ChatMigrated):
@@ -207,10 +210,11 @@ def base_urls(settings: TelegramSettings) -> tuple[str, str]:
 
 
 # --- Transport -----------------------------------------------------------------------------------
-def _make_bot(settings: TelegramSettings, token: str) -> tuple[Bot, AiohttpRequest]:
+def _make_bot(settings: TelegramSettings, token: str, *,
+              send_timeout_s: float = TELEGRAM_SEND_TIMEOUT_S) -> tuple[Bot, AiohttpRequest]:
     """The Bot, and the transport of its own that long polls (``TelegramChannel._get_updates``)."""
     base_url, base_file_url = base_urls(settings)
-    request = AiohttpRequest(read_timeout=TELEGRAM_HTTP_TIMEOUT_S, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
+    request = AiohttpRequest(read_timeout=send_timeout_s, write_timeout=TELEGRAM_HTTP_TIMEOUT_S,
                              connect_timeout=TELEGRAM_HTTP_TIMEOUT_S, pool_timeout=TELEGRAM_HTTP_TIMEOUT_S)
     # Polling holds its connection for up to poll_timeout_s; it gets its own pool so a long poll never
     # waits behind a send, nor a send behind it.
@@ -239,6 +243,7 @@ class TelegramChannel:
         poll_backoff_base_s: float = TELEGRAM_POLL_BACKOFF_BASE_S,
         poll_backoff_max_s: float = TELEGRAM_POLL_BACKOFF_MAX_S,
         stop_grace_s: float = TELEGRAM_STOP_GRACE_S,
+        send_timeout_s: float = TELEGRAM_SEND_TIMEOUT_S,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         if settings.mode not in ("polling", "webhook"):
@@ -254,6 +259,7 @@ class TelegramChannel:
         self._backoff_base_s = poll_backoff_base_s
         self._backoff_max_s = poll_backoff_max_s
         self._stop_grace_s = stop_grace_s
+        self._send_timeout_s = send_timeout_s
         self._sleep = sleep
         self._bot: Bot | None = None
         self._updates_request: AiohttpRequest | None = None
@@ -296,7 +302,7 @@ class TelegramChannel:
         self._on_button = on_button
         if self.settings.mode == "webhook":
             self._check_webhook_settings()
-        self._bot, self._updates_request = _make_bot(self.settings, self._token)
+        self._bot, self._updates_request = _make_bot(self.settings, self._token, send_timeout_s=self._send_timeout_s)
         try:
             if self.settings.mode == "webhook":
                 # Listen before setWebhook, so Telegram's first POST finds us.
@@ -613,8 +619,8 @@ class TelegramChannel:
                                               reply_markup=markup)
         except TelegramError as exc:
             error = send_error_for(exc)
-            log.warning("telegram send failed chat=%s chunk=%d error=%s permanent=%s", message.chat_id, index,
-                        type(exc).__name__, error.permanent)
+            log.warning("telegram send failed chat=%s chunk=%d error=%s permanent=%s maybe_delivered=%s",
+                        message.chat_id, index, type(exc).__name__, error.permanent, error.maybe_delivered)
             raise error from exc
         return SentMessage(str(sent.message_id))
 

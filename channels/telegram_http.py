@@ -20,6 +20,18 @@ from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
 
+class AnswerLost(NetworkError):
+    """The request went out but no answer came back (it timed out, or the connection dropped on the way):
+    Telegram may have carried it out. A failure to connect is a plain NetworkError or TimedOut instead."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"answer lost: {cause}")
+
+
+class AnswerTimedOut(AnswerLost, TimedOut):
+    """No answer within the read timeout: a TimedOut, as PTB knows it, that may have been carried out."""
+
+
 class AiohttpRequest(BaseRequest):
     """One aiohttp session with at most ``connection_pool_size`` connections to the Bot API."""
 
@@ -91,10 +103,15 @@ class AiohttpRequest(BaseRequest):
             async with self._session.request(method, url, data=body, headers=headers, timeout=timeout,
                                              proxy=proxy, proxy_headers=proxy_headers) as response:
                 return response.status, await response.read()
-        except TimeoutError as exc:  # aiohttp's ServerTimeoutError and ConnectionTimeoutError are TimeoutErrors
-            raise TimedOut from exc
-        except (aiohttp.ClientError, OSError) as exc:
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            # Never connected (or no connection free in time): nothing reached Telegram.
+            if isinstance(exc, TimeoutError):
+                raise TimedOut from exc
             raise NetworkError(f"aiohttp.{type(exc).__name__}: {exc}") from exc
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            # Connected and sent (or sending): whether Telegram acted on it is unknown.
+            lost = AnswerTimedOut if isinstance(exc, TimeoutError) else AnswerLost
+            raise lost(f"aiohttp.{type(exc).__name__}") from exc
 
     def _proxy_for(self, url: str) -> tuple[str | None, dict[str, str] | None]:
         parts = urlsplit(url)

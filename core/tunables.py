@@ -141,7 +141,10 @@ DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady
 PAIRING_REMINDER_INTERVAL_S = 600
 
 # --- Telegram channel (channels/telegram.py) ----------------------------------
-TELEGRAM_HTTP_TIMEOUT_S = 10.0  # connect/read/write budget of one ordinary Bot API call
+TELEGRAM_HTTP_TIMEOUT_S = 10.0  # connect/write budget of one ordinary Bot API call
+# How long a Bot API call waits for its answer. Past it a send counts as maybe delivered (it is sent again, the one
+# duplicate Telegram allows), so it is well above a slow answer rather than a typical one.
+TELEGRAM_SEND_TIMEOUT_S = 30.0
 TELEGRAM_POLL_READ_MARGIN_S = 10.0  # getUpdates may take poll_timeout_s; allow this much more to read the answer
 TELEGRAM_POLL_BACKOFF_BASE_S = 1.0  # first wait after a failed getUpdates; doubles per failure
 TELEGRAM_POLL_BACKOFF_MAX_S = 60.0

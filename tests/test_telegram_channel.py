@@ -461,6 +461,28 @@ async def test_send_failures_map_to_send_error(
     assert api.sent == []
 
 
+async def test_a_send_answered_too_late_is_maybe_delivered_and_an_unreachable_one_is_not(
+    telegram_api: FakeTelegramApi, stores: Stores
+) -> None:
+    api = telegram_api
+    api.add_chat(ALICE)
+    message = _outbound(ALICE, "hello")
+    async with running(_channel(api, stores, send_timeout_s=0.3), Inbox()) as channel:
+        await channel.ready.wait()
+        api.answer_slowly("sendMessage", 3.0)
+        with pytest.raises(SendError) as late:
+            await channel.send_chunk(message, channel.render(message)[0], 0)
+        await api.go_away()
+        with pytest.raises(SendError) as unreachable:
+            await channel.send_chunk(message, channel.render(message)[0], 0)
+        await api.come_back()
+
+    # Telegram posted the first: a resend may double it, and the delivery worker knows to count it so.
+    assert [m.text for m in api.sent] == ["hello"]
+    assert late.value.maybe_delivered and not late.value.permanent
+    assert not unreachable.value.maybe_delivered and not unreachable.value.permanent
+
+
 async def test_long_reply_buttons_and_attachment(telegram_api: FakeTelegramApi, stores: Stores) -> None:
     api = telegram_api
     api.add_chat(ALICE)

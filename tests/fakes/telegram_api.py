@@ -529,6 +529,7 @@ class FakeTelegramApi:
         self._poll_generation = 0
         self._failures: dict[str, deque[ScriptedFailure]] = {}
         self._odd_answers: dict[str, deque[object]] = {}
+        self._slow_answers: dict[str, deque[float]] = {}
         self._chats: dict[int | str, JsonDict] = {}
         self._users: dict[int, JsonDict] = {}
         self._messages: dict[tuple[int | str, int], JsonDict] = {}
@@ -624,6 +625,11 @@ class FakeTelegramApi:
         """The next call of ``method`` gets ``{"ok": true, "result": result}``: a result of a shape the Bot
         API never gives, as a broken proxy or server might."""
         self._odd_answers.setdefault(method.lower(), deque()).append(result)
+
+    def answer_slowly(self, method: str, delay_s: float) -> None:
+        """The next call of ``method`` is carried out at once (a message is sent) but answered only after
+        ``delay_s``, as Telegram under load can; a client that hangs up first never hears the answer."""
+        self._slow_answers.setdefault(method.lower(), deque()).append(delay_s)
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_S) -> None:
         """Wait until ``predicate()`` holds; it is re-checked after every request the fake handles."""
@@ -897,6 +903,9 @@ class FakeTelegramApi:
             return _envelope_error(error.status, error.description, error.parameters)
         finally:
             self._notify()
+        slow = self._slow_answers.get(key)
+        if slow:
+            await asyncio.sleep(slow.popleft())
         if isinstance(outcome, _Reply):
             body = {"ok": True, "result": outcome.result, "description": outcome.description}
             return web.json_response(body)
