@@ -55,6 +55,7 @@ from channels.discord_translate import (
     allowed_mentions,
     button_view,
     gateway_intents,
+    message_nonce,
     place_of,
     reply_reference,
     send_error_for,
@@ -408,6 +409,9 @@ class DiscordChannel:
         try:
             target = await self._target(client, message)
             options: dict[str, Any] = {"allowed_mentions": allowed_mentions()}
+            nonce = message_nonce(message.delivery_key, index)
+            if nonce is not None:
+                options["nonce"] = nonce  # discord.py sends it with enforce_nonce
             reference = reply_reference(message.reply_to_message_id, target.id) if index == 0 else None
             if reference is not None:
                 options["reference"] = reference

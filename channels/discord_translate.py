@@ -20,6 +20,7 @@ in (the thread for a thread message), which is all a reply reference needs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -232,6 +233,19 @@ def message_ref(value: str | None) -> tuple[int | None, int] | None:
     if message_id is None:
         return None
     return snowflake(channel) if channel else None, message_id
+
+
+def message_nonce(delivery_key: str | None, index: int) -> int | None:
+    """The nonce of chunk ``index`` of an outbox entry: the same on every resend, so Discord (sent with
+    ``enforce_nonce``) answers a resend it already posted with that message instead of posting it twice.
+
+    63 bits of a hash: at most 19 digits, within Discord's 25 characters. None (discord.py then draws a random
+    one) for a message that is not an outbox entry.
+    """
+    if delivery_key is None:
+        return None
+    digest = hashlib.blake2b(f"{delivery_key}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 def reply_reference(reply_to: str | None, channel_id: int) -> discord.MessageReference | None:

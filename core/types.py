@@ -119,6 +119,9 @@ class OutboundMessage:
     chat_kind: ChatKind = ChatKind.DM
     recipient_id: str | None = None  # the person's platform id for a DM whose chat id is not a user id
     notice: bool = False  # a policy notice (pairing code, rate limit) answering the sender's own message
+    # The outbox entry this is delivered as, the same on every resend (after a crash too): a platform with an
+    # idempotency key (Discord's nonce) derives it from this, so it drops a resend of what it already posted.
+    delivery_key: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,8 @@ def _entry(r: sa.Row) -> OutboxEntry:
     message = OutboundMessage(platform=r.platform, chat_id=r.chat_id, text=r.text, thread_id=r.thread_id,
                               reply_to_message_id=r.reply_to, buttons=buttons,
                               attachment_name=r.attachment_name, attachment_bytes=r.attachment,
-                              chat_kind=ChatKind(r.chat_kind), recipient_id=r.recipient_id, notice=bool(r.notice))
+                              chat_kind=ChatKind(r.chat_kind), recipient_id=r.recipient_id, notice=bool(r.notice),
+                              delivery_key=f"{r.id}@{r.created_at.isoformat()}")
     return OutboxEntry(id=r.id, message=message, source=r.source, created_at=r.created_at,
                        status=OutboxStatus(r.status), attempts=r.attempts,
                        next_attempt_at=r.next_attempt_at, last_error=r.last_error,

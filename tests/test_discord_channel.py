@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -508,3 +508,23 @@ async def test_a_message_before_on_ready_is_journaled_and_answered(world: World,
     # Journaled like any other event: kept until the core decides on it, and a redelivery is dropped.
     assert (await kept.resume(await kept.leftovers(), ["discord"])).undecided == [message]
     assert not await InboundJournal(db).record("discord", message.message_id.split(":")[1])
+
+
+async def test_a_resent_outbox_entry_is_posted_once(world: World, journal: InboundJournal) -> None:
+    api = world.api
+    long_text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(10))
+    entry = OutboundMessage(platform="discord", chat_id=str(world.alice_dm), text=long_text, chat_kind=ChatKind.DM,
+                            delivery_key="17@2025-01-01T00:00:00+00:00")
+    same_words_other_entry = replace(entry, delivery_key="18@2025-01-01T00:00:01+00:00")
+    async with running(_channel(journal), Inbox()) as channel:
+        first = await send_rendered(channel, entry)
+        # Sent again whole, as after a crash before its progress was recorded or an answer that never came.
+        again = await send_rendered(channel, entry)
+        other = await send_rendered(channel, same_words_other_entry)
+    assert set(other).isdisjoint(first)
+
+    chunks = len(first)
+    assert chunks > 1 and again == first  # Discord answered with the messages it had posted
+    assert api.nonce_hits == chunks
+    assert len(api.posted) == 2 * chunks  # another entry with the same words is a message of its own
+    assert len({p.nonce for p in api.posted}) == 2 * chunks

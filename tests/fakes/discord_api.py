@@ -61,6 +61,7 @@ DISCORD_EPOCH_MS = 1_420_070_400_000
 INTENT_MESSAGE_CONTENT = 1 << 15
 ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024
 DEFAULT_WAIT_S = 5.0
+NONCE_WINDOW_S = 300.0  # enforce_nonce: "checked for uniqueness in the past few minutes"
 
 JsonDict = dict[str, Any]
 
@@ -299,6 +300,8 @@ class FakeDiscord:
         self.identifies: list[Identify] = []
         self.resumes: list[Resume] = []
         self.heartbeats = 0
+        self.nonce_hits = 0  # sends Discord answered with the message an earlier send of the same nonce posted
+        self._nonces: dict[tuple[int, str], tuple[int, float]] = {}  # (author, nonce) -> (message id, when)
         # Called right after READY is sent, before the servers' GUILD_CREATEs: events pushed here reach the
         # client in the seconds before discord.py's on_ready (its guild_ready_timeout), as on Discord.
         self.after_ready: Callable[[], None] | None = None
@@ -766,15 +769,23 @@ class FakeDiscord:
                 reply_to = referenced
             elif reference.get("fail_if_not_exists", True):
                 return _form_error("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
+        nonce = body.get("nonce")
+        if body.get("enforce_nonce") and nonce is not None:
+            # The same author's same nonce within the window: that message comes back, no new one is posted.
+            earlier = self._nonces.get((self.bot_id, str(nonce)))
+            if earlier is not None and time.monotonic() - earlier[1] < NONCE_WINDOW_S:
+                self.nonce_hits += 1
+                return _json(self.messages[earlier[0]])
         message_id = self.snowflake()
         attachments = [{"id": str(self.snowflake()), "filename": f.filename, "size": len(f.content),
                         "url": f"{self.url}/attachments/{f.filename}", "proxy_url": f"{self.url}/a/{f.filename}"}
                        for f in files]
         payload = self.message_payload(channel_id, self.bot_id, content, reply_to=reply_to, message_id=message_id,
                                        components=components, attachments=attachments)
-        nonce = body.get("nonce")
         payload["nonce"] = nonce
         self.messages[message_id] = payload
+        if nonce is not None:
+            self._nonces[(self.bot_id, str(nonce))] = (message_id, time.monotonic())
         self.posted.append(PostedMessage(message_id, channel_id, content, reply_to, body.get("allowed_mentions"),
                                          tuple(components), tuple(files), None if nonce is None else str(nonce)))
         if self.echo_own_messages and self._session is not None:
