@@ -32,7 +32,8 @@ log = logging.getLogger("kith.core")
 
 
 AlsoWithReply = Callable[[Connection, OutboundMessage], None]  # runs where the reply is recorded
-OnOpened = Callable[[Connection, int], None]  # runs where the person's message is recorded, with its row id
+# Runs where the turn opens, with its message's history row (recorded now, or by a turn resumed after a restart).
+OnOpened = Callable[[Connection, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +147,8 @@ class ConversationCore:
                 opened(conn, row.id)
             window = window_after(conn, kept, message.conversation_key, row, self._window_size)
         else:
+            if opened is not None:  # a turn taken up again is worked on again
+                opened(conn, row.id)
             # The thread may have moved on since (another person's message in a group): as it was then.
             window = read_window(conn, message.conversation_key, self._window_size, through_id=row.id)
         return _OpenedTurn(Speaker(person, message.account, message.sender_name), row.id, window)
@@ -169,8 +172,8 @@ class ConversationCore:
 
         ``also`` runs in the transaction that records the reply in history (e.g. its outbox entry:
         the reply and its delivery then stand or fall together); an honest failure reply is not
-        recorded, so ``also`` does not run for it. ``opened`` runs in the one that records the
-        person's message.
+        recorded, so ``also`` does not run for it. ``opened`` runs in the one that opens the
+        turn (recording the person's message, unless a resumed turn recorded it before).
         """
         started = time.perf_counter()
         conversation = message.conversation_key

@@ -55,6 +55,30 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
     def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
         return None if value is None else as_utc(value)
 
+def add_missing_columns(conn: Connection) -> list[str]:
+    """Add the columns a newer kith declares to tables an older one created; returns them as ``table.column``.
+
+    There are no migrations: ``create_all`` only creates missing tables, and an old data directory
+    must keep working (and keep its rows). Only columns that can be added to a table with rows (nullable,
+    or with a server default) are declared after a table's first release; any other is left to fail loudly.
+    """
+    added: list[str] = []
+    inspector = sa.inspect(conn)
+    for table in metadata.sorted_tables:
+        if not inspector.has_table(table.name):
+            continue
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present and (column.nullable or column.server_default is not None):
+                ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
+                name = conn.dialect.identifier_preparer.format_table(table)
+                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
+                added.append(f"{table.name}.{column.name}")
+    if added:
+        log.info("database columns added columns=%s", ",".join(added))
+    return added
+
+
 T = TypeVar("T")
 
 
@@ -116,6 +140,8 @@ class Database:
         import core.schema  # noqa: F401
 
         metadata.create_all(self.engine)
+        with self.engine.begin() as conn:
+            add_missing_columns(conn)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args)`` inside one transaction on the database thread."""

@@ -8,6 +8,7 @@ the durable outbox, which delivers in order with retries.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -15,11 +16,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from core.conversation import ConversationCore, reply_to
 from core.db import Connection
 from core.linking import Linker
+from core.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S
 from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
 from delivery import inbox
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
-from delivery.inbox import Inbox, Leftover
+from delivery.inbox import UNHANDLED_REPLY, Inbox, Leftover
 from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from policy.gate import PolicyGate
@@ -41,7 +43,8 @@ class Router:
                  buttons: ButtonAnswer | None = None, linker: Linker | None = None,
                  pending: CommandHandler | None = None,
                  immediate: frozenset[str] = frozenset({"console"}),
-                 kept: Inbox | None = None) -> None:
+                 kept: Inbox | None = None, retry_backoff_s: float = INBOX_RETRY_BACKOFF_S,
+                 retry_backoff_max_s: float = INBOX_RETRY_BACKOFF_MAX_S) -> None:
         self.core = core
         self.channels = dict(channels)
         self.worker = worker
@@ -62,6 +65,11 @@ class Router:
         self._resumed = asyncio.Event()
         if kept is None:
             self._resumed.set()
+        # A kept message whose turn failed unexpectedly (a full disk at its commit) is tried again after these.
+        self.retry_backoff_s = retry_backoff_s
+        self.retry_backoff_max_s = retry_backoff_max_s
+        self._attempts: dict[tuple[str, str], int] = {}  # attempts used by turns a previous process left
+        self._closing = asyncio.Event()  # shutting down: a failed turn waits for the next start, not a retry
 
     async def resume(self, left: Sequence[Leftover], platforms: Sequence[str]) -> None:
         """Take up what a previous process took in and did not answer (``left``, read before the channels
@@ -75,7 +83,14 @@ class Router:
             if self.inbox is None or not platforms or not left:
                 return
             resumed = await self.inbox.resume(left, platforms)
+            for turn in resumed.exhausted:
+                try:
+                    await self._give_up(turn)
+                except Exception as exc:  # stays kept: the next start tries the honest reply again
+                    log.error("unhandled reply failed platform=%s chat=%s message=%s error=%s", turn.platform,
+                              turn.chat_id, turn.message_id, type(exc).__name__)
             for turn in resumed.turns:
+                self._attempts[(turn.platform, turn.message_id)] = resumed.attempts.get(turn.message_id, 0)
                 self.debouncer.submit_alone(turn)
             for message in resumed.undecided:
                 try:
@@ -147,11 +162,69 @@ class Router:
         return lambda conn, allowed: inbox.decided_within(conn, message, allowed)
 
     async def take_turn(self, message: InboundMessage) -> None:
+        """Answer one turn. A kept message whose turn fails unexpectedly is tried again here, after a
+        backoff, until it has used its attempts; then it gets UNHANDLED_REPLY (never silence)."""
+        if not self._keeps(message):
+            await self._take_turn_once(message)
+            return
+        inbox = self.inbox
+        assert inbox is not None
+        key = (message.platform, message.message_id)
+        attempts = self._attempts.pop(key, 0)
+        delay = self.retry_backoff_s
+        while True:
+            try:
+                if attempts >= inbox.max_replays:
+                    await self._give_up(message)
+                    return
+                try:
+                    await self._take_turn_once(message)
+                    return
+                except Exception:
+                    attempts += 1
+                    raise
+            except Exception as exc:
+                log.error("turn failed platform=%s chat=%s message=%s attempts=%d error=%s", message.platform,
+                          message.chat_id, message.message_id, attempts, type(exc).__name__, exc_info=exc)
+            if self._closing.is_set():
+                return  # still kept: the next start takes it up
+            try:
+                async with asyncio.timeout(delay):
+                    await self._closing.wait()
+                return
+            except TimeoutError:
+                pass
+            delay = min(delay * 2, self.retry_backoff_max_s)
+            try:
+                state = await inbox.state(message)
+            except Exception as exc:  # the database still failing: the next round tries again
+                log.warning("turn retry deferred platform=%s message=%s error=%s", message.platform,
+                            message.message_id, type(exc).__name__)
+                continue
+            if state is None:
+                return  # answered after all (its reply committed before the failure)
+            turn_row, used = state
+            attempts = max(attempts, used)
+            if turn_row is not None:  # it opened: go on from its history row, never record it twice
+                message = dataclasses.replace(message, opened_row=turn_row)
+
+    async def _give_up(self, message: InboundMessage) -> None:
+        """The honest reply to a message tried too often, queued where it leaves the inbox."""
+        await self.worker.submit(reply_to(message, UNHANDLED_REPLY), source=message.message_id,
+                                 also=self._answered(message))
+        log.warning("turn given up platform=%s chat=%s message=%s", message.platform, message.chat_id,
+                    message.message_id)
+
+    async def _take_turn_once(self, message: InboundMessage) -> None:
         # Kept in the inbox until the reply is queued; then removed in the same transaction.
         kept = self._keeps(message)
         answered = self._answered(message)
         reply: OutboundMessage | None = None
+        charged = False
         if self.commands is not None and message.text.startswith("/"):
+            if kept and self.inbox is not None:
+                await self.inbox.charge(message)  # a command that brings the process down is a try too
+                charged = True
             reply = await self.commands(message)
         if reply is None and self.pending is not None:
             reply = await self.pending(message)
@@ -164,8 +237,8 @@ class Router:
             try:
                 async with TypingIndicator(channel, message.chat_id, message.thread_id,
                                            refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
-                    reply = await self.core.handle(
-                        message, also=queued, opened=functools.partial(inbox.opened, message=message) if kept else None)
+                    reply = await self.core.handle(message, also=queued, opened=functools.partial(
+                        inbox.opened, message=message, charge=not charged) if kept else None)
                 handled = True
             finally:
                 # A reply that committed goes out even if something after the commit failed; one whose
@@ -194,5 +267,6 @@ class Router:
         return reply_to(message, text, notice=True)
 
     async def close(self) -> None:
+        self._closing.set()
         await self.debouncer.flush()
         await self.worker.drain()

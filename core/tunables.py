@@ -115,7 +115,9 @@ DEBOUNCE_MS = 800  # rapid messages from one sender inside this window become on
 INBOUND_DEDUPE_DAYS = 7
 INBOX_REPLAY_MAX_AGE_H = 24  # a message left unanswered by a crash is still answered this long after (Telegram
 # keeps undelivered updates as long)
-INBOX_REPLAYS_MAX = 3  # restarts that try to answer one message before it is dropped (a poison message)
+INBOX_REPLAYS_MAX = 3  # attempts at one message (its turn opened, in any process) before it gets the honest reply
+INBOX_RETRY_BACKOFF_S = 2.0  # a turn that failed unexpectedly in a running process is tried again after this,
+INBOX_RETRY_BACKOFF_MAX_S = 30.0  # doubling up to this (a database that stays full)
 INBOUND_BATCH_ATTEMPTS = 3  # a polled batch racing another process's records of it: tries before giving up
 
 # --- The relational store (core/db.py) ----------------------------------------

@@ -16,8 +16,11 @@ At the next start whatever is left is taken up again: an undecided message goes 
 policy as if it had just come in; a decided one is answered, and a turn that had opened goes on
 from its history row, never written twice.
 
-A message that keeps failing is tried at most INBOX_REPLAYS_MAX times across restarts, and one
-older than INBOX_REPLAY_MAX_AGE_H is no longer answered: both are logged by id and dropped.
+Waiting is not trying: a message is charged an attempt only when a process starts working on it
+(its turn opens, in the transaction that records it, or a command starts), never for a restart
+that did not reach it. One that has used INBOX_REPLAYS_MAX attempts (a poison message, or a fault
+that outlasts the retries) gets UNHANDLED_REPLY instead, queued in the transaction that removes it;
+never silence. One older than INBOX_REPLAY_MAX_AGE_H is no longer answered: logged by id and dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ from delivery.debounce import merge
 
 log = logging.getLogger("kith.inbox")
 
+# The honest answer to a message kith tried INBOX_REPLAYS_MAX times and could not answer.
+UNHANDLED_REPLY = "Sorry, I could not handle that message: something went wrong on my side."
+
 inbox = sa.Table(
     "inbox",
     metadata,
@@ -50,7 +56,8 @@ inbox = sa.Table(
     sa.Column("received_at", UtcDateTime(), nullable=False),
     sa.Column("decided", sa.Boolean, nullable=False, server_default=sa.false()),  # past its policy decision
     sa.Column("turn_row", sa.Integer, nullable=True),  # the history row of the turn opened for it
-    sa.Column("replays", sa.Integer, nullable=False, server_default="0"),
+    # Times a process started working on it (added after the first release: older files gain it at open).
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     sa.UniqueConstraint("platform", "message_id", name="uq_inbox_message"),
 )
 
@@ -66,7 +73,12 @@ _UNDECIDED = Prepared(inbox.delete().where(inbox.c.platform == sa.bindparam("for
                                            inbox.c.decided.is_(False)))
 _OPENED = Prepared(inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
                                         inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
-                   .values(turn_row=sa.bindparam("row")))
+                   .values(turn_row=sa.bindparam("row"), attempts=inbox.c.attempts + sa.bindparam("charge")))
+_CHARGE = Prepared(inbox.update().where(inbox.c.platform == sa.bindparam("for_platform"),
+                                        inbox.c.message_id.in_(sa.bindparam("ids", expanding=True)))
+                   .values(attempts=inbox.c.attempts + 1))
+_STATE = Prepared(sa.select(inbox.c.turn_row, inbox.c.attempts).where(
+    inbox.c.platform == sa.bindparam("for_platform"), inbox.c.message_id == sa.bindparam("for_message")))
 _DONE = Prepared(inbox.delete().where(inbox.c.platform == sa.bindparam("for_platform"),
                                       inbox.c.message_id.in_(sa.bindparam("ids", expanding=True))))
 
@@ -106,14 +118,18 @@ class Kept:
     message: InboundMessage
     turn_row: int | None
     decided: bool = True
+    attempts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Resumed:
-    """What a previous process left: turns to answer, and messages it took in but never decided on."""
+    """What a previous process left: turns to answer, messages it took in but never decided on, and
+    turns past their attempts, for UNHANDLED_REPLY."""
 
     turns: list[InboundMessage]
     undecided: list[InboundMessage]
+    exhausted: list[InboundMessage] = dataclasses.field(default_factory=list)
+    attempts: dict[str, int] = dataclasses.field(default_factory=dict)  # a turn's message id -> attempts used
 
 
 def resumed_turns(kept: Sequence[Kept]) -> list[InboundMessage]:
@@ -137,7 +153,7 @@ def resumed_turns(kept: Sequence[Kept]) -> list[InboundMessage]:
 
 def _row(message: InboundMessage, payload: str, now: datetime, *, decided: bool) -> dict[str, object]:
     return {"platform": message.platform, "message_id": message.message_id, "payload": payload,
-            "received_at": now, "replays": 0, "decided": decided}
+            "received_at": now, "attempts": 0, "decided": decided}
 
 
 def keep_taken(conn: Connection, platform: str, messages: Sequence[InboundMessage], now: datetime) -> None:
@@ -166,9 +182,22 @@ def drop_undecided(conn: Connection, message: InboundMessage) -> None:
     _UNDECIDED.run(conn, {"for_platform": message.platform, "for_message": message.message_id})
 
 
-def opened(conn: Connection, row: int, message: InboundMessage) -> None:
-    """The turn answering ``message`` recorded it in history as ``row``."""
-    _OPENED.run(conn, {"for_platform": message.platform, "ids": list(message.answers), "row": row})
+def opened(conn: Connection, row: int, message: InboundMessage, *, charge: bool = True) -> None:
+    """The turn answering ``message`` opened on its history row ``row`` (recorded now, or before a restart):
+    an attempt, unless ``charge`` is False (charged already, when it started as a command)."""
+    _OPENED.run(conn, {"for_platform": message.platform, "ids": list(message.answers), "row": row,
+                       "charge": int(charge)})
+
+
+def charge(conn: Connection, message: InboundMessage) -> None:
+    """A process starts working on ``message`` outside a turn (a command): that is an attempt."""
+    _CHARGE.run(conn, {"for_platform": message.platform, "ids": list(message.answers)})
+
+
+def state(conn: Connection, message: InboundMessage) -> tuple[int | None, int] | None:
+    """(turn row, attempts) of the turn answering ``message``, or None once it is answered."""
+    row = _STATE.first(conn, {"for_platform": message.platform, "for_message": message.message_id})
+    return None if row is None else (row.turn_row, int(row.attempts))
 
 
 def done(conn: Connection, message: InboundMessage) -> None:
@@ -186,18 +215,19 @@ class Leftover:
     received_at: datetime
     turn_row: int | None
     decided: bool
-    replays: int
+    attempts: int
 
 
 def _leftovers(conn: Connection) -> list[Leftover]:
     rows = conn.execute(sa.select(inbox).order_by(inbox.c.id)).all()
     return [Leftover(r.id, r.platform, r.message_id, r.payload, r.received_at, r.turn_row, bool(r.decided),
-                     int(r.replays)) for r in rows]
+                     int(r.attempts)) for r in rows]
 
 
-def _take_up(conn: Connection, left: Sequence[Leftover], now: datetime, max_age: timedelta,
-             max_replays: int) -> tuple[list[Kept], list[tuple[str, str, str]]]:
-    """``left``, each counted as replayed once more; those past the limits (or unreadable) are dropped.
+def _take_up(conn: Connection, left: Sequence[Leftover], now: datetime,
+             max_age: timedelta) -> tuple[list[Kept], list[tuple[str, str, str]]]:
+    """``left`` to take up; those too old (or unreadable) are dropped. A restart charges nothing: only
+    working on a message does (``opened``, ``charge``).
 
     Returns (to take up, dropped as (platform, message id, why)).
     """
@@ -205,8 +235,7 @@ def _take_up(conn: Connection, left: Sequence[Leftover], now: datetime, max_age:
     dropped: list[tuple[str, str, str]] = []
     drop_rows: list[int] = []
     for r in left:
-        why = ("too_old" if now - r.received_at > max_age else
-               "replayed_too_often" if r.replays >= max_replays else "")
+        why = "too_old" if now - r.received_at > max_age else ""
         message: InboundMessage | None = None
         if not why:
             try:
@@ -217,12 +246,9 @@ def _take_up(conn: Connection, left: Sequence[Leftover], now: datetime, max_age:
             dropped.append((r.platform, r.message_id, why))
             drop_rows.append(r.id)
             continue
-        taken.append(Kept(r.id, message, r.turn_row, r.decided))
+        taken.append(Kept(r.id, message, r.turn_row, r.decided, r.attempts))
     if drop_rows:
         conn.execute(inbox.delete().where(inbox.c.id.in_(drop_rows)))
-    if taken:
-        conn.execute(inbox.update().where(inbox.c.id.in_([k.id for k in taken]))
-                     .values(replays=inbox.c.replays + 1))
     return taken, dropped
 
 
@@ -253,24 +279,36 @@ class Inbox:
     async def forget_undecided(self, message: InboundMessage) -> None:
         await self.db.run_short(drop_undecided, message)
 
+    async def charge(self, message: InboundMessage) -> None:
+        await self.db.run_short(charge, message)
+
+    async def state(self, message: InboundMessage) -> tuple[int | None, int] | None:
+        return await self.db.run_short(state, message)
+
     async def leftovers(self) -> list[Leftover]:
         """What a previous process left. Read before this one's channels take anything in, so that
         nothing this process takes in itself is mistaken for it."""
         return await self.db.run(_leftovers)
 
     async def resume(self, left: Sequence[Leftover], platforms: Sequence[str]) -> Resumed:
-        """The ``left`` of ``platforms`` to take up now, oldest first: turns (``resumed_turns``) and
-        messages still to be decided on.
+        """The ``left`` of ``platforms`` to take up now, oldest first: turns (``resumed_turns``), messages
+        still to be decided on, and turns that used up their attempts (to be answered UNHANDLED_REPLY).
 
         Other platforms' wait for a process whose channel for them is running.
         """
         running = set(platforms)
         mine = [r for r in left if r.platform in running]
-        kept, dropped = await self.db.run(_take_up, mine, self._clock(), self.max_age, self.max_replays)
+        kept, dropped = await self.db.run(_take_up, mine, self._clock(), self.max_age)
         for platform, message_id, why in dropped:
             log.warning("inbox dropped platform=%s message=%s reason=%s", platform, message_id, why)
-        resumed = Resumed(resumed_turns([k for k in kept if k.decided]), [k.message for k in kept if not k.decided])
+        decided = [k for k in kept if k.decided]
+        turns = resumed_turns(decided)
+        used = {k.message.message_id: k.attempts for k in decided}
+        attempts = {t.message_id: max(used.get(i, 0) for i in t.answers) for t in turns}
+        resumed = Resumed([t for t in turns if attempts[t.message_id] < self.max_replays],
+                          [k.message for k in kept if not k.decided],
+                          [t for t in turns if attempts[t.message_id] >= self.max_replays], attempts)
         if kept:
-            log.info("inbox resumed turns=%d undecided=%d messages=%d", len(resumed.turns), len(resumed.undecided),
-                     len(kept))
+            log.info("inbox resumed turns=%d undecided=%d exhausted=%d messages=%d", len(resumed.turns),
+                     len(resumed.undecided), len(resumed.exhausted), len(kept))
         return resumed

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from core.db import Database
+from core.tunables import INBOX_REPLAYS_MAX
 from core.types import InboundMessage
 from delivery import inbox
 from delivery.inbox import Inbox, Kept, PayloadError, Resumed, from_payload, resumed_turns, to_payload
-from tests.helpers import FakeClock, inbound
+from tests.helpers import FakeClock, inbound, open_db
 
 ODD = "caf\u00e9 \U0001f600 \u05e9\u05dc\u05d5\u05dd \ud800 nul:\x00 e\u0301 \u202e"
 
@@ -65,16 +69,69 @@ async def test_a_kept_message_is_resumed_until_its_turn_is_answered(db: Database
     assert (await _resume(book, ["telegram"])).turns == []
 
 
-async def test_a_message_is_tried_at_most_three_restarts_then_dropped_by_id(
-        db: Database, caplog: pytest.LogCaptureFixture) -> None:
+async def test_restarts_that_never_reach_a_message_do_not_use_up_its_attempts(db: Database) -> None:
     book = Inbox(db)
-    await _let_through(db, book, _message("crashes the bot somehow", "13"))
-    for _ in range(3):
-        assert [t.message_id for t in (await _resume(book, ["telegram"])).turns] == ["13"]
-    with caplog.at_level(logging.WARNING, logger="kith.inbox"):
-        assert (await _resume(book, ["telegram"])).turns == []
-    assert "message=13 reason=replayed_too_often" in caplog.text and "crashes" not in caplog.text
-    assert (await _resume(book, ["telegram"])).turns == []  # dropped for good
+    await _let_through(db, book, _message("waiting behind a slow turn", "13"))
+    for _ in range(INBOX_REPLAYS_MAX + 3):
+        resumed = await _resume(book, ["telegram"])
+        assert [t.message_id for t in resumed.turns] == ["13"] and resumed.exhausted == []
+
+
+async def test_a_message_whose_turn_opened_too_often_is_handed_back_for_the_honest_reply(
+        db: Database) -> None:
+    book = Inbox(db)
+    first, second = _message("crashes the bot somehow", "13"), _message("and this too", "14")
+    for m in (first, second):
+        await _let_through(db, book, m)
+    merged = dataclasses.replace(second, text="crashes the bot somehow\nand this too", merged_ids=("13",))
+    for attempt in range(1, INBOX_REPLAYS_MAX + 1):
+        await db.run(inbox.opened, 40, merged)  # each process opened the turn, then died
+        resumed = await _resume(book, ["telegram"])
+        assert resumed.attempts == {"14": attempt}
+        if attempt < INBOX_REPLAYS_MAX:
+            assert [t.message_id for t in resumed.turns] == ["14"] and resumed.exhausted == []
+    assert resumed.turns == [] and [t.answers for t in resumed.exhausted] == [("13", "14")]
+    assert resumed.exhausted[0].opened_row == 40
+    # Still kept until the honest reply is queued with its removal.
+    assert [t.message_id for t in (await _resume(book, ["telegram"])).exhausted] == ["14"]
+    await db.run(inbox.done, resumed.exhausted[0])
+    assert (await _resume(book, ["telegram"])) == Resumed([], [], [], {})
+
+
+async def test_a_command_is_charged_when_it_starts_and_its_turn_not_charged_again(db: Database) -> None:
+    book = Inbox(db)
+    command = _message("/memory", "20")
+    await _let_through(db, book, command)
+    await db.run(inbox.charge, command)
+    await db.run(inbox.opened, 41, command, charge=False)
+    assert await db.run(inbox.state, command) == (41, 1)
+
+
+async def test_an_inbox_from_before_attempts_were_counted_keeps_its_messages(tmp_path: Path) -> None:
+    path = tmp_path / "old"
+    path.mkdir()
+    with sqlite3.connect(path / "kith.db") as conn:  # the table as the first release created it
+        conn.executescript("""
+            CREATE TABLE inbox (id INTEGER NOT NULL PRIMARY KEY, platform VARCHAR(32) NOT NULL,
+                message_id VARCHAR(255) NOT NULL, payload TEXT NOT NULL, received_at DATETIME NOT NULL,
+                decided BOOLEAN DEFAULT 0 NOT NULL, turn_row INTEGER, replays INTEGER DEFAULT '0' NOT NULL,
+                CONSTRAINT uq_inbox_message UNIQUE (platform, message_id));
+        """)
+        conn.execute("INSERT INTO inbox (platform, message_id, payload, received_at, decided, turn_row, replays) "
+                     "VALUES ('telegram', '7', ?, ?, 1, NULL, 2)",
+                     (to_payload(_message("from before the upgrade", "7")), datetime.now(UTC).isoformat(" ")))
+    for _ in range(2):  # opening it again adds nothing twice
+        db = open_db(path)
+        try:
+            book = Inbox(db)
+            resumed = await _resume(book, ["telegram"])
+            assert [t.text for t in resumed.turns] == ["from before the upgrade"] and resumed.attempts == {"7": 0}
+            await _let_through(db, book, _message("after it", "8"))
+            await db.run(inbox.opened, 3, _message("after it", "8"))
+            assert await db.run(inbox.state, _message("after it", "8")) == (3, 1)
+            await db.run(inbox.done, _message("after it", "8"))
+        finally:
+            db.close()
 
 
 async def test_a_message_older_than_a_day_is_not_answered_after_a_restart(db: Database) -> None:
@@ -93,8 +150,7 @@ async def test_another_platforms_messages_wait_for_a_process_that_runs_its_chann
     await _let_through(db, book, _message("from telegram", "t1"))
     for _ in range(3):  # processes without Slack, started again and again, leave its message untouched
         assert [t.text for t in (await _resume(book, ["telegram"])).turns] == ["from telegram"]
-    for _ in range(3):  # ... so a process with Slack still has all its tries
-        assert [t.text for t in (await _resume(book, ["slack", "telegram"])).turns] == ["from slack"]
+    assert [t.text for t in (await _resume(book, ["slack"])).turns] == ["from slack"]
 
 
 async def test_an_unreadable_row_is_dropped_and_the_others_still_answered(

@@ -1,0 +1,125 @@
+"""A turn that fails unexpectedly in a running process (the commit of its reply refused, as by a full disk) is
+tried again there, and a message that used up its attempts gets an honest reply: end to end against the
+loopback fake Bot API and the fake LLM, with the fault made by SQLite itself."""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from core import history
+from core.app import App, build_app
+from core.commands import platform_channels
+from core.config import DeliverySettings, Settings, TelegramSettings
+from core.tunables import INBOX_REPLAYS_MAX
+from delivery import inbox
+from delivery.inbox import UNHANDLED_REPLY, Inbox
+from persona.llm import import_litellm
+from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.helpers import inbound, open_db
+
+import_litellm()  # seconds, once: a first reply must not race the test's timeouts
+
+ANA = 701
+
+# The reply's row is refused the way a full disk refuses the commit that records it: the transaction fails.
+FAULT = ("CREATE TRIGGER disk_full BEFORE INSERT ON messages WHEN NEW.role = 'assistant' "
+         "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+
+
+def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> Settings:
+    s = make_settings(fake_llm)
+    return dataclasses.replace(
+        s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
+        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
+        policy={"telegram": {"dm": "open"}})
+
+
+async def _start(settings: Settings, monkeypatch) -> App:
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+    app = await build_app(settings, warm_llm=False)
+    assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
+    assert app.router is not None
+    app.router.retry_backoff_s = app.router.retry_backoff_max_s = 0.5
+    return app
+
+
+async def _sql(app: App, statement: str) -> None:
+    await app.db.run(lambda conn: conn.exec_driver_sql(statement))
+
+
+async def _kept(app: App) -> int:
+    return await app.db.run(lambda conn: conn.exec_driver_sql("SELECT count(*) FROM inbox").scalar())
+
+
+async def _until(predicate, timeout: float = 15.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_turn_whose_reply_could_not_be_committed_is_answered_once_the_fault_clears(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings, monkeypatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        await _sql(app, FAULT)
+        telegram_api.push_text(ANA, ANA, "are you there?")
+        await _until(lambda: "turn failed" in caplog.text)
+        await _sql(app, "DROP TRIGGER disk_full")
+        sent = await telegram_api.wait_for_sent(1, timeout=15)
+        await asyncio.sleep(1.0)  # time for anything doubled to show up
+        assert [m.visible_text for m in telegram_api.sent] == ["echo: are you there?"] and sent[0].chat_id == ANA
+        rows = await app.db.run(history.recent, f"telegram:{ANA}", 10)
+        # Tried again from the row its first try recorded: the message is in history once.
+        assert [(r.role, r.text) for r in rows] == [("user", "are you there?"), ("assistant", "echo: are you there?")]
+        assert len(fake_llm.requests) == 2 and await _kept(app) == 0
+    finally:
+        await app.close()
+
+
+async def test_a_turn_that_keeps_failing_gets_the_honest_reply_after_its_attempts(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings, monkeypatch) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        await _sql(app, FAULT)
+        telegram_api.push_text(ANA, ANA, "are you there?")
+        await telegram_api.wait_for_sent(1, timeout=15)
+        await asyncio.sleep(1.0)
+        assert [m.visible_text for m in telegram_api.sent] == [UNHANDLED_REPLY]
+        assert len(fake_llm.requests) == INBOX_REPLAYS_MAX and await _kept(app) == 0
+        rows = await app.db.run(history.recent, f"telegram:{ANA}", 10)
+        assert [(r.role, r.text) for r in rows] == [("user", "are you there?")]
+    finally:
+        await app.close()
+
+
+async def test_a_message_a_previous_process_tried_too_often_gets_the_honest_reply_at_start(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings, monkeypatch, tmp_path) -> None:
+    settings = _settings(make_settings, fake_llm, telegram_api)
+    db = open_db(tmp_path / "data")
+    try:
+        book = Inbox(db)
+        poison, waiting = (inbound(text, platform="telegram", chat_id=str(ANA), sender_id=str(ANA), message_id=i)
+                           for text, i in (("crashes it", "1"), ("waited behind it", "2")))
+        for message in (poison, waiting):
+            await db.run(book.decided_within, message, True)
+        for _ in range(INBOX_REPLAYS_MAX):
+            await db.run(inbox.opened, 99, poison)
+    finally:
+        db.close()
+    telegram_api.add_chat(ANA)
+    app = await _start(settings, monkeypatch)
+    try:
+        await telegram_api.wait_for_sent(2, timeout=15)
+        await asyncio.sleep(1.0)
+        assert [m.visible_text for m in telegram_api.sent] == [UNHANDLED_REPLY, "echo: waited behind it"]
+        assert len(fake_llm.requests) == 1 and await _kept(app) == 0
+    finally:
+        await app.close()
