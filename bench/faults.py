@@ -1,7 +1,7 @@
 """The fault suite: the real ``bot.py run`` under crashes and faults, against the loopback fakes.
 
     .venv/bin/python -m bench.faults [--kills 30] [--seed S] [--chats 12] [--rate 5] [--deadline 240]
-        [--platforms telegram,discord,slack] [--only crash,model,platform,network,disk,odd] [--json FILE]
+        [--platforms telegram,discord,slack] [--only crash,model,platform,network,disk,odd] [--json FILE] [--logs DIR]
 
 Each run starts a fresh bot (its model process included) on a data directory of its own and sends it
 messages, each with a unique token the fake model echoes back, then counts every message as answered once,
@@ -72,7 +72,7 @@ def plan(args: argparse.Namespace) -> list[tuple[str, str, f.Scenario | str]]:
 
 async def run_all(args: argparse.Namespace) -> list[f.Tally]:
     tallies: list[f.Tally] = []
-    options = f.RunOptions(chats=args.chats, rate=args.rate, answer_deadline_s=args.deadline)
+    options = f.RunOptions(chats=args.chats, rate=args.rate, answer_deadline_s=args.deadline, keep_logs=args.logs)
     for platform, kind, scenario in plan(args):
         started = time.monotonic()
         if kind == "disk":
@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=240.0,
                         help="seconds after the faults for every message to be answered")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    parser.add_argument("--logs", type=Path, default=None, help="keep the bot's logs here, a directory per row")
     args = parser.parse_args()
     args.platforms = [p for p in args.platforms.split(",") if p]
     args.only = [k for k in args.only.split(",") if k]

@@ -473,6 +473,7 @@ class RunOptions:
     settle_s: float = 3.0  # then this long for anything doubled to show up
     data_dir: Path | None = None  # e.g. a small tmpfs; default a new temporary directory
     extra_config: str = ""
+    keep_logs: Path | None = None  # copy the bot's logs here (a directory per run) before the scratch goes
 
 
 class World:
@@ -571,7 +572,14 @@ class World:
         rc = await self.bot.stop()
         tally = self.count(fault)
         log = self.bot.log_text()
-        tally.crashed = self.bot.exits_on_its_own + log.count("Traceback")
+        if self.options.keep_logs is not None:
+            kept = self.options.keep_logs / f"{self.platform.name}-{re.sub(r'[^a-z0-9]+', '-', fault.lower())}"
+            kept.mkdir(parents=True, exist_ok=True)
+            for path in self.bot.logs:
+                with contextlib.suppress(OSError):
+                    shutil.copy(path, kept / path.name)
+        seen = tracebacks(log)
+        tally.crashed = self.bot.exits_on_its_own + sum(seen.crashes.values())
         doubled_ids = MAYBE_DOUBLED.findall(log)
         tally.doubled_in_window = _doubles_in_window(self.data_dir, doubled_ids, tally.doubled_tokens)
         if rc not in (0, None) and rc != -signal.SIGTERM:
@@ -580,6 +588,11 @@ class World:
             tally.notes.append(f"did not stop within {BOT_STOP_TIMEOUT_S:g} s of SIGTERM")
         if self.bot.exits_on_its_own:
             tally.notes.append(f"{self.bot.exits_on_its_own} exits on its own")
+        if seen.crashes:
+            tally.notes.append("tracebacks: " + "; ".join(f"{n}x {e}" for e, n in seen.crashes.items()))
+        if seen.handled:
+            tally.notes.append(f"{sum(seen.handled.values())} tracebacks logged by {', '.join(HANDLED_BY_LIBRARY)} "
+                               "for errors it handled (not counted as crashes)")
         if dropped := log.count("inbox dropped"):
             tally.notes.append(f"{dropped} 'inbox dropped' log lines")
         if doubled_ids:
@@ -588,6 +601,44 @@ class World:
         if other:
             tally.notes.append(f"{len(other)} other replies")
         return tally
+
+
+LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ [A-Z]+ (\S+): ")
+# A library's own log of an error it handled and raised on as its usual exception (python-telegram-bot logs
+# the body of a gateway's HTML error page with a traceback before raising NetworkError): noise, not a crash.
+HANDLED_BY_LIBRARY = ("telegram.request",)
+
+
+@dataclass
+class Tracebacks:
+    crashes: dict[str, int] = field(default_factory=dict)  # the exception line, how often
+    handled: dict[str, int] = field(default_factory=dict)  # logged by a library in HANDLED_BY_LIBRARY
+
+
+def tracebacks(log: str) -> Tracebacks:
+    """Every traceback in the log, a chain of exceptions counted once, by its last exception line."""
+    found = Tracebacks()
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("Traceback (most recent call last)"):
+            continue
+        back = i - 1
+        while back >= 0 and not lines[back].strip():
+            back -= 1
+        if back >= 0 and lines[back].startswith(("During handling of the above", "The above exception was")):
+            continue  # the chain's first traceback counted it
+        logger = ""
+        for k in range(i - 1, max(-1, i - 40), -1):
+            if match := LOG_RECORD.match(lines[k]):
+                logger = match.group(1)
+                break
+        j = i + 1
+        while j < len(lines) and (lines[j].startswith(" ") or not lines[j].strip()):
+            j += 1
+        exception = lines[j][:160] if j < len(lines) else "(cut off)"
+        bucket = found.handled if logger.startswith(HANDLED_BY_LIBRARY) else found.crashes
+        bucket[exception] = bucket.get(exception, 0) + 1
+    return found
 
 
 def _doubles_in_window(data_dir: Path, logged_ids: list[str], doubled_tokens: list[str]) -> int:
