@@ -28,6 +28,7 @@ from typing import Any
 import aiohttp
 import discord
 
+from channels.http import answer_lost
 from core.tunables import DISCORD_DEFAULT_RETRY_AFTER_S
 from core.types import Button, ButtonPress, ChatKind, InboundMessage, SendError
 
@@ -298,7 +299,8 @@ def send_error_for(exc: BaseException) -> SendError:
         # 400 (invalid form body), 401 (token revoked)...: the same request fails the same way again.
         return SendError(f"discord: refused {status} (code {exc.code})", permanent=True)
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
-        return SendError(f"discord: network {type(exc).__name__}")
+        # Sent with its nonce: a resend of what Discord posted after all gets that message back.
+        return SendError(f"discord: network {type(exc).__name__}", maybe_delivered=answer_lost(exc))
     return SendError(f"discord: {type(exc).__name__}")
 
 

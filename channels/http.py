@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 from aiohttp import web
 
 from core.types import ChannelStartError
@@ -22,3 +23,14 @@ async def serve_posts(handler: Callable[[web.Request], Awaitable[web.StreamRespo
         await runner.cleanup()
         raise ChannelStartError(f"{platform}: cannot listen on {host}:{port} ({exc.strerror})") from None
     return runner
+
+
+def answer_lost(exc: BaseException) -> bool:
+    """Did an HTTP request fail after it went out (its answer timed out, or the connection dropped)?
+
+    Then the platform may have carried it out. A failure to connect (or to get a pooled connection in
+    time) reached nobody.
+    """
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
+        return False
+    return isinstance(exc, TimeoutError | aiohttp.ClientError | OSError)

@@ -58,7 +58,7 @@ from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from channels.http import serve_posts
+from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
 from channels.slack_translate import (
     PLATFORM,
@@ -168,8 +168,9 @@ def send_error_for(exc: BaseException) -> SendError:
             return SendError(f"slack: {error or f'HTTP {status}'}")
         # Any other refusal names something wrong with the request itself: it would be refused again.
         return SendError(f"slack: {error or f'HTTP {status}'}", permanent=True)
-    # Network failures, timeouts, a failed file upload: worth another try.
-    return SendError(f"slack: {type(exc).__name__}")
+    # Network failures, timeouts, a failed file upload: worth another try. One that went out may have been
+    # posted: Slack has no idempotency key, so its resend is the one duplicate left.
+    return SendError(f"slack: {type(exc).__name__}", maybe_delivered=answer_lost(exc))
 
 
 def chunk_limit(message: OutboundMessage) -> int:
