@@ -591,8 +591,8 @@ class World:
         if seen.crashes:
             tally.notes.append("tracebacks: " + "; ".join(f"{n}x {e}" for e, n in seen.crashes.items()))
         if seen.handled:
-            tally.notes.append(f"{sum(seen.handled.values())} tracebacks logged by {', '.join(HANDLED_BY_LIBRARY)} "
-                               "for errors it handled (not counted as crashes)")
+            tally.notes.append("tracebacks logged for handled errors (not crashes): "
+                               + "; ".join(f"{n}x {e}" for e, n in seen.handled.items()))
         if dropped := log.count("inbox dropped"):
             tally.notes.append(f"{dropped} 'inbox dropped' log lines")
         if doubled_ids:
@@ -604,15 +604,18 @@ class World:
 
 
 LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ [A-Z]+ (\S+): ")
-# A library's own log of an error it handled and raised on as its usual exception (python-telegram-bot logs
-# the body of a gateway's HTML error page with a traceback before raising NetworkError): noise, not a crash.
-HANDLED_BY_LIBRARY = ("telegram.request",)
+# Tracebacks logged for an error that was handled, not crashes: kith's own loggers (a turn or an intake batch
+# that failed and is retried, e.g. on a full disk; whether the message was then answered is counted apart),
+# and python-telegram-bot's request layer, which logs a gateway's HTML error page with a traceback before
+# raising its usual NetworkError. Any other (asyncio's "Task exception was never retrieved", a platform
+# library's "Ignoring exception in …", none at all) is a crash.
+HANDLED_BY_LIBRARY = ("telegram.request", "kith.")
 
 
 @dataclass
 class Tracebacks:
     crashes: dict[str, int] = field(default_factory=dict)  # the exception line, how often
-    handled: dict[str, int] = field(default_factory=dict)  # logged by a library in HANDLED_BY_LIBRARY
+    handled: dict[str, int] = field(default_factory=dict)  # logged by a logger in HANDLED_BY_LIBRARY
 
 
 def tracebacks(log: str) -> Tracebacks:
