@@ -52,6 +52,7 @@ HONEST_MARKERS = (HONEST_FAILURE_REPLY[:28].lower(), "could not handle that mess
 MAYBE_DOUBLED = re.compile(r"maybe doubled id=(\S+?)(?:\s|$)")
 LLM_TIMEOUT_S = 5.0  # [llm] timeout_s for the bot under test: a hung model costs a turn this long
 BOT_STOP_TIMEOUT_S = 30.0
+RESTARTS_AFTER_EXIT = 5  # a bot that keeps ending on its own is started again this often, then left down
 PLATFORMS = ("telegram", "discord", "slack")
 SLACK_RETRIES = 3  # Slack redelivers an unacknowledged event this many times
 
@@ -181,7 +182,8 @@ class BotProcess:
         await proc.wait()
         if not self._expect_exit and proc is self.proc:
             self.exits_on_its_own += 1
-            await self.start()  # as a supervisor would, so the run goes on and the count stays honest
+            if self.exits_on_its_own <= RESTARTS_AFTER_EXIT:
+                await self.start()  # as a supervisor would, so the run goes on and the count stays honest
 
     @property
     def pid(self) -> int | None:
