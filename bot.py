@@ -16,10 +16,14 @@ from collections.abc import Callable
 
 from core import loop
 from core.config import ConfigError, Settings, load_settings
+from core.instance import DataDirUnusable, usable_data_dir
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return load_settings(args.config or os.environ.get("KITH_CONFIG") or None)
+    """The settings of every command that keeps data (all but ``doctor``, which reports on them instead)."""
+    settings = load_settings(args.config or os.environ.get("KITH_CONFIG") or None)
+    usable_data_dir(settings.storage.data_path())
+    return settings
 
 
 def _setup_logging(verbose: bool, quiet: bool) -> None:
@@ -136,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"kith: config error: {exc}", file=sys.stderr)
         return 2
+    except DataDirUnusable as exc:
+        print(f"kith: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

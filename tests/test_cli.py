@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT, write_config
 
 
 async def _run_bot(*args: str, stdin: str = "", env: dict[str, str] | None = None,
-                   timeout: float = 60) -> tuple[int, str, str]:
+                   timeout: float = 60, prefix: tuple[str, ...] = ()) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bot.py"), *args, stdin=asyncio.subprocess.PIPE,
+        *prefix, sys.executable, str(ROOT / "bot.py"), *args, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(ROOT),
         env={**os.environ, **(env or {})})
     out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
@@ -109,3 +113,53 @@ async def test_a_second_bot_on_the_same_data_refuses_to_start(fake_llm, tmp_path
     fake_llm.reply("Back again.")  # the lock went with the first process
     code, out, err = await _run_bot("--config", str(cfg), "chat", stdin="and now?\n")
     assert (code, out.strip()) == (0, "Back again."), err
+
+
+DATA_COMMANDS = [("run",), ("chat",), ("memory", "list", "--account", "telegram:42"), ("people", "list")]
+
+
+async def test_a_data_directory_that_cannot_be_created_is_one_line_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    data = tmp_path / "a-file" / "data"
+    cfg = tmp_path / "kith.toml"
+    cfg.write_text(f'[storage]\ndata_dir = "{data}"\n')
+    for command in DATA_COMMANDS:
+        code, out, err = await _run_bot("--config", str(cfg), *command, stdin="hello?\n")
+        assert (code, out) == (1, ""), command
+        assert err.splitlines() == [f"kith: cannot create the data directory {data}: Not a directory; "
+                                    "set [storage] data_dir to a directory kith can write in"], command
+
+
+def _read_only_data_dir(base: Path) -> tuple[Path, Path]:
+    """A config in ``base`` (readable by anyone) naming ``base/data``, which nobody but root may write in."""
+    base.chmod(0o755)
+    data = base / "data"
+    data.mkdir()
+    data.chmod(0o555)
+    cfg = base / "kith.toml"
+    cfg.write_text(f'[storage]\ndata_dir = "{data}"\n')
+    cfg.chmod(0o644)
+    return data, cfg
+
+
+def _as_nobody() -> tuple[str, ...]:
+    """A command prefix that runs the bot as an ordinary user: nothing for one, nobody's ids for root."""
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")  # root writes through permission bits: the bot must not run as root
+    prefix = (setpriv, "--reuid=65534", "--regid=65534", "--clear-groups") if setpriv else ()
+    if not prefix or subprocess.run([*prefix, sys.executable, "-c", ""], capture_output=True).returncode:
+        pytest.skip("running as root, with no way to run the bot as nobody here")
+    return prefix
+
+
+async def test_a_read_only_data_directory_is_one_line_naming_it() -> None:
+    prefix = _as_nobody()
+    with tempfile.TemporaryDirectory() as where:
+        data, cfg = _read_only_data_dir(Path(where))
+        for command in DATA_COMMANDS:
+            code, out, err = await _run_bot("--config", str(cfg), *command, stdin="hello?\n", prefix=prefix,
+                                            env={"HOME": where})
+            assert (code, out) == (1, ""), command
+            assert err.splitlines() == [f"kith: cannot write in the data directory {data}: Permission denied; "
+                                        "set [storage] data_dir to a directory kith can write in"], (command, err)
