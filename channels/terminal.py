@@ -2,14 +2,25 @@
 
 Interactive on a terminal; when standard input is not a terminal it reads one message per
 line and prints each reply, so it can be scripted (``printf 'hi\n' | bot.py chat``).
+
+Standard input is read by a daemon thread of the channel's own, never by the loop's default
+executor: a read blocks until Enter, and the loop's shutdown waits for every executor thread, so
+Ctrl-C would leave kith waiting for a line nobody types. The thread reads the file descriptor
+itself rather than ``sys.stdin``, whose buffer lock it would still hold at interpreter exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
+import functools
 import getpass
+import io
 import itertools
+import os
 import sys
+import threading
+from collections.abc import Callable
 from typing import TextIO
 
 from core.types import (
@@ -53,11 +64,14 @@ class TerminalChannel:
 
     async def _read_loop(self, on_message: InboundHandler) -> None:
         loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str] = asyncio.Queue()
+        threading.Thread(target=_pump, args=(_line_reader(self.stdin), functools.partial(
+            loop.call_soon_threadsafe, lines.put_nowait)), name="terminal-stdin", daemon=True).start()
         try:
             while True:
                 if self.interactive:
                     self._write("you> ")
-                line = await loop.run_in_executor(None, self.stdin.readline)
+                line = await lines.get()
                 if not line:
                     break
                 text = line.rstrip("\r\n")
@@ -94,6 +108,43 @@ class TerminalChannel:
     def _write(self, text: str) -> None:
         self.stdout.write(text)
         self.stdout.flush()
+
+
+def _line_reader(stdin: TextIO) -> Callable[[], str]:
+    """A blocking ``readline`` for ``stdin``: on its file descriptor where it has one, '' at its end."""
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):  # a StringIO in tests
+        return stdin.readline
+    decoder = codecs.getincrementaldecoder(getattr(stdin, "encoding", None) or "utf-8")(errors="replace")
+    pending = ""
+    ended = False
+
+    def readline() -> str:
+        nonlocal pending, ended
+        while "\n" not in pending and not ended:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # closed under us: the same as its end
+                data = b""
+            ended = not data
+            pending += decoder.decode(data, final=ended)
+        line, newline, pending = pending.partition("\n")
+        return line + newline
+
+    return readline
+
+
+def _pump(readline: Callable[[], str], deliver: Callable[[str], object]) -> None:
+    """Hand each line to ``deliver`` (the loop), then '' at the end of input."""
+    while True:
+        line = readline()
+        try:
+            deliver(line)
+        except RuntimeError:  # the loop is closed: kith is ending and nobody reads any more
+            return
+        if not line:
+            return
 
 
 def _local_user() -> str:

@@ -72,6 +72,7 @@ class App:
     scheduler: HeartbeatScheduler | None = None
     memory_commands: MemoryCommands | None = None
     model_process: ModelProcess | None = None
+    warming: asyncio.Task[None] | None = None  # load_model_client, spawned by build_app
     retention: Retention | None = None  # prunes the inbound journal and the delivered outbox while running
 
     async def load_model_client(self) -> None:
@@ -136,6 +137,8 @@ class App:
                 await channel.stop()
             except Exception as exc:
                 log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
+        if self.warming is not None:
+            self.warming.cancel()  # nothing waits on it any more; a child still loading is killed below
         await self.background.drain(timeout=5)
         await self.background.cancel_all()
         if self.recall is not None:
@@ -208,7 +211,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     core.persona_notes.append(PERSONA_HINT)
     if warm_llm:
         # litellm takes seconds to import: loaded while the channels connect, not on the first reply.
-        background.spawn(app.load_model_client(), name="load-litellm")
+        app.warming = background.spawn(app.load_model_client(), name="load-litellm")
     return app
 
 

@@ -1,4 +1,10 @@
-"""The long-running commands: ``run`` (every channel) and ``chat`` (the terminal)."""
+"""The long-running commands: ``run`` (every channel) and ``chat`` (the terminal).
+
+Ctrl-C and SIGTERM end either one the same way, whenever they come (while it starts, too): the
+running command is cancelled once, closes everything it opened (the model process last among the
+parts), and only then is the data directory's lock released. A second signal changes nothing: the
+close under way is already as short as it can be.
+"""
 
 from __future__ import annotations
 
@@ -72,10 +78,37 @@ async def _as_sole_bot(settings: Settings, body: Callable[[Settings], Awaitable[
     """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it."""
     try:
         with sole_bot(settings.storage.data_path()):
-            return await body(settings)
+            return await until_signalled(body(settings))
     except AlreadyRunning as exc:
         print(f"kith: {exc}", file=sys.stderr)
         return 1
+
+
+async def until_signalled(body: Awaitable[int]) -> int:
+    """``body``'s exit code; 0 once SIGINT or SIGTERM has cancelled it and it has closed what it opened."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(body)
+    signalled: list[int] = []
+
+    def stop(sig: int) -> None:
+        if not signalled:
+            signalled.append(sig)
+            task.cancel()
+
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows; a loop off the main thread
+            loop.add_signal_handler(sig, stop, sig)
+            installed.append(sig)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not signalled or not task.cancelled():
+            raise  # cancelled from outside, not by a signal
+        return 0
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
 
 
 async def _chat(settings: Settings) -> int:
@@ -87,7 +120,7 @@ async def _chat(settings: Settings) -> int:
     try:
         await app.start_channels([terminal])
         freeze_startup_heap()
-        await terminal.closed.wait()
+        await terminal.closed.wait()  # the end of input; Ctrl-C and SIGTERM cancel this wait
     finally:
         await app.close()
     return 0
@@ -102,11 +135,6 @@ async def _run_all(settings: Settings) -> int:
     app = await build_app(settings)
     channels = platform_channels(settings, app)
     app.core.on_llm_error = _hint_once(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
     try:
         started = await app.start_channels(channels)
         if not started:
@@ -114,7 +142,7 @@ async def _run_all(settings: Settings) -> int:
             return 1
         freeze_startup_heap()
         print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
-        await stop.wait()
+        await asyncio.Event().wait()  # until Ctrl-C or SIGTERM cancels it (until_signalled)
     finally:
         await app.close()
     return 0

@@ -166,9 +166,12 @@ class ModelProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
         started = time.perf_counter()
+        # A session of its own: Ctrl-C at a terminal goes to the whole foreground group, and one landing
+        # while the child still imports (before it ignores signals) would kill it with a traceback. The
+        # parent ends it (close() closes its stdin), and the end of that pipe ends it if the parent dies.
         proc = await asyncio.create_subprocess_exec(
             *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
-            limit=MODEL_PROCESS_LINE_LIMIT)
+            limit=MODEL_PROCESS_LINE_LIMIT, start_new_session=True)
         self.spawned += 1
         child = _Child(proc, asyncio.get_running_loop().create_future())
         child.reader = asyncio.create_task(self._read(child, started), name="model-process")

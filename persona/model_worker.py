@@ -178,8 +178,9 @@ async def serve(requests: BinaryIO, answers: BinaryIO) -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    # Ctrl-C in a terminal and a service manager's SIGTERM reach the whole process group. The parent
-    # decides when this process ends, by closing its stdin once nothing can make a call any more.
+    # A service manager's SIGTERM reaches every process of the service (and Ctrl-C the whole group, for
+    # a parent that did not give this one a session of its own). The parent decides when this process
+    # ends, by closing its stdin once nothing can make a call any more.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The wire gets stdout's pipe to itself: whatever a library prints goes to stderr instead.
