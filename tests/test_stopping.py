@@ -18,6 +18,7 @@ import termios
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from filelock import FileLock, Timeout
 
 from core.instance import LOCK_FILE
@@ -25,6 +26,9 @@ from tests.conftest import ROOT, write_config
 from tests.fakes.openai_api import FakeOpenAI
 
 WAIT_S = 60.0  # generous: the machine may be busy; nothing here is a timing claim
+
+# The model process is found among the bot's children through /proc (Linux).
+pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to find the model process")
 
 
 async def _until(condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
