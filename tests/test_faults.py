@@ -25,7 +25,7 @@ def _assert_held(tally: f.Tally) -> None:
 
 
 async def test_a_few_sigkills_of_the_bot_and_its_model_process_under_load_lose_nothing() -> None:
-    tally = await f.run_one("telegram", f.crash_loop(3, (2.5, 5.0), SEED), OPTIONS)
+    tally = await f.run_one("telegram", f.crash_loop(4, (1.5, 3.0), SEED), OPTIONS)
     _assert_held(tally)
 
 
