@@ -173,19 +173,21 @@ class Router:
         attempts = self._attempts.pop(key, 0)
         delay = self.retry_backoff_s
         while True:
-            try:
-                if attempts >= inbox.max_replays:
+            if attempts >= inbox.max_replays:
+                try:
                     await self._give_up(message)
                     return
+                except Exception as exc:  # the database still failing: tried again after the backoff
+                    log.error("unhandled reply failed platform=%s chat=%s message=%s error=%s", message.platform,
+                              message.chat_id, message.message_id, type(exc).__name__)
+            else:
                 try:
                     await self._take_turn_once(message)
                     return
-                except Exception:
+                except Exception as exc:
                     attempts += 1
-                    raise
-            except Exception as exc:
-                log.error("turn failed platform=%s chat=%s message=%s attempts=%d error=%s", message.platform,
-                          message.chat_id, message.message_id, attempts, type(exc).__name__, exc_info=exc)
+                    log.error("turn failed platform=%s chat=%s message=%s attempts=%d error=%s", message.platform,
+                              message.chat_id, message.message_id, attempts, type(exc).__name__, exc_info=exc)
             if self._closing.is_set():
                 return  # still kept: the next start takes it up
             try:

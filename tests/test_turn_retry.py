@@ -100,6 +100,26 @@ async def test_a_turn_that_keeps_failing_gets_the_honest_reply_after_its_attempt
         await app.close()
 
 
+async def test_the_honest_reply_waits_out_a_fault_that_outlasts_the_attempts(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings, monkeypatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        # Nothing can be queued at all: neither the reply nor, once the attempts are used, the honest one.
+        await _sql(app, "CREATE TRIGGER disk_full BEFORE INSERT ON outbox "
+                        "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+        telegram_api.push_text(ANA, ANA, "are you there?")
+        await _until(lambda: "unhandled reply failed" in caplog.text)
+        assert telegram_api.sent == [] and await _kept(app) == 1  # still kept, never dropped
+        await _sql(app, "DROP TRIGGER disk_full")
+        await telegram_api.wait_for_sent(1, timeout=15)
+        await asyncio.sleep(1.0)
+        assert [m.visible_text for m in telegram_api.sent] == [UNHANDLED_REPLY]
+        assert len(fake_llm.requests) == INBOX_REPLAYS_MAX and await _kept(app) == 0
+    finally:
+        await app.close()
+
+
 async def test_a_message_a_previous_process_tried_too_often_gets_the_honest_reply_at_start(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings, monkeypatch, tmp_path) -> None:
     settings = _settings(make_settings, fake_llm, telegram_api)
