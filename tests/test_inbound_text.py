@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from channels.discord_translate import place_of, translate_interaction
+from channels.discord_translate import translate_message as translate_discord
+from channels.slack_translate import translate_block_action, translate_event
 from core import history
 from core.app import App, build_app
 from core.commands import platform_channels
@@ -16,6 +19,8 @@ from core.config import DeliverySettings, Settings, TelegramSettings
 from core.types import ButtonPress, ChatKind, InboundMessage, well_formed
 from persona.llm import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.test_discord_translate import ALICE, DM, Payloads
+from tests.test_slack_translate import ME, RECEIVED, _click, _dm
 
 import_litellm()  # seconds, once: a first reply must not race the test's timeouts
 
@@ -45,6 +50,23 @@ def test_lone_surrogates_become_replacement_characters_and_nothing_else_changes(
     assert (message.text, message.sender_name) == ("x\ufffd", "An\ufffda")
     assert dataclasses.replace(message, text="y\udc80").text == "y\ufffd"
     assert ButtonPress(platform="telegram", chat_id="1", sender_id="1", data="q:\ud800").data == "q:\ufffd"
+
+
+def test_discord_and_slack_messages_and_presses_with_lone_surrogates_come_out_well_formed() -> None:
+    p = Payloads()
+    message = p.message(DM, ALICE, "hi \ud800 there")
+    place = place_of(message.channel, None)
+    assert place is not None
+    translated = translate_discord(message, p.me, place)
+    assert isinstance(translated, InboundMessage) and translated.text == "hi \ufffd there"
+    press = translate_interaction(p.click(p.message(DM, p.fake.bot_id, "Sure?"), ALICE, "f:\udfff:no"), p.me, place)
+    assert isinstance(press, ButtonPress) and press.data == "f:\ufffd:no"
+    slack = translate_event(_dm(text="hi \ud800 there"), ME, received_at=RECEIVED)
+    assert isinstance(slack, InboundMessage) and slack.text == "hi \ufffd there"
+    action = {"action_id": "f:\ud800:no", "block_id": "b1", "value": "f:\ud800:no", "type": "button",
+              "action_ts": "1548426417.840180"}
+    click = translate_block_action(_click(actions=[action]))
+    assert isinstance(click, ButtonPress) and click.data == "f:\ufffd:no"
 
 
 async def test_a_message_with_a_lone_surrogate_is_answered_and_kept_with_the_bad_code_point_replaced(
