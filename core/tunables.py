@@ -126,8 +126,6 @@ SQLITE_CHECKPOINT_COMMITS = 500  # commits between checkpoints of the write-ahea
 
 # --- Delivery (delivery/worker.py) --------------------------------------------
 DELIVERY_LANE_ENDS_KEPT = 4_096  # chats whose delivery task's latest end is remembered (past it: one more read)
-
-# --- Delivery (delivery/debounce.py) ------------------------------------------
 # After SEND_MAX_ATTEMPTS quick retries a transient failure (an outage) is not given up: the reply waits this long,
 # doubling per failure up to the ceiling, until it is delivered or SEND_MAX_LATE_H old.
 SEND_LONG_BACKOFF_BASE_S = 300.0
@@ -137,6 +135,8 @@ DELIVERY_PARK_AFTER_S = 60.0  # a chat whose next try is further off leaves its 
 OUTBOX_SENT_RETENTION_DAYS = 7.0  # delivered replies are kept this long (their attachments not at all)
 RETENTION_INTERVAL_S = 3_600.0  # how often a running bot prunes the inbound journal and the delivered outbox
 RETENTION_BATCH_ROWS = 1_000  # rows pruned per transaction, so a long-unpruned database never holds up replies
+
+# --- Delivery (delivery/debounce.py) ------------------------------------------
 DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady typist is never left waiting
 
 # --- Policy (policy/pairing.py) -----------------------------------------------
