@@ -84,6 +84,7 @@ from core.tunables import (
     SLACK_NAME_CACHE_SIZE,
     SLACK_NAME_CACHE_TTL_S,
     SLACK_NAME_LOOKUP_TIMEOUT_S,
+    SLACK_SEND_TIMEOUT_S,
     SLACK_SOCKET_PING_INTERVAL_S,
     SLACK_STOP_GRACE_S,
 )
@@ -173,6 +174,16 @@ def send_error_for(exc: BaseException) -> SendError:
     return SendError(f"slack: {type(exc).__name__}", maybe_delivered=answer_lost(exc))
 
 
+def web_timeout(send_timeout_s: float) -> aiohttp.ClientTimeout:
+    """The Web API session's budgets: short to connect, long to answer once the request went out.
+
+    A send that hears nothing back counts as maybe delivered, so the answer gets ``send_timeout_s`` rather
+    than the connect budget; the total caps a request whose body stalls on the way out as well.
+    """
+    return aiohttp.ClientTimeout(total=2 * SLACK_HTTP_TIMEOUT_S + send_timeout_s, connect=SLACK_HTTP_TIMEOUT_S,
+                                 sock_read=send_timeout_s)
+
+
 def chunk_limit(message: OutboundMessage) -> int:
     """Characters per chunk: buttons put the last chunk in a Block Kit section, which holds fewer."""
     return min(SLACK_MAX_CHARS, SECTION_TEXT_MAX_CHARS) if message.buttons else SLACK_MAX_CHARS
@@ -201,6 +212,7 @@ class SlackChannel:
         connect_wait_s: float = SLACK_CONNECT_WAIT_S,
         stop_grace_s: float = SLACK_STOP_GRACE_S,
         name_cache_ttl_s: float = SLACK_NAME_CACHE_TTL_S,
+        send_timeout_s: float = SLACK_SEND_TIMEOUT_S,
     ) -> None:
         self.settings = settings
         self._bot_token = bot_token
@@ -212,6 +224,7 @@ class SlackChannel:
         self._ping_interval_s = ping_interval_s
         self._connect_wait_s = connect_wait_s
         self._stop_grace_s = stop_grace_s
+        self._send_timeout_s = send_timeout_s
         self._names = _NameCache(SLACK_NAME_CACHE_SIZE, name_cache_ttl_s)
         self._session: aiohttp.ClientSession | None = None
         self._web: AsyncWebClient | None = None
@@ -246,7 +259,7 @@ class SlackChannel:
         self._on_button = on_button
         self._stopping = False
         self._check_settings()
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=SLACK_HTTP_TIMEOUT_S))
+        self._session = aiohttp.ClientSession(timeout=web_timeout(self._send_timeout_s))
         api_url = api_url_of(self.settings)
         self._web = AsyncWebClient(token=self._bot_token, base_url=api_url, session=self._session,
                                    retry_handlers=[])

@@ -156,7 +156,10 @@ TELEGRAM_STOP_GRACE_S = 5.0  # on stop, handlers already handed an update may fi
 TELEGRAM_UPDATE_ID_JUMP_MAX = 1_000_000
 
 # --- Slack channel (channels/slack.py) ----------------------------------------
-SLACK_HTTP_TIMEOUT_S = 10.0  # budget of one Web API call
+SLACK_HTTP_TIMEOUT_S = 10.0  # connect (and write) budget of one Web API call; doctor's whole call
+# How long a Web API call waits for its answer once sent. Past it a send counts as maybe delivered (looked for,
+# then sent again), so it is well above a slow answer rather than a typical one, as Telegram's.
+SLACK_SEND_TIMEOUT_S = 30.0
 SLACK_SOCKET_PING_INTERVAL_S = 10.0  # Socket Mode keep-alive; a dead socket is noticed within about this long
 SLACK_CONNECT_WAIT_S = 10.0  # start() waits this long for the socket's hello, then keeps trying in the background
 SLACK_STOP_GRACE_S = 5.0  # on stop, handlers already handed an event may finish this long
