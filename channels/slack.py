@@ -30,6 +30,15 @@ the buttons. An attachment is one more chunk, uploaded with ``files_upload_v2``.
 handlers are switched off: the delivery outbox retries, honouring ``Retry-After``, so a rate-limited send
 is never retried in two places at once. Slack has no typing indicator for bots (outside assistant
 threads): ``typing`` does nothing.
+
+A send waits ``SLACK_SEND_TIMEOUT_S`` (30 s) for its answer. One that went out and heard nothing back (a
+timeout, a dropped connection) may have been posted: chat.postMessage has no idempotency key, so every chunk
+of an outbox entry carries message metadata with a marker of its own (a hash of the entry and the chunk), and
+before such a chunk is sent again, the conversation (conversations.history, or .replies in a thread, with
+``include_all_metadata``) is searched for our message with that marker; found, it counts as sent. That look
+needs the conversation's history scope (``im:history`` for DMs, ``channels:history`` and the like elsewhere)
+and remembers lost sends in this process only: without the scope, after a restart, and for file uploads
+(which carry no metadata), the chunk is sent again, as the delivery worker's doubt already counted.
 """
 
 from __future__ import annotations
@@ -66,8 +75,11 @@ from channels.slack_translate import (
     Skipped,
     SlackIdentity,
     button_blocks,
+    delivery_marker,
+    delivery_metadata,
     escape_text,
     identity_from_auth_test,
+    posted_with_marker,
     profile_name,
     target_channel,
     thread_ts_for,
@@ -80,6 +92,10 @@ from core.tunables import (
     SLACK_CONNECT_WAIT_S,
     SLACK_DEFAULT_RETRY_AFTER_S,
     SLACK_HTTP_TIMEOUT_S,
+    SLACK_LOOKUP_PAGE_SIZE,
+    SLACK_LOOKUP_PAGES,
+    SLACK_LOOKUP_SKEW_S,
+    SLACK_LOST_SENDS_KEPT,
     SLACK_MAX_CHARS,
     SLACK_NAME_CACHE_SIZE,
     SLACK_NAME_CACHE_TTL_S,
@@ -121,9 +137,10 @@ _PERMANENT_ERRORS = _AUTH_ERRORS | frozenset({
     "restricted_action_non_threadable_channel", "cannot_reply_to_message", "team_access_not_granted",
     "msg_too_long", "no_text", "too_many_attachments", "user_not_found", "user_not_in_channel",
 })
-# Slack refused the markup, not the message: the plain text goes through.
+# Slack refused the markup (or our delivery marker), not the message: the plain text, unmarked, goes through.
 _FORMATTING_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long",
-                                "invalid_attachments", "markdown_text_conflict"})
+                                "invalid_attachments", "markdown_text_conflict", "invalid_metadata_format",
+                                "invalid_metadata_schema", "metadata_too_large", "metadata_must_be_sent_from_app"})
 _TRANSIENT_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 _NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, SlackClientError)
 _ANY_ID = re.compile(r".*")
@@ -170,7 +187,7 @@ def send_error_for(exc: BaseException) -> SendError:
         # Any other refusal names something wrong with the request itself: it would be refused again.
         return SendError(f"slack: {error or f'HTTP {status}'}", permanent=True)
     # Network failures, timeouts, a failed file upload: worth another try. One that went out may have been
-    # posted: Slack has no idempotency key, so its resend is the one duplicate left.
+    # posted: Slack has no idempotency key, so send_chunk looks for it before sending it again.
     return SendError(f"slack: {type(exc).__name__}", maybe_delivered=answer_lost(exc))
 
 
@@ -237,6 +254,8 @@ class SlackChannel:
         self._on_message: InboundHandler | None = None
         self._on_button: ButtonHandler | None = None
         self._lanes = HandlerLanes("slack", log)
+        # Chunks whose chat.postMessage went out unanswered, by marker: when that attempt began (Unix time).
+        self._lost: dict[str, float] = {}
         self._stopping = False
         self._intake_lock = asyncio.Lock()
         self.ready = asyncio.Event()  # set once Slack can reach us: the socket's hello, or the HTTP server up
@@ -557,8 +576,18 @@ class SlackChannel:
         text_count = len(text_chunks(message)) if message.buttons or has_attachment else 0
         channel = target_channel(message)
         thread_ts = thread_ts_for(message)
+        upload = has_attachment and index == text_count
+        # Uploads carry no metadata: a lost one is sent again unlooked-for.
+        marker = None if upload else delivery_marker(message.delivery_key, index)
+        if marker is not None and marker in self._lost:
+            found = await self._find_posted(web_client, channel, thread_ts, marker, self._lost[marker])
+            if found is not None:
+                del self._lost[marker]
+                log.info("slack resend skipped: found posted chat=%s chunk=%d", channel, index)
+                return SentMessage(f"{channel}:{found}")
+        started_at = self._clock().timestamp()
         try:
-            if has_attachment and index == text_count:
+            if upload:
                 name = message.attachment_name or "attachment"
                 uploaded = await web_client.files_upload_v2(channel=channel, thread_ts=thread_ts, filename=name,
                                                             title=name, content=message.attachment_bytes or b"")
@@ -568,6 +597,8 @@ class SlackChannel:
                                          "text": escape_text(chunk.plain) if plain else chunk.text}
             if thread_ts:
                 arguments["thread_ts"] = thread_ts
+            if marker is not None and not plain:
+                arguments["metadata"] = delivery_metadata(marker)
             if message.buttons and index == text_count - 1:
                 if plain:
                     log.info("slack buttons dropped with the plain resend chat=%s count=%d", channel,
@@ -577,11 +608,56 @@ class SlackChannel:
             sent = await web_client.chat_postMessage(**arguments)
         except (SlackApiError, *_NETWORK_ERRORS) as exc:
             error = send_error_for(exc)
-            log.warning("slack send failed chat=%s chunk=%d error=%s permanent=%s retry_after=%s", channel, index,
-                        _error_label(exc), error.permanent, error.retry_after)
+            if error.maybe_delivered and marker is not None and not plain:
+                self._remember_lost(marker, started_at)
+            log.warning("slack send failed chat=%s chunk=%d error=%s permanent=%s retry_after=%s maybe_delivered=%s",
+                        channel, index, _error_label(exc), error.permanent, error.retry_after, error.maybe_delivered)
             raise error from exc
+        if marker is not None:
+            self._lost.pop(marker, None)
         data = _data(sent)
         return SentMessage(f"{data.get('channel') or channel}:{data.get('ts', '')}")
+
+    def _remember_lost(self, marker: str, started_at: float) -> None:
+        # The first lost attempt bounds the look: a later one cannot have posted earlier.
+        self._lost.setdefault(marker, started_at)
+        while len(self._lost) > SLACK_LOST_SENDS_KEPT:
+            del self._lost[next(iter(self._lost))]
+
+    async def _find_posted(self, web_client: AsyncWebClient, channel: str, thread_ts: str | None, marker: str,
+                           since: float) -> str | None:
+        """The ts of our message carrying ``marker``, posted since ``since``; None when not found or not looked for.
+
+        A thread is read with conversations.replies, a conversation's top level with conversations.history;
+        both need the history scope of the conversation's kind (im:history for DMs). Without it, or with Slack
+        unreachable, the chunk is simply sent again: the doubt was already counted.
+        """
+        me = self._me
+        if me is None:
+            return None
+        arguments: dict[str, Any] = {"channel": channel, "oldest": f"{max(since - SLACK_LOOKUP_SKEW_S, 0.0):.6f}",
+                                     "inclusive": True, "include_all_metadata": True,
+                                     "limit": SLACK_LOOKUP_PAGE_SIZE}
+        try:
+            for _ in range(SLACK_LOOKUP_PAGES):
+                if thread_ts:
+                    response = await web_client.conversations_replies(ts=thread_ts, **arguments)
+                else:
+                    response = await web_client.conversations_history(**arguments)
+                data = _data(response)
+                messages = data.get("messages")
+                found = posted_with_marker(messages if isinstance(messages, list) else [], marker, me)
+                if found is not None:
+                    return found
+                cursor = (data.get("response_metadata") or {}).get("next_cursor")
+                if not data.get("has_more") or not cursor:
+                    return None
+                arguments["cursor"] = cursor
+        except (SlackApiError, *_NETWORK_ERRORS) as exc:
+            log.info("slack lookup of a lost send failed chat=%s error=%s", channel, _error_label(exc))
+            return None
+        log.info("slack lookup of a lost send gave up chat=%s pages=%d", channel, SLACK_LOOKUP_PAGES)
+        return None
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Slack offers bots no typing indicator outside assistant threads: nothing to show."""

@@ -19,6 +19,7 @@ everyone else's talk, and each thread is its own conversation history in the cor
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -327,3 +328,40 @@ __all__ = [
     "ts_to_datetime",
     "user_display_name",
 ]
+
+
+# --- Finding an earlier post ---------------------------------------------------------------------
+# chat.postMessage has no idempotency key. Each chunk of an outbox entry carries this message metadata instead,
+# so a send whose answer was lost can be looked for in the conversation before it is sent again.
+DELIVERY_EVENT_TYPE = "kith_delivery"
+
+
+def delivery_marker(delivery_key: str | None, index: int) -> str | None:
+    """The marker of chunk ``index`` of an outbox entry, the same on every resend; None outside the outbox.
+
+    A hash, not the key: metadata is readable by everyone in the conversation, and says nothing of the outbox.
+    """
+    if delivery_key is None:
+        return None
+    return hashlib.blake2b(f"{delivery_key}:{index}".encode(), digest_size=12).hexdigest()
+
+
+def delivery_metadata(marker: str) -> dict[str, Any]:
+    """chat.postMessage's ``metadata`` for a marked chunk."""
+    return {"event_type": DELIVERY_EVENT_TYPE, "event_payload": {"chunk": marker}}
+
+
+def posted_with_marker(messages: Sequence[Any], marker: str, me: SlackIdentity) -> str | None:
+    """The ts of our own message carrying ``marker`` among a history page's messages (with their metadata)."""
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        ours = message.get("bot_id") == me.bot_id if me.bot_id else message.get("user") == me.user_id
+        metadata = message.get("metadata")
+        if not ours or not isinstance(metadata, Mapping) or metadata.get("event_type") != DELIVERY_EVENT_TYPE:
+            continue
+        payload = metadata.get("event_payload")
+        ts = message.get("ts")
+        if isinstance(payload, Mapping) and payload.get("chunk") == marker and isinstance(ts, str) and ts:
+            return ts
+    return None

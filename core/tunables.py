@@ -166,6 +166,12 @@ SLACK_STOP_GRACE_S = 5.0  # on stop, handlers already handed an event may finish
 SLACK_NAME_CACHE_SIZE = 1_000  # people whose display name (users.info) is remembered
 SLACK_NAME_CACHE_TTL_S = 3_600.0
 SLACK_NAME_LOOKUP_TIMEOUT_S = 2.0  # a slow users.info costs a reply this much at most; the user id stands in
+# A send whose answer was lost is looked for (by its metadata marker) before it is sent again: in this many pages
+# of the conversation's history since the lost attempt, less the skew allowed between our clock and Slack's.
+SLACK_LOOKUP_PAGES = 3
+SLACK_LOOKUP_PAGE_SIZE = 100
+SLACK_LOOKUP_SKEW_S = 60.0
+SLACK_LOST_SENDS_KEPT = 1_000  # lost sends remembered for that look; the oldest is forgotten past this
 
 # --- Discord channel (channels/discord.py) ------------------------------------
 DISCORD_GUILD_READY_TIMEOUT_S = 2.0  # discord.py's wait for one more GUILD_CREATE before READY counts

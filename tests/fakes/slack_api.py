@@ -2,17 +2,19 @@
 
 One aiohttp server on 127.0.0.1 plays three parts of Slack:
 
-* the Web API, ``POST /api/<method>``: auth.test, apps.connections.open, chat.postMessage,
-  conversations.info, users.info and the three steps of a file upload, with Slack's envelopes
-  (``{"ok": false, "error": ...}`` with HTTP 200; 429 with ``Retry-After``; a gateway's HTML page on 5xx),
-  token checks, and Block Kit limits;
+* the Web API, ``POST /api/<method>``: auth.test, apps.connections.open, chat.postMessage (with message
+  metadata), conversations.info, conversations.history and conversations.replies (scope-checked; metadata
+  only with ``include_all_metadata``), users.info and the three steps of a file upload, with Slack's
+  envelopes (``{"ok": false, "error": ...}`` with HTTP 200; 429 with ``Retry-After``; a gateway's HTML page
+  on 5xx), token checks, and Block Kit limits;
 * the Socket Mode WebSocket behind the URL apps.connections.open hands out: it sends ``hello``, pushes
   ``events_api`` and ``interactive`` envelopes and records the ``{"envelope_id": ...}`` acknowledgements;
 * the Events API sender for HTTP mode: :meth:`FakeSlack.post_event` signs a request with the signing
   secret the way Slack does (``v0=`` HMAC-SHA256 of ``v0:<timestamp>:<body>``), or forges it.
 
 Tests build payloads with the ``*_event`` helpers, push them with :meth:`push` (or the ``push_*``
-shortcuts), script failures with :meth:`fail_next`, and read what the bot did from ``posted``,
+shortcuts), script failures with :meth:`fail_next` and late answers with :meth:`answer_slowly`, and read
+what the bot did from ``posted``,
 ``uploads``, ``acks`` and ``calls``. Slack's limits below are facts of the protocol the fake imitates,
 kept apart from ``core.tunables`` so a change to kith's own limits cannot make the fake agree with a bug.
 """
@@ -56,15 +58,22 @@ BUTTON_TEXT_MAX_CHARS = 75
 ACTION_ID_MAX_CHARS = 255
 BUTTON_VALUE_MAX_CHARS = 2_000
 ACTIONS_MAX_ELEMENTS = 25
+HISTORY_LIMIT_DEFAULT = 100  # conversations.history and .replies: messages per page unless ``limit`` says
+HISTORY_LIMIT_MAX = 999
+METADATA_EVENT_TYPE_MAX_CHARS = 255
 SIGNATURE_VERSION = "v0"
 SHUTDOWN_GRACE_S = 0.1
 DEFAULT_WAIT_S = 5.0
-FIRST_TS = 1_790_000_000
+# What the README asks a Slack app to hold: no *:history scope but im:history, so kith reads DMs only.
+README_SCOPES = frozenset({"app_mentions:read", "chat:write", "im:history", "users:read", "files:write"})
+_HISTORY_SCOPES = {"im": "im:history", "mpim": "mpim:history", "private": "groups:history",
+                   "public": "channels:history"}
 
 JsonDict = dict[str, Any]
 
-_BOT_METHODS = frozenset({"auth.test", "chat.postMessage", "conversations.info", "users.info",
-                          "files.getUploadURLExternal", "files.completeUploadExternal"})
+_BOT_METHODS = frozenset({"auth.test", "chat.postMessage", "conversations.info", "conversations.history",
+                          "conversations.replies", "users.info", "files.getUploadURLExternal",
+                          "files.completeUploadExternal"})
 # Block types Slack accepts that kith never sends: the fake takes them unchecked.
 _OTHER_BLOCK_TYPES = frozenset({"divider", "header", "context", "image", "rich_text", "markdown", "file", "video",
                                 "input", "table"})
@@ -91,6 +100,7 @@ class PostedMessage:
     mrkdwn: bool
     thread_ts: str | None
     blocks: tuple[JsonDict, ...]
+    metadata: JsonDict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +170,9 @@ class FakeSlack:
     """The fake Slack plus the control surface tests use from the same event loop."""
 
     def __init__(self, *, bot_token: str = FAKE_BOT_TOKEN, app_token: str = FAKE_APP_TOKEN,
-                 signing_secret: str = FAKE_SIGNING_SECRET) -> None:
+                 signing_secret: str = FAKE_SIGNING_SECRET, scopes: frozenset[str] = README_SCOPES) -> None:
         self.bot_token = bot_token
+        self.scopes = set(scopes)  # the bot token's; a test may grant more (channels:history, ...)
         self.app_token = app_token
         self.signing_secret = signing_secret
         self.calls: list[ApiCall] = []
@@ -176,6 +187,7 @@ class FakeSlack:
         self._outgoing: deque[Envelope] = deque()
         self._flushing: asyncio.Task[None] | None = None
         self._failures: dict[str, deque[ScriptedFailure]] = {}
+        self._slow_answers: dict[str, deque[float]] = {}
         self._tickets: set[str] = set()
         self._users: dict[str, JsonDict] = {}
         self._channels: dict[str, JsonDict] = {}
@@ -270,6 +282,11 @@ class FakeSlack:
             status = 429 if error == "ratelimited" else 200
         self._failures.setdefault(method, deque()).append(ScriptedFailure(error, status, retry_after))
 
+    def answer_slowly(self, method: str, delay_s: float) -> None:
+        """The next call of ``method`` is carried out at once (a message is posted) but answered only after
+        ``delay_s``, as Slack under load can; a client that hangs up first never hears the answer."""
+        self._slow_answers.setdefault(method, deque()).append(delay_s)
+
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_S) -> None:
         """Wait until ``predicate()`` holds; re-checked after every request, ack and connection."""
         await self._signal.wait_until(predicate, timeout)
@@ -314,8 +331,9 @@ class FakeSlack:
         return channel_id
 
     def next_ts(self) -> str:
+        """Slack's message ts: the post's Unix time (history's ``oldest`` filters on it), unique per message."""
         serial = next(self._ts_serial)
-        return f"{FIRST_TS + serial}.{serial:06d}"
+        return f"{int(time.time())}.{serial:06d}"
 
     def message(self, channel: str, ts: str) -> JsonDict | None:
         return self._messages.get((channel, ts))
@@ -557,11 +575,14 @@ class FakeSlack:
             self.calls.append(ApiCall(method, params, token))
             self._check_token(method, token)
             result = await self._dispatch(method, params)
-            return web.json_response({"ok": True, **result})
         except _ApiError as error:
             return web.json_response({"ok": False, "error": error.error, **error.extra})
         finally:
             self._notify()
+        slow = self._slow_answers.get(method)
+        if slow:
+            await asyncio.sleep(slow.popleft())
+        return web.json_response({"ok": True, **result})
 
     def _check_token(self, method: str, token: str | None) -> None:
         if not token:
@@ -605,6 +626,8 @@ class FakeSlack:
             if channel is None:
                 raise _ApiError("channel_not_found")
             return {"channel": dict(channel)}
+        if method in ("conversations.history", "conversations.replies"):
+            return self._history(method, params)
         if method == "users.info":
             user = self._users.get(str(params.get("user", "")))
             if user is None:
@@ -646,6 +669,7 @@ class FakeSlack:
             raise _ApiError("msg_too_long")
         mrkdwn = params.get("mrkdwn", True) not in (False, "false", "0")
         thread_ts = params.get("thread_ts") or None
+        metadata = _metadata(params.get("metadata"))
         ts = self.next_ts()
         message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "app_id": APP_ID, "text": text,
                    "ts": ts, "team": TEAM_ID}
@@ -653,10 +677,54 @@ class FakeSlack:
             message["thread_ts"] = str(thread_ts)
         if blocks:
             message["blocks"] = blocks
+        if metadata is not None:
+            message["metadata"] = metadata
         self._messages[(channel["id"], ts)] = message
         self.posted.append(PostedMessage(channel["id"], ts, text, mrkdwn, str(thread_ts) if thread_ts else None,
-                                         tuple(blocks or ())))
-        return {"channel": channel["id"], "ts": ts, "message": message}
+                                         tuple(blocks or ()), metadata))
+        # Slack's answer echoes the message without its metadata.
+        return {"channel": channel["id"], "ts": ts, "message": {k: v for k, v in message.items() if k != "metadata"}}
+
+    def _history(self, method: str, params: JsonDict) -> JsonDict:
+        """conversations.history (the channel's top level, newest first) or .replies (a thread, oldest first)."""
+        channel = self._channels.get(str(params.get("channel") or ""))
+        if channel is None:
+            raise _ApiError("channel_not_found")
+        kind = ("im" if channel.get("is_im") else "mpim" if channel.get("is_mpim")
+                else "private" if channel.get("is_private") else "public")
+        needed = _HISTORY_SCOPES[kind]
+        if needed not in self.scopes:
+            raise _ApiError("missing_scope", needed=needed, provided=",".join(sorted(self.scopes)))
+        if kind != "im" and not channel.get("is_member"):
+            raise _ApiError("not_in_channel")
+        found = [(ts, m) for (c, ts), m in self._messages.items() if c == channel["id"]]
+        if method == "conversations.replies":
+            parent = str(params.get("ts") or "")
+            if (channel["id"], parent) not in self._messages:
+                raise _ApiError("thread_not_found")
+            found = sorted(((ts, m) for ts, m in found if ts == parent or m.get("thread_ts") == parent),
+                           key=lambda item: _ts_key(item[0]))
+        else:
+            found = sorted(((ts, m) for ts, m in found if m.get("thread_ts") in (None, ts)),
+                           key=lambda item: _ts_key(item[0]), reverse=True)
+        inclusive = _truthy(params.get("inclusive"))
+        if params.get("oldest"):
+            oldest = _ts_key(str(params["oldest"]))
+            found = [(ts, m) for ts, m in found if _ts_key(ts) > oldest or (inclusive and _ts_key(ts) == oldest)]
+        if params.get("latest"):
+            latest = _ts_key(str(params["latest"]))
+            found = [(ts, m) for ts, m in found if _ts_key(ts) < latest or (inclusive and _ts_key(ts) == latest)]
+        try:
+            limit = min(max(int(params.get("limit") or HISTORY_LIMIT_DEFAULT), 1), HISTORY_LIMIT_MAX)
+            start = int(str(params.get("cursor") or "0").removeprefix("next_ts:") or 0)
+        except ValueError:
+            raise _ApiError("invalid_cursor") from None
+        page = found[start:start + limit]
+        with_metadata = _truthy(params.get("include_all_metadata"))
+        messages = [{k: v for k, v in m.items() if with_metadata or k != "metadata"} for _, m in page]
+        more = start + limit < len(found)
+        return {"messages": messages, "has_more": more,
+                "response_metadata": {"next_cursor": f"next_ts:{start + limit}" if more else ""}}
 
     def _upload_url(self, params: JsonDict) -> JsonDict:
         filename = str(params.get("filename") or "")
@@ -698,6 +766,33 @@ class FakeSlack:
             done.append({"id": item["id"], "name": pending["filename"], "title": item.get("title"),
                          "size": len(pending["content"])})
         return {"files": done}
+
+
+def _metadata(raw: Any) -> JsonDict | None:
+    """chat.postMessage's ``metadata``: an object (or its JSON) with an ``event_type`` and an ``event_payload``."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise _ApiError("invalid_metadata_format") from None
+    if not isinstance(raw, dict):
+        raise _ApiError("invalid_metadata_format")
+    event_type, payload = raw.get("event_type"), raw.get("event_payload")
+    if (not isinstance(event_type, str) or not event_type or len(event_type) > METADATA_EVENT_TYPE_MAX_CHARS
+            or not isinstance(payload, dict)):
+        raise _ApiError("invalid_metadata_schema")
+    return {"event_type": event_type, "event_payload": payload}
+
+
+def _ts_key(ts: str) -> tuple[int, int]:
+    seconds, _, fraction = ts.partition(".")
+    return int(seconds or 0), int((fraction or "0").ljust(6, "0")[:6])
+
+
+def _truthy(value: Any) -> bool:
+    return value in (True, 1, "1", "true", "True")
 
 
 def _check_blocks(blocks: Any) -> None:

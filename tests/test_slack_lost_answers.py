@@ -1,0 +1,169 @@
+"""Slack sends whose answer is slow or lost, through the real delivery worker, slack_sdk and the fake Slack.
+
+chat.postMessage has no idempotency key: a send that timed out after it left may have been posted. The
+channel marks every chunk with message metadata and looks for it before sending it again; where it cannot
+look (no history scope), the resend is the one duplicate left, and the worker counts it.
+"""
+
+# Test functions receive the imported ``slack_api`` fixture by argument name, which ruff reads
+# as redefining the import.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from channels.slack import SlackChannel, SlackSettings, web_timeout
+from core.config import DeliverySettings
+from core.db import Database
+from core.tunables import SLACK_HTTP_TIMEOUT_S, SLACK_SEND_TIMEOUT_S
+from core.types import ChatKind, OutboundMessage
+from delivery import outbox
+from delivery.inbound import InboundJournal
+from delivery.worker import DeliveryWorker
+from tests.fakes.slack_api import FAKE_APP_TOKEN, FAKE_BOT_TOKEN, FakeSlack, slack_api  # noqa: F401
+from tests.helpers import Inbox
+from tests.support.channels import running
+from tests.support.delivery import send_anything
+
+ALICE = "U0ALICE"
+GENERAL = "C0GENERAL"
+SEND_TIMEOUT_S = 0.5  # the tests' answer budget: a late answer comes after it, a prompt one well within
+LATE_S = 2.0
+PROMPT_S = 0.1
+QUICK = DeliverySettings(max_attempts=4, backoff_base_s=0.01, backoff_max_s=0.05)
+
+
+@pytest.fixture
+def people(slack_api: FakeSlack) -> FakeSlack:
+    slack_api.add_user(ALICE, "alice", real_name="Alice Liddell")
+    slack_api.add_channel(GENERAL, "general")
+    return slack_api
+
+
+def _channel(api: FakeSlack, journal: InboundJournal, **kwargs: Any) -> SlackChannel:
+    settings = replace(SlackSettings(api_url=api.api_url))
+    return SlackChannel(settings, FAKE_BOT_TOKEN, journal=journal, app_token=FAKE_APP_TOKEN, ping_interval_s=0.2,
+                        connect_wait_s=5.0, stop_grace_s=1.0, send_timeout_s=SEND_TIMEOUT_S, **kwargs)
+
+
+async def _no_wait(seconds: float) -> None:
+    return None
+
+
+async def _deliver(db: Database, channel: SlackChannel, message: OutboundMessage) -> int:
+    worker = DeliveryWorker(db, {"slack": channel}, send_anything, sleep=_no_wait, settings=QUICK)
+    entry_id = await worker.submit(message)
+    await worker.wait_idle()
+    return entry_id
+
+
+def _post_calls(api: FakeSlack) -> list[str]:
+    return [c.method for c in api.calls if c.method.startswith(("chat.", "conversations.history",
+                                                                  "conversations.replies"))]
+
+
+def _doubted(caplog: pytest.LogCaptureFixture) -> int:
+    return sum("delivery maybe doubled" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_dm_reply_answered_too_late_is_found_posted_and_not_sent_twice(
+    people: FakeSlack, db: Database, journal: InboundJournal, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = people
+    chat = api.dm_channel(ALICE)
+    caplog.set_level(logging.INFO)
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.answer_slowly("chat.postMessage", LATE_S)
+        entry_id = await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text="once only"))
+        entry = await db.run(outbox.get, entry_id)
+        doubts = await db.run(outbox.doubts, entry_id)
+
+    # Slack posted it although kith never heard so; the look before the resend found it.
+    assert [(p.channel, p.text) for p in api.posted] == [(chat, "once only")]
+    assert _post_calls(api) == ["chat.postMessage", "conversations.history"]
+    assert entry is not None and entry.status is outbox.OutboxStatus.SENT
+    assert entry.sent_ids == (f"{chat}:{api.posted[0].ts}",)
+    # The lost answer still counts as a doubt, the kind a platform without idempotency can cause.
+    assert doubts == [(entry_id, 0)] and _doubted(caplog) == 1
+
+
+async def test_without_the_history_scope_a_late_reply_is_sent_again_and_counted(
+    people: FakeSlack, db: Database, journal: InboundJournal, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = people
+    assert "channels:history" not in api.scopes  # the README's scopes read DMs only
+    thread = api.mention_event(GENERAL, ALICE, "<@U0KITHBOT> hi")["event"]["ts"]
+    message = OutboundMessage(platform="slack", chat_id=GENERAL, text="in the thread", thread_id=thread,
+                              chat_kind=ChatKind.GROUP)
+    caplog.set_level(logging.INFO)
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.answer_slowly("chat.postMessage", LATE_S)
+        entry_id = await _deliver(db, channel, message)
+        doubts = await db.run(outbox.doubts, entry_id)
+
+    # The documented window: posted twice, and counted where anyone can see it.
+    assert [(p.channel, p.thread_ts, p.text) for p in api.posted] == [(GENERAL, thread, "in the thread")] * 2
+    assert [c.failed or c.method for c in api.calls if c.method == "conversations.replies"] == \
+        ["conversations.replies"]
+    assert doubts == [(entry_id, 0)] and _doubted(caplog) == 1
+
+
+async def test_with_the_history_scope_a_late_thread_reply_is_found_in_its_thread(
+    people: FakeSlack, db: Database, journal: InboundJournal
+) -> None:
+    api = people
+    api.scopes.add("channels:history")
+    thread = api.mention_event(GENERAL, ALICE, "<@U0KITHBOT> hi")["event"]["ts"]
+    api.bot_message_event(GENERAL, "another bot's post is not ours")
+    message = OutboundMessage(platform="slack", chat_id=GENERAL, text="in the thread", thread_id=thread,
+                              chat_kind=ChatKind.GROUP)
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.answer_slowly("chat.postMessage", LATE_S)
+        await _deliver(db, channel, message)
+        await _deliver(db, channel, replace(message, text="the next reply"))
+
+    assert [p.text for p in api.posted] == ["in the thread", "the next reply"]
+    assert all(p.thread_ts == thread for p in api.posted)
+
+
+async def test_a_reply_answered_within_the_budget_is_an_ordinary_delivery(
+    people: FakeSlack, db: Database, journal: InboundJournal, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = people
+    chat = api.dm_channel(ALICE)
+    caplog.set_level(logging.INFO)
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.answer_slowly("chat.postMessage", PROMPT_S)
+        entry_id = await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text="slow, fine"))
+        doubts = await db.run(outbox.doubts, entry_id)
+
+    assert [p.text for p in api.posted] == ["slow, fine"]
+    assert _post_calls(api) == ["chat.postMessage"]
+    assert doubts == [] and _doubted(caplog) == 0
+
+
+async def test_every_chunk_of_an_outbox_entry_carries_its_own_stable_marker(
+    people: FakeSlack, db: Database, journal: InboundJournal
+) -> None:
+    api = people
+    chat = api.dm_channel(ALICE)
+    text = "\n\n".join(f"paragraph {i} " + "word " * 700 for i in range(3))  # several chunks
+    async with running(_channel(api, journal), Inbox()) as channel:
+        await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text=text))
+        await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text="short"))
+
+    markers = [p.metadata["event_payload"]["chunk"] for p in api.posted if p.metadata]
+    assert len(api.posted) > 2 and len(markers) == len(api.posted) == len(set(markers))
+    assert {p.metadata["event_type"] for p in api.posted if p.metadata} == {"kith_delivery"}
+
+
+def test_a_send_waits_long_for_its_answer_and_briefly_to_connect() -> None:
+    budget = web_timeout(SLACK_SEND_TIMEOUT_S)
+    assert budget.sock_read == SLACK_SEND_TIMEOUT_S >= 30.0
+    assert budget.connect == SLACK_HTTP_TIMEOUT_S < SLACK_SEND_TIMEOUT_S
+    assert budget.total is not None and budget.total > budget.sock_read
