@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from channels.slack import SlackChannel, SlackSettings, web_timeout
+from channels.slack_translate import SlackIdentity, delivery_marker, delivery_metadata, posted_with_marker
 from core.config import DeliverySettings
 from core.db import Database
 from core.tunables import SLACK_HTTP_TIMEOUT_S, SLACK_SEND_TIMEOUT_S
@@ -167,3 +168,35 @@ def test_a_send_waits_long_for_its_answer_and_briefly_to_connect() -> None:
     assert budget.sock_read == SLACK_SEND_TIMEOUT_S >= 30.0
     assert budget.connect == SLACK_HTTP_TIMEOUT_S < SLACK_SEND_TIMEOUT_S
     assert budget.total is not None and budget.total > budget.sock_read
+
+
+async def test_a_refused_marker_costs_the_reply_nothing(
+    people: FakeSlack, db: Database, journal: InboundJournal
+) -> None:
+    api = people
+    chat = api.dm_channel(ALICE)
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.fail_next("chat.postMessage", "invalid_metadata_schema")
+        entry_id = await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text="still here"))
+        entry = await db.run(outbox.get, entry_id)
+
+    assert [(p.text, p.metadata) for p in api.posted] == [("still here", None)]
+    assert entry is not None and entry.status is outbox.OutboxStatus.SENT
+
+
+def test_only_our_own_message_with_that_very_marker_counts() -> None:
+    me = SlackIdentity(team_id="T0KITH", user_id="U0KITHBOT", bot_id="B0KITH", name="kith")
+    marker = delivery_marker("17@2026-01-01T00:00:00+00:00", 1)
+    assert marker is not None and marker == delivery_marker("17@2026-01-01T00:00:00+00:00", 1)
+    assert marker not in {delivery_marker("17@2026-01-01T00:00:00+00:00", 0),
+                          delivery_marker("18@2026-01-01T00:00:01+00:00", 1)}
+    assert delivery_marker(None, 0) is None
+    ours = {"type": "message", "bot_id": "B0KITH", "ts": "1.000002", "metadata": delivery_metadata(marker)}
+    page = [
+        {**ours, "bot_id": "B0OTHER", "ts": "1.000001"},  # another app copying our metadata
+        {**ours, "metadata": delivery_metadata("another chunk"), "ts": "1.000003"},
+        {"type": "message", "user": "U0ALICE", "text": "no metadata", "ts": "1.000004"},
+        "not a message",
+    ]
+    assert posted_with_marker(page, marker, me) is None
+    assert posted_with_marker([*page, ours], marker, me) == "1.000002"
