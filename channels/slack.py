@@ -37,8 +37,10 @@ of an outbox entry carries message metadata with a marker of its own (a hash of 
 before such a chunk is sent again, the conversation (conversations.history, or .replies in a thread, with
 ``include_all_metadata``) is searched for our message with that marker; found, it counts as sent. That look
 needs the conversation's history scope (``im:history`` for DMs, ``channels:history`` and the like elsewhere)
-and remembers lost sends in this process only: without the scope, after a restart, and for file uploads
-(which carry no metadata), the chunk is sent again, as the delivery worker's doubt already counted.
+and knows of a lost send from this process or, through the delivery worker (``may_have_posted``), from the
+doubt an earlier one noted. Without the scope, after a crash that left no doubt noted (the post accepted in the
+instant before its progress committed), and for file uploads (which carry no metadata), the chunk is sent
+again, as before.
 """
 
 from __future__ import annotations
@@ -617,6 +619,12 @@ class SlackChannel:
             self._lost.pop(marker, None)
         data = _data(sent)
         return SentMessage(f"{data.get('channel') or channel}:{data.get('ts', '')}")
+
+    def may_have_posted(self, message: OutboundMessage, index: int, since: datetime) -> None:
+        """An earlier process sent chunk ``index`` and lost its answer: look for it before sending it again."""
+        marker = delivery_marker(message.delivery_key, index)
+        if marker is not None:
+            self._remember_lost(marker, since.timestamp())
 
     def _remember_lost(self, marker: str, started_at: float) -> None:
         # The first lost attempt bounds the look: a later one cannot have posted earlier.

@@ -20,6 +20,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
 
 from core.config import DeliverySettings
 from core.db import Connection, Database
@@ -78,6 +79,15 @@ def error_code(exc: BaseException) -> str:
             return MAYBE_DELIVERED
         return RATE_LIMITED if exc.retry_after is not None else "SendError:transient"
     return type(exc).__name__
+
+
+@runtime_checkable
+class LooksBeforeResend(Protocol):
+    """A channel that can look for a chunk it may have posted (Slack: by a marker in the message's metadata)
+    before sending it again, given what an earlier process knew: that chunk ``index`` went out unanswered,
+    no earlier than ``since``."""
+
+    def may_have_posted(self, message: OutboundMessage, index: int, since: datetime) -> None: ...
 
 
 class _LostPlace(Exception):
@@ -370,6 +380,10 @@ class DeliveryWorker:
         following: tuple[bool, OutboxEntry | None] = (False, None)
         if entry.chunks_sent >= len(chunks):  # every chunk went out before a restart: only the status is left
             await self.db.run_short(outbox.mark_sent, entry.id, now=self._clock())
+        elif entry.last_error is not None and isinstance(channel, LooksBeforeResend):
+            # Read only for an entry that failed before: a doubt another process noted about its next chunk.
+            if (entry.id, entry.chunks_sent) in await self.db.run(outbox.doubts, entry.id):
+                channel.may_have_posted(message, entry.chunks_sent, entry.created_at)
         for index in range(entry.chunks_sent, len(chunks)):
             sent = await self._send_with_retries(entry, channel, chunks[index], index, len(chunks), attempts)
             if sent is None:

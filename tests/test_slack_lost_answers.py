@@ -22,10 +22,10 @@ from channels.slack_translate import SlackIdentity, delivery_marker, delivery_me
 from core.config import DeliverySettings
 from core.db import Database
 from core.tunables import SLACK_HTTP_TIMEOUT_S, SLACK_SEND_TIMEOUT_S
-from core.types import ChatKind, OutboundMessage
+from core.types import ChatKind, OutboundMessage, SendError, utcnow
 from delivery import outbox
 from delivery.inbound import InboundJournal
-from delivery.worker import DeliveryWorker
+from delivery.worker import MAYBE_DELIVERED, DeliveryWorker
 from tests.fakes.slack_api import FAKE_APP_TOKEN, FAKE_BOT_TOKEN, FakeSlack, slack_api  # noqa: F401
 from tests.helpers import Inbox
 from tests.support.channels import running
@@ -200,3 +200,35 @@ def test_only_our_own_message_with_that_very_marker_counts() -> None:
     ]
     assert posted_with_marker(page, marker, me) is None
     assert posted_with_marker([*page, ours], marker, me) == "1.000002"
+
+
+async def test_a_send_lost_just_before_a_restart_is_looked_for_by_the_next_process(
+    people: FakeSlack, db: Database, journal: InboundJournal
+) -> None:
+    api = people
+    chat = api.dm_channel(ALICE)
+    entry_id = await db.run(outbox.enqueue, OutboundMessage(platform="slack", chat_id=chat, text="across"),
+                            source=None, now=utcnow())
+    entry = await db.run(outbox.get, entry_id)
+    assert entry is not None
+    # The first process: the post goes out, its answer is lost, the doubt is noted as its worker notes it; then
+    # the process ends before the resend.
+    async with running(_channel(api, journal), Inbox()) as first:
+        api.answer_slowly("chat.postMessage", LATE_S)
+        with pytest.raises(SendError) as lost:
+            await first.send_chunk(entry.message, first.render(entry.message)[0], 0)
+        assert lost.value.maybe_delivered
+        now = utcnow()
+        await db.run(outbox.schedule_retry, entry_id, attempts=0, next_attempt_at=now, error=MAYBE_DELIVERED,
+                     now=now, doubted_chunk=0)
+
+    async with running(_channel(api, journal), Inbox()) as second:
+        worker = DeliveryWorker(db, {"slack": second}, send_anything, sleep=_no_wait, settings=QUICK)
+        await worker.start()
+        await worker.wait_idle()
+        await worker.stop()
+        done = await db.run(outbox.get, entry_id)
+
+    assert [p.text for p in api.posted] == ["across"]
+    assert _post_calls(api) == ["chat.postMessage", "conversations.history"]
+    assert done is not None and done.status is outbox.OutboxStatus.SENT
