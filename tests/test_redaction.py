@@ -92,3 +92,75 @@ def test_redacting_twice_changes_nothing() -> None:
     once = redact(text)
     assert redact(once) == once
     assert once.count(REDACTED) == 3
+
+
+# Card, SSN, PESEL, tax id and IBAN numbers below are the published test values of their schemes
+# (a Visa test card, the SSA's example range, PESEL's and the Steuer-ID's textbook examples, the
+# ECBS sample IBANs), so the repository holds no real person's number.
+CARD = "4111 1111 1111 1111"
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        (f"my card is {CARD} exp 12/27 cvv 123, keep it", [CARD, "12/27", "123"]),
+        ("card 4111-1111-1111-1111 12/27 123", ["4111-1111-1111-1111", "12/27", " 123"]),
+        ("karta 4111111111111111 ważna do 01/28 kod CVV 321", ["4111111111111111", "01/28", "321"]),
+        ("Karte 4111 1111 1111 1111 gültig bis 03/29, Prüfnummer 456", [CARD, "03/29", "456"]),
+        ("pw hunter2", ["hunter2"]),
+        ("my pw is hunter2", ["hunter2"]),
+        ("login alice / p4ssw0rd", ["alice", "p4ssw0rd"]),
+        ("dane logowania: anna/kotek12", ["anna", "kotek12"]),
+        ("bank PIN 4821", ["4821"]),
+        ("mein PIN ist 1234", ["1234"]),
+        ("kod PIN to 9876", ["9876"]),
+        ("my SSN is 536-90-4399", ["536-90-4399"]),
+        ("social security number 536904399", ["536904399"]),
+        ("mój PESEL 44051401359", ["44051401359"]),
+        ("meine Steuer-ID 36574261809", ["36574261809"]),
+        ("IBAN DE89 3704 0044 0532 0130 00 Thanks", ["DE89 3704 0044 0532 0130 00"]),
+        ("mój numer konta PL61109010140000071219812874.", ["PL61109010140000071219812874"]),
+        ("Hasło to kotek123", ["kotek123"]),
+        ("Mein Passwort ist Sonne123", ["Sonne123"]),
+    ],
+)
+def test_cards_ids_pins_and_logins_lose_their_value(text: str, gone: list[str]) -> None:
+    redacted = redact(text)
+    assert REDACTED in redacted
+    for secret in gone:
+        assert secret not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "4111 1111 1111 1112 is not a card",  # Luhn fails
+        "order number 1234567890123",
+        "ref 000-12-3456 is not an SSN",  # area 000 is never issued
+        "44051401358 is not a PESEL",  # wrong check digit
+        "DE89 3704 0044 0532 0130 01 fails its checksum",
+        "das Passwort ist falsch",
+        "the pass to the concert is expensive",
+        "I expected 3/4 of people",
+        "/pin 12",
+        "the meeting is at 10:30 on 12/05",
+    ],
+)
+def test_numbers_that_fail_their_check_are_left_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "AK" + "IA" + "ABCDEFGHIJ234567",
+        "gh" + "p_" + "Mn4" * 12,
+        "gl" + "pat-" + "Zx9" * 7,
+        "xox" + "b-" + "1234567890-" + "0987654321-" + "abcDEF" * 4,
+        "s" + "k_live_" + "Pq8" * 8,
+        "SG" + "." + "Aa1" * 7 + "A" + "." + "Bb2" * 14 + "B",
+    ],
+)
+def test_detect_secrets_key_formats_are_redacted_whole(token: str) -> None:
+    redacted = redact(f"use {token}, please")
+    assert redacted == f"use {REDACTED}, please"
