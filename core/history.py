@@ -1,7 +1,9 @@
 """Conversation history: the message log and each thread's rolling summary (seed 002).
 
 History is what was said, in order, with provenance. It is not memory: memory is chosen
-from it later. The summary of a thread's older part advances a ``summary_through`` cursor
+from it later. Secrets (keys, passwords, card and id numbers) are redacted before a row or a
+summary is written: the model sees the person's original words in the turn they were said only,
+and every later turn reads the redacted row. The summary of a thread's older part advances a ``summary_through`` cursor
 with a conditional update, so two summarizers can neither skip nor duplicate messages.
 """
 
@@ -15,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from core.db import UtcDateTime, as_utc, metadata
 from core.prepared import Prepared
+from memory.redaction import redact
 
 messages = sa.Table(
     "messages",
@@ -97,6 +100,15 @@ def _row(r: sa.Row) -> StoredMessage:
 def append(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
            text: str, created_at: datetime, person: str | None = None, thread_id: str | None = None,
            chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False) -> int:
+    """Store one message, its secrets redacted."""
+    return _insert(conn, conversation=conversation, role=role, author=author, platform=platform, chat_id=chat_id,
+                   text=redact(text), created_at=created_at, person=person, thread_id=thread_id,
+                   chat_kind=chat_kind, platform_message_id=platform_message_id, silent=silent)
+
+
+def _insert(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
+            text: str, created_at: datetime, person: str | None, thread_id: str | None, chat_kind: str,
+            platform_message_id: str | None, silent: bool) -> int:
     return _INSERT_MESSAGE.insert(conn, {
         "conversation": conversation, "role": role, "author": author, "person": person, "platform": platform,
         "chat_id": chat_id, "thread_id": thread_id, "chat_kind": chat_kind,
@@ -106,10 +118,11 @@ def append(conn: Connection, *, conversation: str, role: str, author: str, platf
 def append_row(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
                text: str, created_at: datetime, person: str | None = None, thread_id: str | None = None,
                chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False) -> StoredMessage:
-    """``append``, returning the message as a later read would."""
-    row_id = append(conn, conversation=conversation, role=role, author=author, platform=platform, chat_id=chat_id,
-                    text=text, created_at=created_at, person=person, thread_id=thread_id, chat_kind=chat_kind,
-                    platform_message_id=platform_message_id, silent=silent)
+    """``append``, returning the message as a later read would (redacted: a kept window is a later read)."""
+    text = redact(text)
+    row_id = _insert(conn, conversation=conversation, role=role, author=author, platform=platform, chat_id=chat_id,
+                     text=text, created_at=created_at, person=person, thread_id=thread_id, chat_kind=chat_kind,
+                     platform_message_id=platform_message_id, silent=silent)
     return StoredMessage(row_id, conversation, role, author, person, platform, chat_id, thread_id, chat_kind,
                          platform_message_id, text, as_utc(created_at), silent)
 
@@ -167,9 +180,10 @@ def get_summary(conn: Connection, conversation: str) -> Summary:
 
 def advance_summary(conn: Connection, conversation: str, *, expected_through: int, new_through: int,
                     text: str, now: datetime) -> bool:
-    """Store a summary only if nobody advanced the cursor meanwhile (compare-and-swap)."""
+    """Store a summary, its secrets redacted, only if nobody advanced the cursor meanwhile (compare-and-swap)."""
     if new_through <= expected_through:
         return False
+    text = redact(text)  # the model may repeat a secret the messages it folded had held
     if expected_through == 0:
         exists = conn.execute(sa.select(summaries.c.conversation)
                               .where(summaries.c.conversation == conversation)).first()

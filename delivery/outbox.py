@@ -9,6 +9,10 @@ A chunk whose send timed out after the request left may have been posted; it is 
 the doubt is written down in ``outbox_doubts`` (a table of its own, so the outbox's schema stays
 what older databases have), which is how anyone can count the duplicates a crash or a slow
 platform may have caused.
+
+A reply's text is kept in clear only until it is delivered (or given up on): an entry marked sent
+or failed keeps its text with secrets redacted, since the person already has it (an ``/export`` or
+a reply that repeated a card number) and the copy at rest is not needed in clear.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from core.db import UtcDateTime, metadata
 from core.prepared import Prepared
 from core.tunables import RETENTION_BATCH_ROWS
 from core.types import Button, ChatKind, OutboundMessage
+from memory.redaction import redact
 
 MAX_ERROR_CHARS = 64  # last_error holds an error class or code, never content
 
@@ -121,6 +126,16 @@ _LANE_HEAD = Prepared(sa.select(outbox)
                       .order_by(outbox.c.id).limit(1))
 _PROGRESS = Prepared(outbox.update().where(outbox.c.id == sa.bindparam("b_id"),
                                            outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING))
+_TEXT = Prepared(sa.select(outbox.c.text).where(outbox.c.id == sa.bindparam("b_id")))
+
+
+def _redacted_text(conn: Connection, entry_id: int) -> dict[str, object]:
+    """The entry's text redacted, as a column update, when it holds a secret; nothing when it holds none."""
+    row = _TEXT.first(conn, {"b_id": entry_id})
+    if row is None:
+        return {}
+    clean = redact(row.text)
+    return {"text": clean} if clean != row.text else {}
 
 
 def short_error(error: str) -> str:
@@ -204,6 +219,7 @@ def record_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Sequence
     if final:
         values["status"] = OutboxStatus.SENT.value
         values["attachment"] = None  # delivered: a file (an /export) is not kept a moment longer
+        values.update(_redacted_text(conn, entry_id))
     return _PROGRESS.run(conn, values) == 1
 
 
@@ -234,14 +250,16 @@ def doubts(conn: Connection, entry_id: int | None = None) -> list[tuple[int, int
 
 def mark_sent(conn: Connection, entry_id: int, *, now: datetime) -> None:
     conn.execute(outbox.update().where(outbox.c.id == entry_id).values(
-        status=OutboxStatus.SENT.value, next_attempt_at=None, attachment=None, updated_at=now))
+        status=OutboxStatus.SENT.value, next_attempt_at=None, attachment=None, updated_at=now,
+        **_redacted_text(conn, entry_id)))
 
 
 def mark_failed(conn: Connection, entry_id: int, *, error: str, now: datetime,
                 attempts: int | None = None) -> None:
     """The entry is over: refused, or too late. Nothing sends a failed entry again, so a file it carried goes."""
     values: dict[str, object] = {"status": OutboxStatus.FAILED.value, "next_attempt_at": None,
-                                 "last_error": short_error(error), "attachment": None, "updated_at": now}
+                                 "last_error": short_error(error), "attachment": None, "updated_at": now,
+                                 **_redacted_text(conn, entry_id)}
     if attempts is not None:
         values["attempts"] = attempts
     conn.execute(outbox.update().where(outbox.c.id == entry_id).values(**values))
