@@ -18,6 +18,9 @@ MODEL_PROCESS_LINE_LIMIT = 64 * 1024 * 1024  # bytes per request or answer on it
 MODEL_PROCESS_RESTART_BACKOFF_S = 10.0  # after a failed start, calls fail at once this long before the next try
 MODEL_PROCESS_START_ATTEMPTS = 3  # children in a row that die before they are ready make a failed start
 MODEL_PROCESS_RESPAWN_PAUSE_S = 0.5  # between those attempts, so one that dies at once is not respawned in a loop
+# A call whose model process died under it is sent to the next one at most this often: a child that keeps dying
+# under the same call is broken (the call may be what kills it), not unlucky.
+MODEL_PROCESS_CALL_RESENDS = 2
 
 # --- Conversation history and the bounded prompt (seed 002) ------------------------
 HISTORY_WINDOW_MESSAGES = 40  # recent window every turn sees
@@ -33,6 +36,7 @@ BUDGET_RECALL_CHARS = 1_600  # seed 000: memoryRecallChars
 BUDGET_GOALS_CHARS = 800
 BUDGET_SUMMARY_CHARS = 2_000
 BUDGET_RECENT_CHARS = 12_000
+DISPLAY_NAME_MAX_CHARS = 64  # a display name longer than this is cut wherever it enters a prompt or a terminal
 BUDGET_MESSAGE_CHARS = 8_000  # the new message itself
 BUDGET_MESSAGE_ITEM_CHARS = 2_000  # any one older message inside the recent window
 

@@ -1,14 +1,17 @@
 """The parent's side of the model process (``persona.model_worker``): start it, send it calls, read
 its answers, and start another if it dies.
 
-A call whose process dies fails as ``unavailable`` (retryable): the client's own retries then
-reach a fresh process. A call that outlives its time is cancelled in the child as well; a child
-that misses its own deadline by that much is hung and is replaced.
+A call whose process dies under it is sent again to the next process, which it waits for: the
+model did not fail, kith's own process did, so neither the client's retries (an operator may
+allow none) nor the honest reply are spent on it. A call that outlives its time is cancelled in
+the child as well; a child that misses its own deadline by that much is hung and is replaced.
 
 A child that dies while it loads (killed, say) is started again at once, and the calls waiting
-for it keep waiting, each within its own timeout: only a child that cannot start several times
-in a row makes calls fail at once, for a while, so the honest reply is for a model process that
-really cannot run, never for one moment's bad luck.
+for it keep waiting, as long as the start itself may take: loading is kith's own work, not the
+model's, so ``[llm] timeout_s`` bounds the model call, not the wait for a process to make it in
+(a busy machine has taken 7 s to load one). Only a child that cannot start several times in a
+row, or within the start timeout, makes calls fail at once, for a while, so the honest reply is
+for a model process that really cannot run, never for one moment's bad luck.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from core.tunables import (
+    MODEL_PROCESS_CALL_RESENDS,
     MODEL_PROCESS_HUNG_MARGIN_S,
     MODEL_PROCESS_LINE_LIMIT,
     MODEL_PROCESS_RESPAWN_PAUSE_S,
@@ -53,6 +57,13 @@ class _Child:
     @property
     def alive(self) -> bool:
         return self.proc.returncode is None and self.reader is not None and not self.reader.done()
+
+
+class _ChildExited(LLMError):
+    """The process a call was sent to ended before it answered: the call may go to the next one."""
+
+    def __init__(self) -> None:
+        super().__init__("unavailable", "model process exited")
 
 
 def _settle(future: asyncio.Future[Any], error: BaseException) -> None:
@@ -206,7 +217,7 @@ class ModelProcess:
                 log.error("model process exited pid=%s code=%s pending=%d", proc.pid, code, len(child.pending))
             _settle(child.ready, LLMError("unavailable", "model process failed to start", retryable=False))
             for waiter in child.pending.values():
-                _settle(waiter, LLMError("unavailable", "model process exited"))
+                _settle(waiter, _ChildExited())
             child.pending.clear()
 
     async def _reap(self, proc: asyncio.subprocess.Process) -> int | None:
@@ -220,12 +231,26 @@ class ModelProcess:
             return await proc.wait()
 
     async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
+        resent = 0
+        while True:
+            try:
+                return await self._send(await self._ready_child(), kwargs, api_key_env, timeout_s)
+            except _ChildExited:
+                if self._closed.is_set() or resent >= MODEL_PROCESS_CALL_RESENDS:
+                    raise
+                resent += 1
+                log.warning("model call lost with its process; sending it to the next one resend=%d", resent)
+
+    async def _ready_child(self) -> _Child:
         child = self._child
         if child is None or not child.alive or not child.ready.done() or self._closed.is_set():
-            await self.start(timeout_s)  # the wait only when there is no ready child: not per call
+            await self.start()  # the wait only when there is no ready child: not per call
             child = self._child
             if child is None or not child.alive:  # died between start() and here
-                raise LLMError("unavailable", "model process exited")
+                raise _ChildExited()
+        return child
+
+    async def _send(self, child: _Child, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
         stdin = child.proc.stdin
         assert stdin is not None
         call_id = next(self._ids)
@@ -240,7 +265,7 @@ class ModelProcess:
                 await stdin.drain()
                 answer = await waiter
         except ConnectionError:
-            raise LLMError("unavailable", "model process exited") from None
+            raise _ChildExited() from None
         except TimeoutError:
             # The child missed its own deadline by a second: hung. Its calls fail over to a new one.
             log.error("model process hung; killed pid=%s pending=%d", child.proc.pid, len(child.pending))
