@@ -19,9 +19,16 @@ The order each MESSAGE_CREATE goes through, and why:
    transaction keeps the message in the inbox (``delivery.inbox``) until the core has answered it.
 4. Hand-off to the core's handler.
 
-Discord's gateway has no acknowledgement: what arrives while kith is down, or after a session could
-not be resumed, is never redelivered. The journal therefore only guards against replays, and a clean
-:meth:`stop` stops intake first, then lets handed-off handlers finish (``stop_grace_s``).
+Discord's gateway has no acknowledgement: what arrives while kith is down, what a session had sent a
+process that died before journaling it, and what was sent after a session could not be resumed is never
+redelivered to the new session. So every new session (each READY: a start, or a re-IDENTIFY) catches up:
+step 3 also moves a cursor per channel to the newest message taken in, in the same transaction, and
+on READY each channel whose cursor moved in the last ``DISCORD_CATCH_UP_DAYS`` gets a job at the head
+of its lane that reads the messages posted after it (``GET /channels/{id}/messages?after=…``, at most
+24 hours back) and takes each in through the same steps, before any gateway event of that channel;
+the journal drops what the gateway delivers as well. A channel kith never took a message in from is
+not known to it and cannot be caught up. A clean :meth:`stop` stops intake first, then lets handed-off
+handlers finish (``stop_grace_s``).
 
 A malformed event would otherwise end the client: discord.py runs its event parsers inside the
 gateway loop and does not catch their errors. Every parser is wrapped, so a bad event is logged
@@ -39,10 +46,11 @@ import contextlib
 import io
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import discord
@@ -54,6 +62,9 @@ from channels.discord_translate import (
     Skipped,
     allowed_mentions,
     button_view,
+    catch_up_cursor,
+    catch_up_prefix,
+    followed_channel,
     gateway_intents,
     message_nonce,
     place_of,
@@ -68,11 +79,18 @@ from channels.discord_translate import (
 from channels.lanes import HandlerLanes
 from core.config import DiscordSettings
 from core.tunables import (
+    DISCORD_CATCH_UP_CHANNELS_MAX,
+    DISCORD_CATCH_UP_CONCURRENCY,
+    DISCORD_CATCH_UP_DAYS,
+    DISCORD_CATCH_UP_MESSAGES_MAX,
     DISCORD_GUILD_READY_TIMEOUT_S,
+    DISCORD_HTTP_TIMEOUT_S,
     DISCORD_MAX_RATELIMIT_WAIT_S,
     DISCORD_REIDENTIFY_DELAY_S,
+    DISCORD_SEND_TIMEOUT_S,
     DISCORD_STOP_GRACE_S,
     FETCHED_PLACES_MAX,
+    INBOX_REPLAY_MAX_AGE_H,
 )
 from core.types import (
     ButtonHandler,
@@ -86,15 +104,32 @@ from core.types import (
     RenderedChunk,
     SendError,
     SentMessage,
+    utcnow,
 )
 from delivery.chunking import render_chunks, with_attachment
 
 log = logging.getLogger("kith.discord")
 
 
+class ChannelCursors(Protocol):
+    """Where the newest message taken in per channel is read back at start (``delivery.inbound.Cursors``)."""
+
+    async def named(self, prefix: str, *, since: datetime, limit: int) -> dict[str, int]: ...
+
+
+@dataclass(slots=True)
+class _Followed:
+    """A channel messages were taken in from: caught up from ``newest`` on each new gateway session."""
+
+    guild_id: int | None
+    newest: int
+
+
 # --- the discord.py client ---------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Handlers:
+    logged_in: Callable[[], Awaitable[None]]  # after login, before the gateway connects
+    session: Callable[[], None]  # a new gateway session: READY parsed, before any later event
     ready: Callable[[], None]
     connection: Callable[[bool], None]  # True once resumed, False when the gateway connection drops
     message: Callable[[discord.Message], None]
@@ -111,6 +146,10 @@ class _GatewayClient(discord.Client):
         parsers = self._connection.parsers
         for event, parser in list(parsers.items()):
             parsers[event] = partial(_guarded_parse, event, parser)
+        parsers["READY"] = partial(_guarded_parse, "READY", partial(_then, parsers["READY"], handlers.session))
+
+    async def setup_hook(self) -> None:
+        await self._kith.logged_in()
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         # discord.py's own hook waits a fixed 5 s before every IDENTIFY after the first (Discord allows
@@ -138,6 +177,12 @@ class _GatewayClient(discord.Client):
         log.exception("discord event handler failed event=%s", event_method)
 
 
+def _then(parser: Callable[[Any], None], after: Callable[[], None], data: Any) -> None:
+    # Synchronous in the gateway's reading loop: whatever ``after`` queues comes before every later event.
+    parser(data)
+    after()
+
+
 def _guarded_parse(event: str, parser: Callable[[Any], None], data: Any) -> None:
     try:
         parser(data)
@@ -156,14 +201,32 @@ class DiscordChannel:
         token: str,
         *,
         journal: EventJournal,
+        cursors: ChannelCursors | None = None,
+        clock: Callable[[], datetime] = utcnow,
         stop_grace_s: float = DISCORD_STOP_GRACE_S,
         guild_ready_timeout_s: float = DISCORD_GUILD_READY_TIMEOUT_S,
         max_ratelimit_wait_s: float = DISCORD_MAX_RATELIMIT_WAIT_S,
         reidentify_delay_s: float = DISCORD_REIDENTIFY_DELAY_S,
+        send_timeout_s: float = DISCORD_SEND_TIMEOUT_S,
+        connect_timeout_s: float = DISCORD_HTTP_TIMEOUT_S,
+        catch_up_days: float = DISCORD_CATCH_UP_DAYS,
+        catch_up_channels_max: int = DISCORD_CATCH_UP_CHANNELS_MAX,
+        catch_up_messages_max: int = DISCORD_CATCH_UP_MESSAGES_MAX,
     ) -> None:
         self.settings = settings
         self._token = token
         self._journal = journal
+        self._cursors = cursors
+        self._clock = clock
+        # Per request, through discord.py's HTTP client (its session's default is 300 s in all): a send that
+        # times out is not cancelled from outside, which could leave discord.py's global rate-limit lock shut.
+        self._send_timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s,
+                                                   sock_read=send_timeout_s)
+        self._catch_up_days = catch_up_days
+        self._catch_up_channels_max = catch_up_channels_max
+        self._catch_up_messages_max = catch_up_messages_max
+        self._followed: dict[int, _Followed] = {}  # channel id → where to catch up from
+        self._catch_up_slots = asyncio.Semaphore(DISCORD_CATCH_UP_CONCURRENCY)
         self._stop_grace_s = stop_grace_s
         self._guild_ready_timeout_s = guild_ready_timeout_s
         self._max_ratelimit_wait_s = max_ratelimit_wait_s
@@ -192,8 +255,8 @@ class DiscordChannel:
         self._on_message = on_message
         self._on_button = on_button
         self._accepting = True
-        handlers = _Handlers(self._on_ready, self._on_connection, self._on_discord_message,
-                             self._on_discord_interaction)
+        handlers = _Handlers(self._on_logged_in, self._on_new_session, self._on_ready, self._on_connection,
+                             self._on_discord_message, self._on_discord_interaction)
         self._client = _GatewayClient(
             handlers, reidentify_delay_s=self._reidentify_delay_s, intents=gateway_intents(),
             allowed_mentions=allowed_mentions(),
@@ -259,6 +322,67 @@ class DiscordChannel:
         self.ready.clear()
         log.error("discord gateway stopped for good: %s", reason)
 
+    async def _on_logged_in(self) -> None:
+        """Read which channels to catch up (the bot's id is known from here, the gateway not yet connected)."""
+        client = self._client
+        if self._cursors is None or client is None or client.user is None:
+            return
+        prefix = catch_up_prefix(client.user.id)
+        since = self._clock() - timedelta(days=self._catch_up_days)
+        try:
+            named = await self._cursors.named(prefix, since=since, limit=self._catch_up_channels_max)
+        except Exception as exc:
+            # Intake works without it; only what the last process missed stays missed.
+            log.error("discord catch-up channels not read error=%s", type(exc).__name__)
+            return
+        for name, newest in named.items():
+            channel = followed_channel(name, prefix)
+            if channel is not None:
+                self._followed.setdefault(channel[0], _Followed(channel[1], newest))
+
+    def _on_new_session(self) -> None:
+        if not self._accepting or not self._followed:
+            return
+        log.info("discord catching up channels=%d", len(self._followed))
+        for channel_id in list(self._followed):
+            self._lanes.enqueue(str(channel_id), partial(self._catch_up, channel_id), f"catch_up:{channel_id}")
+
+    async def _catch_up(self, channel_id: int) -> None:
+        """Take in what was posted in a channel after the newest message taken in from it."""
+        followed = self._followed.get(channel_id)
+        client = self._client
+        if followed is None or client is None:
+            return
+        if followed.guild_id is not None:
+            # A server's members, roles and channels arrive after READY; translating before them would miss
+            # a mention of the bot's role or a nickname.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ready.wait(), self.settings.ready_timeout_s)
+        oldest = discord.utils.time_snowflake(self._clock() - timedelta(hours=INBOX_REPLAY_MAX_AGE_H), high=True)
+        after = max(followed.newest, oldest)
+        channel = client.get_channel(channel_id)
+        if not isinstance(channel, discord.abc.Messageable):
+            kind = discord.ChannelType.private if followed.guild_id is None else None
+            channel = client.get_partial_messageable(channel_id, guild_id=followed.guild_id, type=kind)
+        started, read, taken = time.monotonic(), 0, 0
+        try:
+            async with self._catch_up_slots:
+                async for message in channel.history(after=discord.Object(after), oldest_first=True,
+                                                     limit=self._catch_up_messages_max):
+                    read += 1
+                    taken += await self._take_in_message(message)
+        except (discord.Forbidden, discord.NotFound) as exc:
+            # No longer ours to read (the bot left, or lost the permission): not asked again.
+            self._followed.pop(channel_id, None)
+            log.warning("discord catch-up refused channel=%d status=%d", channel_id, exc.status)
+            return
+        except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.warning("discord catch-up failed channel=%d read=%d taken=%d error=%s", channel_id, read, taken,
+                        type(exc).__name__)
+            return
+        log.log(logging.INFO if taken else logging.DEBUG, "discord caught up channel=%d read=%d taken=%d ms=%.0f",
+                channel_id, read, taken, (time.monotonic() - started) * 1000)
+
     def _on_ready(self) -> None:
         client = self._client
         if client is None or client.user is None:
@@ -283,24 +407,38 @@ class DiscordChannel:
         channel_id = message.channel.id
         self._lanes.enqueue(str(channel_id), partial(self._take_in_message, message), f"message:{message.id}")
 
-    async def _take_in_message(self, message: discord.Message) -> None:
+    async def _take_in_message(self, message: discord.Message) -> bool:
+        """Translate, journal and hand over one message (from the gateway or a catch-up); True if handed over."""
         me = await self._identity(f"message:{message.id}")
         if me is None or self._on_message is None:
-            return
+            return False
         not_a_person = sender_skip(message, me)
         if not_a_person is not None:
             log.debug("discord message ignored id=%d reason=%s", message.id, not_a_person)
-            return
-        place = await self._place(message.channel, message.guild.id if message.guild else None)
+            return False
+        guild_id = message.guild.id if message.guild else None
+        place = await self._place(message.channel, guild_id)
         translated = translate_message(message, me, place)
         if isinstance(translated, Skipped):
             log.info("discord message ignored id=%d reason=%s chat=%s", message.id, translated.reason,
                      translated.chat_id)
-            return
-        if not await self._journal.record(PLATFORM, str(message.id), message=translated):
+            return False
+        event_id = str(message.id)
+        # The channel's catch-up cursor moves in the journal's transaction, so it never passes a message
+        # that was not taken in.
+        fresh = await self._journal.record_batch(
+            PLATFORM, [event_id], cursor=catch_up_cursor(me.id, place.channel_id, guild_id),
+            cursor_to=message.id, messages={event_id: translated})
+        followed = self._followed.get(place.channel_id)
+        if followed is None:
+            self._followed[place.channel_id] = _Followed(guild_id, message.id)
+        else:
+            followed.newest = max(followed.newest, message.id)
+        if event_id not in fresh:
             log.info("discord redelivery dropped id=%d", message.id)
-            return
+            return False
         await self._deliver(translated)
+        return True
 
     async def _identity(self, event: str) -> BotIdentity | None:
         """Who the bot is, to translate an event; known from READY on.
@@ -408,13 +546,13 @@ class DiscordChannel:
         is_last = index == text_count + has_attachment - 1
         try:
             target = await self._target(client, message)
-            options: dict[str, Any] = {"allowed_mentions": allowed_mentions()}
-            nonce = message_nonce(message.delivery_key, index)
-            if nonce is not None:
-                options["nonce"] = nonce  # discord.py sends it with enforce_nonce
+            options: dict[str, Any] = {"allowed_mentions": allowed_mentions(),
+                                       "previous_allowed_mentions": client.allowed_mentions}
+            # Sent with enforce_nonce: Discord answers a resend of a posted chunk with that message.
+            options["nonce"] = message_nonce(message.delivery_key, index)
             reference = reply_reference(message.reply_to_message_id, target.id) if index == 0 else None
             if reference is not None:
-                options["reference"] = reference
+                options["message_reference"] = reference.to_message_reference_dict()
             if message.buttons and is_last:
                 options["view"] = button_view(message.buttons)
             if is_attachment:
@@ -422,14 +560,29 @@ class DiscordChannel:
                                                filename=message.attachment_name or "attachment")
             else:
                 options["content"] = chunk.plain if plain else chunk.text
-            sent = await target.send(**options)
+            sent_id = await self._post(client, target.id, options)
         except (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError, TimeoutError) as exc:
             error = send_error_for(exc)
             log.warning("discord send failed chat=%s chunk=%d error=%s status=%s permanent=%s retry_after=%s",
                         message.chat_id, index, type(exc).__name__, getattr(exc, "status", None), error.permanent,
                         error.retry_after)
             raise error from exc
-        return SentMessage(f"{target.id}:{sent.id}")
+        return SentMessage(f"{target.id}:{sent_id}")
+
+    async def _post(self, client: discord.Client, channel_id: int, options: dict[str, Any]) -> int:
+        """POST /channels/{id}/messages as ``Messageable.send`` does, with kith's answer timeout; the new id.
+
+        discord.py's ``send`` takes no timeout and its session waits 300 s. Through ``http.request`` the
+        timeout is aiohttp's own, per request: the rate-limit handling around it runs unchanged.
+        """
+        route = discord.http.Route("POST", "/channels/{channel_id}/messages", channel_id=channel_id)
+        with discord.http.handle_message_parameters(**options) as params:
+            if params.files:
+                data = await client.http.request(route, files=params.files, form=params.multipart,
+                                                 timeout=self._send_timeout)
+            else:
+                data = await client.http.request(route, json=params.payload, timeout=self._send_timeout)
+        return int(data["id"])
 
     async def _target(self, client: discord.Client, message: OutboundMessage) -> discord.abc.Messageable:
         """The channel to post to: the thread, the channel, or the DM (opened first when addressed by user)."""

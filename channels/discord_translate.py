@@ -249,6 +249,27 @@ def message_nonce(delivery_key: str | None, index: int) -> int | None:
     return int.from_bytes(digest, "big") >> 1
 
 
+def catch_up_prefix(bot_id: int) -> str:
+    """The start of every catch-up cursor of one bot: its newest message taken in, per channel."""
+    return f"discord:{bot_id}:after:"
+
+
+def catch_up_cursor(bot_id: int, channel_id: int, guild_id: int | None) -> str:
+    """The cursor naming a channel messages were taken in from (and its server: 0 for a DM)."""
+    return f"{catch_up_prefix(bot_id)}{guild_id or 0}:{channel_id}"
+
+
+def followed_channel(name: str, prefix: str) -> tuple[int, int | None] | None:
+    """``(channel_id, guild_id or None)`` from a catch-up cursor's name; None for any other name."""
+    if not name.startswith(prefix):
+        return None
+    guild, _, channel = name[len(prefix):].partition(":")
+    channel_id = snowflake(channel)
+    if channel_id is None or not guild.isdigit():
+        return None
+    return channel_id, snowflake(guild)
+
+
 def reply_reference(reply_to: str | None, channel_id: int) -> discord.MessageReference | None:
     """A reply to the triggering message; a deleted one makes a plain message, not a failed send."""
     ref = message_ref(reply_to)
@@ -365,6 +386,9 @@ __all__ = [
     "Skipped",
     "allowed_mentions",
     "button_view",
+    "catch_up_cursor",
+    "catch_up_prefix",
+    "followed_channel",
     "gateway_intents",
     "is_addressed_to",
     "message_ref",

@@ -57,7 +57,8 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
     if discord_token:
         from channels.discord import DiscordChannel
 
-        channels.append(DiscordChannel(settings.discord, discord_token, journal=app.journal))
+        channels.append(DiscordChannel(settings.discord, discord_token, journal=app.journal, cursors=app.cursors,
+                                       clock=app.clock))
     slack_token = settings.slack.bot_token()
     if slack_token:
         from channels.slack import SlackChannel

@@ -182,6 +182,16 @@ DISCORD_GUILD_READY_TIMEOUT_S = 2.0  # discord.py's wait for one more GUILD_CREA
 DISCORD_MAX_RATELIMIT_WAIT_S = 30.0  # discord.py sleeps out 429s up to this (its minimum); longer → SendError
 DISCORD_STOP_GRACE_S = 5.0  # on stop, handlers already handed a message may finish this long
 DISCORD_REIDENTIFY_DELAY_S = 5.0  # wait before a fresh IDENTIFY after a lost session (Discord: 1 per 5 s)
+DISCORD_HTTP_TIMEOUT_S = 10.0  # connect budget of a send
+# How long a send waits for Discord's answer. Past it the send counts as maybe delivered (sent again with the same
+# nonce, which Discord answers with the message it posted), so it is well above a slow answer, as Telegram's.
+DISCORD_SEND_TIMEOUT_S = 30.0
+# A new gateway session (a start, or a session Discord would not resume) reads what it missed in the channels where
+# a message was taken in within these days: Discord redelivers nothing to a fresh session.
+DISCORD_CATCH_UP_DAYS = 7
+DISCORD_CATCH_UP_CHANNELS_MAX = 1_000  # the most recently active channels first
+DISCORD_CATCH_UP_MESSAGES_MAX = 500  # read per channel at most (not older than INBOX_REPLAY_MAX_AGE_H either)
+DISCORD_CATCH_UP_CONCURRENCY = 4  # channels read at once, to stay well inside Discord's rate limits
 
 # --- Memory: embedders (memory/embedders.py) ----------------------------------
 EMBED_TRACE_MIN_COSINE = 0.9999  # a traced encoder must agree with encode() at least this well on every probe

@@ -180,3 +180,15 @@ class Cursors:
 
     async def get(self, name: str) -> int | None:
         return await self.db.run(_get_cursor, name)
+
+    async def named(self, prefix: str, *, since: datetime, limit: int) -> dict[str, int]:
+        """The cursors whose names start with ``prefix`` and that moved since ``since``: name -> value, the
+        ``limit`` most recently moved (e.g. Discord's newest message taken in, per channel)."""
+        query = (sa.select(cursors.c.name, cursors.c.value)
+                 .where(cursors.c.name.startswith(prefix, autoescape=True), cursors.c.updated_at >= since)
+                 .order_by(cursors.c.updated_at.desc()).limit(limit))
+
+        def read(conn: Connection) -> dict[str, int]:
+            return {row.name: int(row.value) for row in conn.execute(query)}
+
+        return await self.db.run(read)

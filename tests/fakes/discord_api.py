@@ -15,8 +15,10 @@ One aiohttp server on 127.0.0.1 answers both halves:
 
 Tests build a small world (``add_user``, ``add_guild``, ``add_text_channel``, ``add_thread``,
 ``open_dm``), push events (``push_message``, ``push_button_click``, ``redeliver``, ``push_raw``),
-break things (``fail_next``, ``drop_gateway``, ``go_away``/``come_back``, ``invalidate_sessions``) and
-read what the bot did from ``posted``, ``typing``, ``interaction_callbacks`` and ``calls``.
+break things (``fail_next``, ``answer_late``, ``drop_gateway``, ``go_away``/``come_back``,
+``invalidate_sessions``) and read what the bot did from ``posted``, ``typing``, ``interaction_callbacks`` and
+``calls``. ``post_unseen`` posts a person's message that no gateway session hears of (sent while the bot was
+away); ``GET /channels/{id}/messages`` finds it, as Discord's history does.
 
 Point discord.py here with :func:`discord_py_pointed_at` (the ``discord_api`` fixture does it): a plain
 ``discord.Client`` never asks ``GET /gateway/bot``; it connects to ``DiscordWebSocket.DEFAULT_GATEWAY``
@@ -62,6 +64,8 @@ INTENT_MESSAGE_CONTENT = 1 << 15
 ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024
 DEFAULT_WAIT_S = 5.0
 NONCE_WINDOW_S = 300.0  # enforce_nonce: "checked for uniqueness in the past few minutes"
+MESSAGES_PAGE_DEFAULT = 50  # GET /channels/{id}/messages: limit's default and maximum
+MESSAGES_PAGE_MAX = 100
 
 JsonDict = dict[str, Any]
 
@@ -83,6 +87,7 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", "/gateway/bot", "gateway_bot"),
     ("POST", "/users/@me/channels", "create_dm"),
     ("GET", "/channels/{channel_id}", "get_channel"),
+    ("GET", "/channels/{channel_id}/messages", "channel_messages"),
     ("POST", "/channels/{channel_id}/messages", "create_message"),
     ("POST", "/channels/{channel_id}/typing", "typing"),
     ("POST", "/interactions/{interaction_id}/{interaction_token}/callback", "interaction_callback"),
@@ -307,6 +312,7 @@ class FakeDiscord:
         self.after_ready: Callable[[], None] | None = None
         # machinery
         self._failures: dict[str, list[ScriptedFailure]] = {}
+        self._late: dict[str, list[float]] = {}  # route -> answer delays of its next calls (answer_late)
         self._sessions: dict[str, _Session] = {}
         self._session: _Session | None = None  # the newest session: where pushed events go
         self._connections: set[_Connection] = set()
@@ -494,6 +500,13 @@ class FakeDiscord:
             data["type"] = message_type
         return data
 
+    def post_unseen(self, channel_id: int, author_id: int, content: str, **kwargs: Any) -> JsonDict:
+        """A person's message posted while no gateway session hears of it (the bot was away, or its session
+        ended before the event went out): it is only in the channel's history."""
+        payload = self.message_payload(channel_id, author_id, content, **kwargs)
+        self.messages[int(payload["id"])] = payload
+        return payload
+
     def redeliver(self, payload: JsonDict) -> None:
         """The same MESSAGE_CREATE again (as after a resume that replays what was already handled)."""
         self._dispatch("MESSAGE_CREATE", payload)
@@ -547,6 +560,13 @@ class FakeDiscord:
             raise ValueError(f"unknown route {route!r}")
         failure = ScriptedFailure(status, retry_after, code, via, is_global)
         self._failures.setdefault(route, []).extend([failure] * times)
+
+    def answer_late(self, route: str, delay_s: float, *, times: int = 1) -> None:
+        """The next ``times`` calls to ``route`` are carried out at once (a message is posted) but answered
+        only after ``delay_s``."""
+        if route not in {name for _, _, name in ROUTES}:
+            raise ValueError(f"unknown route {route!r}")
+        self._late.setdefault(route, []).extend([delay_s] * times)
 
     async def drop_gateway(self, code: int | None = 4000) -> None:
         """Cut every gateway connection: with a close frame of ``code``, or (None) by aborting the TCP stream.
@@ -694,7 +714,12 @@ class FakeDiscord:
         if queue:
             return _scripted(queue.pop(0)), True
         handler = getattr(self, f"_r_{name}")
-        return await handler(request), False
+        response = await handler(request)
+        delays = self._late.get(name)
+        if delays:
+            # Carried out at once, answered late: what the client sees of a slow or congested Discord.
+            await asyncio.sleep(delays.pop(0))
+        return response, False
 
     async def _r_get_me(self, request: web.Request) -> web.StreamResponse:
         return _json({**self.bot_user, "verified": True, "mfa_enabled": False, "locale": "en-US"})
@@ -724,6 +749,26 @@ class FakeDiscord:
     async def _r_get_channel(self, request: web.Request) -> web.StreamResponse:
         channel = self.channels.get(_int(request.match_info["channel_id"]) or 0)
         return _json(channel) if channel is not None else _error(404, "Unknown Channel", 10003)
+
+    async def _r_channel_messages(self, request: web.Request) -> web.StreamResponse:
+        """A channel's history as Discord pages it: ``after`` gives the oldest messages past that id, ``before``
+        (or neither) the newest before it; either way the page comes newest first."""
+        channel_id = _int(request.match_info["channel_id"]) or 0
+        if channel_id not in self.channels:
+            return _error(404, "Unknown Channel", 10003)
+        limit = _int(request.query.get("limit", MESSAGES_PAGE_DEFAULT))
+        if limit is None or not 1 <= limit <= MESSAGES_PAGE_MAX:
+            return _form_error("limit", "NUMBER_TYPE_MAX", f"Must be between 1 and {MESSAGES_PAGE_MAX}.")
+        after, before = _int(request.query.get("after")), _int(request.query.get("before"))
+        ids = sorted(i for i, m in self.messages.items() if int(m["channel_id"]) == channel_id
+                     and (after is None or i > after) and (before is None or i < before))
+        page = ids[:limit] if after is not None and before is None else ids[-limit:]
+        return _json([self._as_fetched(self.messages[i]) for i in reversed(page)])
+
+    @staticmethod
+    def _as_fetched(message: JsonDict) -> JsonDict:
+        # REST message objects carry neither guild_id nor member: those are gateway-only extra fields.
+        return {k: v for k, v in message.items() if k not in ("guild_id", "member")}
 
     async def _r_typing(self, request: web.Request) -> web.StreamResponse:
         channel_id = _int(request.match_info["channel_id"]) or 0
