@@ -111,3 +111,25 @@ async def test_gateway_refusals_close_with_discords_codes(fake: FakeDiscord, tok
         await ws.send_json({"op": 2, "d": {"token": token, "intents": 1 << 15, "properties": {}}})
         closing = await ws.receive()
         assert closing.type is aiohttp.WSMsgType.CLOSE and closing.data == close_code
+
+
+async def test_channel_history_pages_as_discord_does(fake: FakeDiscord) -> None:
+    dm = fake.open_dm(ALICE)
+    ids = [int(fake.post_unseen(dm, ALICE, f"m{i}")["id"]) for i in range(5)]
+    url = f"{fake.api_base}/channels/{dm}/messages"
+
+    async def page(**query: int) -> list[str]:
+        async with aiohttp.ClientSession() as http, http.get(url, headers=AUTH, params=query) as answer:
+            assert answer.status == 200 and answer.headers["Content-Type"] == "application/json"
+            body = await answer.json()
+            assert all("guild_id" not in m and "member" not in m for m in body)  # gateway-only fields
+            return [m["content"] for m in body]
+
+    # "after" gives the oldest messages past it, "before" (or neither) the newest: newest first either way.
+    assert await page(after=ids[0], limit=2) == ["m2", "m1"]
+    assert await page(limit=2) == ["m4", "m3"]
+    assert await page(before=ids[3], limit=2) == ["m2", "m1"]
+    assert await page(after=ids[4]) == []
+    async with aiohttp.ClientSession() as http, http.get(f"{fake.api_base}/channels/1/messages",
+                                                         headers=AUTH) as gone:
+        assert (gone.status, (await gone.json())["code"]) == (404, 10003)
