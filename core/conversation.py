@@ -24,7 +24,7 @@ from core.db import Connection, Database
 from core.history_window import Window, WindowCache, extend, read_window, still_tail, window_after
 from core.summarizer import Summarizer
 from core.tunables import HISTORY_WINDOW_CACHE_THREADS, MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
-from core.types import ChatKind, InboundMessage, OutboundMessage
+from core.types import ChatKind, InboundMessage, OutboundMessage, quoted_name
 from persona.card import render_card
 from persona.llm import HONEST_FAILURE_REPLY, LLMClient, LLMError
 
@@ -261,12 +261,14 @@ class ConversationCore:
             except Exception as exc:  # memory trouble must never block a reply
                 log.warning("memory slots unavailable person=%s error=%s", speaker.person, type(exc).__name__)
         group = message.chat_kind is ChatKind.GROUP
-        turns = [HistoryTurn(m.role, f"{m.author.split(':')[-1]}: {m.text}" if group and m.role == "user"
-                             else m.text, m.author)
+        # In a group each line says who spoke as a quoted string: a name is data, and however it is spelt
+        # (a newline, "SYSTEM:", another member's name and a colon) it cannot start a line of its own.
+        turns = [HistoryTurn(m.role, f"{quoted_name(m.author.split(':')[-1])}: {m.text}"
+                             if group and m.role == "user" else m.text, m.author)
                  for m in recent_rows if m.id != exclude_id and not m.silent and m.id > summary.through
                  and m.role in ("user", "assistant")][-hs.window_messages:]
         persona = render_card(self.settings.persona, now=self.clock(), extra_sections=self._tool_hints())
-        new_text = f"{speaker.name}: {message.text}" if group else message.text
+        new_text = f"{quoted_name(speaker.name)}: {message.text}" if group else message.text
         parts = PromptParts(persona=persona, new_message=new_text, memory=slots, summary=summary.text,
                             recent=turns, speaker=speaker.name)
         return build_prompt(parts, self.settings.budget), shown

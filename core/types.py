@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import enum
+import json
 import re
+import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
+
+from core.tunables import DISPLAY_NAME_MAX_CHARS
 
 
 class ChatKind(enum.StrEnum):
@@ -36,6 +40,37 @@ def well_formed(text: str) -> str:
     except UnicodeEncodeError:
         return _LONE_SURROGATE.sub("\ufffd", text)
     return text
+
+
+# Categories no name needs: controls (newline, ESC), format characters (bidi overrides, zero-width
+# spaces), line and paragraph separators, surrogates and unassigned or private code points.
+_UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+_KEPT_FORMAT = frozenset({"\u200d"})  # the zero-width joiner holds emoji sequences together
+_SPACES = re.compile(r"\s+")
+
+
+def printable_name(name: str) -> str:
+    """A display name as data: one line, no control or format characters, at most ``DISPLAY_NAME_MAX_CHARS``.
+
+    A name is the one thing a stranger fully controls that kith puts beside other people's words: one
+    with a newline could start a line of its own in a prompt ("SYSTEM: ..."), one with ESC or OSC
+    sequences could rewrite an operator's terminal.
+    """
+    if name.isprintable() and len(name) <= DISPLAY_NAME_MAX_CHARS and name == name.strip():
+        return name  # nearly every name: one C-level scan
+    kept = "".join(map(_name_char, name))
+    return _SPACES.sub(" ", kept).strip()[:DISPLAY_NAME_MAX_CHARS].rstrip()
+
+
+def _name_char(c: str) -> str:
+    if c.isspace():
+        return " "  # a newline or tab still parts two words
+    return c if c in _KEPT_FORMAT or unicodedata.category(c) not in _UNPRINTABLE_CATEGORIES else ""
+
+
+def quoted_name(name: str) -> str:
+    """``name`` as a quoted string literal for a prompt: however it is spelt, it ends where its quote does."""
+    return json.dumps(printable_name(name), ensure_ascii=False)
 
 
 def _well_formed_fields(obj: object, names: tuple[str, ...]) -> None:
@@ -74,6 +109,10 @@ class InboundMessage:
 
     def __post_init__(self) -> None:
         _well_formed_fields(self, _INBOUND_TEXT)
+        name = printable_name(self.sender_name)
+        if name is not self.sender_name:
+            # A name of nothing but control characters is no name: the platform id stands in.
+            object.__setattr__(self, "sender_name", name or self.sender_id)
         if self.merged_ids:
             object.__setattr__(self, "merged_ids", tuple(well_formed(i) for i in self.merged_ids))
 
