@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from core import loop
+from core.types import printable_name
 
 if TYPE_CHECKING:  # the parser is built for --help, which must not load SQLAlchemy or Chroma
     from core.config import Settings
@@ -41,7 +42,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
             rows = db.run_sync(people.all_accounts)
             persons: dict[str, list[str]] = {}
             for row in rows:
-                persons.setdefault(row.person, []).append(row.account + (f" ({row.display_name})"
+                persons.setdefault(row.person, []).append(row.account + (f" ({printable_name(row.display_name)})"
                                                                          if row.display_name else ""))
             print(f"people: {len(persons)}")
             for person, accounts in persons.items():

@@ -40,7 +40,7 @@ from core.config import Settings
 from core.context import clip
 from core.db import Database
 from core.tunables import CHARS_PER_TOKEN, HEARTBEAT_CONCURRENCY, HEARTBEAT_REPLY_TOKENS
-from core.types import ChatKind, OutboundMessage
+from core.types import ChatKind, OutboundMessage, quoted_name
 from delivery import outbox
 from delivery.worker import DeliveryWorker
 from heartbeat.due import DueFinder, DueItem, mark_handled
@@ -120,7 +120,7 @@ def build_messages(card: str, name: str, items: Sequence[DueItem], token_budget:
     """The isolated prompt: persona card and instructions, then the due items as data, within budget."""
     budget = (token_budget - reply_tokens(token_budget)) * CHARS_PER_TOKEN
     system = clip(card, budget // 2) + "\n\n" + HEARTBEAT_INSTRUCTIONS
-    header = f"Name (data): {name or 'unknown'}\nDue items (stored data):\n"
+    header = f"Name (data): {quoted_name(name) if name else 'unknown'}\nDue items (stored data):\n"
     body = clip("\n".join(f"- {item.text}" for item in items), max(0, budget - len(system) - len(header)))
     return [{"role": "system", "content": system}, {"role": "user", "content": header + body}]
 

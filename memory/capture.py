@@ -39,6 +39,7 @@ from core.tunables import (
     CAPTURE_MAX_TURNS,
     CAPTURE_SHOWN_MEMORIES,
 )
+from core.types import quoted_name
 from memory.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
 from memory.store import MemoryStore, Note
 from memory.text import normalize
@@ -262,7 +263,7 @@ def render_request(
     name = next((names[a] for a in own_accounts if a in names), "")
     memories = "\n".join(f"- [{m.id}] {m.text}" for m in shown) or "(none)"
     return (
-        f"PERSON's display name (data): {name or 'unknown'}\n\n"
+        f"PERSON's display name (data): {quoted_name(name) if name else 'unknown'}\n\n"
         f"Stored memories about PERSON (data):\n{memories}\n\n"
         f"Transcript (data):\n<<<\n" + "\n".join(lines) + "\n>>>\n\n"
         "Extract memories about PERSON only, as JSON."
