@@ -76,6 +76,7 @@ from channels.telegram_translate import (
     update_id_of,
 )
 from core.config import TelegramSettings
+from core.failures import describe
 from core.tunables import (
     TELEGRAM_HTTP_TIMEOUT_S,
     TELEGRAM_POLL_BACKOFF_BASE_S,
@@ -460,7 +461,7 @@ class TelegramChannel:
                 # Recording the batch failed: nothing of it was kept and the offset did not move, so the
                 # same batch comes again once the database answers.
                 failures += 1
-                log.error("telegram intake failed error=%s attempt=%d", type(exc).__name__, failures)
+                log.error("telegram intake failed error=%s attempt=%d", describe(exc), failures)
                 error = exc
             await self._sleep(self._backoff(failures, error))
 
@@ -531,7 +532,7 @@ class TelegramChannel:
             await self._take_in(update)
         except Exception as exc:
             # Not recorded: a non-2xx answer makes Telegram deliver it again later.
-            log.error("telegram webhook intake failed update_id=%d error=%s", update.update_id, type(exc).__name__)
+            log.error("telegram webhook intake failed update_id=%d error=%s", update.update_id, describe(exc))
             return web.Response(status=500)
         return web.Response(status=200)
 

@@ -16,7 +16,6 @@ from core.conversation import ConversationCore
 from core.db import Database
 from core.linking import Linker
 from core.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
-from core.private_files import tighten
 from core.router import Router
 from core.tunables import (
     GC_THRESHOLDS,
@@ -153,7 +152,6 @@ class App:
 
 def open_database(settings: Settings) -> Database:
     settings.storage.data_path().mkdir(parents=True, exist_ok=True)
-    tighten(settings.storage.data_path())  # made by an older kith, or under a looser umask
     db = Database(settings.storage.resolved_database_url())
     db.create_all()
     return db
@@ -188,7 +186,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
         core.observers.append(memory.observer)
     questions = QuestionBook(db, clock)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
-                              on_change=recall.forget_pinned, drop_window=core.windows.drop)
+                              on_change=recall.forget_pinned)
 
     async def moved(old: str, new: str) -> None:  # a linked account's person: everything follows
         await memory.reassign(old, new)

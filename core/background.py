@@ -7,6 +7,8 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from core.failures import describe, traceback_of
+
 log = logging.getLogger("kith.background")
 
 
@@ -28,8 +30,8 @@ class BackgroundTasks:
         exc = task.exception()
         if exc is not None:
             self.failures += 1
-            log.error("background task failed name=%s error=%s", task.get_name(), type(exc).__name__,
-                      exc_info=exc)
+            log.error("background task failed name=%s error=%s", task.get_name(), describe(exc),
+                      exc_info=traceback_of(exc))
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait for every task spawned so far (and those they spawn)."""

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from core.conversation import ConversationCore, reply_to
 from core.db import Connection
+from core.failures import describe, traceback_of
 from core.linking import Linker
 from core.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S
 from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
@@ -88,7 +89,7 @@ class Router:
                     await self._give_up(turn)
                 except Exception as exc:  # stays kept: the next start tries the honest reply again
                     log.error("unhandled reply failed platform=%s chat=%s message=%s error=%s", turn.platform,
-                              turn.chat_id, turn.message_id, type(exc).__name__)
+                              turn.chat_id, turn.message_id, describe(exc))
             for turn in resumed.turns:
                 self._attempts[(turn.platform, turn.message_id)] = resumed.attempts.get(turn.message_id, 0)
                 self.debouncer.submit_alone(turn)
@@ -97,7 +98,7 @@ class Router:
                     await self.on_message(message, resuming=True)
                 except Exception as exc:  # stays kept for the next start; the others go on
                     log.error("resumed message failed platform=%s chat=%s message=%s error=%s", message.platform,
-                              message.chat_id, message.message_id, type(exc).__name__)
+                              message.chat_id, message.message_id, describe(exc))
         finally:
             self._resumed.set()
 
@@ -179,7 +180,7 @@ class Router:
                     return
                 except Exception as exc:  # the database still failing: tried again after the backoff
                     log.error("unhandled reply failed platform=%s chat=%s message=%s error=%s", message.platform,
-                              message.chat_id, message.message_id, type(exc).__name__)
+                              message.chat_id, message.message_id, describe(exc))
             else:
                 try:
                     await self._take_turn_once(message)
@@ -187,7 +188,8 @@ class Router:
                 except Exception as exc:
                     attempts += 1
                     log.error("turn failed platform=%s chat=%s message=%s attempts=%d error=%s", message.platform,
-                              message.chat_id, message.message_id, attempts, type(exc).__name__, exc_info=exc)
+                              message.chat_id, message.message_id, attempts, describe(exc),
+                              exc_info=traceback_of(exc))
             if self._closing.is_set():
                 return  # still kept: the next start takes it up
             try:
@@ -201,7 +203,7 @@ class Router:
                 state = await inbox.state(message)
             except Exception as exc:  # the database still failing: the next round tries again
                 log.warning("turn retry deferred platform=%s message=%s error=%s", message.platform,
-                            message.message_id, type(exc).__name__)
+                            message.message_id, describe(exc))
                 continue
             if state is None:
                 return  # answered after all (its reply committed before the failure)

@@ -127,6 +127,7 @@ INBOUND_BATCH_ATTEMPTS = 3  # a polled batch racing another process's records of
 # --- The relational store (core/db.py) ----------------------------------------
 SQLITE_BUSY_TIMEOUT_MS = 5_000  # how long a transaction waits for another process's write lock
 SQLITE_CHECKPOINT_COMMITS = 500  # commits between checkpoints of the write-ahead log (SQLite's own: 1,000 pages)
+LOG_ERROR_REASON_MAX_CHARS = 120  # of a database's reason for refusing work, in a handled failure's log line
 
 # --- Delivery (delivery/worker.py) --------------------------------------------
 DELIVERY_LANE_ENDS_KEPT = 4_096  # chats whose delivery task's latest end is remembered (past it: one more read)

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from core.failures import describe, traceback_of
 from core.ordering import OrderedLanes
 from core.tunables import DEBOUNCE_MAX_MESSAGES
 from core.types import InboundMessage
@@ -125,7 +126,7 @@ class Debouncer:
                 await self._emit(turn)
             except Exception as exc:
                 log.error("debounced turn failed platform=%s chat=%s message=%s error=%s", turn.platform,
-                          turn.chat_id, turn.message_id, type(exc).__name__, exc_info=exc)
+                          turn.chat_id, turn.message_id, describe(exc), exc_info=traceback_of(exc))
 
     def _chain(self, key: SenderKey, turns: list[InboundMessage]) -> asyncio.Task[None]:
         return self._lanes.after(key, functools.partial(self._emit_all, turns))

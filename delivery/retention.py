@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core.db import Database
+from core.failures import describe
 from core.tunables import RETENTION_BATCH_ROWS, RETENTION_INTERVAL_S
 from core.types import utcnow
 from delivery import outbox
@@ -74,5 +75,5 @@ class Retention:
             try:
                 await self.prune()
             except Exception as exc:  # a locked or full database: the next round tries again, nothing is lost
-                log.warning("retention failed error=%s", type(exc).__name__)
+                log.warning("retention failed error=%s", describe(exc))
             await self._sleep(self.interval_s)

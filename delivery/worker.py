@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from core.config import DeliverySettings
 from core.db import Connection, Database
+from core.failures import describe, traceback_of
 from core.tunables import (
     DELIVERY_LANE_ENDS_KEPT,
     DELIVERY_PARK_AFTER_S,
@@ -228,7 +229,7 @@ class DeliveryWorker:
             try:
                 await self.sweep()
             except Exception as exc:  # the next sweep tries again; delivery itself is unaffected
-                log.warning("delivery sweep failed error=%s", type(exc).__name__)
+                log.warning("delivery sweep failed error=%s", describe(exc))
 
     async def submit(self, message: OutboundMessage, *, source: str | None = None,
                      also: Callable[[Connection], None] | None = None) -> int:
@@ -317,7 +318,7 @@ class DeliveryWorker:
             # The entry stays pending; the next submit to this lane or the next start retries it.
             self._failed_at[lane] = self._clock()
             log.error("delivery lane failed platform=%s chat=%s error=%s", lane[0], lane[1],
-                      type(exc).__name__, exc_info=exc)
+                      describe(exc), exc_info=traceback_of(exc))
         finally:
             self._ended += 1
             if len(self._lane_ended) >= self._lane_ends_kept:

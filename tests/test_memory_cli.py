@@ -170,10 +170,10 @@ def test_forget_asks_first_then_removes_exactly_the_plan(
 ) -> None:
     settings, ana, _ids = seeded
     code, out = run(settings, "forget", "--account", "telegram:42", "emacs")
-    assert code == 1 and "removes 1 memory, 0 notes:" in out and "re-run with --yes" in out
+    assert code == 1 and "removes 1 memories and 0 notes" in out and "re-run with --yes" in out
     assert "clears 1 conflict flags" in out
     code, out = run(settings, "forget", "--account", "telegram:42", "emacs", "--yes")
-    assert code == 0 and "forgotten: 1 memory, 0 notes; 1 conflict flags cleared" in out
+    assert code == 0 and "forgotten: 1 memories, 0 notes, 1 conflict flags cleared" in out
     _code, listing = run(settings, "list", "--person", ana)
     assert "Emacs" not in listing and "conflicts with" not in listing and listing.startswith("2 memories")
     _code, bobs = run(settings, "list", "--account", "telegram:7")

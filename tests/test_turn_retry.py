@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 
 import pytest
 
@@ -31,6 +32,12 @@ ANA = 701
 FAULT = ("CREATE TRIGGER disk_full BEFORE INSERT ON messages WHEN NEW.role = 'assistant' "
          "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
 
+# A full disk as SQLite itself reports it (SQLITE_FULL, an OperationalError, not a trigger's ABORT): the database
+# may grow by a few pages only, and recording a reply drags in a ballast that needs far more.
+FULL_DISK = ("CREATE TABLE ballast (b BLOB)",
+             "CREATE TRIGGER disk_full BEFORE INSERT ON messages WHEN NEW.role = 'assistant' "
+             "BEGIN INSERT INTO ballast VALUES (randomblob(4000000)); END")
+FULL_DISK_SPARE_PAGES = 200  # room for everything else a turn writes
 
 def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> Settings:
     s = make_settings(fake_llm)
@@ -141,5 +148,30 @@ async def test_a_message_a_previous_process_tried_too_often_gets_the_honest_repl
         await asyncio.sleep(1.0)
         assert [m.visible_text for m in telegram_api.sent] == [UNHANDLED_REPLY, "echo: waited behind it"]
         assert len(fake_llm.requests) == 1 and await _kept(app) == 0
+    finally:
+        await app.close()
+
+
+async def test_a_full_disk_is_one_log_line_with_ids_and_its_reason_never_a_traceback(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings, monkeypatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    app = await _start(_settings(make_settings, fake_llm, telegram_api), monkeypatch)
+    try:
+        for statement in FULL_DISK:
+            await _sql(app, statement)
+        pages = await app.db.run(lambda conn: conn.exec_driver_sql("PRAGMA page_count").scalar())
+        await _sql(app, f"PRAGMA max_page_count = {pages + FULL_DISK_SPARE_PAGES}")
+        telegram_api.push_text(ANA, ANA, "are you there?")
+        await _until(lambda: "turn failed" in caplog.text)
+        await _sql(app, "DROP TRIGGER disk_full")
+        await telegram_api.wait_for_sent(1, timeout=15)
+        assert [m.visible_text for m in telegram_api.sent] == ["echo: are you there?"]
+        failed = [r.getMessage() for r in caplog.records if "turn failed" in r.getMessage()]
+        assert all(f"chat={ANA}" in line and "error=OperationalError (database or disk is full)" in line
+                   for line in failed)
+        # The operator reads what happened on one line; SQLAlchemy's thirty lines per retry are gone.
+        assert "Traceback" not in caplog.text
+        assert [r.name for r in caplog.records if r.exc_info] == []
     finally:
         await app.close()
