@@ -186,7 +186,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
         core.observers.append(memory.observer)
     questions = QuestionBook(db, clock)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
-                              on_change=recall.forget_pinned)
+                              on_change=recall.forget_pinned, drop_window=core.windows.drop)
 
     async def moved(old: str, new: str) -> None:  # a linked account's person: everything follows
         await memory.reassign(old, new)

@@ -87,6 +87,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
     cur.execute("PRAGMA foreign_keys=ON")
+    # Deleted and rewritten rows are zeroed, not left in free pages: a forgotten fact must not stay in the file.
+    cur.execute("PRAGMA secure_delete=ON")
     cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cur.close()
 

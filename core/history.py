@@ -9,6 +9,7 @@ with a conditional update, so two summarizers can neither skip nor duplicate mes
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -205,3 +206,42 @@ def count_between(conn: Connection, conversation: str, after_id: int, before_id:
     """How many messages of a thread lie strictly between two ids (the part awaiting a summary)."""
     return int(conn.execute(_COUNT_BETWEEN, {"conversation": conversation, "after_id": after_id,
                                              "before_id": before_id}).scalar_one())
+
+
+def forget_text(conn: Connection, *, person: str, accounts: Sequence[str], redact: Callable[[str], str],
+                apply: bool) -> tuple[int, int, set[str], set[tuple[str, str]]]:
+    """A confirmed forget in history: ``redact`` over the person's own messages (forwards they sent
+    included), kith's messages in the threads they wrote in, and those threads' summaries.
+
+    Counts only unless ``apply``. Returns (messages, summaries) that hold matching text, the threads
+    the person wrote in, and their chats as (platform, chat id). The one place history is rewritten:
+    it is otherwise append-only, so a caller that keeps windows of these threads must drop them.
+    """
+    m = messages
+    theirs = sa.or_(m.c.person == person, sa.and_(m.c.person.is_(None), m.c.author.in_(list(accounts))))
+    threads = conn.execute(sa.select(m.c.conversation, m.c.platform, m.c.chat_id)
+                           .where(m.c.role == "user", theirs).distinct()).all()
+    conversations = {str(t.conversation) for t in threads}
+    chats = {(str(t.platform), str(t.chat_id)) for t in threads}
+    if not conversations:
+        return 0, 0, conversations, chats
+    rows = conn.execute(sa.select(m.c.id, m.c.text).where(
+        sa.or_(sa.and_(m.c.role == "user", theirs),
+               sa.and_(m.c.role != "user", m.c.conversation.in_(sorted(conversations))))).order_by(m.c.id)).all()
+    changed = 0
+    for row in rows:
+        text = redact(row.text)
+        if text != row.text:
+            changed += 1
+            if apply:
+                conn.execute(m.update().where(m.c.id == row.id).values(text=text))
+    summarized = 0
+    for row in conn.execute(sa.select(summaries.c.conversation, summaries.c.summary)
+                            .where(summaries.c.conversation.in_(sorted(conversations)))).all():
+        text = redact(row.summary)
+        if text != row.summary:
+            summarized += 1
+            if apply:
+                conn.execute(summaries.update().where(summaries.c.conversation == row.conversation)
+                             .values(summary=text))
+    return changed, summarized, conversations, chats

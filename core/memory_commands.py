@@ -59,6 +59,8 @@ from memory.questions import (
 )
 from memory.records import MemoryRecord, Origin, Scope, Source, Status
 from memory.service import MemoryService
+from memory.tombstones import describe_places
+from memory.wording import person_facing
 
 log = logging.getLogger("kith.memory.commands")
 
@@ -87,6 +89,11 @@ _ANSWER_LABELS = (
 
 
 # --- pure rendering ----------------------------------------------------------------------------------
+def yours(text: str) -> str:
+    """A memory's text as its person reads it: every message here goes to their own DM."""
+    return person_facing(text, you=True)
+
+
 def literal(text: str) -> str:
     """Stored words shown as they are: Markdown characters in them must not become formatting."""
     return "".join(f"\\{c}" if c in _MARKDOWN_SPECIALS else c for c in text)
@@ -108,7 +115,7 @@ _VERB = {Origin.HEARD: "you said", Origin.READ: "I read", Origin.THOUGHT: "I con
 
 def receipt(record: MemoryRecord) -> str:
     """One line of provenance: who said it (or how kith knows), the newest quote, where and when."""
-    quote = clip(record.evidence[-1], QUESTION_QUOTE_CHARS) if record.evidence else record.text
+    quote = clip(record.evidence[-1], QUESTION_QUOTE_CHARS) if record.evidence else yours(record.text)
     source = max(record.sources, key=lambda s: s.timestamp, default=None)
     where = _where(record, source.platform) if source is not None else ""
     when = said_at(record).date().isoformat()
@@ -119,9 +126,9 @@ def question_text(pair: ConflictPair) -> str:
     return "\n".join([
         "Two things I remember about you disagree. Which is right?",
         "",
-        f"1. {literal(pair.first.text)}",
+        f"1. {literal(yours(pair.first.text))}",
         f"   ({receipt(pair.first)})",
-        f"2. {literal(pair.second.text)}",
+        f"2. {literal(yours(pair.second.text))}",
         f"   ({receipt(pair.second)})",
         "",
         "Tap a button, or reply first, second, both or neither.",
@@ -140,7 +147,7 @@ def question_message(question: Question, pair: ConflictPair) -> OutboundMessage:
 
 
 def resolution_text(resolution: Resolution) -> str:
-    first, second = literal(resolution.first.text), literal(resolution.second.text)
+    first, second = literal(yours(resolution.first.text)), literal(yours(resolution.second.text))
     if resolution.answer is Answer.FIRST:
         return f"Got it: “{first}” is right. I set “{second}” aside; it stays on record as no longer current."
     if resolution.answer is Answer.SECOND:
@@ -152,7 +159,7 @@ def resolution_text(resolution: Resolution) -> str:
 
 def memory_line(record: MemoryRecord) -> str:
     flags = "".join([" 📌" if record.pinned else "", " (disputed)" if record.conflicts_with else ""])
-    return f"- `{record.id}` {literal(clip(record.text, QUESTION_QUOTE_CHARS))} ({record.kind.value}, " \
+    return f"- `{record.id}` {literal(clip(yours(record.text), QUESTION_QUOTE_CHARS))} ({record.kind.value}, " \
            f"{said_at(record).date().isoformat()}){flags}"
 
 
@@ -168,7 +175,7 @@ def why_text(records: Sequence[MemoryRecord]) -> str:
     blocks = []
     for record in records:
         verb = _VERB[record.origin]
-        lines = [f"`{record.id}` {literal(record.text)}",
+        lines = [f"`{record.id}` {literal(yours(record.text))}",
                  f"Status: {_status_line(record)}; {record.tier.value}, {record.kind.value}."]
         for quote in record.evidence[-WHY_RECEIPTS:]:
             lines.append(f"- {verb}: “{literal(clip(quote, QUESTION_QUOTE_CHARS))}”")
@@ -422,7 +429,7 @@ class MemoryCommands:
             record = await self.controls.pin(requester, args)
         except Refused as refused:
             return reply_to(message, refusal_text(refused))
-        return reply_to(message, f"Pinned: {literal(record.text)} (`{record.id}`). I'll keep it in mind always.")
+        return reply_to(message, f"Pinned: {literal(yours(record.text))} (`{record.id}`). I'll keep it in mind always.")
 
     async def unpin(self, message: InboundMessage, args: str) -> OutboundMessage:
         requester = await self._requester(message)
@@ -432,7 +439,7 @@ class MemoryCommands:
             record = await self.controls.unpin(requester, args)
         except Refused as refused:
             return reply_to(message, refusal_text(refused))
-        return reply_to(message, f"Unpinned: {literal(record.text)} (`{record.id}`). I still remember it.")
+        return reply_to(message, f"Unpinned: {literal(yours(record.text))} (`{record.id}`). I still remember it.")
 
     async def _pins_text(self, requester: Requester, usage: str) -> str:
         pins = await self.controls.pins(requester)
@@ -453,7 +460,8 @@ class MemoryCommands:
         lines = [f"If I forget “{literal(args.strip())}”, these go for good:"]
         for item in ids[:FORGET_PREVIEW_MAX]:
             staged = " (not yet reviewed)" if item in plan.note_ids else ""
-            lines.append(f"- `{item}` {literal(clip(plan.previews.get(item, ''), QUESTION_QUOTE_CHARS))}{staged}")
+            preview = yours(plan.previews.get(item, ''))
+            lines.append(f"- `{item}` {literal(clip(preview, QUESTION_QUOTE_CHARS))}{staged}")
         if len(ids) > FORGET_PREVIEW_MAX:
             lines.append(f"…and {len(ids) - FORGET_PREVIEW_MAX} more.")
         if plan.unlink:
@@ -465,6 +473,9 @@ class MemoryCommands:
     async def export(self, message: InboundMessage, _args: str) -> OutboundMessage:
         file = await self.controls.export(await self._requester(message))
         return reply_to(message, f"Everything I keep about you: {file.memories} memories and {file.notes} "
+        if plan.places.total:
+            lines.append(f"Its words go from our chats too: {describe_places(plan.places)}.")
+        lines.append(f"In all: {plan.describe()}.")
                                  "notes not yet reviewed, with where and when you said each.",
                         attachment_name=file.name, attachment_bytes=file.data)
 
@@ -531,7 +542,9 @@ class MemoryCommands:
         except Refused as refused:
             log.info("forget confirmation refused reason=%s", refused.reason.value)
             return refusal_text(refused)
-        return (f"Forgotten: {result.memories_deleted} memories and {result.notes_deleted} notes. They won't "
+        places = describe_places(result.places)
+        also = f", and the words in {places}" if places else ""
+        return (f"Forgotten: {result.memories_deleted} memories and {result.notes_deleted} notes{also}. They won't "
                 "come back from old messages; if you tell me again later, I'll hear it again.")
 
     @staticmethod

@@ -266,7 +266,8 @@ class MemoryControls:
                  clock: Callable[[], datetime], *, pinned_max: int = PINNED_MAX,
                  page_size: int = MEMORY_PAGE_SIZE, forget_ttl_s: float = FORGET_PLAN_TTL_S,
                  on_change: Callable[[str], None] | None = None,
-                 new_token: Callable[[], str] = new_token) -> None:
+                 new_token: Callable[[], str] = new_token,
+                 drop_window: Callable[[str], None] | None = None) -> None:
         self.memory = memory
         self.questions = questions
         self.pauses = pauses
@@ -278,6 +279,8 @@ class MemoryControls:
         # Called with a person whose pins or live facts changed (e.g. the recall engine's forget_pinned).
         self.on_change = on_change
         self.new_token = new_token
+        # Called with each thread whose history a forget rewrote: a window of it kept in memory is stale.
+        self.drop_window = drop_window
         self._pending: dict[str, PendingForget] = {}  # token -> plan shown, awaiting the person's word
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -443,6 +446,9 @@ class MemoryControls:
         """Delete exactly the plan the person was shown (their latest, or the one ``token`` names)."""
         pending = self._take(requester, token)
         result = await self.memory.apply_forget(pending.plan)
+        if self.drop_window is not None:
+            for conversation in result.conversations:
+                self.drop_window(conversation)
         self._changed(pending.plan.person)
         return result
 
@@ -545,9 +551,9 @@ def _question_json(question: Question) -> dict[str, Any]:
     }
 
 
-def forget_counts(plan: ForgetPlan) -> tuple[int, int, int]:
-    """(memories, notes, other memories whose links to them go) of a plan."""
-    return len(plan.memory_ids), len(plan.note_ids), len(plan.unlink)
+def forget_counts(plan: ForgetPlan) -> tuple[int, int, int, int]:
+    """(memories, notes, other memories whose links to them go, rows elsewhere holding its words) of a plan."""
+    return len(plan.memory_ids), len(plan.note_ids), len(plan.unlink), plan.places.total
 
 
 __all__ = [

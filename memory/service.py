@@ -156,7 +156,7 @@ class MemoryService:
             book=book,
             gate=gate,
             capture=capture,
-            forgetter=Forgetter(store, book, clock),
+            forgetter=Forgetter(store, book, clock, db=db),
             clock=clock,
         )
 

@@ -43,6 +43,8 @@ import functools
 import logging
 import math
 import secrets
+import sqlite3
+import struct
 import time
 import urllib.parse
 from collections import Counter
@@ -66,6 +68,7 @@ from core.tunables import (
     LEXICAL_PRUNE_MIN_MEMORIES,
     NEAREST_OVERSAMPLE,
     NEAREST_POOL_MAX,
+    SQLITE_BUSY_TIMEOUT_MS,
     STORE_PAGE,
 )
 from memory.bm25 import BM25Index
@@ -95,6 +98,7 @@ SPACE_KEY = "kith_vector_space"  # collection metadata: the space the collection
 DIM_KEY = "kith_dim"
 NOTE_CHANGE_PREFIX = "note:"  # change-log entries about a staged note rather than a memory
 REBUILD_SUFFIX = "-rebuild"
+CHROMA_SQLITE = "chroma.sqlite3"  # embedded Chroma's own database, in its directory
 
 
 class Collection(enum.StrEnum):
@@ -383,6 +387,8 @@ class MemoryStore:
         self._warm_epoch: int | None = None
         self._unknown: set[str] = set()
         self._notes_unknown: set[str] = set()
+        # Embedded Chroma's own SQLite file (None for a server): a forget scrubs its queue there.
+        self.sqlite_path: Path | None = None
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -415,6 +421,8 @@ class MemoryStore:
             filtered_query_max=filtered_query_max,
             changes=changes,
         )
+        if not settings.chroma_url:
+            store.sqlite_path = data_dir / "chroma" / CHROMA_SQLITE
         try:
             if changes is not None:
                 # Before any index is built: whatever was logged until now is in what builds will read.
@@ -1159,6 +1167,52 @@ class MemoryStore:
         await self._log_notes((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)
 
+    async def scrub_log(self, ids: Sequence[str]) -> int:
+        """After deleting ``ids``, take their words out of embedded Chroma's own file too.
+
+        Chroma keeps every add and update in its ``embeddings_queue`` table, metadata (our text and
+        evidence) and vector included, long after the record is deleted; and its deletes leave the old
+        bytes in free space. Entries the collection's segments have applied are blanked in place
+        (metadata gone, a unit vector for the vector; their sequence numbers stay, which Chroma relies
+        on), then the file is rebuilt with VACUUM. Returns the queue entries blanked; a server's
+        storage is its own (0).
+        """
+        if self.sqlite_path is None or not ids or not self.sqlite_path.exists():
+            return 0
+        return await self._run(self._scrub_log_sync, self.sqlite_path, list(dict.fromkeys(ids)))
+
+    @staticmethod
+    def _scrub_log_sync(path: Path, ids: list[str]) -> int:
+        conn = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            conn.execute("PRAGMA secure_delete=ON")
+            blanked = 0
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for start in range(0, len(ids), STORE_PAGE):
+                    chunk = ids[start : start + STORE_PAGE]
+                    marks = ",".join("?" * len(chunk))
+                    rows = conn.execute(
+                        "SELECT q.seq_id, length(q.vector) FROM embeddings_queue q WHERE q.id IN (" + marks + ") "
+                        "AND q.seq_id <= COALESCE((SELECT MIN(m.seq_id) FROM max_seq_id m JOIN segments s "
+                        "ON s.id = m.segment_id WHERE q.topic LIKE '%/' || s.collection), -1)",
+                        chunk,
+                    ).fetchall()
+                    for seq_id, size in rows:
+                        conn.execute(
+                            "UPDATE embeddings_queue SET metadata = NULL, vector = ? WHERE seq_id = ?",
+                            (_unit_vector(size), seq_id),
+                        )
+                    blanked += len(rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("VACUUM")
+            return blanked
+        finally:
+            conn.close()
+
     async def notes_older_than(self, cutoff: datetime) -> list[str]:
         rows = await self._run(
             self._scan_sync, Collection.NOTES, {"created_at_ts": {"$lt": cutoff.timestamp()}}
@@ -1213,6 +1267,14 @@ class MemoryStore:
             moved_memories += len(rows)
         log.info("memory reassigned notes=%d memories=%d", moved_notes, moved_memories)
         return moved_notes, moved_memories
+
+
+def _unit_vector(size: int | None) -> bytes | None:
+    """A float32 vector of ``size`` bytes that says nothing: 1 then zeros (a zero vector has no direction)."""
+    if not size:
+        return None
+    dim = size // 4
+    return struct.pack(f"<{dim}f", 1.0, *([0.0] * (dim - 1)))
 
 
 async def check_chroma(settings: Settings) -> CheckResult:

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from core.db import Database, UtcDateTime, as_utc, metadata
 from core.tunables import FORGET_CAS_RETRIES
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
+from memory.scrub import Places, Redactor, Scanned, checkpoint, phrases_of, scan
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
 
@@ -144,10 +145,21 @@ class ForgetPlan:
     # memory id -> ids it links to (conflicts_with) that the plan removes; those links go too
     unlink: dict[str, tuple[str, ...]] = field(default_factory=dict)
     previews: dict[str, str] = field(default_factory=dict)  # id -> text, shown to the person only
+    # The forgotten records' texts and quotes: with ``query``, what is redacted from every other table.
+    phrases: tuple[str, ...] = ()
+    places: Places = field(default_factory=Places)  # rows elsewhere that hold matching text, when planned
 
     @property
     def empty(self) -> bool:
-        return not self.note_ids and not self.memory_ids
+        return not self.note_ids and not self.memory_ids and not self.places.total
+
+    @property
+    def redactor(self) -> Redactor:
+        return Redactor(self.query, self.phrases)
+
+    def describe(self) -> str:
+        """Every place the plan touches, counted: "1 memory, 2 notes, 4 history rows, 1 summary"."""
+        return describe_counts(len(self.memory_ids), len(self.note_ids), self.places)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +168,38 @@ class ForgetResult:
     memories_deleted: int
     links_removed: int
     tombstones: int
-    leftover: int  # records still found after deleting (0 unless something went wrong)
+    leftover: int  # records and rows still found after forgetting (0 unless something went wrong)
+    places: Places = field(default_factory=Places)  # rows elsewhere whose matching text was redacted
+    chroma_log: int = 0  # entries of Chroma's own queue blanked
+    conversations: tuple[str, ...] = ()  # threads whose history or summary was rewritten
+
+    def describe(self) -> str:
+        return describe_counts(self.memories_deleted, self.notes_deleted, self.places)
+
+
+def _counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def describe_counts(memories: int, notes: int, places: Places) -> str:
+    """Plain counts of every place a forget touches, the ones with nothing left out."""
+    return ", ".join([_counted(memories, "memory", "memories"), _counted(notes, "note", "notes"),
+                      *_place_parts(places)])
+
+
+def describe_places(places: Places) -> str:
+    """The rows outside memory a forget touches ("4 history rows, 1 summary"), or "" when none."""
+    return ", ".join(_place_parts(places))
+
+
+def _place_parts(places: Places) -> list[str]:
+    parts = []
+    for n, one, many in ((places.history, "history row", "history rows"), (places.summaries, "summary", "summaries"),
+                         (places.outbox, "outbox row", "outbox rows"),
+                         (places.inbox, "waiting message", "waiting messages")):
+        if n:
+            parts.append(_counted(n, one, many))
+    return parts
 
 
 def query_matches(query: str, texts: Sequence[str]) -> bool:
@@ -174,10 +217,13 @@ def query_matches(query: str, texts: Sequence[str]) -> bool:
 class Forgetter:
     """Plans and applies forgetting over the memory store."""
 
-    def __init__(self, store: MemoryStore, book: TombstoneBook, clock: Callable[[], datetime]) -> None:
+    def __init__(self, store: MemoryStore, book: TombstoneBook, clock: Callable[[], datetime], *,
+                 db: Database | None = None) -> None:
         self.store = store
         self.book = book
         self.clock = clock
+        # Where history, summaries, the outbox and the inbox live: a forget reaches them too.
+        self.db = db
 
     async def plan(self, person: str, query: str) -> ForgetPlan:
         """Records of ``person`` whose text or evidence holds every word of ``query``, or whose id it is."""
@@ -202,6 +248,11 @@ class Forgetter:
         previews = {r.id: r.text for r in matched_memories} | {
             n.record.id: n.record.text for n in matched_notes
         }
+        records = [*matched_memories, *(n.record for n in matched_notes)]
+        phrases = phrases_of([t for r in records for t in (r.text, *r.evidence)])
+        places = Places()
+        if self.db is not None:
+            places = (await self.db.run(scan, person, Redactor(query, phrases), apply=False)).places
         return ForgetPlan(
             person,
             query,
@@ -209,6 +260,8 @@ class Forgetter:
             tuple(m.id for m in matched_memories),
             unlink,
             previews,
+            phrases,
+            places,
         )
 
     async def apply(self, plan: ForgetPlan) -> ForgetResult:
@@ -226,17 +279,34 @@ class Forgetter:
             links += await self._unlink(memory_id, set(gone))
         await self.store.delete_notes([n.record.id for n in notes])
         await self.store.delete_memories([m.id for m in memories])
+        scrubbed = await self.store.scrub_log([*plan.note_ids, *plan.memory_ids])
         leftover = len(await self.store.get_notes(plan.note_ids)) + len(
             await self.store.get_memories(plan.memory_ids)
         )
-        result = ForgetResult(len(notes), len(memories), links, added, leftover)
+        scanned = Scanned(Places(), ())
+        if self.db is not None:
+            # Every place outside the store, in one transaction; then the log holding the old pages is emptied.
+            scanned = await self.db.run(scan, plan.person, plan.redactor, apply=True)
+            leftover += (await self.db.run(scan, plan.person, plan.redactor, apply=False)).places.total
+            busy, _frames, _copied = await self.db.run(checkpoint)
+            if busy:
+                log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
+        result = ForgetResult(len(notes), len(memories), links, added, leftover, scanned.places, scrubbed,
+                              scanned.conversations)
+        places = scanned.places
         log.info(
-            "forget applied person=%s notes=%d memories=%d links=%d tombstones=%d leftover=%d",
+            "forget applied person=%s notes=%d memories=%d links=%d tombstones=%d history=%d summaries=%d "
+            "outbox=%d inbox=%d chroma_log=%d leftover=%d",
             plan.person,
             result.notes_deleted,
             result.memories_deleted,
             links,
             added,
+            places.history,
+            places.summaries,
+            places.outbox,
+            places.inbox,
+            scrubbed,
             leftover,
         )
         return result
@@ -267,6 +337,8 @@ __all__ = [
     "Forgetter",
     "Status",
     "TombstoneBook",
+    "describe_counts",
+    "describe_places",
     "digest",
     "digests_of",
     "is_blocked",

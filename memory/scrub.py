@@ -1,0 +1,236 @@
+"""Forgetting beyond the memory store: the words a person asked kith to forget, out of every table.
+
+A forgotten fact lives on in more places than its memory: the message the person said it in, kith's
+reply that repeated it, the thread's rolling summary, the day's consolidation summary, the outbox
+rows that carried it (an ``/export`` file among them) and a message still waiting in the inbox.
+:class:`Redactor` decides what in a text is "the matching text"; :func:`scan` finds it in the
+person's rows and, when asked, rewrites it. The plan shown before confirming counts with the same
+scan, so it counts every place the forgetting will touch.
+
+What matches: every sentence that holds each content word of the forget query (the same whole-word
+rule that picks the memories), and every stretch that quotes a forgotten memory's text or evidence.
+Such a stretch becomes ``FORGOTTEN_MARK``; the rest of the row stays, so a conversation keeps its
+shape. Rows are the person's own messages (forwards included), kith's messages in threads the person
+wrote in, those threads' summaries and outbox rows, and the person's messages in the inbox.
+Other people's words are theirs to forget.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from core import history, people
+from core.db import metadata
+from delivery import inbox as inbox_table
+from delivery.inbox import PayloadError, from_payload, to_payload
+from delivery.outbox import outbox
+from memory.text import content_words, normalize, words_match
+
+FORGOTTEN_MARK = "[forgotten]"
+# Declared by the heartbeat, which builds on memory: found by name on the shared schema.
+CONSOLIDATION_CHUNKS = "consolidation_chunks"
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+_MARKS = re.compile(r"(?:\[forgotten\][\s.,;:!?…]*){2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Redactor:
+    """What a forget removes from a text: ``query``'s sentences and ``phrases`` (forgotten texts and quotes)."""
+
+    query: str
+    phrases: tuple[str, ...] = ()
+
+    def redact(self, text: str) -> str:
+        """``text`` with every matching stretch replaced by ``FORGOTTEN_MARK`` (pure)."""
+        if not text:
+            return text
+        out = text
+        wanted = set(content_words(self.query))
+        if wanted:
+            parts = []
+            at = 0
+            for match in _SENTENCE_END.finditer(out):
+                parts.append((out[at:match.start()], match.group(0)))
+                at = match.end()
+            parts.append((out[at:], ""))
+            out = "".join((FORGOTTEN_MARK if _holds(sentence, wanted) else sentence) + gap
+                          for sentence, gap in parts)
+        # Whole sentences first: a quote taken out first could leave its sentence without the query's words.
+        for pattern in self._patterns():
+            out = pattern.sub(FORGOTTEN_MARK, out)
+        if out == text:
+            return text
+        return _MARKS.sub(FORGOTTEN_MARK + " ", out).strip()
+
+    def matches(self, text: str) -> bool:
+        return self.redact(text) != text
+
+    def _patterns(self) -> list[re.Pattern[str]]:
+        patterns = []
+        for phrase in sorted({normalize(p) for p in self.phrases if p.strip()}, key=len, reverse=True):
+            words = [re.escape(w) for w in phrase.split(" ")]
+            patterns.append(re.compile(r"\s+".join(words), re.IGNORECASE))
+        return patterns
+
+
+def _holds(sentence: str, wanted: set[str]) -> bool:
+    if FORGOTTEN_MARK == sentence.strip():
+        return False
+    have = set(content_words(sentence))
+    return all(any(words_match(w, h) for h in have) for w in wanted)
+
+
+def redact_json(data: bytes, redact: Callable[[str], str]) -> bytes | None:
+    """An attachment with ``redact`` applied to every string in it (JSON, as ``/export`` writes), or None
+    when it is not JSON and holds matching text (dropped whole: its words cannot be told apart)."""
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        text = data.decode("utf-8", errors="replace")
+        return None if redact(text) != text else data
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    cleaned = walk(parsed)
+    if cleaned == parsed:
+        return data
+    return json.dumps(cleaned, ensure_ascii=False, indent=2).encode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class Places:
+    """Rows outside the memory store that hold the matching text: counted for the plan, rewritten on apply."""
+
+    history: int = 0
+    summaries: int = 0
+    outbox: int = 0
+    inbox: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(getattr(self, f.name) for f in fields(self))
+
+
+@dataclass(frozen=True, slots=True)
+class Scanned:
+    places: Places
+    conversations: tuple[str, ...]  # threads whose history or summary changed (their cached windows are stale)
+
+
+def scan(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> Scanned:
+    """Count (and with ``apply`` rewrite) the person's rows that hold the matching text."""
+    accounts = [a.account for a in people.accounts_of(conn, person)]
+    rows, summaries, conversations, chats = history.forget_text(conn, person=person, accounts=accounts,
+                                                               redact=redactor.redact, apply=apply)
+    consolidated = _consolidation_summaries(conn, person, redactor, apply=apply)
+    recipients = {tuple(a.split(":", 1)) for a in accounts if ":" in a}
+    sent = _outbox(conn, chats, recipients, redactor, apply=apply)
+    waiting = _inbox(conn, set(accounts), chats, redactor, apply=apply)
+    return Scanned(Places(rows, summaries + consolidated, sent, waiting), tuple(sorted(conversations)))
+
+
+def _outbox(conn: Connection, chats: set[tuple[str, str]], recipients: set[tuple[str, ...]],
+            redactor: Redactor, *, apply: bool) -> int:
+    if not chats and not recipients:
+        return 0
+    platforms = {p for p, _c in chats} | {r[0] for r in recipients}
+    query = sa.select(outbox.c.id, outbox.c.platform, outbox.c.chat_id, outbox.c.recipient_id, outbox.c.text,
+                      outbox.c.attachment, outbox.c.attachment_name).where(outbox.c.platform.in_(sorted(platforms)))
+    found = 0
+    for row in conn.execute(query.order_by(outbox.c.id)).all():
+        if (row.platform, row.chat_id) not in chats and (row.platform, row.recipient_id or "") not in recipients:
+            continue
+        text = redactor.redact(row.text)
+        attachment = row.attachment
+        if attachment is not None:
+            attachment = redact_json(bytes(attachment), redactor.redact)
+        if text == row.text and attachment == row.attachment:
+            continue
+        found += 1
+        if apply:
+            # A file that cannot be cleaned goes whole: the reply's text still says what it was.
+            conn.execute(outbox.update().where(outbox.c.id == row.id).values(
+                text=text, attachment=attachment, attachment_name=row.attachment_name if attachment else None))
+    return found
+
+
+def _inbox(conn: Connection, accounts: set[str], chats: set[tuple[str, str]], redactor: Redactor, *,
+           apply: bool) -> int:
+    table = inbox_table.inbox
+    found = 0
+    for row in conn.execute(sa.select(table.c.id, table.c.payload).order_by(table.c.id)).all():
+        try:
+            message = from_payload(row.payload)
+        except PayloadError:
+            continue  # the inbox answers an unreadable row honestly and drops it
+        if message.account not in accounts and (message.platform, message.chat_id) not in chats:
+            continue
+        if message.text.startswith("/"):
+            continue  # a command, the /forget being answered among them: it leaves the inbox with its answer
+        text = redactor.redact(message.text)
+        if text == message.text:
+            continue
+        found += 1
+        if apply:
+            fields_ = json.loads(to_payload(message))
+            fields_["text"] = text
+            conn.execute(table.update().where(table.c.id == row.id).values(
+                payload=json.dumps(fields_, ensure_ascii=True)))
+    return found
+
+
+def _consolidation_summaries(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> int:
+    table = metadata.tables.get(CONSOLIDATION_CHUNKS)
+    if table is None:
+        return 0
+    found = 0
+    for row in conn.execute(sa.select(table.c.id, table.c.summaries).where(
+            table.c.summaries.contains(person))).all():
+        try:
+            by_person = json.loads(row.summaries)
+        except ValueError:
+            continue
+        if not isinstance(by_person, dict) or not isinstance(by_person.get(person), str):
+            continue
+        text = redactor.redact(by_person[person])
+        if text == by_person[person]:
+            continue
+        found += 1
+        if apply:
+            by_person[person] = text
+            conn.execute(table.update().where(table.c.id == row.id).values(summaries=json.dumps(by_person)))
+    return found
+
+
+def checkpoint(conn: Connection) -> tuple[int, int, int]:
+    """Copy SQLite's write-ahead log into the database and empty it, so the words rewritten above are
+    nowhere in the log file; (busy, log frames, frames copied) as SQLite reports them, (0, 0, 0) elsewhere.
+
+    Run as the first statement of its transaction: SQLite refuses a checkpoint inside one.
+    """
+    if conn.dialect.name != "sqlite":
+        return (0, 0, 0)
+    row = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").first()
+    return (int(row[0]), int(row[1]), int(row[2])) if row is not None else (0, 0, 0)
+
+
+def phrases_of(texts: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(normalize(t) for t in texts if t.strip()))
+
+
+__all__ = ["FORGOTTEN_MARK", "Places", "Redactor", "Scanned", "checkpoint", "phrases_of", "redact_json", "scan"]
