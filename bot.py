@@ -17,6 +17,7 @@ from collections.abc import Callable
 from core import loop
 from core.config import ConfigError, Settings, load_settings
 from core.instance import DataDirUnusable, usable_data_dir
+from core.private_files import owner_only_umask
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -129,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    owner_only_umask()  # before any file is made: the database, its log, Chroma, exports are the owner's alone
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

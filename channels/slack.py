@@ -637,8 +637,10 @@ class SlackChannel:
         """The ts of our message carrying ``marker``, posted since ``since``; None when not found or not looked for.
 
         A thread is read with conversations.replies, a conversation's top level with conversations.history;
-        both need the history scope of the conversation's kind (im:history for DMs). Without it, or with Slack
-        unreachable, the chunk is simply sent again: the doubt was already counted.
+        both need the history scope of the conversation's kind (im:history for DMs). Where Slack refuses the
+        look for good (no such scope), the chunk is simply sent again: the doubt was already counted. Where the
+        look itself fails for now (Slack unreachable, busy, rate limited), a SendError says try later: a blind
+        resend then would post it twice just as the outage that lost the answer goes on.
         """
         me = self._me
         if me is None:
@@ -662,8 +664,13 @@ class SlackChannel:
                     return None
                 arguments["cursor"] = cursor
         except (SlackApiError, *_NETWORK_ERRORS) as exc:
-            log.info("slack lookup of a lost send failed chat=%s error=%s", channel, _error_label(exc))
-            return None
+            error = send_error_for(exc)
+            log.info("slack lookup of a lost send failed chat=%s error=%s permanent=%s", channel, _error_label(exc),
+                     error.permanent)
+            if error.permanent:
+                return None
+            # Nothing was posted by a look: its failure is an ordinary transient one, never a doubt.
+            raise SendError(f"slack: lookup failed ({_error_label(exc)})", retry_after=error.retry_after) from exc
         log.info("slack lookup of a lost send gave up chat=%s pages=%d", channel, SLACK_LOOKUP_PAGES)
         return None
 

@@ -16,6 +16,7 @@ from core.conversation import ConversationCore
 from core.db import Database
 from core.linking import Linker
 from core.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
+from core.private_files import tighten
 from core.router import Router
 from core.tunables import (
     GC_THRESHOLDS,
@@ -152,6 +153,7 @@ class App:
 
 def open_database(settings: Settings) -> Database:
     settings.storage.data_path().mkdir(parents=True, exist_ok=True)
+    tighten(settings.storage.data_path())  # made by an older kith, or under a looser umask
     db = Database(settings.storage.resolved_database_url())
     db.create_all()
     return db

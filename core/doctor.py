@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from core.config import ConfigError, Settings, load_settings
+from core.private_files import looser_than_owner
 
 
 @dataclass(frozen=True)
@@ -15,9 +16,10 @@ class CheckResult:
     name: str
     ok: bool
     detail: str
+    warn: bool = False  # passed, with something the operator should look at
 
     def line(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"
+        return f"{('warn' if self.warn else 'ok  ') if self.ok else 'FAIL'}  {self.name}: {self.detail}"
 
 
 async def check_data_dir(settings: Settings) -> CheckResult:
@@ -29,7 +31,11 @@ async def check_data_dir(settings: Settings) -> CheckResult:
     except OSError as exc:
         return CheckResult("data directory", False, f"{path} is not writable ({exc.strerror}); "
                            "set [storage] data_dir")
-    return CheckResult("data directory", True, f"{path} is writable")
+    loose = looser_than_owner(path)
+    if loose:
+        return CheckResult("data directory", True, f"{path} is writable, but {len(loose)} of its paths can be read by "
+                           f"other users (e.g. {loose[0]}); run chmod -R go-rwx {path}", warn=True)
+    return CheckResult("data directory", True, f"{path} is writable and readable by its owner only")
 
 
 async def check_database(settings: Settings) -> CheckResult:

@@ -232,3 +232,21 @@ async def test_a_send_lost_just_before_a_restart_is_looked_for_by_the_next_proce
     assert [p.text for p in api.posted] == ["across"]
     assert _post_calls(api) == ["chat.postMessage", "conversations.history"]
     assert done is not None and done.status is outbox.OutboxStatus.SENT
+
+
+async def test_a_look_that_fails_for_now_is_tried_again_rather_than_posting_blind(
+    people: FakeSlack, db: Database, journal: InboundJournal, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = people
+    chat = api.dm_channel(ALICE)
+    caplog.set_level(logging.INFO)
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.answer_slowly("chat.postMessage", LATE_S)
+        api.fail_next("conversations.history", "internal_error", status=503)
+        api.fail_next("conversations.history", "ratelimited", retry_after=1)
+        entry_id = await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text="patience"))
+        doubts = await db.run(outbox.doubts, entry_id)
+
+    assert [p.text for p in api.posted] == ["patience"]
+    assert _post_calls(api) == ["chat.postMessage"] + ["conversations.history"] * 3
+    assert doubts == [(entry_id, 0)] and _doubted(caplog) == 1
