@@ -96,6 +96,44 @@ async def test_what_a_dead_process_never_took_in_is_caught_up_at_the_next_start(
     assert sorted(m.text for m in left.undecided) == sorted(m.text for m in first.messages + second.messages)
 
 
+class _DiesBeforeJournaling(InboundJournal):
+    """A process's journal that never gets to commit the next event: it dies with the event in hand."""
+
+    def __init__(self, db: Database, *, after: int) -> None:
+        super().__init__(db, inbox=MessageInbox(db))
+        self._left = after
+        self.reached = asyncio.Event()
+
+    async def record_batch(self, *args: Any, **kwargs: Any) -> set[str]:
+        if self._left == 0:
+            self.reached.set()
+            await asyncio.Event().wait()  # never: cancelled when the "process" ends
+        self._left -= 1
+        return await super().record_batch(*args, **kwargs)
+
+
+async def test_an_event_the_gateway_gave_a_dying_process_is_answered_by_the_next(world: World,
+                                                                                db: Database) -> None:
+    api = world.api
+    dying = _DiesBeforeJournaling(db, after=1)
+    first = Inbox()
+    channel = DiscordChannel(DiscordSettings(ready_timeout_s=WAIT_S), FAKE_DISCORD_TOKEN, journal=dying,
+                             cursors=Cursors(db), stop_grace_s=0.05, guild_ready_timeout_s=0.05)
+    async with running(channel, first):
+        api.push_message(world.alice_dm, ALICE, "hello")
+        await first.wait_for(1)
+        api.push_message(world.alice_dm, ALICE, "are you still there?")  # sent on the session, never journaled
+        await asyncio.wait_for(dying.reached.wait(), WAIT_S)
+
+    second = Inbox()
+    async with running(_channel(db), second):  # a fresh IDENTIFY: Discord replays nothing to it
+        await second.wait_for(1)
+        await asyncio.sleep(0.1)
+
+    assert [r.accepted for r in api.resumes] == [] and len(api.identifies) == 2
+    assert first.texts == ["hello"] and second.texts == ["are you still there?"]
+
+
 async def test_a_session_discord_would_not_resume_is_caught_up(world: World, db: Database) -> None:
     api = world.api
     inbox = Inbox()
