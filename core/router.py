@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from core.conversation import ConversationCore, reply_to
 from core.db import Connection
 from core.failures import describe, traceback_of
-from core.linking import Linker
 from core.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S
 from core.types import ButtonPress, Channel, InboundMessage, OutboundMessage
 from delivery import inbox
@@ -41,7 +40,7 @@ class Router:
                  gate: PolicyGate, journal: InboundJournal, *, debounce_s: float, typing_refresh_s: float,
                  typing_delay_s: float = 0.0,
                  commands: CommandHandler | None = None,
-                 buttons: ButtonAnswer | None = None, linker: Linker | None = None,
+                 buttons: ButtonAnswer | None = None,
                  pending: CommandHandler | None = None,
                  immediate: frozenset[str] = frozenset({"console"}),
                  kept: Inbox | None = None, retry_backoff_s: float = INBOX_RETRY_BACKOFF_S,
@@ -53,7 +52,6 @@ class Router:
         self.journal = journal
         self.commands = commands
         self.buttons = buttons
-        self.linker = linker
         self.pending = pending  # answers to an open question (e.g. "the first") before the conversation
         self.typing_refresh_s = typing_refresh_s
         self.typing_delay_s = typing_delay_s
@@ -106,23 +104,10 @@ class Router:
         """The channel's handler: returns once the message is recorded and queued (or dropped)."""
         event_id = f"msg:{message.message_id}"
         keep = self._keeper(message)
-        failed_link: OutboundMessage | None = None  # an unknown or expired code: told only if the policy allows
         try:
-            if self.linker is not None and self.linker.wants(message) and self.gate.takes_dms(message.platform):
-                # Before policy: a valid code is itself the proof that lets a new account in.
-                if not await self.journal.record(message.platform, event_id):
-                    raise Redelivered(event_id)
-                redeemed = await self.linker.redeem_message(message)
-                if redeemed is not None and redeemed.notice:
-                    if self.inbox is not None and self._keeps(message):
-                        await self.inbox.forget_undecided(message)
-                    await self.worker.submit(redeemed, source=message.message_id)
-                    return
-                failed_link = redeemed
-                decision = await self.gate.check_inbound(message, then=keep)
-            else:
-                decision = await self.gate.check_inbound(message, first=functools.partial(
-                    self.journal.record_within, platform=message.platform, event_id=event_id), then=keep)
+            # A /link CODE too: a code is no pass past the policy (see core.linking).
+            decision = await self.gate.check_inbound(message, first=functools.partial(
+                self.journal.record_within, platform=message.platform, event_id=event_id), then=keep)
         except Redelivered:
             log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
                      message.message_id)
@@ -135,9 +120,6 @@ class Router:
             await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)
             return
         if not decision.allowed:
-            return
-        if failed_link is not None:
-            await self.worker.submit(failed_link, source=message.message_id, also=self._answered(message))
             return
         if message.platform in self.immediate:
             await self.take_turn(message)

@@ -49,6 +49,8 @@ async def test_a_fact_said_on_telegram_is_recalled_on_slack_after_linking(
     _env(monkeypatch)
     slack_api.add_user(SLACK_USER, "ana")
     settings = _settings(make_settings, fake_llm, telegram_api, slack_api, capture=True)
+    # A code is redeemed only from an account the policy lets in.
+    settings = dataclasses.replace(settings, policy={"telegram": {"dm": "open"}, "slack": {"dm": "open"}})
 
     def route(request):
         if request["messages"][0]["content"].startswith(CAPTURE_PROMPT_START):
@@ -73,13 +75,19 @@ async def test_a_fact_said_on_telegram_is_recalled_on_slack_after_linking(
 
         slack_api.push_dm(SLACK_USER, f"/link {code}")
         posts = await slack_api.wait_for_posts(1)
-        assert posts[0].text.startswith("Linked")
+        assert "confirm" in posts[0].text  # linked only once the Telegram account says yes
+        question = (await telegram_api.wait_for_sent(3))[2]
+        yes = next(row[0]["callback_data"] for row in question.reply_markup["inline_keyboard"]
+                   if row[0]["text"] == "Yes")
+        telegram_api.push_callback_query(TG_USER, TG_USER, yes)
+        posts = await slack_api.wait_for_posts(2)
+        assert posts[1].text.startswith("Linked")
         assert app.db.run_sync(people.person_of, f"slack:{fake_slack.TEAM_ID}:{SLACK_USER}") == \
             app.db.run_sync(people.person_of, f"telegram:{TG_USER}")
 
         fake_llm.default = lambda _r: "Biscuit again? Classic."
         slack_api.push_dm(SLACK_USER, "guess who knocked over the plant today, my cat")
-        posts = await slack_api.wait_for_posts(2, timeout=15)
+        posts = await slack_api.wait_for_posts(3, timeout=15)
         replies = [r for r in fake_llm.requests if not r["messages"][0]["content"].startswith(CAPTURE_PROMPT_START)]
         assert replies[-1]["messages"][-1]["content"] == "guess who knocked over the plant today, my cat"
         system = replies[-1]["messages"][0]["content"]

@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import io
 import json
+import logging
 
 from channels.terminal import TerminalChannel
 from core import people
@@ -26,12 +27,29 @@ import_litellm()
 TG_USER = 4242
 
 
-async def test_link_code_joins_a_telegram_account_to_the_console_person(telegram_api, fake_llm, make_settings,
-                                                                         monkeypatch) -> None:
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    settings = dataclasses.replace(
+def _settings(make_settings, fake_llm, telegram_api, *, dm: str = "open", capture: bool = False):
+    return dataclasses.replace(
         make_settings(fake_llm), telegram=TelegramSettings(base_url=telegram_api.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=20), memory=MemorySettings(embedder="none", capture=True))
+        delivery=DeliverySettings(debounce_ms=20), memory=MemorySettings(embedder="none", capture=capture),
+        policy={"telegram": {"dm": dm}})
+
+
+async def _started(settings, monkeypatch, out: io.StringIO):
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+    app = await build_app(settings, warm_llm=False)
+    terminal = TerminalChannel(stdin=io.StringIO(""), stdout=out, user="ana", interactive=False)
+    await app.start_channels([terminal, *platform_channels(settings, app)])
+    assert app.router is not None
+    return app
+
+
+def _texts(telegram_api, user: int) -> list[str]:
+    return [m.visible_text for m in telegram_api.sent if m.chat_id == user]
+
+
+async def test_a_code_links_only_after_the_first_account_says_yes(telegram_api, fake_llm, make_settings,
+                                                                  monkeypatch) -> None:
+    settings = _settings(make_settings, fake_llm, telegram_api, capture=True)
 
     def route(request):  # capture keeps the dog fact the person stated, quoting their own words
         if request["messages"][0]["content"].startswith("The transcript and the stored memories"):
@@ -40,10 +58,8 @@ async def test_link_code_joins_a_telegram_account_to_the_console_person(telegram
         return None
 
     fake_llm.route = route
-    app = await build_app(settings, warm_llm=False)
     out = io.StringIO()
-    terminal = TerminalChannel(stdin=io.StringIO(""), stdout=out, user="ana", interactive=False)
-    await app.start_channels([terminal, *platform_channels(settings, app)])
+    app = await _started(settings, monkeypatch, out)
     try:
         assert app.router is not None
         await app.router.on_message(inbound("my dog is Luna, she is a beagle"))
@@ -51,29 +67,115 @@ async def test_link_code_joins_a_telegram_account_to_the_console_person(telegram
         await app.router.on_message(inbound("/link"))
         code = out.getvalue().split("Your link code is ")[1][:8]
 
-        telegram_api.push_text(TG_USER, TG_USER, "hello?")  # not paired: a pairing code, nothing more
-        await telegram_api.wait_for_sent(1)
-        assert "pairing code" in telegram_api.sent[0].visible_text
-
         telegram_api.push_text(TG_USER, TG_USER, f"/link {code.lower()}")
+        await telegram_api.wait_for_sent(1)
+        assert "confirm" in telegram_api.sent[0].visible_text
+        # Asked on the console, the account that asked for the code; nothing is linked before it answers.
+        assert app.worker is not None
+        await app.worker.wait_idle()
+        assert f"Link telegram:{TG_USER} to you?" in out.getvalue()
+        console_person = app.db.run_sync(people.person_of, "console:ana")
+        assert app.db.run_sync(people.person_of, f"telegram:{TG_USER}") != console_person
+
+        await app.router.on_message(inbound("/link yes"))
+        assert f"Linked: telegram:{TG_USER} is you too." in out.getvalue()
         await telegram_api.wait_for_sent(2)
         assert telegram_api.sent[1].visible_text.startswith("Linked")
 
         fake_llm.default = lambda _r: "Of course, how is Luna?"
         telegram_api.push_text(TG_USER, TG_USER, "it's me from telegram")
         await telegram_api.wait_for_sent(3, timeout=15)
-        assert telegram_api.sent[2].visible_text == "Of course, how is Luna?"  # policy follows the person
+        assert telegram_api.sent[2].visible_text == "Of course, how is Luna?"
 
-        console_person = app.db.run_sync(people.person_of, "console:ana")
         assert app.db.run_sync(people.person_of, f"telegram:{TG_USER}") == console_person
         assert app.memory is not None
         notes = await app.memory.list_notes(console_person)
         assert [n.record.text for n in notes] == ["Ana's dog is Luna"]
 
-        # a used code cannot link a second account
-        reply = await app.linker.redeem_message(inbound(f"/link {code}", platform="telegram", chat_id="77",
-                                                        sender_id="77"))
-        assert reply is not None and "unknown or has expired" in reply.text
+        # A used code cannot link a second account.
+        telegram_api.push_text(77, 77, f"/link {code}")
+        await telegram_api.wait_until(lambda: bool(_texts(telegram_api, 77)))
+        assert "unknown or has expired" in _texts(telegram_api, 77)[0]
+    finally:
+        await app.close()
+
+
+async def test_an_account_the_policy_keeps_out_cannot_redeem_a_real_code(telegram_api, fake_llm, make_settings,
+                                                                        monkeypatch) -> None:
+    out = io.StringIO()
+    app = await _started(_settings(make_settings, fake_llm, telegram_api, dm="pairing"), monkeypatch, out)
+    try:
+        assert app.router is not None
+        await app.router.on_message(inbound("/link"))
+        code = out.getvalue().split("Your link code is ")[1][:8]
+        telegram_api.push_text(TG_USER, TG_USER, f"/link {code}")  # never paired
+        await telegram_api.wait_for_sent(1)
+        assert "pairing code" in telegram_api.sent[0].visible_text
+        assert app.worker is not None
+        await app.worker.wait_idle()
+        assert "to you?" not in out.getvalue()  # the first account is not even asked
+        console_person = app.db.run_sync(people.person_of, "console:ana")
+        assert [a.account for a in app.db.run_sync(people.accounts_of, console_person)] == ["console:ana"]
+    finally:
+        await app.close()
+
+
+async def test_without_the_first_accounts_yes_nothing_is_linked(telegram_api, fake_llm, make_settings,
+                                                                monkeypatch) -> None:
+    first, second = 5001, 5002
+    app = await _started(_settings(make_settings, fake_llm, telegram_api), monkeypatch, io.StringIO())
+    try:
+        telegram_api.push_text(first, first, "/link")
+        await telegram_api.wait_until(lambda: bool(_texts(telegram_api, first)))
+        code = _texts(telegram_api, first)[0].split("Your link code is ")[1][:8]
+        telegram_api.push_text(second, second, f"/link {code}")
+        await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 2 and bool(
+            _texts(telegram_api, second)))
+        question = [m for m in telegram_api.sent if m.chat_id == first][1]
+        assert question.visible_text.startswith(f"Link telegram:{second} to you?")
+        buttons = {row[0]["text"]: row[0]["callback_data"] for row in question.reply_markup["inline_keyboard"]}
+        assert set(buttons) == {"Yes", "No"}
+
+        # The claimer pressing the first account's Yes does nothing.
+        telegram_api.push_callback_query(second, second, buttons["Yes"])
+        await telegram_api.wait_until(lambda: len(_texts(telegram_api, second)) == 2)
+        assert _texts(telegram_api, second)[1] == "Only the account that asked for this code can answer."
+        first_person = app.db.run_sync(people.person_of, f"telegram:{first}")
+        assert app.db.run_sync(people.person_of, f"telegram:{second}") != first_person
+
+        telegram_api.push_callback_query(first, first, buttons["No"])
+        await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 3)
+        assert _texts(telegram_api, first)[2].startswith("Not linked")
+        telegram_api.push_callback_query(first, first, buttons["Yes"])  # too late: the code is used up
+        await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 4)
+        assert _texts(telegram_api, first)[3] == "No link is waiting for your answer."
+        assert app.db.run_sync(people.person_of, f"telegram:{second}") != first_person
+        assert len(app.db.run_sync(people.accounts_of, first_person)) == 1
+    finally:
+        await app.close()
+
+
+async def test_guessing_codes_stops_after_five_failures_and_is_logged(telegram_api, fake_llm, make_settings,
+                                                                     monkeypatch, caplog) -> None:
+    first, guesser = 5101, 5102
+    app = await _started(_settings(make_settings, fake_llm, telegram_api), monkeypatch, io.StringIO())
+    try:
+        telegram_api.push_text(first, first, "/link")
+        await telegram_api.wait_until(lambda: bool(_texts(telegram_api, first)))
+        code = _texts(telegram_api, first)[0].split("Your link code is ")[1][:8]
+        with caplog.at_level(logging.INFO, logger="kith.linking"):
+            for i, guess in enumerate(["AAAAAAAA", "BBBBBBBB", "CCCCCCCC", "DDDDDDDD", "EEEEEEEE", code]):
+                telegram_api.push_text(guesser, guesser, f"/link {guess}")
+                await telegram_api.wait_until(lambda n=i: len(_texts(telegram_api, guesser)) == n + 1)
+        answers = _texts(telegram_api, guesser)
+        assert all("unknown or has expired" in a for a in answers[:5])
+        assert answers[5].startswith("Too many link codes")  # the right code, after five wrong ones: refused
+        assert len(_texts(telegram_api, first)) == 1  # the first account was never asked
+        failed = [r for r in caplog.records if r.getMessage().startswith("link code failed")]
+        assert len(failed) == 5 and all(f"account=telegram:{guesser}" in r.getMessage() for r in failed)
+        assert any(r.getMessage().startswith("link refused") and f"account=telegram:{guesser}" in r.getMessage()
+                   for r in caplog.records)
+        assert code not in caplog.text
     finally:
         await app.close()
 
