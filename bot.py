@@ -3,7 +3,8 @@
 
 This file parses the command line and wires the parts; the logic lives in the packages.
 Heavy libraries (litellm, chromadb, the platform SDKs) are imported only by the commands
-that need them, so ``--help`` and the operator commands stay fast.
+that need them, so ``--help`` stays fast; an operator command sent to a running bot imports
+none of them (core/control).
 """
 
 from __future__ import annotations
@@ -56,45 +57,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return loop.run(run_doctor(args.config or os.environ.get("KITH_CONFIG") or None))
 
 
-def cmd_pairing(args: argparse.Namespace) -> int:
-    from core.app import open_database
-    from policy.cli import run_pairing
+def _operator(name: Callable[[argparse.Namespace], str]) -> Callable[[argparse.Namespace], int]:
+    """An operator command: run by the bot on its data directory, or here holding its lock (core/control)."""
 
-    db = open_database(_settings(args))
-    try:
-        return run_pairing(db, args)
-    finally:
-        db.close()
+    def command(args: argparse.Namespace) -> int:
+        from core.control.dispatch import run_command
 
+        return run_command(_settings(args), name(args), args)
 
-def cmd_memory(args: argparse.Namespace) -> int:
-    from memory.cli import run_memory
-
-    return run_memory(_settings(args), args)
+    return command
 
 
-def cmd_people(args: argparse.Namespace) -> int:
-    from core.people_cli import run_people
-
-    return run_people(_settings(args), args)
-
-
-def cmd_consolidate(args: argparse.Namespace) -> int:
-    from heartbeat.cli import run_consolidate
-
-    return run_consolidate(_settings(args), args)
-
-
-def cmd_heartbeat(args: argparse.Namespace) -> int:
-    from heartbeat.cli import run_heartbeat
-
-    return run_heartbeat(_settings(args), args)
-
-
-def cmd_decay(args: argparse.Namespace) -> int:
-    from heartbeat.cli import run_decay
-
-    return run_decay(_settings(args), args)
+cmd_pairing = _operator(lambda args: f"pairing.{args.pairing_action}")
+cmd_memory = _operator(lambda args: f"memory.{args.memory_command}")
+cmd_people = _operator(lambda args: f"people.{args.people_action}")
+cmd_consolidate = _operator(lambda _args: "consolidate")
+cmd_heartbeat = _operator(lambda _args: "heartbeat")
+cmd_decay = _operator(lambda _args: "decay")
 
 
 def build_parser() -> argparse.ArgumentParser:

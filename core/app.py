@@ -97,7 +97,7 @@ class App:
                              debounce_s=self.settings.delivery.debounce_ms / 1000,
                              typing_refresh_s=self.settings.delivery.typing_refresh_s,
                              typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
-                             buttons=self.commands.press,
+                             buttons=self.commands.press, linker=self.linker,
                              pending=self.memory_commands.answer_if_pending if self.memory_commands else None,
                              kept=self.inbox)
         left = await self.inbox.leftovers()  # before any channel takes a message in itself
@@ -190,17 +190,17 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
                               on_change=recall.forget_pinned, drop_window=core.windows.drop)
 
-    async def moved(old: str, new: str) -> None:  # a linked account's person: everything follows
-        await memory.reassign(old, new)
+    async def moved(old: str, new: str) -> dict[str, int]:  # a linked account's person: everything follows
+        counts = await memory.reassign(old, new)
         await questions.reassign(old, new)
         await pauses.reassign(old, new)
         await goals.reassign(old, new)
+        return counts
 
     commands = ChatCommands(settings.persona.name)
-    linker = Linker(db, clock, on_moved=moved, worker=lambda: app.worker)
+    linker = Linker(db, clock, on_moved=moved)
     commands.register("link", "use me from another platform as the same person", linker.issue)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
-    commands.register_button("l", linker.press)
     inbox = Inbox(db, clock=clock)
     app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
               journal=InboundJournal(db, clock=clock, inbox=inbox), inbox=inbox, cursors=Cursors(db),

@@ -1,9 +1,12 @@
 """The long-running commands: ``run`` (every channel) and ``chat`` (the terminal).
 
 Ctrl-C and SIGTERM end either one the same way, whenever they come (while it starts, too): the
-running command is cancelled once, closes everything it opened (the model process last among the
-parts), and only then is the data directory's lock released. A second signal changes nothing: the
-close under way is already as short as it can be.
+running command is cancelled once, closes everything it opened (the control channel first, the
+model process last among the parts), and only then is the data directory's lock released. A second
+signal changes nothing: the close under way is already as short as it can be.
+
+While either runs, it owns the data directory: operator commands reach it over its control channel
+(:mod:`core.control`) instead of opening the stores beside it.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from collections.abc import Awaitable, Callable
 
 from core.app import App, build_app, freeze_startup_heap
 from core.config import Settings
+from core.control.serve import serve_control
 from core.hints import llm_failure_hint
-from core.instance import AlreadyRunning, sole_bot
+from core.instance import AlreadyRunning, DataDirLock, take_for_bot
 from core.types import Channel
 from persona.llm import LLMError
 
@@ -76,13 +80,24 @@ async def run_all(settings: Settings) -> int:
 
 
 async def _as_sole_bot(settings: Settings, body: Callable[[Settings], Awaitable[int]]) -> int:
-    """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it."""
+    """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it.
+
+    An operator command holding the lock is waited for (one line says so): it ends on its own, and the
+    bot must not open the stores before it has.
+    """
+    lock = DataDirLock(settings.storage.data_path())
+
+    async def locked() -> int:
+        await take_for_bot(lock, lambda line: print(f"kith: {line}", file=sys.stderr, flush=True))
+        return await body(settings)
+
     try:
-        with sole_bot(settings.storage.data_path()):
-            return await until_signalled(body(settings))
+        return await until_signalled(locked())
     except AlreadyRunning as exc:
         print(f"kith: {exc}", file=sys.stderr)
         return 1
+    finally:
+        lock.release()  # last: everything the bot opened is closed
 
 
 async def until_signalled(body: Awaitable[int]) -> int:
@@ -118,11 +133,15 @@ async def _chat(settings: Settings) -> int:
     app = await build_app(settings)
     app.core.on_llm_error = _hint_once(settings)
     terminal = TerminalChannel(persona_name=settings.persona.name)
+    control = None
     try:
         await app.start_channels([terminal])
+        control = await serve_control(app)  # operator commands now run here, never beside
         freeze_startup_heap()
         await terminal.closed.wait()  # the end of input; Ctrl-C and SIGTERM cancel this wait
     finally:
+        if control is not None:
+            await control.close()
         await app.close()
     return 0
 
@@ -136,14 +155,18 @@ async def _run_all(settings: Settings) -> int:
     app = await build_app(settings)
     channels = platform_channels(settings, app)
     app.core.on_llm_error = _hint_once(settings)
+    control = None
     try:
         started = await app.start_channels(channels)
         if not started:
             print("kith: no channel could start; see the log above", file=sys.stderr)
             return 1
+        control = await serve_control(app)  # operator commands now run here, never beside
         freeze_startup_heap()
         print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
         await asyncio.Event().wait()  # until Ctrl-C or SIGTERM cancels it (until_signalled)
     finally:
+        if control is not None:
+            await control.close()
         await app.close()
     return 0

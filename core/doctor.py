@@ -1,14 +1,26 @@
-"""``bot.py doctor``: one clear line per check, and an exit code that says whether all passed."""
+"""``bot.py doctor``: one clear line per check, and an exit code that says whether all passed.
+
+The store checks (database, Chroma, embedder) never open a store beside a running bot: with a bot on
+the data directory they are run by the bot, on its own open stores, over the control channel; with none
+doctor holds the data directory's lock while it opens them (:mod:`core.control`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from core.config import ConfigError, Settings, load_settings
+from core.control.dispatch import call_for_data
+from core.instance import DataDirUnusable, usable_data_dir
 from core.private_files import looser_than_owner
+
+if TYPE_CHECKING:
+    from memory.embedders import EmbedderStatus
 
 
 @dataclass(frozen=True)
@@ -101,9 +113,40 @@ async def check_discord(settings: Settings) -> CheckResult:
     return CheckResult("discord", ok, detail)
 
 
+def embedder_result(status: EmbedderStatus) -> CheckResult:
+    """The embedder's line from its status (a running bot's, or one just probed)."""
+    ok = status.ready or status.disabled
+    if status.ready:
+        detail = f"{status.configured} ready ({status.dim} dimensions)"
+    elif status.disabled:
+        detail = "none: memory search is lexical (BM25) by configuration"
+    else:
+        detail = f"{status.configured} unavailable ({status.reason}); memory stays on its lexical path"
+    return CheckResult("embedder", ok, detail)
+
+
 Check = Callable[[Settings], Awaitable[CheckResult]]
+STORE_CHECKS = ("database", "chroma", "embedder")  # run by the data directory's host (a running bot, or here)
 CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_telegram,
                        check_slack, check_discord]
+
+
+def _store_results(settings: Settings) -> dict[str, CheckResult]:
+    """The store checks' results from the data directory's host: the running bot, or this process holding the
+    lock. Empty when the data directory cannot hold a lock (the checks then run here and report why)."""
+    try:
+        usable_data_dir(settings.storage.data_path())
+    except DataDirUnusable:
+        return {}
+
+    def say(line: str) -> None:
+        print(f"kith: {line}", file=sys.stderr)
+
+    code, data = call_for_data(settings, "doctor.stores", say)
+    if code != 0 or not isinstance(data, list):
+        return {name: CheckResult(name, False, "the data directory's host did not answer") for name in STORE_CHECKS}
+    return {r["name"]: CheckResult(str(r["name"]), bool(r["ok"]), str(r["detail"])) for r in data
+            if isinstance(r, dict) and r.get("name") in STORE_CHECKS}
 
 
 async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:
@@ -113,13 +156,21 @@ async def run_doctor(config_path: str | None, checks: list[Check] | None = None)
         print(CheckResult("config", False, str(exc)).line())
         return 1
     print(CheckResult("config", True, settings.source if config_path else "defaults (no config file)").line())
+    checks = checks or CHECKS
+    stores: dict[str, Any] = {}
+    if any(_name_of(check) in STORE_CHECKS for check in checks):
+        stores = await asyncio.to_thread(_store_results, settings)
     failed = 0
-    for check in checks or CHECKS:
-        result = await check(settings)
+    for check in checks:
+        result = stores.get(_name_of(check)) or await check(settings)
         print(result.line())
         sys.stdout.flush()
         failed += not result.ok
     return 1 if failed else 0
+
+
+def _name_of(check: Check) -> str:
+    return getattr(check, "__name__", "").removeprefix("check_")
 
 
 __all__ = ["CHECKS", "CheckResult", "run_doctor"]

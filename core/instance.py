@@ -1,10 +1,21 @@
-"""One bot per data directory: a second ``bot.py run`` or ``chat`` on the same data refuses to start.
+"""One writer per data directory: the lock every command that keeps data takes, and who holds it.
 
 Two bots on one database would both answer what a crash left in the inbox, both run the heartbeat's
-jobs from the shared job store, and both take up the same outbox lanes. The lock is the operating
-system's (``flock`` on POSIX), on a file beside the database, so it goes with its process however
-that ends (``kill -9`` included) and needs no clean-up. The one-shot operator commands (``memory``,
-``heartbeat --now``, ``consolidate``) do not take it: they are meant to run beside the bot.
+jobs from the shared job store, and both take up the same outbox lanes; two embedded Chroma clients on
+one directory corrupt each other's view of it (Chroma supports one process per directory). So one
+process at a time owns the data directory:
+
+* ``bot.py run`` and ``chat`` hold the lock while they run. A second bot refuses to start; a bot
+  that finds an operator command holding it waits for that command, saying so in one line.
+* An operator command (``memory``, ``people``, ``pairing``, ``consolidate``, ``heartbeat``, ``decay``
+  and doctor's store checks) never opens the stores beside a bot: it sends its request to the running
+  bot over the control socket (:mod:`core.control`). With no bot running it takes the lock itself
+  for its duration, and a command that finds another command holding it waits its turn.
+
+The lock is the operating system's (``flock`` on POSIX, through filelock), on a file beside the
+database, so it goes with its process however that ends (``kill -9`` included). Beside it the holder
+writes who it is (:data:`HOLDER_FILE`: role and pid), so a process that finds it taken can tell a
+bot (connect to it, or refuse to be a second one) from a command (wait for it).
 
 It guards one machine: with ``database_url`` on a shared PostgreSQL, bots on two machines still see
 two different locks.
@@ -16,13 +27,36 @@ from whichever library touched it first.
 
 from __future__ import annotations
 
+import asyncio
+import enum
 import errno
+import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
+from core.tunables import LOCK_HOLDER_GRACE_S, LOCK_POLL_S
+
 LOCK_FILE = "kith.lock"
+HOLDER_FILE = "kith.lock.holder"  # {"role": "bot" | "command", "pid": N}, written by the lock's holder
+
+
+class Role(enum.StrEnum):
+    BOT = "bot"
+    COMMAND = "command"
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    role: Role
+    pid: int
+
+    def describe(self) -> str:
+        return f"a kith bot (pid {self.pid})" if self.role is Role.BOT else f"an operator command (pid {self.pid})"
 
 
 class AlreadyRunning(Exception):
@@ -58,19 +92,84 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
 
 
-@contextmanager
-def sole_bot(data_dir: Path) -> Iterator[None]:
-    """Hold the data directory's lock for the block; ``AlreadyRunning`` at once if another process holds it."""
-    from filelock import FileLock, Timeout
+def already_running(data_dir: Path, holder: Holder | None) -> AlreadyRunning:
+    who = f" ({holder.describe()})" if holder is not None else ""
+    return AlreadyRunning(f"another kith is already running on {data_dir}{who}; "
+                          "stop it first, or give this one its own [storage] data_dir")
 
-    usable_data_dir(data_dir)
-    lock = FileLock(data_dir / LOCK_FILE, timeout=0)
+
+class DataDirLock:
+    """The data directory's lock, taken without waiting; the waiting policies live with their callers."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._lock = FileLock(data_dir / LOCK_FILE, timeout=0)
+        self._held = False
+
+    def try_acquire(self, role: Role) -> bool:
+        """Take the lock if it is free, and say who holds it now; False if another process holds it."""
+        try:
+            self._lock.acquire()
+        except Timeout:
+            return False
+        self._held = True
+        try:
+            _write_holder(self.data_dir / HOLDER_FILE, Holder(role, os.getpid()))
+        except BaseException:
+            self.release()
+            raise
+        return True
+
+    def holder(self) -> Holder | None:
+        """Who holds the lock, as its holder wrote it; None while that is not written (yet) or unreadable."""
+        return read_holder(self.data_dir)
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        self._held = False
+        # Cleared before the lock goes, so a process that finds the lock taken never reads the last holder's
+        # role for the next one's.
+        (self.data_dir / HOLDER_FILE).unlink(missing_ok=True)
+        self._lock.release()
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+
+def read_holder(data_dir: Path) -> Holder | None:
     try:
-        lock.acquire()
-    except Timeout:
-        raise AlreadyRunning(f"another kith is already running on {data_dir} (it holds {LOCK_FILE}); "
-                             "stop it first, or give this one its own [storage] data_dir") from None
-    try:
-        yield
-    finally:
-        lock.release()
+        data = json.loads((data_dir / HOLDER_FILE).read_text(encoding="utf-8"))
+        return Holder(Role(data["role"]), int(data["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_holder(path: Path, holder: Holder) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(json.dumps({"role": holder.role.value, "pid": holder.pid}), encoding="utf-8")
+    os.replace(temporary, path)  # a reader sees the old holder or the new one, never half of either
+
+
+async def take_for_bot(lock: DataDirLock, say: Callable[[str], None]) -> None:
+    """Take the lock for a bot: ``AlreadyRunning`` if another bot holds it; while a command does, wait for it.
+
+    ``say`` gets one line, once, when the bot has to wait.
+    """
+    unknown_since: float | None = None
+    said = False
+    while not lock.try_acquire(Role.BOT):
+        holder = lock.holder()
+        if holder is None:  # its holder is writing who it is, or is an older kith that never says
+            unknown_since = unknown_since if unknown_since is not None else time.monotonic()
+            if time.monotonic() - unknown_since >= LOCK_HOLDER_GRACE_S:
+                raise already_running(lock.data_dir, None)
+        elif holder.role is Role.BOT:
+            raise already_running(lock.data_dir, holder)
+        else:
+            unknown_since = None
+            if not said:
+                said = True
+                say(f"waiting for {holder.describe()} to finish with {lock.data_dir}")
+        await asyncio.sleep(LOCK_POLL_S)

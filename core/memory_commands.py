@@ -308,12 +308,19 @@ class QuestionSender:
         return last is None or (now - last).total_seconds() >= self.recheck_s
 
     async def sweep(self) -> int:
-        """The heartbeat's pass: everyone with a DM and a flagged pair, until the hourly cap. Returns asked."""
+        """The heartbeat's pass: everyone with a DM and a flagged pair, until the hourly cap. Returns asked.
+
+        The hourly count is read once and again only after a question went out (``reserve`` checks the caps
+        in its own transaction anyway), so a tick over a thousand people costs no query per person.
+        """
         asked = 0
+        in_window = await self.book.asked_in_window()
         for person in await self.db.run(people_with_dms):
-            if await self.book.asked_in_window() >= self.book.limits.per_hour:
+            if in_window >= self.book.limits.per_hour:
                 break
-            asked += await self.maybe_ask(person, force=True) is not None
+            if await self.maybe_ask(person, force=True) is not None:
+                asked += 1
+                in_window = await self.book.asked_in_window()
         return asked
 
     async def after_reply(self, turn: CompletedTurn) -> None:

@@ -1,16 +1,19 @@
-"""``bot.py people list|link ACCOUNT --to ACCOUNT|unlink ACCOUNT``: the owner's view of people."""
+"""``bot.py people list|link ACCOUNT --to ACCOUNT|unlink ACCOUNT``: the owner's view of people.
+
+The bodies run in the running bot (a link moves its cached memory, goals and pauses along) or in this
+process holding the data directory's lock when no bot runs (:mod:`core.control`)."""
 
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from core import loop
+from core.control.dispatch import run_command
 from core.types import printable_name
 
 if TYPE_CHECKING:  # the parser is built for --help, which must not load SQLAlchemy or Chroma
     from core.config import Settings
+    from core.control.parts import Console, Parts
 
 
 def add_people_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -27,58 +30,49 @@ def add_people_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run_people(settings: Settings, args: argparse.Namespace) -> int:
-    return loop.run(_run(settings, args))
+    """``bot.py people``: through the running bot, or here holding the data directory's lock."""
+    return run_command(settings, f"people.{args.people_action}", args)
 
 
-async def _run(settings: Settings, args: argparse.Namespace) -> int:
+# --- the bodies, run by the bot or by a command holding the lock (core.control.operations) ----------
+async def list_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
     from core import people
-    from core.app import open_database
+
+    rows = await parts.db.run(people.all_accounts)
+    persons: dict[str, list[str]] = {}
+    for row in rows:
+        persons.setdefault(row.person, []).append(row.account + (f" ({printable_name(row.display_name)})"
+                                                                 if row.display_name else ""))
+    console.out.write(f"people: {len(persons)}\n")
+    for person, accounts in persons.items():
+        console.out.write(f"  {person}: {', '.join(accounts)}\n")
+    return 0
+
+
+async def unlink_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    from core import people
+
+    person = await parts.db.run(people.unlink, args.account, parts.clock())
+    if person is None:
+        console.out.write(f"kith: unknown account {args.account}\n")
+        return 1
+    console.out.write(f"unlinked {args.account}: now {person}\n")
+    return 0
+
+
+async def link_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    from core import people
     from core.linking import link_account
 
-    now = datetime.now(UTC)
-    db = open_database(settings)
-    try:
-        if args.people_action == "list":
-            rows = db.run_sync(people.all_accounts)
-            persons: dict[str, list[str]] = {}
-            for row in rows:
-                persons.setdefault(row.person, []).append(row.account + (f" ({printable_name(row.display_name)})"
-                                                                         if row.display_name else ""))
-            print(f"people: {len(persons)}")
-            for person, accounts in persons.items():
-                print(f"  {person}: {', '.join(accounts)}")
-            return 0
-        if args.people_action == "unlink":
-            person = db.run_sync(people.unlink, args.account, now)
-            if person is None:
-                print(f"kith: unknown account {args.account}")
-                return 1
-            print(f"unlinked {args.account}: now {person}")
-            return 0
-        target = db.run_sync(people.person_of, args.to)
-        if target is None:
-            print(f"kith: unknown account {args.to}")
-            return 1
-        result = db.run_sync(link_account, args.account, target, now)
-        if result.old_person:
-            from heartbeat.goals import reassign as reassign_goals
-            from memory.controls import PauseBook
-            from memory.questions import QuestionBook
-            from memory.service import MemoryService
-            from persona.llm import LLMClient
-
-            memory = await MemoryService.open(settings, db, LLMClient(settings.llm), announce=False)
-            try:
-                moved = await memory.reassign(result.old_person, target)
-            finally:
-                await memory.close()
-            # Everything else that follows the person, as /link in chat moves it.
-            await QuestionBook(db, lambda: now).reassign(result.old_person, target)
-            await PauseBook(db).reassign(result.old_person, target)
-            await db.run(reassign_goals, result.old_person, target)
-            print(f"linked {args.account} to {target} (moved {sum(moved.values())} memory records)")
-        else:
-            print(f"linked {args.account} to {target}")
-        return 0
-    finally:
-        db.close()
+    target = await parts.db.run(people.person_of, args.to)
+    if target is None:
+        console.out.write(f"kith: unknown account {args.to}\n")
+        return 1
+    result = await parts.db.run(link_account, args.account, target, parts.clock())
+    if result.old_person:
+        # Everything that follows the person moves, as /link in chat moves it.
+        moved = await parts.moved(result.old_person, target)
+        console.out.write(f"linked {args.account} to {target} (moved {sum(moved.values())} memory records)\n")
+    else:
+        console.out.write(f"linked {args.account} to {target}\n")
+    return 0

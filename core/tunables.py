@@ -104,8 +104,6 @@ LINK_CODE_TTL_S = 600
 
 # --- Delivery --------------------------------------------------------------------------
 DISCORD_READY_TIMEOUT_S = 30.0
-LINK_FAILURES_PER_HOUR = 5  # wrong or expired /link codes one account may send in an hour before it is refused
-LINK_FAILURE_WINDOW_S = 3_600
 TELEGRAM_MAX_UTF16 = 4_096
 DISCORD_MAX_CHARS = 2_000
 SLACK_MAX_CHARS = 3_900  # under the 4,000 characters Slack shows before truncating a message
@@ -345,3 +343,11 @@ SEARCH_POOL_FACTOR = 3  # each path fetches this many times the wanted hits befo
 # --- Compare-and-swap retries (policy/store.py, memory/tombstones.py) ------------------------
 ACCESS_CAS_ATTEMPTS = 5  # an access-state write that lost a race re-reads and tries again this often
 FORGET_CAS_RETRIES = 5  # a forget unlinking conflict partners another writer touched
+
+# --- One writer per data directory: the lock and the control channel (core/instance.py, core/control/) ----
+LOCK_POLL_S = 0.05  # how often a waiting bot or command looks at the lock (and a command at the control socket)
+LOCK_HOLDER_GRACE_S = 2.0  # a lock whose holder has not said who it is after this long is taken for a bot's
+CONTROL_CONNECT_WAIT_S = 60.0  # a command waits this long for a starting bot to listen, then says why it gave up
+CONTROL_STOP_GRACE_S = 3.0  # a command still running in a bot that stops gets this long, then is cancelled
+CONTROL_REQUEST_MAX_BYTES = 1_000_000  # one request line; every real one is far smaller
+CONTROL_UNIX_PATH_MAX = 100  # bytes of a socket path every platform binds (macOS: 104); longer ones use TCP

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
@@ -18,7 +18,7 @@ from delivery.worker import DeliveryWorker
 from heartbeat import runs
 from heartbeat.consolidation import ConsolidationReport, Consolidator, Progress
 from heartbeat.decay import Decay, DecayReport, UndoReport
-from heartbeat.due import DueFinder
+from heartbeat.due import DueFinder, DueItem, ItemKind
 from heartbeat.goals import GoalBook
 from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB, HeartbeatScheduler
 from heartbeat.schema import ensure_tables
@@ -32,6 +32,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kith.heartbeat")
 
+QUESTIONS_ASKED = "questions asked"  # a tick's conflict questions, counted beside its turns' outcomes
+Sweep = Callable[[], Awaitable[int]]
+
+
+class QuestionsAskedApart(DueFinder):
+    """Due items without the disputed pairs: those are asked as real questions, with buttons, by the sweep.
+
+    A pair phrased by the model in a free-text check-in could never be settled by the answer; the
+    question the sweep sends can, and the caps of the question book bound it.
+    """
+
+    async def find(self, person: str | None = None) -> dict[str, list[DueItem]]:
+        found = await super().find(person)
+        kept = {p: [i for i in items if i.kind is not ItemKind.CONFLICT] for p, items in found.items()}
+        return {p: items for p, items in kept.items() if items}
+
 
 @dataclass
 class Heartbeat:
@@ -44,6 +60,7 @@ class Heartbeat:
     turns: HeartbeatTurns
     decayer: Decay
     goals: GoalBook
+    questions: Sweep | None = None  # QuestionSender.sweep: asks flagged conflicts within its caps
 
     def attach(self, follow_ups: FollowUps) -> None:
         """Deferrals and retries go to ``follow_ups`` (the scheduler, once it exists)."""
@@ -62,7 +79,20 @@ class Heartbeat:
     async def tick(self, *, any_hour: bool = False) -> TickReport:
         if not self.hb.enabled:
             return TickReport(quiet=True)
-        return await self.turns.tick(any_hour=any_hour)
+        report = await self.turns.tick(any_hour=any_hour)
+        if report.quiet or self.questions is None:
+            return report
+        # Inside active hours: a conflict the nightly consolidation found is asked now, with buttons, not
+        # only after the person writes again. A failure here never costs the tick its turns.
+        try:
+            asked = await self.questions()
+        except Exception as exc:
+            log.warning("question sweep failed error=%s", type(exc).__name__)
+            asked = 0
+        if asked:
+            report.outcomes[QUESTIONS_ASKED] += asked
+            log.info("heartbeat questions asked=%d", asked)
+        return report
 
     async def decay(self) -> DecayReport:
         run_id = await self.db.run(runs.start, DECAY_JOB, self.clock())
@@ -88,11 +118,14 @@ class Heartbeat:
 def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory: MemoryService,
                     clock: Callable[[], datetime], busy: Collection[str] = frozenset(),
                     worker: Callable[[], DeliveryWorker | None] = lambda: None,
-                    hb: HeartbeatSettings | None = None) -> Heartbeat:
-    """``hb`` overrides ``settings.heartbeat`` (tests, and until core.config carries that table)."""
+                    hb: HeartbeatSettings | None = None, questions: Sweep | None = None) -> Heartbeat:
+    """``hb`` overrides ``settings.heartbeat`` (tests, and until core.config carries that table).
+
+    ``questions`` (``QuestionSender.sweep``) asks flagged conflicts at each tick inside active hours; with
+    it the turns leave disputed pairs to it."""
     hb = hb or heartbeat_settings_of(settings)
     tz = resolve_timezone(hb.timezone)
-    finder = DueFinder(db, memory.store, clock, tz)
+    finder = (QuestionsAskedApart if questions is not None else DueFinder)(db, memory.store, clock, tz)
     return Heartbeat(
         settings=settings, hb=hb, tz=tz, db=db, clock=clock,
         consolidator=Consolidator(settings=settings, db=db, llm=llm, memory=memory, clock=clock, tz=tz),
@@ -100,6 +133,7 @@ def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory:
                              worker=worker),
         decayer=Decay(db, memory.store, clock, stale_days=hb.decay_stale_days, sensitive_words=hb.sensitive_words),
         goals=GoalBook(db, clock, tz),
+        questions=questions,
     )
 
 
@@ -108,8 +142,9 @@ async def start_heartbeat(app: App) -> tuple[Heartbeat, HeartbeatScheduler]:
     if app.memory is None:
         raise RuntimeError("the heartbeat needs the memory service")
     ensure_tables(app.db)  # start-up, like open_database: a moment of blocking is fine here
+    sweep = app.question_sender.sweep if app.question_sender is not None else None
     heartbeat = build_heartbeat(settings=app.settings, db=app.db, llm=app.llm, memory=app.memory, clock=app.clock,
-                                busy=app.core.busy_people, worker=lambda: app.worker)
+                                busy=app.core.busy_people, worker=lambda: app.worker, questions=sweep)
     scheduler = HeartbeatScheduler(app.db.engine, heartbeat, hb=heartbeat.hb,
                                    consolidation_hour=app.settings.memory.consolidation_hour, tz=heartbeat.tz,
                                    clock=app.clock)

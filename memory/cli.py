@@ -7,8 +7,10 @@
     bot.py memory export --person p_1234 [--out FILE]
 
 A person is chosen by one of their accounts or by person id. ``forget`` prints its plan first
-and deletes only after ``--yes`` or a typed "y". Nothing heavy is imported until a command
-runs, so ``bot.py --help`` stays fast.
+and deletes only after ``--yes`` or a typed "y" (asked in the operator's terminal, see
+:func:`forget_in_terminal`). Each action's body runs in the running bot, or in this process holding the
+data directory's lock when no bot runs (:mod:`core.control`). Nothing heavy is imported until a body
+runs, so ``bot.py --help`` and the client's path stay fast.
 """
 
 from __future__ import annotations
@@ -17,17 +19,14 @@ import argparse
 import contextlib
 import json
 import os
-import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from core import loop
-from core.config import Settings
-
 if TYPE_CHECKING:
+    from core.control.parts import Console, Parts, Stream
     from memory.records import MemoryRecord
-    from memory.service import MemoryService
     from memory.store import Note
 
 NOT_NEEDED = "not needed by this command"
@@ -67,48 +66,14 @@ def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def run_memory(
-    settings: Settings, args: argparse.Namespace, *, out: TextIO | None = None, stdin: TextIO | None = None
-) -> int:
-    """The handler ``bot.py memory`` calls. Returns the process exit code."""
-    if args.memory_command == "undo-decay":
-        from heartbeat.cli import run_undo_decay
-
-        return run_undo_decay(settings, args, out=out)
-    return loop.run(_run(settings, args, out or sys.stdout, stdin or sys.stdin))
-
-
-async def _run(settings: Settings, args: argparse.Namespace, out: TextIO, stdin: TextIO) -> int:
+async def person_of(parts: Parts, args: argparse.Namespace, console: Console) -> str | None:
+    """The person the command names, by person id or by one of their accounts; None (said why) if unknown."""
     from core import people
-    from core.app import open_database
-    from memory.embedders import EmbedderStatus
-    from memory.service import MemoryService
-    from persona.llm import LLMClient
 
-    db = open_database(settings)
-    try:
-        person = args.person or await db.run(people.person_of, args.account)
-        if person is None:
-            print(f"kith: no person has the account {args.account}", file=sys.stderr)
-            return 2
-        # Only search needs the embedder; the rest need not load (or fetch) a model.
-        status = (
-            None
-            if args.memory_command == "search"
-            else EmbedderStatus(settings.memory.embedder, ready=False, reason=NOT_NEEDED)
-        )
-        service = await MemoryService.open(
-            settings, db, LLMClient(settings.llm), status=status, announce=status is None
-        )
-        try:
-            handler = {"list": _list, "show": _show, "search": _search, "forget": _forget, "export": _export}[
-                args.memory_command
-            ]
-            return await handler(service, person, args, out, stdin)
-        finally:
-            await service.close()
-    finally:
-        db.close()
+    person = args.person or await parts.db.run(people.person_of, args.account)
+    if person is None:
+        console.err.write(f"kith: no person has the account {args.account}\n")
+    return person
 
 
 # --- rendering -----------------------------------------------------------------------------
@@ -151,14 +116,17 @@ def note_lines(note: Note) -> list[str]:
     return lines
 
 
-def _print(out: TextIO, lines: list[str]) -> None:
+def _print(out: Stream, lines: list[str]) -> None:
     out.write("\n".join(lines) + "\n")
 
 
-# --- actions -------------------------------------------------------------------------------
-async def _list(
-    service: MemoryService, person: str, args: argparse.Namespace, out: TextIO, _in: TextIO
-) -> int:
+# --- the bodies, run by the bot or by a command holding the lock (core.control.operations) ----------
+async def list_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    out = console.out
     memories = await service.list_memories(person, include_inactive=args.all)
     now = service.clock()
     if not args.all:
@@ -174,12 +142,15 @@ async def _list(
     return 0
 
 
-async def _show(
-    service: MemoryService, person: str, args: argparse.Namespace, out: TextIO, _in: TextIO
-) -> int:
+async def show_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    out = console.out
     record = await service.get(args.memory_id)
     if record is None or record.person != person:
-        print(f"kith: {person} has no memory {args.memory_id}", file=sys.stderr)
+        console.err.write(f"kith: {person} has no memory {args.memory_id}\n")
         return 1
     _print(out, memory_lines(record, full=True))
     for other_id in record.conflicts_with:
@@ -189,9 +160,12 @@ async def _show(
     return 0
 
 
-async def _search(
-    service: MemoryService, person: str, args: argparse.Namespace, out: TextIO, _in: TextIO
-) -> int:
+async def search_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory(embedder=True)  # the only action that embeds
+    out = console.out
     result = await service.search(person, " ".join(args.query), args.limit)
     if result.lexical_only:
         out.write(f"note: keyword search only ({result.reason})\n")
@@ -203,33 +177,43 @@ async def _search(
     return 0
 
 
-async def _forget(
-    service: MemoryService, person: str, args: argparse.Namespace, out: TextIO, stdin: TextIO
-) -> int:
+async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    """Print the plan, then delete exactly it: with ``yes``, or when ``expect`` (the ids the operator saw and
+    confirmed in their terminal, see :func:`forget_in_terminal`) is still what matches. ``preview`` only
+    prints the plan and sends its ids."""
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    out = console.out
     query = " ".join(args.query)
     plan = await service.plan_forget(person, query)
-    if plan.empty:
+    ids = [*plan.memory_ids, *plan.note_ids]
+    if args.expect is not None:
+        if sorted(ids) != sorted(args.expect) or plan.empty:
+            out.write(f"what matches {query!r} changed since you were asked: nothing removed; run it again\n")
+            return 1
+    elif plan.empty:
         out.write(f"nothing of {person} matches {query!r}\n")
         return 0
-    out.write(
-        f"forgetting {query!r} for {person} removes {len(plan.memory_ids)} memories and "
-        f"{len(plan.note_ids)} notes:\n"
-    )
-    for record_id in (*plan.memory_ids, *plan.note_ids):
-        out.write(f"  {record_id}  {plan.previews.get(record_id, '')}\n")
-    links = sum(len(v) for v in plan.unlink.values())
-    if links:
-        out.write(f"and clears {links} conflict flags on {len(plan.unlink)} other memories\n")
-    if not args.yes:
-        if not stdin.isatty():
+    else:
+        out.write(
+            f"forgetting {query!r} for {person} removes {len(plan.memory_ids)} memories and "
+            f"{len(plan.note_ids)} notes:\n"
+        )
+        for record_id in ids:
+            out.write(f"  {record_id}  {plan.previews.get(record_id, '')}\n")
+        links = sum(len(v) for v in plan.unlink.values())
+        if links:
+            out.write(f"and clears {links} conflict flags on {len(plan.unlink)} other memories\n")
+        if args.preview:
+            console.send_data({"plan": ids})
+            return 0
+        if not args.yes:
             out.write("nothing removed: re-run with --yes to forget exactly this\n")
             return 1
-        out.write("forget exactly this? [y/N] ")
-        out.flush()
-        if stdin.readline().strip().lower() not in ("y", "yes"):
-            out.write("nothing removed\n")
-            return 1
     result = await service.apply_forget(plan)
+    parts.changed(person)
     out.write(
         f"forgotten: {result.memories_deleted} memories, {result.notes_deleted} notes, "
         f"{result.links_removed} conflict flags cleared; {result.tombstones} tombstones keep them from "
@@ -238,20 +222,47 @@ async def _forget(
     return 0 if result.leftover == 0 else 1
 
 
-async def _export(
-    service: MemoryService, person: str, args: argparse.Namespace, out: TextIO, _in: TextIO
-) -> int:
-    text = json.dumps(await service.export(person), ensure_ascii=False, indent=2) + "\n"
-    if not args.out:
-        out.write(text)
-        return 0
-    path = Path(args.out)
+Call = Callable[[dict[str, Any]], tuple[int, Any]]
+
+
+def forget_in_terminal(call: Call, out: TextIO, stdin: TextIO) -> int:
+    """``memory forget`` without ``--yes`` in a terminal: the plan, the question here, then exactly that plan.
+
+    ``call(changes)`` runs the forget body (through the bot, or here) with ``changes`` to its arguments and
+    returns its exit code and data. The question is asked in this terminal with nothing held open in the
+    bot; if what matches changes before the answer, nothing is removed.
+    """
+    code, data = call({"preview": True})
+    if code != 0 or not isinstance(data, dict) or not data.get("plan"):
+        return code
+    out.write("forget exactly this? [y/N] ")
+    out.flush()
+    if stdin.readline().strip().lower() not in ("y", "yes"):
+        out.write("nothing removed\n")
+        return 1
+    code, _data = call({"expect": list(data["plan"])})
+    return code
+
+
+async def export_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    """The JSON on standard output; with ``--out`` the command's own process writes it (see save_export)."""
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    console.out.write(json.dumps(await service.export(person), ensure_ascii=False, indent=2) + "\n")
+    return 0
+
+
+def save_export(path: Path, text: str, err: TextIO) -> int:
+    """``--out FILE``: written by the operator's process, so the file is theirs and FILE is read from their
+    working directory, whichever process produced the JSON."""
     try:
         write_private(path, text)
     except OSError as exc:
-        print(f"kith: cannot write {path}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+        err.write(f"kith: cannot write {path}: {exc.strerror or type(exc).__name__}\n")
         return 1
-    print(f"kith: wrote {path}", file=sys.stderr)  # not on standard output, which may be the file itself
+    err.write(f"kith: wrote {path}\n")  # not on standard output, which may be the file itself
     return 0
 
 

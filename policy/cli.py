@@ -1,12 +1,20 @@
-"""``bot.py pairing list|approve CODE|revoke ACCOUNT``: the owner's side of DM pairing."""
+"""``bot.py pairing list|approve CODE|revoke ACCOUNT``: the owner's side of DM pairing.
+
+:func:`pairing_body` runs in the running bot, whose policy gate sees a change at its next decision, or
+in the command's own process holding the data directory's lock when no bot runs (:mod:`core.control`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import io
+import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the parser is built for --help, which must not load SQLAlchemy
+    from core.control.parts import Console, Parts
     from core.db import Database
 
 
@@ -23,21 +31,34 @@ def add_pairing_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     return p
 
 
-def run_pairing(db: Database, args: argparse.Namespace, now: datetime | None = None) -> int:
+async def pairing_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    """Every pairing action; its few statements run off the event loop, as a thread of the bot's own."""
+    buffer = io.StringIO()
+    code = await asyncio.to_thread(run_pairing, parts.db, args, parts.clock(), out=buffer)
+    console.out.write(buffer.getvalue())
+    return code
+
+
+def run_pairing(db: Database, args: argparse.Namespace, now: datetime | None = None, *,
+                out: TextIO | None = None) -> int:
     from policy import store
     from policy.pairing import AccessState, PairingError, approve, list_pending, revoke
 
     now = now or datetime.now(UTC)
+
+    def say(text: str) -> None:
+        (out or sys.stdout).write(text + "\n")
+
     if args.pairing_action == "list":
         access, _ = db.run_sync(store.load)
         pending = list_pending(access, now)
-        print(f"pending: {len(pending)}")
+        say(f"pending: {len(pending)}")
         for p in pending:
             minutes = int((p.expires_at - now).total_seconds() // 60)
-            print(f"  {p.code}  {p.account}  expires in {minutes} min")
-        print(f"approved: {len(access.approved | ({access.owner} if access.owner else set()))}")
+            say(f"  {p.code}  {p.account}  expires in {minutes} min")
+        say(f"approved: {len(access.approved | ({access.owner} if access.owner else set()))}")
         for account in sorted(access.approved | ({access.owner} if access.owner else set())):
-            print(f"  {account}{'  (owner)' if account == access.owner else ''}")
+            say(f"  {account}{'  (owner)' if account == access.owner else ''}")
         return 0
     try:
         if args.pairing_action == "approve":
@@ -46,11 +67,11 @@ def run_pairing(db: Database, args: argparse.Namespace, now: datetime | None = N
                 return request.account, new_state
 
             account = store.update_outside_the_gate(db, do_approve)
-            print(f"approved {account}{' as owner' if args.owner else ''}")
+            say(f"approved {account}{' as owner' if args.owner else ''}")
             return 0
         store.update_outside_the_gate(db, lambda access: (None, revoke(access, args.account)))
-        print(f"revoked {args.account}")
+        say(f"revoked {args.account}")
         return 0
     except PairingError as exc:
-        print(f"kith: {exc}")
+        say(f"kith: {exc}")
         return 1

@@ -118,7 +118,7 @@ async def test_evidence_from_another_group_member_is_not_hers(
 
     def route(body: dict[str, Any]) -> Scripted:
         asked = body["messages"][1]["content"]
-        if "display name (data): Ana" in asked:  # the model wrongly pins Bob's allergy on Ana
+        if 'display name (data): "Ana"' in asked:  # the model wrongly pins Bob's allergy on Ana
             return Scripted(text=answer(fact("Ana is allergic to peanuts", "I am allergic to peanuts")))
         return Scripted(text=answer(fact("Bob is allergic to peanuts", "I am allergic to peanuts")))
 
@@ -126,7 +126,8 @@ async def test_evidence_from_another_group_member_is_not_hers(
     report = await service.capture.run("console:club", last)
     assert report.calls == 2  # one question per person who spoke
     asked = [r["messages"][1]["content"] for r in fake_llm.requests]
-    assert any("display name (data): Ana" in a for a in asked) and any("display name (data): Bob" in a for a in asked)
+    assert any('display name (data): "Ana"' in a for a in asked) and any('display name (data): "Bob"' in a
+                                                                        for a in asked)
     assert report.counts["rejected_evidence_not_from_person"] == 1
     assert await notes_text(service, ana) == []
     (bobs,) = await service.list_notes(bob)
@@ -224,9 +225,10 @@ async def test_a_secret_never_reaches_the_store(
         )
     )
     report = await service.capture.run(CONV, last)
-    assert report.written == 2 and report.counts["redacted"] == 1
+    # History keeps the message with the key redacted, so a quote holding the key is in no turn: refused.
+    assert report.written == 1 and report.counts["rejected_evidence_not_found"] == 1
     exported = json.dumps(await service.export(ana))
-    assert key not in exported and "[redacted]" in exported
+    assert key not in exported and "Ana deploys on Fridays" in exported
 
 
 async def test_an_injection_in_the_transcript_stays_data(

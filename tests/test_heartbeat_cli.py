@@ -15,18 +15,10 @@ import pytest
 from core import history, people
 from core.app import open_database
 from core.config import Settings
+from core.control.dispatch import run_command
 from core.types import utcnow
 from heartbeat import goals
-from heartbeat.cli import (
-    add_consolidate_parser,
-    add_decay_parser,
-    add_heartbeat_parser,
-    add_undo_decay_action,
-    run_consolidate,
-    run_decay,
-    run_heartbeat,
-    run_undo_decay,
-)
+from heartbeat.cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser, add_undo_decay_action
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 
 
@@ -67,10 +59,10 @@ def seed(settings: Settings, *lines: str, days_ago: int = 1) -> str:
         db.close()
 
 
-async def run(fn: Callable[..., int], settings: Settings, args: argparse.Namespace | None = None) -> tuple[int, str]:
+async def run(name: str, settings: Settings, args: argparse.Namespace | None = None) -> tuple[int, str]:
     out = io.StringIO()
-    # The commands call asyncio.run themselves; the loopback model keeps serving on this loop meanwhile.
-    code = await asyncio.to_thread(fn, settings, args or argparse.Namespace(), out=out)
+    # No bot runs: the command holds the lock and runs its own loop; the loopback model keeps serving on this one.
+    code = await asyncio.to_thread(run_command, settings, name, args or argparse.Namespace(), out=out)
     return code, out.getvalue()
 
 
@@ -82,12 +74,12 @@ async def test_consolidate_now_sweeps_the_past_days_with_a_progress_bar(
     memory = {"kind": "fact", "text": "Ana has a cat called Mruczek", "evidence": "a cat called Mruczek"}
     fake_llm.route = lambda body: Scripted(text=json.dumps({"summary": "Cats.", "memories": [memory]}))
 
-    code, out = await run(run_consolidate, settings)
+    code, out = await run("consolidate", settings)
 
     assert code == 0
     assert "consolidated 1/1 days, 1 chunks" in out and "1 new" in out
     assert "consolidating [##############################] 1/1 chunks" in capsys.readouterr().err
-    code, out = await run(run_consolidate, settings)
+    code, out = await run("consolidate", settings)
     assert code == 0 and "consolidated 0/0 days" in out and len(fake_llm.requests) == 1
 
 
@@ -97,7 +89,7 @@ async def test_consolidate_now_reports_a_model_outage(
     settings = make_settings(fake_llm)
     seed(settings, "I have a cat called Mruczek.")
     fake_llm.fail(500)
-    code, out = await run(run_consolidate, settings)
+    code, out = await run("consolidate", settings)
     assert code == 1 and "the next run resumes" in out
 
 
@@ -111,7 +103,7 @@ async def test_heartbeat_now_writes_the_message_to_the_outbox(
     db.close()
     fake_llm.reply("How did the exam prep go?")
 
-    code, out = await run(run_heartbeat, settings, argparse.Namespace(any_hour=True))
+    code, out = await run("heartbeat", settings, argparse.Namespace(any_hour=True))
 
     assert code == 0 and "1 people with something due, 1 model calls: posted 1" in out
     assert "outbox" in out
@@ -119,9 +111,9 @@ async def test_heartbeat_now_writes_the_message_to_the_outbox(
 
 async def test_decay_now_and_undo_decay(fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> None:
     settings = make_settings(fake_llm)
-    code, out = await run(run_undo_decay, settings)
+    code, out = await run("memory.undo-decay", settings)
     assert code == 1 and out == "no decay run to undo\n"
-    code, out = await run(run_decay, settings)
+    code, out = await run("decay", settings)
     assert code == 0 and out.startswith("decay run 1: retired 0")
-    code, out = await run(run_undo_decay, settings)
+    code, out = await run("memory.undo-decay", settings)
     assert code == 0 and out.startswith("undid decay run 1: restored 0")

@@ -18,7 +18,8 @@ import pytest
 from core import people
 from core.app import open_database
 from core.config import Settings
-from memory.cli import add_memory_parser, run_memory
+from core.control.dispatch import run_command
+from memory.cli import add_memory_parser
 from memory.records import MemoryKind
 from memory.service import MemoryService
 from memory.store import Note
@@ -35,8 +36,10 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def run(settings: Settings, *argv: str, stdin: str = "") -> tuple[int, str]:
+    """The command as bot.py runs it; no bot runs here, so it holds the data directory's lock itself."""
     out = io.StringIO()
-    code = run_memory(settings, parse(*argv), out=out, stdin=io.StringIO(stdin))
+    args = parse(*argv)
+    code = run_command(settings, f"memory.{args.memory_command}", args, out=out, stdin=io.StringIO(stdin))
     return code, out.getvalue()
 
 
@@ -170,10 +173,10 @@ def test_forget_asks_first_then_removes_exactly_the_plan(
 ) -> None:
     settings, ana, _ids = seeded
     code, out = run(settings, "forget", "--account", "telegram:42", "emacs")
-    assert code == 1 and "removes 1 memories and 0 notes" in out and "re-run with --yes" in out
+    assert code == 1 and "removes 1 memory, 0 notes:" in out and "re-run with --yes" in out
     assert "clears 1 conflict flags" in out
     code, out = run(settings, "forget", "--account", "telegram:42", "emacs", "--yes")
-    assert code == 0 and "forgotten: 1 memories, 0 notes, 1 conflict flags cleared" in out
+    assert code == 0 and "forgotten: 1 memory, 0 notes; 1 conflict flags cleared" in out
     _code, listing = run(settings, "list", "--person", ana)
     assert "Emacs" not in listing and "conflicts with" not in listing and listing.startswith("2 memories")
     _code, bobs = run(settings, "list", "--account", "telegram:7")
