@@ -97,7 +97,7 @@ class App:
                              debounce_s=self.settings.delivery.debounce_ms / 1000,
                              typing_refresh_s=self.settings.delivery.typing_refresh_s,
                              typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
-                             buttons=self.commands.press, linker=self.linker,
+                             buttons=self.commands.press,
                              pending=self.memory_commands.answer_if_pending if self.memory_commands else None,
                              kept=self.inbox)
         left = await self.inbox.leftovers()  # before any channel takes a message in itself
@@ -198,8 +198,9 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
         return counts
 
     commands = ChatCommands(settings.persona.name)
-    linker = Linker(db, clock, on_moved=moved)
+    linker = Linker(db, clock, on_moved=moved, worker=lambda: app.worker)
     commands.register("link", "use me from another platform as the same person", linker.issue)
+    commands.register_button("l", linker.press)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
     inbox = Inbox(db, clock=clock)
     app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,

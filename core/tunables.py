@@ -104,6 +104,8 @@ LINK_CODE_TTL_S = 600
 
 # --- Delivery --------------------------------------------------------------------------
 DISCORD_READY_TIMEOUT_S = 30.0
+LINK_FAILURES_PER_HOUR = 5  # wrong or expired /link codes one account may send in an hour before it is refused
+LINK_FAILURE_WINDOW_S = 3_600
 TELEGRAM_MAX_UTF16 = 4_096
 DISCORD_MAX_CHARS = 2_000
 SLACK_MAX_CHARS = 3_900  # under the 4,000 characters Slack shows before truncating a message

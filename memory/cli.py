@@ -24,9 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from memory.wording import person_facing
+
 if TYPE_CHECKING:
     from core.control.parts import Console, Parts, Stream
     from memory.records import MemoryRecord
+    from memory.service import MemoryService
     from memory.store import Note
 
 NOT_NEEDED = "not needed by this command"
@@ -81,14 +84,14 @@ def _when(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "-"
 
 
-def memory_lines(record: MemoryRecord, *, full: bool = False) -> list[str]:
+def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "") -> list[str]:
     head = (
         f"{record.id}  {record.kind.value}  {record.status.value}  importance {record.importance:.2f}  "
         f"{record.tier.value}  {record.scope.value}  rev {record.revision}"
     )
     if record.pinned:
         head += "  pinned"
-    lines = [head, f"    {record.text}"]
+    lines = [head, f"    {person_facing(record.text, you=False, name=name)}"]
     lines += [f'    evidence: "{quote}"' for quote in record.evidence]
     lines += [
         f"    source: {s.platform} chat {s.chat_id} message {s.message_id} at {_when(s.timestamp)}"
@@ -105,15 +108,23 @@ def memory_lines(record: MemoryRecord, *, full: bool = False) -> list[str]:
     return lines
 
 
-def note_lines(note: Note) -> list[str]:
+def note_lines(note: Note, *, name: str = "") -> list[str]:
     state = (
         f"promoted to {note.promoted_to}"
         if note.promoted_to
         else ("handled, not promoted" if note.promoted_at else "staged")
     )
-    lines = memory_lines(note.record)
+    lines = memory_lines(note.record, name=name)
     lines[0] = f"{note.record.id}  note  {note.record.kind.value}  {state}  from {note.conversation or '-'}"
     return lines
+
+
+async def _name_of(service: MemoryService, person: str) -> str:
+    """The person's display name (their first account's that has one), for memory texts the operator reads."""
+    from core import people
+
+    accounts = await service.db.run(people.accounts_of, person)
+    return next((a.display_name for a in accounts if a.display_name.strip()), "")
 
 
 def _print(out: Stream, lines: list[str]) -> None:
@@ -128,17 +139,18 @@ async def list_body(parts: Parts, args: argparse.Namespace, console: Console) ->
     service = await parts.memory()
     out = console.out
     memories = await service.list_memories(person, include_inactive=args.all)
+    name = await _name_of(service, person)
     now = service.clock()
     if not args.all:
         memories = [m for m in memories if m.is_live(now)]
     out.write(f"{len(memories)} memories of {person}\n")
     for memory in memories:
-        _print(out, memory_lines(memory))
+        _print(out, memory_lines(memory, name=name))
     if args.notes:
         notes = await service.list_notes(person)
         out.write(f"{len(notes)} staged notes\n")
         for note in notes:
-            _print(out, note_lines(note))
+            _print(out, note_lines(note, name=name))
     return 0
 
 
@@ -152,11 +164,12 @@ async def show_body(parts: Parts, args: argparse.Namespace, console: Console) ->
     if record is None or record.person != person:
         console.err.write(f"kith: {person} has no memory {args.memory_id}\n")
         return 1
-    _print(out, memory_lines(record, full=True))
+    name = await _name_of(service, person)
+    _print(out, memory_lines(record, full=True, name=name))
     for other_id in record.conflicts_with:
         other = await service.get(other_id)
         if other is not None:
-            out.write(f"    {other_id} says: {other.text}\n")
+            out.write(f"    {other_id} says: {person_facing(other.text, you=False, name=name)}\n")
     return 0
 
 
@@ -167,11 +180,12 @@ async def search_body(parts: Parts, args: argparse.Namespace, console: Console) 
     service = await parts.memory(embedder=True)  # the only action that embeds
     out = console.out
     result = await service.search(person, " ".join(args.query), args.limit)
+    name = await _name_of(service, person)
     if result.lexical_only:
         out.write(f"note: keyword search only ({result.reason})\n")
     out.write(f"{len(result.hits)} matches\n")
     for hit in result.hits:
-        lines = memory_lines(hit.record)
+        lines = memory_lines(hit.record, name=name)
         lines[0] += f"  score {hit.score:.2f}"
         _print(out, lines)
     return 0
@@ -197,12 +211,10 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
         out.write(f"nothing of {person} matches {query!r}\n")
         return 0
     else:
-        out.write(
-            f"forgetting {query!r} for {person} removes {len(plan.memory_ids)} memories and "
-            f"{len(plan.note_ids)} notes:\n"
-        )
+        out.write(f"forgetting {query!r} for {person} removes {plan.describe()}:\n")
+        name = await _name_of(service, person)
         for record_id in ids:
-            out.write(f"  {record_id}  {plan.previews.get(record_id, '')}\n")
+            out.write(f"  {record_id}  {person_facing(plan.previews.get(record_id, ''), you=False, name=name)}\n")
         links = sum(len(v) for v in plan.unlink.values())
         if links:
             out.write(f"and clears {links} conflict flags on {len(plan.unlink)} other memories\n")
@@ -215,9 +227,8 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
     result = await service.apply_forget(plan)
     parts.changed(person)
     out.write(
-        f"forgotten: {result.memories_deleted} memories, {result.notes_deleted} notes, "
-        f"{result.links_removed} conflict flags cleared; {result.tombstones} tombstones keep them from "
-        "coming back\n"
+        f"forgotten: {result.describe()}; {result.links_removed} conflict flags cleared; {result.tombstones} "
+        "tombstones keep them from coming back\n"
     )
     return 0 if result.leftover == 0 else 1
 
