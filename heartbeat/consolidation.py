@@ -43,11 +43,20 @@ from core.db import Database, UtcDateTime, metadata
 from core.summarizer import Summarizer
 from core.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
 from heartbeat.settings import day_bounds, local_day
-from memory.capture import CAPTURE_MAX_TOKENS, note_id, render_request, shown_chunk, shown_for, turn_of
+from memory.capture import (
+    CAPTURE_MAX_TOKENS,
+    names_of,
+    note_id,
+    render_request,
+    shown_chunk,
+    shown_for,
+    turn_of,
+    validation_limits,
+)
 from memory.records import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
-from memory.validation import ValidationLimits, validate_extraction
+from memory.validation import validate_extraction
 from persona.llm import LLMClient, LLMError
 
 log = logging.getLogger("kith.consolidation")
@@ -360,9 +369,10 @@ class Consolidator:
             log.warning("consolidation model failed day=%s conversation_len=%d person=%s kind=%s",
                         chunk.day, len(chunk.conversation), person, exc.kind)
             return None
-        limits = ValidationLimits(max_items=ms.max_memories_per_run, max_text_chars=ms.max_memory_chars)
         validation = validate_extraction(reply.text, len(reply.tool_calls), turns=[t for _r, t in pairs],
-                                         person=person, known_ids={m.id for m in shown}, limits=limits)
+                                         person=person, known_ids={m.id for m in shown},
+                                         limits=validation_limits(self.settings),
+                                         person_names=names_of(pairs, person, names))
         counts = validation.counts()
         report.validation.update(counts)
         now = self.clock()
@@ -374,7 +384,7 @@ class Consolidator:
             record = MemoryRecord(id=note_id(person, candidate), person=person, kind=candidate.kind,
                                   text=candidate.text, evidence=candidate.evidence, sources=candidate.sources,
                                   scope=candidate.scope, importance=candidate.importance, created_at=now,
-                                  updated_at=now)
+                                  updated_at=now, evidence_sentences=candidate.evidence_sentences)
             notes[record.id] = Note(record, horizon=candidate.horizon, corrects=candidate.corrects,
                                     conversation=chunk.conversation)
         added = await self.memory.store.add_notes(list(notes.values()))

@@ -79,9 +79,12 @@ Answer with one JSON object and nothing else:
 "evidence": ["words copied character for character from PERSON's own lines"], \
 "importance": 0.5, "horizon": "lasting|one_off|intention", \
 "corrects": "id of a stored memory, only when PERSON corrected it"}}]}}
-Every memory needs evidence copied exactly from a line of PERSON; a memory without such a \
-quote is thrown away. "importance" (0 to 1), "horizon" and "corrects" are optional. At most \
-{max_items} memories. Do not call tools."""
+Every memory needs evidence copied exactly from a line of PERSON: whole words, from the start of \
+a clause, where PERSON states it as true (not denied, not a question, not "if", not what someone \
+else says). Write "text" in the evidence's own language and words: every name, number, place, \
+thing and verb in it must appear in the evidence. A memory that fails this is thrown away. \
+"importance" (0 to 1), "horizon" and "corrects" are optional. At most {max_items} memories, one \
+per fact. Do not call tools."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +245,23 @@ async def shown_for(store: MemoryStore, person: str, turns: Sequence[Turn]) -> l
     return [r for r, _s in found]
 
 
+def names_of(pairs: Sequence[Pair], person: str, names: dict[str, str]) -> list[str]:
+    """The display names of ``person``'s accounts that wrote in ``pairs``: a memory may call them that."""
+    own = (row.author for row, turn in pairs if turn.person == person)
+    return list(dict.fromkeys(names[author] for author in own if author in names))
+
+
+def validation_limits(settings: Settings) -> ValidationLimits:
+    """The configured limits and gate thresholds the extractor's answer is checked with."""
+    ms = settings.memory
+    return ValidationLimits(
+        max_items=ms.max_memories_per_run,
+        max_text_chars=ms.max_memory_chars,
+        merge_at=ms.merge_threshold,
+        conflict_at=ms.conflict_threshold,
+    )
+
+
 def render_request(
     turns: Sequence[tuple[history.StoredMessage, Turn]],
     person: str,
@@ -397,14 +417,14 @@ class Capture:
                 "capture model failed conversation=%s person=%s kind=%s", conversation, person, exc.kind
             )
             return False
-        limits = ValidationLimits(max_items=ms.max_memories_per_run, max_text_chars=ms.max_memory_chars)
         validation = validate_extraction(
             reply.text,
             len(reply.tool_calls),
             turns=[t for _r, t in pairs],
             person=person,
             known_ids={m.id for m in shown},
-            limits=limits,
+            limits=validation_limits(self.settings),
+            person_names=names_of(pairs, person, names),
         )
         report.counts.update(validation.counts())
         notes: list[Note] = []
@@ -424,6 +444,7 @@ class Capture:
                 importance=candidate.importance,
                 created_at=now,
                 updated_at=now,
+                evidence_sentences=candidate.evidence_sentences,
             )
             notes.append(
                 Note(

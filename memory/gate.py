@@ -101,6 +101,7 @@ _NEXT_TIER = {Tier.OBSERVATION: Tier.BELIEF, Tier.BELIEF: Tier.KNOWLEDGE, Tier.K
 def merged_record(existing: MemoryRecord, candidate: MemoryCandidate, now: datetime) -> MemoryRecord | None:
     """``existing`` reinforced by ``candidate``; ``None`` when the candidate adds no new receipt."""
     new_quotes = [q for q in candidate.evidence if q not in existing.evidence]
+    new_sentences = [s for s in candidate.evidence_sentences if s not in existing.evidence_sentences]
     known_sources = {(s.platform, s.chat_id, s.message_id) for s in existing.sources}
     new_sources = [s for s in candidate.sources if (s.platform, s.chat_id, s.message_id) not in known_sources]
     if not new_quotes and not new_sources:
@@ -114,6 +115,7 @@ def merged_record(existing: MemoryRecord, candidate: MemoryCandidate, now: datet
     return replace(
         existing,
         evidence=(*existing.evidence, *new_quotes)[-MAX_EVIDENCE_PER_MEMORY:],
+        evidence_sentences=(*existing.evidence_sentences, *new_sentences)[-MAX_EVIDENCE_PER_MEMORY:],
         sources=(*existing.sources, *new_sources)[-MAX_EVIDENCE_PER_MEMORY:],
         importance=min(1.0, max(existing.importance, candidate.importance) + MERGE_IMPORTANCE_BOOST),
         # Said anywhere private, it stays private.
@@ -142,6 +144,7 @@ def new_record(
         conflicts_with=tuple(conflicts_with),
         created_at=now,
         updated_at=now,
+        evidence_sentences=candidate.evidence_sentences,
     )
 
 

@@ -124,6 +124,8 @@ class MemoryCandidate:
     horizon: Horizon | None = None
     sources: tuple[Source, ...] = ()
     scope: Scope = Scope.DM
+    # The whole sentence each quote stands in, so a receipt shows what was said around the words quoted.
+    evidence_sentences: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,8 @@ class MemoryRecord:
     updated_at: datetime = field(default_factory=utcnow)
     use_count: int = 0  # times a reply actually drew on it
     last_used_at: datetime | None = None
+    # The whole sentences the evidence quotes stand in (may be empty: older records, /remember).
+    evidence_sentences: tuple[str, ...] = ()
 
     def is_expired(self, now: datetime) -> bool:
         # Pins are deliberate: a horizon never lapses them.
@@ -219,6 +223,7 @@ def to_metadata(record: MemoryRecord) -> dict[str, MetadataValue]:
         "kind": record.kind.value,
         "text": record.text,
         "evidence": _dumps(list(record.evidence)),
+        "evidence_sentences": _dumps(list(record.evidence_sentences)),
         "sources": _dumps([_source_to_json(s) for s in record.sources]),
         "scope": record.scope.value,
         "origin": record.origin.value,
@@ -267,4 +272,6 @@ def from_metadata(metadata: Mapping[str, MetadataValue]) -> MemoryRecord:
         updated_at=updated_at,
         use_count=int(metadata["use_count"]),
         last_used_at=_parse_iso(metadata["last_used_at"]),
+        # Absent from records written before it existed.
+        evidence_sentences=tuple(json.loads(str(metadata.get("evidence_sentences") or "[]"))),
     )

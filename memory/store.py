@@ -142,6 +142,7 @@ class Note:
             horizon=self.horizon,
             sources=r.sources,
             scope=r.scope,
+            evidence_sentences=r.evidence_sentences,
         )
 
 

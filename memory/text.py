@@ -6,6 +6,10 @@ Two different jobs live here and must not be confused:
   quote still has to match the transcript literally (case, punctuation and spelling count).
 * :func:`tokens` / :func:`content_words` / :func:`words_match` are for *matching* (the
   merge/conflict gate and BM25): case-folded, NFKC, script-aware.
+* :func:`fold` is for *recognising* what a text says however it is spelled (the instruction and
+  authority rules): invisible format characters removed, NFKC, every letter that Unicode's
+  confusables table lists as a look-alike of an ASCII letter or digit (Cyrillic "о", Greek "ο",
+  dotless "ı", ...) replaced by it, case-folded. It never touches what is stored.
 
 Tokenisation by script:
 
@@ -23,8 +27,11 @@ Japanese verb's conjugations will not match; that is the embedder's job.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+
+from confusable_homoglyphs.confusables import confusables_data
 
 from core.tunables import (
     INFLECTION_MIN_STEM_CHARS,
@@ -37,6 +44,36 @@ from core.tunables import (
 def normalize(text: str) -> str:
     """NFC, then every run of whitespace becomes one space, then strip. No case folding."""
     return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+# Characters that render as nothing but split a word for a matcher: zero-width space, joiners, the
+# soft hyphen, bidi controls, the BOM (all category Cf), plus the few invisible fillers outside Cf.
+_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u3164\uffa0")
+
+
+@functools.cache
+def _confusable_folds() -> dict[int, str]:
+    """Every non-ASCII character Unicode lists as confusable with one ASCII letter or digit -> that
+    character, lower-cased. Letters with diacritics (Polish "ą", German "ä") are not in the table."""
+    folds: dict[int, str] = {}
+    for char, glyphs in confusables_data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        for glyph in glyphs:
+            target = glyph["c"]
+            if len(target) == 1 and target.isascii() and target.isalnum():
+                folds[ord(char)] = target.lower()
+                break
+    return folds
+
+
+def fold(text: str) -> str:
+    """``text`` as a matcher should read it: invisible characters dropped, NFKC, ASCII look-alikes folded
+    to ASCII, case-folded, curly apostrophes straightened, whitespace folded. For recognising, never
+    for storing or quoting."""
+    visible = "".join(c for c in text if unicodedata.category(c) != "Cf" and c not in _INVISIBLE_EXTRA)
+    folded = unicodedata.normalize("NFKC", visible).translate(_confusable_folds()).casefold()
+    return " ".join(folded.replace("’", "'").replace("‘", "'").split())
 
 
 def _mark_class() -> str:

@@ -60,16 +60,19 @@ async def test_good_memories_land_in_notes_with_their_receipts(
     fake_llm.reply(
         answer(
             fact("Ana is vegetarian", "I'm vegetarian"),
-            {"kind": "goal", "text": "Ana is learning Rust", "evidence": "learning Rust", "importance": 0.7},
+            {"kind": "goal", "text": "Ana started learning Rust last week",
+             "evidence": "I started learning Rust last week", "importance": 0.7},
         )
     )
     report = await service.capture.run(CONV, last)
     assert report.written == 2 and report.counts["accepted"] == 2 and report.cursor_to == last
     notes = {n.record.text: n.record for n in await service.list_notes(ana)}
-    assert set(notes) == {"Ana is vegetarian", "Ana is learning Rust"}
-    rust = notes["Ana is learning Rust"]
+    assert set(notes) == {"Ana is vegetarian", "Ana started learning Rust last week"}
+    rust = notes["Ana started learning Rust last week"]
     assert rust.kind is MemoryKind.GOAL and rust.importance == 0.7 and rust.scope is Scope.DM
-    assert rust.evidence == ("learning Rust",) and len(rust.sources) == 1
+    assert rust.evidence == ("I started learning Rust last week",) and len(rust.sources) == 1
+    # The receipt keeps the whole sentence the quote stands in.
+    assert rust.evidence_sentences == ("I'm vegetarian, and I started learning Rust last week.",)
     # The model got the transcript as data, after a system prompt that says so first, and no tools.
     request = fake_llm.requests[-1]
     assert request["messages"][0]["role"] == "system"
@@ -203,10 +206,10 @@ async def test_malformed_json_is_discarded_not_repaired_and_not_retried(
 async def test_at_most_thirty_memories_per_run(
     service: MemoryService, db: Database, fake_llm: FakeOpenAI
 ) -> None:
-    stamps = [f"stamp{i:02d}" for i in range(31)]
-    ana, _ = await say(db, "console:ana", "I collect " + ", ".join(stamps))
+    stamps = [f"I collect stamp{i:02d}" for i in range(31)]
+    ana, _ = await say(db, "console:ana", ", ".join(stamps))
     last = await reply(db, "Quite a collection.")
-    fake_llm.reply(answer(*(fact(f"Ana collects {s}", s) for s in stamps)))
+    fake_llm.reply(answer(*(fact(f"Ana collects {s.split()[-1]}", s) for s in stamps)))
     report = await service.capture.run(CONV, last)
     assert report.written == 30 and report.counts["rejected_over_limit"] == 1
     assert len(await service.list_notes(ana)) == 30

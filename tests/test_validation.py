@@ -155,7 +155,7 @@ def test_a_quote_with_different_spacing_still_matches() -> None:
 def test_a_quote_in_decomposed_unicode_matches_the_composed_turn() -> None:
     turns = [turn("Zażółć gęślą jaźń")]
     decomposed = "Zaz\u0307o\u0301łc\u0301 ge\u0328s\u0301la\u0328 jaz\u0301n\u0301"
-    report = validate(answer(memory("Said the pangram", decomposed)), turns=turns)
+    report = validate(answer(memory("Zażółć gęślą jaźń", decomposed)), turns=turns)
     assert len(report.accepted) == 1
     assert report.accepted[0].evidence == ("Zażółć gęślą jaźń",)
 
@@ -235,10 +235,11 @@ def test_a_fact_said_only_in_a_group_is_shared_and_one_said_privately_stays_priv
 
 
 def test_thirty_one_items_keep_the_first_thirty() -> None:
-    items = [memory(f"Vegetarian fact number {i}", "I'm vegetarian") for i in range(31)]
-    report = validate(answer(*items))
+    turns = [turn(", ".join(f"I have visited Town{i:02d}" for i in range(31)))]
+    items = [memory(f"Has visited Town{i:02d}", f"I have visited Town{i:02d}") for i in range(31)]
+    report = validate(answer(*items), turns=turns)
     assert len(report.accepted) == 30
-    assert [a.text for a in report.accepted][-1] == "Vegetarian fact number 29"
+    assert [a.text for a in report.accepted][-1] == "Has visited Town29"
     assert [(r.reason, r.index) for r in report.rejected] == [(RejectReason.OVER_LIMIT, 30)]
     assert report.counts()["rejected_over_limit"] == 1
 
@@ -326,16 +327,20 @@ def test_a_claim_of_authority_over_kith_is_not_remembered_even_with_a_clean_quot
 
 def test_a_standing_instruction_about_the_person_themselves_is_kept() -> None:
     turns = [turn("Please always answer me in Polish")]
-    report = validate(answer(memory("Answer in Polish", "always answer me in Polish", kind="instruction")), turns=turns)
+    item = memory("Always answer PERSON in Polish", "always answer me in Polish", kind="instruction")
+    report = validate(answer(item), turns=turns)
     assert report.accepted[0].kind is MemoryKind.INSTRUCTION
+    # The same order about nobody in particular is an order over kith, not about her.
+    item = memory("Always answer in Polish", "always answer me in Polish", kind="instruction")
+    assert validate(answer(item), turns=turns).rejected[0].reason is RejectReason.INJECTION
 
 
 def test_a_job_title_is_not_an_authority_claim() -> None:
     turns = [turn("I'm the owner of a bakery and a system administrator at the hospital")]
     report = validate(
         answer(
-            memory("Owns a bakery", "I'm the owner of a bakery"),
-            memory("Works as a system administrator", "a system administrator at the hospital"),
+            memory("Is the owner of a bakery", "I'm the owner of a bakery"),
+            memory("Is a system administrator at the hospital", "a system administrator at the hospital"),
         ),
         turns=turns,
     )
