@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from core.config import LLMSettings
+from core.tunables import MODEL_PROCESS_CALL_RESENDS
 from persona.llm import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
 from persona.model_process import ModelProcess
 from persona.model_worker import InlinePreparation, read_requests
@@ -152,6 +153,22 @@ async def test_a_call_whose_process_is_killed_under_it_is_answered_by_the_next_o
     assert (await waiting).text == "echo: hello?"
     assert process.pid not in (None, first) and process.spawned == 2
     assert [r["messages"][-1]["content"] for r in fake_llm.requests] == ["hello?", "hello?"]  # sent again, once
+
+
+async def test_a_call_that_every_process_dies_under_fails_after_a_few_instead_of_respawning_forever(
+        fake_llm: FakeOpenAI) -> None:
+    # A child that is ready at once and dies on the first request it reads, as a call that crashes it would.
+    fatal = (sys.executable, "-c", "import json, os, sys; print(json.dumps({'ready': os.getpid()}), flush=True); "
+             "sys.stdin.readline(); os._exit(9)")
+    process = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=10, command=fatal)
+    llm = _client(fake_llm, process, max_retries=0)
+    try:
+        with pytest.raises(LLMError) as gone:
+            await asyncio.wait_for(llm.complete([{"role": "user", "content": "hello?"}]), 30)
+        assert (gone.value.kind, gone.value.retryable) == ("unavailable", True)
+        assert process.spawned == 1 + MODEL_PROCESS_CALL_RESENDS
+    finally:
+        await process.close()
 
 
 async def test_a_call_waits_for_a_process_slower_to_load_than_the_model_timeout(fake_llm: FakeOpenAI) -> None:
