@@ -11,12 +11,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from core import history, people
 from core.app import open_database
 from core.config import Settings
 from core.control.dispatch import run_command
 from core.types import utcnow
+from delivery import outbox
 from heartbeat import goals
 from heartbeat.cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser, add_undo_decay_action
 from tests.fakes.openai_api import FakeOpenAI, Scripted
@@ -117,3 +119,41 @@ async def test_decay_now_and_undo_decay(fake_llm: FakeOpenAI, make_settings: Cal
     assert code == 0 and out.startswith("decay run 1: retired 0")
     code, out = await run("memory.undo-decay", settings)
     assert code == 0 and out.startswith("undid decay run 1: restored 0")
+
+
+async def test_heartbeat_now_asks_a_flagged_conflict_with_buttons_not_in_a_free_text_turn(
+    fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]
+) -> None:
+    """A conflict the nightly consolidation flagged is asked at the heartbeat, as the real question, without the
+    person writing first; the model is never asked to phrase it in a check-in no answer could settle."""
+    from memory.records import MemoryKind
+    from memory.service import MemoryService
+    from persona.llm import LLMClient
+    from tests.support.memory import candidate
+
+    settings = make_settings(fake_llm)
+    ana = seed(settings, "I am back.", days_ago=0)  # she wrote in a DM once: somewhere private to ask
+    db = open_database(settings)
+    memory = await MemoryService.open(settings, db, LLMClient(settings.llm), announce=False)
+    try:
+        for editor in ("Vim", "Emacs"):
+            await memory.gate.admit(ana, candidate(f"Ana's favourite editor is {editor}", kind=MemoryKind.PREFERENCE))
+        assert sum(bool(m.conflicts_with) for m in await memory.active_memories(ana)) == 2
+    finally:
+        await memory.close()
+        db.close()
+
+    code, out = await run("heartbeat", settings, argparse.Namespace(any_hour=True))
+
+    assert code == 0 and "questions asked 1" in out and "messages are in the outbox" in out
+    assert not any("DISPUTED" in json.dumps(r["messages"]) for r in fake_llm.requests)
+    db = open_database(settings)
+    try:
+        rows = db.run_sync(lambda conn: conn.execute(sa.select(outbox.outbox.c.text, outbox.outbox.c.buttons)).all())
+    finally:
+        db.close()
+    assert len(rows) == 1 and "Which is right?" in rows[0].text
+    assert "Vim" in rows[0].text and "Emacs" in rows[0].text
+    assert [data.split(":")[0] for _label, data in json.loads(rows[0].buttons)] == ["q"] * 4
+    code, out = await run("heartbeat", settings, argparse.Namespace(any_hour=True))
+    assert code == 0 and "questions asked" not in out  # asked once: one open question per person
