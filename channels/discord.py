@@ -45,6 +45,7 @@ import asyncio
 import contextlib
 import io
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -78,6 +79,7 @@ from channels.discord_translate import (
 )
 from channels.lanes import HandlerLanes
 from core.config import DiscordSettings
+from core.failures import describe, traceback_of
 from core.tunables import (
     DISCORD_CATCH_UP_CHANNELS_MAX,
     DISCORD_CATCH_UP_CONCURRENCY,
@@ -173,8 +175,14 @@ class _GatewayClient(discord.Client):
         self._kith.interaction(interaction)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
-        # discord.py's default prints the traceback, locals and all; ours names the event only.
-        log.exception("discord event handler failed event=%s", event_method)
+        # discord.py's default prints the traceback, locals and all; ours names the event, and a database
+        # that refused work (a full disk) is one line with its reason rather than a traceback.
+        exc = sys.exc_info()[1]
+        if exc is None:
+            log.error("discord event handler failed event=%s", event_method)
+            return
+        log.error("discord event handler failed event=%s error=%s", event_method, describe(exc),
+                  exc_info=traceback_of(exc))
 
 
 def _then(parser: Callable[[Any], None], after: Callable[[], None], data: Any) -> None:

@@ -43,6 +43,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
+from core.failures import describe, traceback_of
 from core.tunables import DECAY_MINUTE, MISFIRE_GRACE_S
 from heartbeat.settings import HeartbeatSettings
 
@@ -145,7 +146,7 @@ class RunnerExecutor(BaseExecutor):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.error("job failed id=%s error=%s", job.id, type(exc).__name__, exc_info=exc)
+                log.error("job failed id=%s error=%s", job.id, describe(exc), exc_info=traceback_of(exc))
                 events.append(JobExecutionEvent(EVENT_JOB_ERROR, job.id, alias, run_time, exception=exc,
                                                 traceback=traceback.format_exc()))
             else:
