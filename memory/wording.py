@@ -129,7 +129,7 @@ def person_facing(text: str, *, you: bool, name: str = "") -> str:
     if you:
         return _second_person(text)
     # A display name is the platform's data: no control or format character reaches a reader.
-    clean = " ".join("".join(c for c in name if unicodedata.category(c)[0] != "C").split())
+    clean = " ".join("".join(" " if unicodedata.category(c)[0] == "C" else c for c in name).split())
     return _third_person(text, clean or FALLBACK_NAME)
 
 
