@@ -178,7 +178,9 @@ def why_text(records: Sequence[MemoryRecord]) -> str:
         lines = [f"`{record.id}` {literal(yours(record.text))}",
                  f"Status: {_status_line(record)}; {record.tier.value}, {record.kind.value}."]
         for quote in record.evidence[-WHY_RECEIPTS:]:
-            lines.append(f"- {verb}: “{literal(clip(quote, QUESTION_QUOTE_CHARS))}”")
+            # The whole sentence the words stand in: a fragment could hide "I would never say I am vegan".
+            said = next((s for s in record.evidence_sentences if quote in s), quote)
+            lines.append(f"- {verb}: “{literal(clip(said, QUESTION_QUOTE_CHARS))}”")
         for source in sorted(record.sources, key=lambda s: s.timestamp)[-WHY_RECEIPTS:]:
             lines.append(f"- {_where(record, source.platform)}, "
                          f"{source.timestamp.strftime('%Y-%m-%d %H:%M %Z').strip()}")

@@ -143,10 +143,10 @@ OTHER_PEOPLE = _set(
     "mama mamy mamą matka matki ojciec ojca tata taty brat brata bratem siostra siostry siostrą żona żony "
     "żoną mąż męża mężem chłopak dziewczyna przyjaciel przyjaciela przyjaciółka kolega kolegi koleżanka syn "
     "syna córka córki dziecko dzieci szef szefowa sąsiad sąsiadka wujek ciocia kuzyn kuzynka babcia dziadek "
-    "rodzice rodzina rodzinie rodziny rodzinę on ona oni one",
+    "rodzice rodzina rodzinie rodziny rodzinę",
     "mutter mama vater papa bruder brüder schwester schwestern ehefrau ehemann partnerin freund freunde "
     "freundin freundinnen sohn tochter kinder kollege kollegin nachbar nachbarin onkel tante cousine oma "
-    "opa großmutter großvater eltern familie mitbewohner er",
+    "opa großmutter großvater eltern familie mitbewohner",
 )
 # Grammar and person words that a memory may use without the quote having them.
 FREE_WORDS = _set(
@@ -262,9 +262,18 @@ def _negated(text: str) -> bool:
     return _has(tokens(text), NEGATIONS)
 
 
+# Polish glues its conditional to the word: "gdybym", "jadłbym", "byłabyś", "zrobiliby".
+_POLISH_CONDITIONAL = re.compile(r"^gdyby|ł[aoy]?by(?:m|ś|śmy|ście)?$|liby(?:śmy|ście)?$")
+
+
+def _modal(words: Sequence[str]) -> bool:
+    return any(w in MODALS or _POLISH_CONDITIONAL.search(w) for w in words)
+
+
 def _conditional(sentence_words: Sequence[str]) -> bool:
     for i, word in enumerate(sentence_words):
-        if word in CONDITIONALS and not (i > 0 and sentence_words[i - 1] in CONCESSIVE_BEFORE_IF):
+        conditional = word in CONDITIONALS or word.startswith("gdyby")
+        if conditional and not (i > 0 and sentence_words[i - 1] in CONCESSIVE_BEFORE_IF):
             # Polish "czy" opens a question or "whether": either way the clause is not asserted.
             return True
     return False
@@ -368,7 +377,7 @@ def _judge_occurrence(text: str, quote: str, start: int, memory: str) -> Unsuppo
         return Unsupported.NEGATED
     if _conditional(tokens(sentence)):
         return Unsupported.HYPOTHETICAL
-    if _has(tokens(clause), MODALS) and not _has(tokens(memory), WISH_WORDS):
+    if _modal(tokens(clause)) and not _has(tokens(memory), WISH_WORDS):
         return Unsupported.HYPOTHETICAL
     return sentence
 
