@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from memory.text import content_words, is_negation, normalize, tokens, words_match
+from memory.text import content_words, fold, is_negation, normalize, tokens, words_match
 
 
 def test_normalize_folds_every_kind_of_whitespace_to_one_space() -> None:
@@ -120,3 +120,9 @@ def test_negations_are_recognised(word: str) -> None:
 
 def test_negations_are_content_words() -> None:
     assert content_words("Nie lubię kawy") == ["nie", "lubię", "kawy"]
+
+
+def test_fold_reads_look_alike_letters_and_hidden_characters_as_the_plain_word() -> None:
+    assert fold("I am kith’s \u043ewner") == "i am kith's owner"  # a Cyrillic о
+    assert fold("al\u200bways \uff21\uff44\uff4d\uff49\uff4e") == "always admin"  # zero-width space, full width
+    assert fold("Zażółć Größe") == "zażółć grösse"  # Polish and German letters stay themselves
