@@ -20,6 +20,7 @@ from typing import Any
 from core import history, people
 from core.app import open_database
 from core.config import load_settings
+from core.instance import Role, read_holder
 from core.types import utcnow
 from memory.service import MemoryService
 from persona.llm import LLMClient
@@ -194,3 +195,33 @@ def _captured(fake: FakeOpenAI) -> set[int]:
         if request["messages"][0]["content"].startswith(CAPTURE):
             shown |= {int(n) for n in re.findall(r"I like tea number (\d+)", request["messages"][-1]["content"])}
     return shown
+
+
+async def test_a_bot_started_during_a_command_waits_for_it_before_opening_the_stores(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    cfg = _config(tmp_path, fake_llm, telegram_api)
+    await _seed(cfg)
+    fake_llm.hang(4)  # consolidation's model call: the command holds the data directory meanwhile
+    command = asyncio.ensure_future(_command(cfg, "consolidate", "--now"))
+    await _until(lambda: len(fake_llm.requests) == 1, "the command to reach the model")
+    log = tmp_path / "bot.log"
+    bot = await _bot(cfg, log)
+    try:
+        await _until(lambda: "waiting for an operator command (pid" in log.read_text(errors="replace"),
+                     "the bot to say what it waits for")
+        data = tmp_path / "data"
+        while (holder := read_holder(data)) is not None and holder.role is Role.COMMAND:
+            # While the command holds the data directory the bot opens no store (its first line about one).
+            assert "embedder" not in log.read_text(errors="replace")
+            await asyncio.sleep(0.05)
+        code, out, err = await command
+        assert code == 0 and "consolidated 1/1 days" in out, out + err
+        await _until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), "the bot to start")
+        code, out, err = await _command(cfg, "people", "list")  # and now through it
+        assert code == 0 and out.startswith("people: 3"), out + err
+    finally:
+        bot.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(bot.wait(), WAIT_S) == 0
+    text = log.read_text(errors="replace")
+    assert text.index("waiting for an operator command") < text.index("embedder")
+    assert "Traceback" not in text and len(re.findall(r"control command command=people.list exit=0", text)) == 1
