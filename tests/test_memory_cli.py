@@ -203,3 +203,35 @@ def test_building_the_parser_imports_nothing_heavy() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+class _Terminal(io.StringIO):
+    """Standard input that is a terminal a person types their answer in."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_forget_in_a_terminal_asks_there_and_removes_only_what_was_shown(
+    seeded: tuple[Settings, str, dict[str, str]],
+) -> None:
+    settings, ana, _ids = seeded
+    args = parse("forget", "--account", "telegram:42", "emacs")
+    out = io.StringIO()
+    code = run_command(settings, "memory.forget", args, out=out, stdin=_Terminal("n\n"))
+    assert code == 1 and out.getvalue().endswith("forget exactly this? [y/N] nothing removed\n")
+    out = io.StringIO()
+    code = run_command(settings, "memory.forget", args, out=out, stdin=_Terminal("y\n"))
+    assert code == 0 and "forget exactly this? [y/N] forgotten: 1 memory" in out.getvalue()
+    assert out.getvalue().count("removes 1 memory") == 1  # the plan shown once, before the question
+    _code, listing = run(settings, "list", "--person", ana)
+    assert "Emacs" not in listing
+
+    # What matches changed between the question and the answer: nothing is removed.
+    changed = parse("forget", "--account", "telegram:42", "postgres")
+    changed.expect = ["m_not_what_was_shown"]
+    out = io.StringIO()
+    code = run_command(settings, "memory.forget", changed, out=out, stdin=io.StringIO())
+    assert code == 1 and "changed since you were asked: nothing removed" in out.getvalue()
+    _code, listing = run(settings, "list", "--person", ana)
+    assert "Postgres" in listing
