@@ -475,6 +475,9 @@ class MemoryCommands:
             lines.append(f"…and {len(ids) - FORGET_PREVIEW_MAX} more.")
         if plan.unlink:
             lines.append(f"{len(plan.unlink)} other memories disagree with these; that link goes too.")
+        if plan.places.total:
+            lines.append(f"Its words go from our chats too: {describe_places(plan.places)}.")
+        lines.append(f"In all: {plan.describe()}.")
         lines += ["", "Forget them? Tap a button, or reply yes or no."]
         buttons = (Button("Yes, forget them", f"f:{pending.token}:yes"), Button("Cancel", f"f:{pending.token}:no"))
         return reply_to(message, "\n".join(lines), buttons=buttons)
@@ -482,9 +485,6 @@ class MemoryCommands:
     async def export(self, message: InboundMessage, _args: str) -> OutboundMessage:
         file = await self.controls.export(await self._requester(message))
         return reply_to(message, f"Everything I keep about you: {file.memories} memories and {file.notes} "
-        if plan.places.total:
-            lines.append(f"Its words go from our chats too: {describe_places(plan.places)}.")
-        lines.append(f"In all: {plan.describe()}.")
                                  "notes not yet reviewed, with where and when you said each.",
                         attachment_name=file.name, attachment_bytes=file.data)
 

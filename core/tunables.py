@@ -104,11 +104,11 @@ PAIRING_MAX_PENDING = 3  # per platform
 RATE_LIMIT_BURST = 8  # messages a sender may send at once
 RATE_LIMIT_PER_MINUTE = 20.0  # sustained refill
 LINK_CODE_TTL_S = 600
+LINK_FAILURES_PER_HOUR = 5  # wrong or expired /link codes one account may send in an hour before it is refused
+LINK_FAILURE_WINDOW_S = 3_600
 
 # --- Delivery --------------------------------------------------------------------------
 DISCORD_READY_TIMEOUT_S = 30.0
-LINK_FAILURES_PER_HOUR = 5  # wrong or expired /link codes one account may send in an hour before it is refused
-LINK_FAILURE_WINDOW_S = 3_600
 TELEGRAM_MAX_UTF16 = 4_096
 DISCORD_MAX_CHARS = 2_000
 SLACK_MAX_CHARS = 3_900  # under the 4,000 characters Slack shows before truncating a message
