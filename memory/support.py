@@ -151,6 +151,9 @@ OTHER_PEOPLE = _set(
 # Grammar and person words that a memory may use without the quote having them.
 FREE_WORDS = _set(
     "person persons user users kith they them their theirs he him his she her hers it its",
+    # Naming a thing adds no claim of its own: "my dog Luna" says the dog is called Luna, and the name
+    # itself must still be in the quote.
+    "called named nazywa nazywają nazywał nazywała heißt heißen hieß genannt",
     "ona on ono oni one jej jego ich go mu jest są był była było",
     "ich du er sie es wir ihr ihm ihn ihnen sein seine seinen seinem seiner seines ihre ihren ihrem ihrer "
     "ist bin bist sind war waren hat habe hast haben hatte hatten wird werde wurde der die das den dem "

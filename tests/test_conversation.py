@@ -154,7 +154,8 @@ async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fa
     app = await build_app(settings, warm_llm=False)
     try:
         captured = {"memories": [
-            {"kind": "fact", "text": "Ana's dog is called Luna", "evidence": "my dog Luna", "importance": 0.7},
+            {"kind": "fact", "text": "Ana's dog is called Luna",
+             "evidence": "I have to take my dog Luna to the vet", "importance": 0.7},
             {"kind": "fact", "text": "Ana is an astronaut", "evidence": "I am an astronaut", "importance": 0.9},
         ]}
 
@@ -173,7 +174,7 @@ async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fa
         assert app.memory is not None
         notes = await app.memory.list_notes(person)
         assert [n.record.text for n in notes] == ["Ana's dog is called Luna"]  # the invented one is dropped
-        assert notes[0].record.evidence == ("my dog Luna",)
+        assert notes[0].record.evidence == ("I have to take my dog Luna to the vet",)
     finally:
         await app.close()
 
@@ -186,7 +187,7 @@ async def test_forwarded_words_are_answered_but_never_evidence_about_the_forward
     app = await build_app(settings, warm_llm=False)
     try:
         captured = answer(fact("Ana is allergic to penicillin", "I am allergic to penicillin", importance=0.9),
-                          fact("Ana's dog is called Luna", "my dog Luna", importance=0.7))
+                          fact("Ana's dog is called Luna", "My dog Luna sees him every spring", importance=0.7))
 
         def route(request):
             from tests.fakes.openai_api import Scripted
@@ -201,7 +202,7 @@ async def test_forwarded_words_are_answered_but_never_evidence_about_the_forward
                                       forwarded=True)
         out = await app.core.handle(forward)
         assert out.text.startswith("echo:")  # a forward is part of the conversation, answered as usual
-        await app.core.handle(inbound("He is my dog Luna's vet, what do you make of this?"))
+        await app.core.handle(inbound("My dog Luna sees him every spring. What do you make of this?"))
         await app.background.drain()
         person = (await app.core.speaker_of(inbound("x"))).person
         assert app.memory is not None
@@ -240,7 +241,8 @@ async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_se
         def route(request):
             if request["messages"][0]["content"].startswith("The transcript and the stored memories"):
                 return Scripted(text=json.dumps({"memories": [
-                    {"kind": "fact", "text": "Ana's dog is called Luna", "evidence": "my dog Luna"}]}))
+                    {"kind": "fact", "text": "Ana's dog is called Luna",
+                     "evidence": "I have to take my dog Luna to the vet"}]}))
             return None
 
         fake_llm.route = route

@@ -66,7 +66,8 @@ async def test_a_fact_said_on_telegram_is_recalled_on_slack_after_linking(
     started = await app.start_channels(platform_channels(settings, app))
     assert sorted(started) == ["slack", "telegram"]
     try:
-        telegram_api.push_text(TG_USER, TG_USER, "my cat Biscuit knocked over a plant again")
+        # The extractor names her by the display name it is shown; a name that is not hers would not be grounded.
+        telegram_api.push_text(TG_USER, TG_USER, "my cat Biscuit knocked over a plant again", first_name="Ana")
         await telegram_api.wait_for_sent(1)
         await app.background.drain()
         telegram_api.push_text(TG_USER, TG_USER, "/link")
