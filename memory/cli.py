@@ -225,7 +225,7 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
             out.write("nothing removed: re-run with --yes to forget exactly this\n")
             return 1
     result = await service.apply_forget(plan)
-    parts.changed(person)
+    parts.changed(person, tuple(result.conversations))
     out.write(
         f"forgotten: {result.describe()}; {result.links_removed} conflict flags cleared; {result.tombstones} "
         "tombstones keep them from coming back\n"

@@ -130,9 +130,9 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
     ]
     try:
         await _until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), "the bot to start")
-        telegram_api.push_text(ANA, ANA, "what do you know about me?")
+        telegram_api.push_text(ANA, ANA, "what do you know about me and Mruczek?")
         await telegram_api.wait_for_sent(1, timeout=WAIT_S)
-        assert "Mruczek" in _prompt_of(fake_llm, "what do you know about me?")  # pinned: in every prompt
+        assert "Mruczek" in _prompt_of(fake_llm, "what do you know about me and Mruczek?")  # pinned, and said
 
         async def chatter() -> None:
             for n in range(12):
@@ -154,7 +154,8 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
         assert "linked telegram:701 to" in "".join(out for _c, out, _e in results)
         assert "forgotten: 1 memor" in "".join(out for _c, out, _e in results)
 
-        # Forgotten through the bot: gone from the very next prompt, with no wait.
+        # Forgotten through the bot: gone from the very next prompt, with no wait: the pinned memory and the
+        # words in the thread's recent window the bot holds in memory.
         code, out, err = await _command(cfg, "memory", "forget", "--account", f"telegram:{ANA}", "Mruczek", "--yes")
         assert code == 0 and "forgotten: 1 memor" in out, out + err
         telegram_api.push_text(ANA, ANA, "and now, what do you know?")

@@ -59,9 +59,11 @@ class LiveParts:
         moved = await self.app.linker.on_moved(old_person, new_person)
         return moved if isinstance(moved, dict) else {}
 
-    def changed(self, person: str) -> None:
+    def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:
         if self.app.recall is not None:
             self.app.recall.forget_pinned(person)
+        for conversation in conversations:
+            self.app.core.windows.drop(conversation)
 
     async def store_checks(self) -> list[CheckResult]:
         results = []

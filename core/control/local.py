@@ -72,7 +72,7 @@ class LocalParts:
         await self.db.run(reassign_goals, old_person, new_person)
         return moved
 
-    def changed(self, person: str) -> None:
+    def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:
         pass  # nothing of anyone is cached here beyond this command
 
     async def store_checks(self) -> list[CheckResult]:

@@ -52,8 +52,9 @@ class Parts(Protocol):
         """Everything that follows a person after a link (memory, questions, pauses, goals); memory's counts."""
         ...
 
-    def changed(self, person: str) -> None:
-        """``person``'s memories changed outside the conversation: forget what was cached of them."""
+    def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:
+        """``person``'s memories changed outside the conversation: forget what was cached of them, and of
+        ``conversations`` whose history a forget rewrote (so the next reply reads the redacted rows)."""
         ...
 
     async def store_checks(self) -> list[CheckResult]:
