@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.config import Settings
-from core.doctor import CheckResult
+from core.doctor import CheckResult, embedder_result
 from core.tunables import (
     EMBED_BATCH,
     EMBED_TIMEOUT_S,
@@ -377,11 +377,4 @@ async def check_embedder(settings: Settings) -> CheckResult:
     embedder, status = await open_embedder(settings)
     if embedder is not None:
         await embedder.close()
-    ok = status.ready or status.disabled
-    if status.ready:
-        detail = f"{status.configured} ready ({status.dim} dimensions)"
-    elif status.disabled:
-        detail = "none: memory search is lexical (BM25) by configuration"
-    else:
-        detail = f"{status.configured} unavailable ({status.reason}); memory stays on its lexical path"
-    return CheckResult("embedder", ok, detail)
+    return embedder_result(status)
