@@ -8,9 +8,10 @@ person's rows and, when asked, rewrites it. The plan shown before confirming cou
 scan, so it counts every place the forgetting will touch.
 
 What matches: every sentence that holds each content word of the forget query (the same whole-word
-rule that picks the memories), and every stretch that quotes a forgotten memory's text or evidence.
-Such a stretch becomes ``FORGOTTEN_MARK``; the rest of the row stays, so a conversation keeps its
-shape. Rows are the person's own messages (forwards included), kith's messages in threads the person
+rule that picks the memories), and every stretch that quotes a forgotten memory's text, evidence or
+receipt sentence. Such a stretch becomes ``FORGOTTEN_MARK``; the rest of the row stays, so a
+conversation keeps its shape. A memory that is kept loses such text from its receipt sentences too
+(:func:`kept_sentences`). Rows are the person's own messages (forwards included), kith's messages in threads the person
 wrote in, those threads' summaries and outbox rows, and the person's messages in the inbox.
 Other people's words are theirs to forget.
 """
@@ -233,4 +234,25 @@ def phrases_of(texts: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(normalize(t) for t in texts if t.strip()))
 
 
-__all__ = ["FORGOTTEN_MARK", "Places", "Redactor", "Scanned", "checkpoint", "phrases_of", "redact_json", "scan"]
+def kept_sentences(sentences: Sequence[str], quotes: Sequence[str], redactor: Redactor) -> tuple[str, ...]:
+    """The receipt sentences a memory that is not itself forgotten keeps after a forget (pure).
+
+    A sentence without the matching text stays as it was. One with it loses that text; if what is left
+    still holds one of the memory's quotes, it stays in that redacted form, else it goes and the quote
+    alone is the receipt (``/why`` shows the quote when no sentence holds it). So "I have a cat named
+    Mruczek" behind "has a cat" goes after ``/forget Mruczek``: the fact was never asked to be forgotten,
+    the name was, and a receipt reading "[forgotten]" would prove nothing.
+    """
+    folded = [normalize(q).casefold() for q in quotes if q.strip()]
+    out = []
+    for sentence in sentences:
+        redacted = redactor.redact(sentence)
+        if redacted == sentence:
+            out.append(sentence)
+        elif any(q in normalize(redacted).casefold() for q in folded):
+            out.append(redacted)
+    return tuple(dict.fromkeys(out))
+
+
+__all__ = ["FORGOTTEN_MARK", "Places", "Redactor", "Scanned", "checkpoint", "kept_sentences", "phrases_of",
+           "redact_json", "scan"]

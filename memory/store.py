@@ -1168,43 +1168,66 @@ class MemoryStore:
         await self._log_notes((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)
 
-    async def scrub_log(self, ids: Sequence[str]) -> int:
-        """After deleting ``ids``, take their words out of embedded Chroma's own file too.
+    async def replace_notes(self, notes: Sequence[Note]) -> int:
+        """Store ``notes`` over the staged notes of their ids (a forget rewriting their receipts); their
+        vectors stay. Returns how many were still there to rewrite."""
+        if not notes:
+            return 0
+        present = {str(md["id"]) for md in await self._run(self._get_sync, Collection.NOTES,
+                                                               [n.record.id for n in notes])}
+        kept = [n for n in notes if n.record.id in present]
+        if kept:
+            await self._run(self._cols[Collection.NOTES].update, ids=[n.record.id for n in kept],
+                            metadatas=[note_metadata(n) for n in kept])
+            await self._log_notes((n.record.person, n.record.id) for n in kept)
+        return len(kept)
+
+    async def scrub_log(self, ids: Sequence[str], *, kept: Sequence[str] = ()) -> int:
+        """After deleting ``ids`` (and rewriting ``kept``), take their old words out of embedded Chroma's file.
 
         Chroma keeps every add and update in its ``embeddings_queue`` table, metadata (our text and
-        evidence) and vector included, long after the record is deleted; and its deletes leave the old
-        bytes in free space. Entries the collection's segments have applied are blanked in place
-        (metadata gone, a unit vector for the vector; their sequence numbers stay, which Chroma relies
-        on), then the file is rebuilt with VACUUM. Returns the queue entries blanked; a server's
-        storage is its own (0).
+        evidence) and vector included, long after the record is deleted or rewritten; and its deletes
+        leave the old bytes in free space. Entries the collection's metadata segment has applied are
+        blanked in place (their sequence numbers stay, which Chroma relies on): a deleted record's lose
+        metadata and vector (a unit vector stands in); a ``kept`` record's lose their metadata only, since
+        the vector segment keeps its own progress and may replay them, and their vector holds none of the
+        words taken out (it embeds the memory's text, which the forget left alone). Then the file is
+        rebuilt with VACUUM. Returns the queue entries blanked; a server's storage is its own (0).
         """
-        if self.sqlite_path is None or not ids or not self.sqlite_path.exists():
+        gone = set(ids)
+        kept = [i for i in dict.fromkeys(kept) if i not in gone]
+        if self.sqlite_path is None or not (ids or kept) or not self.sqlite_path.exists():
             return 0
-        return await self._run(self._scrub_log_sync, self.sqlite_path, list(dict.fromkeys(ids)))
+        return await self._run(self._scrub_log_sync, self.sqlite_path, list(dict.fromkeys(ids)), kept)
 
     @staticmethod
-    def _scrub_log_sync(path: Path, ids: list[str]) -> int:
+    def _scrub_log_sync(path: Path, ids: list[str], kept: list[str]) -> int:
         conn = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         try:
             conn.execute("PRAGMA secure_delete=ON")
             blanked = 0
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for start in range(0, len(ids), STORE_PAGE):
-                    chunk = ids[start : start + STORE_PAGE]
-                    marks = ",".join("?" * len(chunk))
-                    rows = conn.execute(
-                        "SELECT q.seq_id, length(q.vector) FROM embeddings_queue q WHERE q.id IN (" + marks + ") "
-                        "AND q.seq_id <= COALESCE((SELECT MIN(m.seq_id) FROM max_seq_id m JOIN segments s "
-                        "ON s.id = m.segment_id WHERE q.topic LIKE '%/' || s.collection), -1)",
-                        chunk,
-                    ).fetchall()
-                    for seq_id, size in rows:
-                        conn.execute(
-                            "UPDATE embeddings_queue SET metadata = NULL, vector = ? WHERE seq_id = ?",
-                            (_unit_vector(size), seq_id),
-                        )
-                    blanked += len(rows)
+                for group, whole in ((ids, True), (kept, False)):
+                    for start in range(0, len(group), STORE_PAGE):
+                        chunk = group[start : start + STORE_PAGE]
+                        marks = ",".join("?" * len(chunk))
+                        rows = conn.execute(
+                            "SELECT q.seq_id, length(q.vector) FROM embeddings_queue q WHERE q.id IN (" + marks
+                            + ") AND q.seq_id <= COALESCE((SELECT MIN(m.seq_id) FROM max_seq_id m JOIN segments s "
+                            "ON s.id = m.segment_id WHERE q.topic LIKE '%/' || s.collection), -1)",
+                            chunk,
+                        ).fetchall()
+                        for seq_id, size in rows:
+                            if whole:
+                                conn.execute(
+                                    "UPDATE embeddings_queue SET metadata = NULL, vector = ? WHERE seq_id = ?",
+                                    (_unit_vector(size), seq_id),
+                                )
+                            else:
+                                conn.execute("UPDATE embeddings_queue SET metadata = NULL WHERE seq_id = ?",
+                                             (seq_id,))
+                        blanked += len(rows)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

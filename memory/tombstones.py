@@ -1,12 +1,14 @@
 """Forgetting with tombstones: remove exactly what matched, and keep it from coming back.
 
 A person asks kith to forget something; the operator (or, later, chat) first sees the plan
-(:meth:`Forgetter.plan`): the notes and memories that match and the conflict links that hang
-off them. :meth:`Forgetter.apply` then deletes exactly that plan, records and embeddings,
-unlinks the conflicts that would dangle, checks that nothing is left, and logs counts only.
+(:meth:`Forgetter.plan`): the notes and memories that match, the conflict links that hang off
+them, and the memories and notes kept whose receipt sentences hold the words (they keep their
+fact and lose those sentences, see :func:`memory.scrub.kept_sentences`). :meth:`Forgetter.apply`
+then deletes exactly that plan, records and embeddings, rewrites those receipts, unlinks the
+conflicts that would dangle, checks that nothing is left, and logs counts only.
 
-It also leaves a tombstone (seed 000's forgottenBefore) per forgotten text and evidence quote,
-so that a later capture or promotion over the same old transcript cannot resurrect the fact.
+It also leaves a tombstone per forgotten text, evidence quote and receipt sentence, so that a
+later capture or promotion over the same old transcript cannot resurrect the fact.
 A tombstone holds a salted SHA-256 of the normalised text and the time of forgetting, never
 the text. It blocks a candidate only when none of the candidate's sources is newer than the
 forgetting: a person who says it again afterwards is heard again.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -26,8 +28,8 @@ from sqlalchemy.engine import Connection
 from core.db import Database, UtcDateTime, as_utc, metadata
 from core.tunables import FORGET_CAS_RETRIES
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
-from memory.scrub import Places, Redactor, Scanned, checkpoint, phrases_of, scan
-from memory.store import MemoryStore, RevisionConflict
+from memory.scrub import Places, Redactor, Scanned, checkpoint, kept_sentences, phrases_of, scan
+from memory.store import MemoryStore, Note, RevisionConflict
 from memory.text import content_words, normalize, words_match
 
 log = logging.getLogger("kith.memory.forget")
@@ -50,8 +52,8 @@ def digest(text: str) -> str:
     return hashlib.sha256(DIGEST_DOMAIN + normalize(text).casefold().encode("utf-8")).hexdigest()
 
 
-def digests_of(text: str, evidence: Iterable[str]) -> set[str]:
-    return {digest(text)} | {digest(q) for q in evidence}
+def digests_of(text: str, evidence: Iterable[str], sentences: Iterable[str] = ()) -> set[str]:
+    return {digest(text)} | {digest(q) for q in evidence} | {digest(s) for s in sentences}
 
 
 def source_digest(source: Source) -> str:
@@ -117,7 +119,7 @@ class TombstoneBook:
     async def blocks_candidate(self, person: str, candidate: MemoryCandidate) -> bool:
         """Blocked when its words match a forgotten memory, or when every message it was drawn from was a
         forgotten memory's source, said before that forgetting. One read for both."""
-        words = digests_of(candidate.text, candidate.evidence)
+        words = digests_of(candidate.text, candidate.evidence, candidate.evidence_sentences)
         sources = {source_digest(s): s.timestamp for s in candidate.sources}
         forgotten = await self.db.run(_forgotten, person, sorted(words | set(sources)))
         word_times = [forgotten[d] for d in words if d in forgotten]
@@ -145,13 +147,21 @@ class ForgetPlan:
     # memory id -> ids it links to (conflicts_with) that the plan removes; those links go too
     unlink: dict[str, tuple[str, ...]] = field(default_factory=dict)
     previews: dict[str, str] = field(default_factory=dict)  # id -> text, shown to the person only
-    # The forgotten records' texts and quotes: with ``query``, what is redacted from every other table.
+    # The forgotten records' texts, quotes and sentences: with ``query``, what is redacted everywhere else.
     phrases: tuple[str, ...] = ()
     places: Places = field(default_factory=Places)  # rows elsewhere that hold matching text, when planned
+    # Memories and notes kept whose receipt sentences hold matching text: those sentences go, the fact stays.
+    receipt_ids: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not self.note_ids and not self.memory_ids and not self.places.total
+        return not self.note_ids and not self.memory_ids and not self.receipt_ids and not self.places.total
+
+    def key(self) -> list[str]:
+        """Everything the plan touches, as plain strings: two plans with the same key remove the same things."""
+        counts = [f"{f.name}:{getattr(self.places, f.name)}" for f in fields(self.places)
+                  if getattr(self.places, f.name)]
+        return sorted([*self.memory_ids, *self.note_ids]) + sorted(f"receipt:{i}" for i in self.receipt_ids) + counts
 
     @property
     def redactor(self) -> Redactor:
@@ -159,7 +169,7 @@ class ForgetPlan:
 
     def describe(self) -> str:
         """Every place the plan touches, counted: "1 memory, 2 notes, 4 history rows, 1 summary"."""
-        return describe_counts(len(self.memory_ids), len(self.note_ids), self.places)
+        return describe_counts(len(self.memory_ids), len(self.note_ids), self.places, len(self.receipt_ids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,18 +182,20 @@ class ForgetResult:
     places: Places = field(default_factory=Places)  # rows elsewhere whose matching text was redacted
     chroma_log: int = 0  # entries of Chroma's own queue blanked
     conversations: tuple[str, ...] = ()  # threads whose history or summary was rewritten
+    receipts: int = 0  # memories and notes kept whose receipt sentences lost the words
 
     def describe(self) -> str:
-        return describe_counts(self.memories_deleted, self.notes_deleted, self.places)
+        return describe_counts(self.memories_deleted, self.notes_deleted, self.places, self.receipts)
 
 
 def _counted(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def describe_counts(memories: int, notes: int, places: Places) -> str:
+def describe_counts(memories: int, notes: int, places: Places, receipts: int = 0) -> str:
     """Plain counts of every place a forget touches, the ones with nothing left out."""
-    return ", ".join([_counted(memories, "memory", "memories"), _counted(notes, "note", "notes"),
+    kept = [_counted(receipts, "receipt", "receipts")] if receipts else []
+    return ", ".join([_counted(memories, "memory", "memories"), _counted(notes, "note", "notes"), *kept,
                       *_place_parts(places)])
 
 
@@ -245,14 +257,16 @@ class Forgetter:
             dangling = tuple(i for i in memory.conflicts_with if i in matched_ids)
             if dangling:
                 unlink[memory.id] = dangling
-        previews = {r.id: r.text for r in matched_memories} | {
-            n.record.id: n.record.text for n in matched_notes
-        }
         records = [*matched_memories, *(n.record for n in matched_notes)]
-        phrases = phrases_of([t for r in records for t in (r.text, *r.evidence)])
+        phrases = phrases_of([t for r in records for t in (r.text, *r.evidence, *r.evidence_sentences)])
+        redactor = Redactor(query, phrases)
+        gone = {r.id for r in records}
+        receipts = [r for r in [*memories, *(n.record for n in notes)]
+                    if r.id not in gone and _receipt_matches(r, redactor)]
+        previews = {r.id: r.text for r in [*records, *receipts]}
         places = Places()
         if self.db is not None:
-            places = (await self.db.run(scan, person, Redactor(query, phrases), apply=False)).places
+            places = (await self.db.run(scan, person, redactor, apply=False)).places
         return ForgetPlan(
             person,
             query,
@@ -262,27 +276,41 @@ class Forgetter:
             previews,
             phrases,
             places,
+            tuple(dict.fromkeys(r.id for r in receipts)),
         )
 
     async def apply(self, plan: ForgetPlan) -> ForgetResult:
         """Delete exactly ``plan``, unlink what would dangle, leave tombstones, verify, log counts."""
         now = self.clock()
+        redactor = plan.redactor
         notes = await self.store.get_notes(plan.note_ids)
         memories = await self.store.get_memories(plan.memory_ids)
+        kept_notes = await self.store.get_notes(plan.receipt_ids)
+        kept_memories = await self.store.get_memories(plan.receipt_ids)
         digests: set[str] = set()
         for record in [n.record for n in notes] + memories:
-            digests |= digests_of(record.text, record.evidence) | {source_digest(s) for s in record.sources}
+            digests |= digests_of(record.text, record.evidence, record.evidence_sentences)
+            digests |= {source_digest(s) for s in record.sources}
+        for record in [n.record for n in kept_notes] + kept_memories:
+            digests |= {digest(s) for s in record.evidence_sentences if redactor.matches(s)}
         # Tombstones first: if deleting fails half-way, the fact still cannot come back.
         added = await self.book.add(plan.person, digests, now)
         links = 0
         for memory_id, gone in plan.unlink.items():
             links += await self._unlink(memory_id, set(gone))
+        receipts = await self.store.replace_notes([_narrowed_note(n, redactor) for n in kept_notes
+                                                   if _receipt_matches(n.record, redactor)])
+        for record in kept_memories:
+            receipts += await self._narrow(record.id, redactor)
         await self.store.delete_notes([n.record.id for n in notes])
         await self.store.delete_memories([m.id for m in memories])
-        scrubbed = await self.store.scrub_log([*plan.note_ids, *plan.memory_ids])
+        scrubbed = await self.store.scrub_log([*plan.note_ids, *plan.memory_ids], kept=plan.receipt_ids)
         leftover = len(await self.store.get_notes(plan.note_ids)) + len(
             await self.store.get_memories(plan.memory_ids)
         )
+        still = [n.record for n in await self.store.get_notes(plan.receipt_ids)]
+        still += await self.store.get_memories(plan.receipt_ids)
+        leftover += sum(_receipt_matches(r, redactor) for r in still)
         scanned = Scanned(Places(), ())
         if self.db is not None:
             # Every place outside the store, in one transaction; then the log holding the old pages is emptied.
@@ -292,14 +320,15 @@ class Forgetter:
             if busy:
                 log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
         result = ForgetResult(len(notes), len(memories), links, added, leftover, scanned.places, scrubbed,
-                              scanned.conversations)
+                              scanned.conversations, receipts)
         places = scanned.places
         log.info(
-            "forget applied person=%s notes=%d memories=%d links=%d tombstones=%d history=%d summaries=%d "
-            "outbox=%d inbox=%d chroma_log=%d leftover=%d",
+            "forget applied person=%s notes=%d memories=%d receipts=%d links=%d tombstones=%d history=%d "
+            "summaries=%d outbox=%d inbox=%d chroma_log=%d leftover=%d",
             plan.person,
             result.notes_deleted,
             result.memories_deleted,
+            receipts,
             links,
             added,
             places.history,
@@ -327,8 +356,33 @@ class Forgetter:
         raise RuntimeError(f"could not unlink conflicts of {memory_id} after {FORGET_CAS_RETRIES} attempts")
 
 
+    async def _narrow(self, memory_id: str, redactor: Redactor) -> int:
+        """Take the matching text out of a kept memory's receipt sentences; 1 if it had any, else 0."""
+        for _attempt in range(FORGET_CAS_RETRIES):
+            current = await self.store.get_memory(memory_id)
+            if current is None or not _receipt_matches(current, redactor):
+                return 0
+            sentences = kept_sentences(current.evidence_sentences, current.evidence, redactor)
+            try:
+                await self.store.replace_memory(replace(current, evidence_sentences=sentences,
+                                                        updated_at=self.clock()))
+                return 1
+            except RevisionConflict:
+                continue
+        raise RuntimeError(f"could not rewrite the receipts of {memory_id} after {FORGET_CAS_RETRIES} attempts")
+
+
 def _with_links(record: MemoryRecord, links: tuple[str, ...], now: datetime) -> MemoryRecord:
     return replace(record, conflicts_with=links, updated_at=now)
+
+
+def _receipt_matches(record: MemoryRecord, redactor: Redactor) -> bool:
+    return any(redactor.matches(s) for s in record.evidence_sentences)
+
+
+def _narrowed_note(note: Note, redactor: Redactor) -> Note:
+    sentences = kept_sentences(note.record.evidence_sentences, note.record.evidence, redactor)
+    return replace(note, record=replace(note.record, evidence_sentences=sentences))
 
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -13,7 +14,7 @@ import sqlalchemy as sa
 from core import history
 from core.db import Database
 from memory.gate import Outcome
-from memory.records import MemoryKind
+from memory.records import MemoryKind, Source
 from memory.scrub import FORGOTTEN_MARK
 from memory.service import MemoryService
 from memory.store import Note
@@ -186,3 +187,58 @@ async def test_reassign_carries_tombstones_with_the_person(service: MemoryServic
     assert moved["tombstones"] == 3
     blocked = await service.gate.admit("p_new", candidate("Ana smokes", evidence=["I smoke"]))
     assert blocked.outcome is Outcome.BLOCKED
+
+
+async def test_a_word_only_in_a_receipt_sentence_goes_and_the_fact_stays(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    ana, row = await say(db, "console:ana", "I have a cat named Mruczek who hates the vet. I work at the library.",
+                         when=clock())
+    last = await reply(db, "A cat who hates the vet, a classic.", when=clock())
+    fake_llm.reply(answer(fact("Ana has a cat", "I have a cat")))
+    await service.capture.run(CONV, last)
+    await service.promote(ana)
+    (cat,) = await service.list_memories(ana)
+    (note,) = await service.list_notes(ana)
+    assert any("Mruczek" in s for s in cat.evidence_sentences)
+
+    # The memory's text and quote do not hold the name: it is kept, and the plan says its receipt changes.
+    plan = await service.plan_forget(ana, "Mruczek")
+    assert (plan.memory_ids, plan.note_ids) == ((), ())
+    assert set(plan.receipt_ids) == {cat.id, note.record.id} and not plan.empty
+    assert plan.describe() == "0 memories, 0 notes, 2 receipts, 1 history row"
+    clock.advance(days=1)
+    result = await service.apply_forget(plan)
+    assert (result.receipts, result.leftover) == (2, 0)
+    kept = await service.get(cat.id)
+    assert kept is not None and (kept.text, kept.evidence) == ("Ana has a cat", ("I have a cat",))
+    (kept_note,) = await service.list_notes(ana)
+    assert "Mruczek" not in json.dumps([kept.evidence_sentences, kept_note.record.evidence_sentences])
+    assert (await db.run(history.get, row)).text == f"{FORGOTTEN_MARK} I work at the library."
+    assert (await service.plan_forget(ana, "Mruczek")).empty
+
+    # The sentence is tombstoned: a fact drawn from it before the forgetting (a backup, an old note) is
+    # blocked; the same words said afterwards are heard.
+    sentence = "I have a cat named Mruczek who hates the vet."
+    old = dataclasses.replace(candidate("Ana's cat is named Mruczek", evidence=["a cat named Mruczek"]),
+                              evidence_sentences=(sentence,))
+    assert (await service.gate.admit(ana, old)).outcome is Outcome.BLOCKED
+    clock.advance(days=1)
+    new = dataclasses.replace(old, sources=(Source("console", "ana", "m2", clock()),))
+    assert (await service.gate.admit(ana, new)).outcome is not Outcome.BLOCKED
+
+
+async def test_forgetting_a_memory_takes_the_whole_sentence_it_stood_in_from_history(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    ana, row = await say(db, "console:ana", "I have a cat named Mruczek who hates the vet. I work at the library.",
+                         when=clock())
+    last = await reply(db, "Noted.", when=clock())
+    fake_llm.reply(answer(fact("Ana has a cat", "I have a cat")))
+    await service.capture.run(CONV, last)
+    await service.promote(ana)
+    (cat,) = await service.list_memories(ana)
+    result = await service.apply_forget(await service.plan_forget(ana, cat.id))
+    assert (result.memories_deleted, result.leftover) == (1, 0)
+    # Not just the quote ("[forgotten] named Mruczek who hates the vet."): what was said with it goes too.
+    assert (await db.run(history.get, row)).text == f"{FORGOTTEN_MARK} I work at the library."
