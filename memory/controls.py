@@ -464,7 +464,7 @@ class MemoryControls:
     async def export(self, requester: Requester) -> ExportFile:
         """Everything stored about the person, as one JSON file; nothing about anyone else."""
         person = _person(requester)
-        data = await self.memory.export(person)
+        data = await self.memory.export(person, you=True)  # the file goes to the person, in their DM
         accounts = await self.db.run(people.accounts_of, person)
         data["accounts"] = [{"account": a.account, "display_name": a.display_name} for a in accounts]
         data["capture_paused"] = self.pauses.is_paused(person)

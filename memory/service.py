@@ -25,6 +25,7 @@ from memory.gate import MemoryGate, PromoteReport
 from memory.records import MemoryRecord, Status
 from memory.store import MemoryStore, Note
 from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
+from memory.wording import person_facing
 from persona.llm import LLMClient
 
 log = logging.getLogger("kith.memory")
@@ -58,6 +59,7 @@ def record_json(record: MemoryRecord) -> dict[str, Any]:
         "kind": record.kind.value,
         "text": record.text,
         "evidence": list(record.evidence),
+        "evidence_sentences": list(record.evidence_sentences),
         "sources": [
             {
                 "platform": s.platform,
@@ -263,14 +265,23 @@ class MemoryService:
         tombstones = await self.book.reassign(old_person, new_person)
         return {"notes": notes, "memories": memories, "tombstones": tombstones}
 
-    async def export(self, person: str) -> dict[str, Any]:
-        """Everything stored about ``person``: memories (every status) and staged notes."""
+    async def export(self, person: str, *, you: bool = False, name: str = "") -> dict[str, Any]:
+        """Everything stored about ``person``: memories (every status) and staged notes.
+
+        Texts read as the reader of the file would say them: ``you`` for the person themselves ("You live in
+        Berlin"), else ``name`` (or "this person"). The stored form keeps the extractor's placeholder, which
+        is no one's word for anybody and is not data about the person: the file never shows it.
+        """
+
+        def worded(entry: dict[str, Any]) -> dict[str, Any]:
+            return entry | {"text": person_facing(entry["text"], you=you, name=name)}
+
         memories = await self.list_memories(person, include_inactive=True)
         notes = await self.list_notes(person)
         return {
             "person": person,
             "exported_at": self.clock().isoformat(),
-            "memories": [record_json(m) for m in memories],
-            "notes": [note_json(n) for n in notes],
+            "memories": [worded(record_json(m)) for m in memories],
+            "notes": [worded(note_json(n)) for n in notes],
             "tombstones": await self.book.count(person),
         }

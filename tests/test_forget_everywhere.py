@@ -137,3 +137,70 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
     finally:
         await app.close()
 
+
+
+async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too(
+        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+    name = "Mruczek"
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+    settings = dataclasses.replace(
+        make_settings(fake_llm), telegram=TelegramSettings(base_url=telegram_api.base_url, poll_timeout_s=1),
+        delivery=DeliverySettings(debounce_ms=20), memory=MemorySettings(embedder="none", capture=True),
+        policy={"telegram": {"dm": "open"}})
+
+    def route(request):
+        if request["messages"][0]["content"].startswith(CAPTURE_PROMPT_START):
+            if name in json.dumps(request["messages"]):
+                return Scripted(text=json.dumps({"memories": [
+                    {"kind": "fact", "text": "PERSON has a cat", "evidence": "I have a cat"}]}))
+            return Scripted(text='{"memories": []}')
+        return None
+
+    fake_llm.route = route
+    fake_llm.default = lambda _r: "A cat who hates the vet, a classic."
+    app = await build_app(settings, warm_llm=False)
+    await app.start_channels(platform_channels(settings, app))
+    data = settings.storage.data_path()
+    try:
+        telegram_api.push_text(ANA, ANA, f"I have a cat named {name} who hates the vet. My sister lives in Lisbon.")
+        await telegram_api.wait_until(lambda: len(_texts(telegram_api, ANA)) == 1)
+        await app.background.drain()
+        ana = app.db.run_sync(people.person_of, f"telegram:{ANA}")
+        assert ana is not None and app.memory is not None and app.memory_commands is not None
+        assert (await app.memory.promote(ana)).notes == 1
+        (cat,) = await app.memory.list_memories(ana)
+        # The export is data kith keeps about Ana: the whole sentence is in it, and the memory reads as hers.
+        export = await app.memory_commands.export(inbound("/export", platform="telegram", chat_id=str(ANA),
+                                                          sender_id=str(ANA), sender_name="Ana"), "")
+        exported = json.loads(export.attachment_bytes or b"")
+        (entry,) = exported["memories"]
+        assert entry["text"] == "You have a cat" and any(name in s for s in entry["evidence_sentences"])
+        assert _files_holding(data / "chroma", name.lower().encode())  # in Chroma's metadata, before
+
+        telegram_api.push_text(ANA, ANA, f"/forget {name}")
+        await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in _texts(telegram_api, ANA)))
+        plan = next(m for m in telegram_api.sent if m.visible_text.startswith("If I forget"))
+        assert "2 receipts" in plan.visible_text and "1 history row" in plan.visible_text
+        yes = next(row[0]["callback_data"] for row in plan.reply_markup["inline_keyboard"]
+                   if row[0]["text"] == "Yes, forget them")
+        telegram_api.push_callback_query(ANA, ANA, yes)
+        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in _texts(telegram_api, ANA)))
+
+        # Ana keeps the fact she did not ask to forget, with her quote as its receipt; /why shows that.
+        kept = await app.memory.get(cat.id)
+        assert kept is not None and kept.evidence == ("I have a cat",)
+        telegram_api.push_text(ANA, ANA, f"/why {cat.id}")
+        await telegram_api.wait_until(lambda: "I have a cat" in _texts(telegram_api, ANA)[-1])
+        # No table, no byte of kith.db, its log or Chroma's files holds the name.
+        assert name.lower() not in _every_row(data / "kith.db").lower()
+        assert "Lisbon" in _every_row(data / "kith.db")
+        assert _files_holding(data, name.lower().encode()) == []
+
+        fake_llm.default = lambda _r: "Of course."
+        telegram_api.push_text(ANA, ANA, "What is my cat called?")
+        await telegram_api.wait_until(lambda: _texts(telegram_api, ANA)[-1] == "Of course.")
+        replies = [r for r in fake_llm.requests if not r["messages"][0]["content"].startswith(CAPTURE_PROMPT_START)]
+        assert replies[-1]["messages"][-1]["content"] == "What is my cat called?"
+        assert name.lower() not in json.dumps(replies[-1]).lower()
+    finally:
+        await app.close()

@@ -3,6 +3,7 @@ forgetting, export, pause, and the rule that only the person may touch what they
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -250,3 +251,16 @@ async def test_memory_pages_newest_first(kit: Kit) -> None:
     assert (await kit.controls.page(ANA, 99)).page == 2
     hits = await kit.controls.why(ANA, "museum number 3 in town 93")
     assert hits[0].text == "Ana visited museum number 3 in town 93"
+
+
+async def test_the_export_reads_as_the_person_would_say_it_with_the_sentences_kept(kit: Kit) -> None:
+    ana = await kit.db.run(people.resolve, "telegram:501", "Ana", T0)
+    said = dataclasses.replace(candidate("PERSON lives in a small flat in Berlin with two cats",
+                                         evidence=["I live in a small flat in Berlin with two cats"]),
+                               evidence_sentences=("Honestly, I live in a small flat in Berlin with two cats.",))
+    await kit.memory.gate.admit(ana, said)
+    data = json.loads((await kit.controls.export(Requester(ana, "telegram:501"))).data)
+    (memory,) = data["memories"]
+    assert memory["text"] == "You live in a small flat in Berlin with two cats"
+    assert memory["evidence_sentences"] == ["Honestly, I live in a small flat in Berlin with two cats."]
+    assert "PERSON" not in json.dumps(data)
