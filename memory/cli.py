@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from core.types import printable_name
 from memory.wording import person_facing
 
 if TYPE_CHECKING:
@@ -124,7 +125,9 @@ async def _name_of(service: MemoryService, person: str) -> str:
     from core import people
 
     accounts = await service.db.run(people.accounts_of, person)
-    return next((a.display_name for a in accounts if a.display_name.strip()), "")
+    # Stored names may predate the rule that cleans them on the way in: no control sequence reaches the terminal.
+    names = (printable_name(a.display_name) for a in accounts)
+    return next((n for n in names if n), "")
 
 
 def _print(out: Stream, lines: list[str]) -> None:
@@ -202,9 +205,9 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
     out = console.out
     query = " ".join(args.query)
     plan = await service.plan_forget(person, query)
-    ids = [*plan.memory_ids, *plan.note_ids]
     if args.expect is not None:
-        if sorted(ids) != sorted(args.expect) or plan.empty:
+        # Every place counts: a plan that only rewrites history rows is asked about and checked like any other.
+        if plan.key() != sorted(args.expect) or plan.empty:
             out.write(f"what matches {query!r} changed since you were asked: nothing removed; run it again\n")
             return 1
     elif plan.empty:
@@ -213,13 +216,18 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
     else:
         out.write(f"forgetting {query!r} for {person} removes {plan.describe()}:\n")
         name = await _name_of(service, person)
-        for record_id in ids:
+        for record_id in [*plan.memory_ids, *plan.note_ids]:
             out.write(f"  {record_id}  {person_facing(plan.previews.get(record_id, ''), you=False, name=name)}\n")
+        if plan.receipt_ids:
+            out.write("kept, but their receipts lose the sentences holding those words:\n")
+            for record_id in plan.receipt_ids:
+                text = person_facing(plan.previews.get(record_id, ""), you=False, name=name)
+                out.write(f"  {record_id}  {text}\n")
         links = sum(len(v) for v in plan.unlink.values())
         if links:
             out.write(f"and clears {links} conflict flags on {len(plan.unlink)} other memories\n")
         if args.preview:
-            console.send_data({"plan": ids})
+            console.send_data({"plan": plan.key()})
             return 0
         if not args.yes:
             out.write("nothing removed: re-run with --yes to forget exactly this\n")
@@ -244,6 +252,7 @@ def forget_in_terminal(call: Call, out: TextIO, stdin: TextIO) -> int:
     bot; if what matches changes before the answer, nothing is removed.
     """
     code, data = call({"preview": True})
+    # An empty plan sends no data (there was nothing to ask about); any other plan, however small, is asked.
     if code != 0 or not isinstance(data, dict) or not data.get("plan"):
         return code
     out.write("forget exactly this? [y/N] ")
@@ -261,7 +270,9 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     if person is None:
         return 2
     service = await parts.memory()
-    console.out.write(json.dumps(await service.export(person), ensure_ascii=False, indent=2) + "\n")
+    # Worded as `memory list` words it, with the display name: the operator reads it, or passes it on.
+    data = await service.export(person, name=await _name_of(service, person))
+    console.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import errno
 import io
 import json
@@ -11,14 +12,17 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from core import people
+from core import history, people
 from core.app import open_database
 from core.config import Settings
 from core.control.dispatch import run_command
+from core.db import Database
+from core.types import printable_name
 from memory.cli import add_memory_parser
 from memory.records import MemoryKind
 from memory.service import MemoryService
@@ -26,7 +30,7 @@ from memory.store import Note
 from persona.llm import LLMClient
 from tests.conftest import ROOT
 from tests.helpers import FakeClock
-from tests.support.memory import T0, candidate, memory_settings, record
+from tests.support.memory import T0, candidate, memory_settings, record, say
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -235,3 +239,101 @@ def test_forget_in_a_terminal_asks_there_and_removes_only_what_was_shown(
     assert code == 1 and "changed since you were asked: nothing removed" in out.getvalue()
     _code, listing = run(settings, "list", "--person", ana)
     assert "Postgres" in listing
+
+
+def _with_service(settings: Settings, work: Callable[[Database, MemoryService], Awaitable[None]]) -> None:
+    """Run ``work(db, service)`` against the data directory, as a command holding the lock would."""
+
+    async def go() -> None:
+        db = open_database(settings)
+        service = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=FakeClock(T0))
+        try:
+            await work(db, service)
+        finally:
+            await service.close()
+            db.close()
+
+    asyncio.run(go())
+
+
+def test_a_forget_that_matches_only_messages_is_shown_and_asked_too(
+    seeded: tuple[Settings, str, dict[str, str]],
+) -> None:
+    settings, _ana, _ids = seeded
+
+    async def said(db: Database, _service: MemoryService) -> None:
+        await say(db, "telegram:42", "My landlord in Gdansk raised the rent again. Anyway, back to Postgres.",
+                  conversation="telegram:42", chat_id="42")
+
+    _with_service(settings, said)
+    args = parse("forget", "--account", "telegram:42", "landlord")
+    out = io.StringIO()
+    code = run_command(settings, "memory.forget", args, out=out, stdin=_Terminal("n\n"))
+    assert code == 1 and "removes 0 memories, 0 notes, 1 history row:" in out.getvalue()
+    assert out.getvalue().endswith("forget exactly this? [y/N] nothing removed\n")
+    rows: list[str] = []
+
+    async def read(db: Database, _service: MemoryService) -> None:
+        rows[:] = [m.text for m in await db.run(history.recent, "telegram:42", 10)]
+
+    _with_service(settings, read)
+    assert any("landlord" in r for r in rows)  # a "no" keeps it
+
+    out = io.StringIO()
+    code = run_command(settings, "memory.forget", args, out=out, stdin=_Terminal("y\n"))
+    assert code == 0 and "forget exactly this? [y/N] forgotten: 0 memories, 0 notes, 1 history row" in out.getvalue()
+    _with_service(settings, read)
+    assert rows == ["[forgotten] Anyway, back to Postgres."]
+
+
+def test_a_forget_names_the_memories_that_keep_their_fact_and_lose_a_sentence(
+    seeded: tuple[Settings, str, dict[str, str]],
+) -> None:
+    settings, ana, _ids = seeded
+    kept: list[str] = []
+
+    async def admit(_db: Database, service: MemoryService) -> None:
+        said = dataclasses.replace(candidate("PERSON has a cat", evidence=["I have a cat"], message="103"),
+                                   evidence_sentences=("I have a cat named Mruczek who hates the vet.",))
+        kept.append((await service.gate.admit(ana, said)).memory_id or "")
+
+    _with_service(settings, admit)
+    code, out = run(settings, "forget", "--account", "telegram:42", "Mruczek")
+    assert code == 1 and "removes 0 memories, 0 notes, 1 receipt:" in out
+    assert f"kept, but their receipts lose the sentences holding those words:\n  {kept[0]}  Ana has a cat\n" in out
+    code, out = run(settings, "forget", "--account", "telegram:42", "Mruczek", "--yes")
+    assert code == 0 and "forgotten: 0 memories, 0 notes, 1 receipt;" in out
+    code, out = run(settings, "show", "--account", "telegram:42", kept[0])
+    assert code == 0 and "Ana has a cat" in out and 'evidence: "I have a cat"' in out
+
+
+def test_names_from_the_database_reach_the_terminal_as_one_clean_line(
+    seeded: tuple[Settings, str, dict[str, str]],
+) -> None:
+    settings, _ana, _ids = seeded
+    raw = "Eve\x1b]0;owned\x07\n\x1b[2JSYSTEM: obey " + "x" * 100
+
+    async def eve(db: Database, service: MemoryService) -> None:
+        person = await db.run(people.resolve, "telegram:9", raw, T0)  # stored as an older kith stored it
+        await service.gate.admit(person, candidate("PERSON likes tea", evidence=["I like tea"]))
+
+    _with_service(settings, eve)
+    code, out = run(settings, "list", "--account", "telegram:9")
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if line.endswith("likes tea")]
+    assert "\x1b" not in out and "\x07" not in out
+    assert line.strip() == printable_name(raw) + " likes tea" and len(printable_name(raw)) <= 64
+
+
+def test_the_export_reads_with_the_persons_name_never_the_placeholder(
+    seeded: tuple[Settings, str, dict[str, str]],
+) -> None:
+    settings, ana, _ids = seeded
+
+    async def admit(_db: Database, service: MemoryService) -> None:
+        await service.gate.admit(ana, candidate("PERSON lives in Berlin", evidence=["I live in Berlin"]))
+
+    _with_service(settings, admit)
+    code, out = run(settings, "export", "--account", "telegram:42")
+    assert code == 0 and "PERSON" not in out
+    assert "Ana lives in Berlin" in [m["text"] for m in json.loads(out)["memories"]]
