@@ -161,7 +161,7 @@ class ForgetPlan:
         """Everything the plan touches, as plain strings: two plans with the same key remove the same things."""
         counts = [f"{f.name}:{getattr(self.places, f.name)}" for f in fields(self.places)
                   if getattr(self.places, f.name)]
-        return sorted([*self.memory_ids, *self.note_ids]) + sorted(f"receipt:{i}" for i in self.receipt_ids) + counts
+        return sorted([*self.memory_ids, *self.note_ids, *(f"receipt:{i}" for i in self.receipt_ids), *counts])
 
     @property
     def redactor(self) -> Redactor:

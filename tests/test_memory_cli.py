@@ -285,6 +285,14 @@ def test_a_forget_that_matches_only_messages_is_shown_and_asked_too(
     _with_service(settings, read)
     assert rows == ["[forgotten] Anyway, back to Postgres."]
 
+    # A memory and a message together: the answer applies exactly that plan.
+    out = io.StringIO()
+    code = run_command(settings, "memory.forget", parse("forget", "--account", "telegram:42", "postgres"), out=out,
+                       stdin=_Terminal("y\n"))
+    assert code == 0 and "[y/N] forgotten: 1 memory, 0 notes, 1 history row" in out.getvalue()
+    _with_service(settings, read)
+    assert rows == ["[forgotten]"]
+
 
 def test_a_forget_names_the_memories_that_keep_their_fact_and_lose_a_sentence(
     seeded: tuple[Settings, str, dict[str, str]],
