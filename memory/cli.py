@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import tempfile
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -81,6 +82,25 @@ async def person_of(parts: Parts, args: argparse.Namespace, console: Console) ->
 
 
 # --- rendering -----------------------------------------------------------------------------
+_KEPT_FORMAT = frozenset({"\u200d"})  # the zero-width joiner holds emoji sequences together
+_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, format characters, lone surrogates, line breaks
+
+
+def shown(text: str) -> str:
+    """``text`` for the operator's terminal: control and format characters as visible escapes.
+
+    Memory texts and quotes are other people's words (and a model's): an ESC or OSC sequence in them
+    must not rewrite the terminal, and an operator should see that one was there.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if c not in _KEPT_FORMAT and unicodedata.category(c) in _ESCAPED else c for c in text)
+
+
+def _worded(text: str, name: str) -> str:
+    return shown(person_facing(text, you=False, name=name))
+
 def _when(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "-"
 
@@ -92,8 +112,8 @@ def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "") ->
     )
     if record.pinned:
         head += "  pinned"
-    lines = [head, f"    {person_facing(record.text, you=False, name=name)}"]
-    lines += [f'    evidence: "{quote}"' for quote in record.evidence]
+    lines = [head, f"    {_worded(record.text, name)}"]
+    lines += [f'    evidence: "{shown(quote)}"' for quote in record.evidence]
     lines += [
         f"    source: {s.platform} chat {s.chat_id} message {s.message_id} at {_when(s.timestamp)}"
         for s in record.sources
@@ -172,7 +192,7 @@ async def show_body(parts: Parts, args: argparse.Namespace, console: Console) ->
     for other_id in record.conflicts_with:
         other = await service.get(other_id)
         if other is not None:
-            out.write(f"    {other_id} says: {person_facing(other.text, you=False, name=name)}\n")
+            out.write(f"    {other_id} says: {_worded(other.text, name)}\n")
     return 0
 
 
@@ -217,12 +237,11 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
         out.write(f"forgetting {query!r} for {person} removes {plan.describe()}:\n")
         name = await _name_of(service, person)
         for record_id in [*plan.memory_ids, *plan.note_ids]:
-            out.write(f"  {record_id}  {person_facing(plan.previews.get(record_id, ''), you=False, name=name)}\n")
+            out.write(f"  {record_id}  {_worded(plan.previews.get(record_id, ''), name)}\n")
         if plan.receipt_ids:
             out.write("kept, but their receipts lose the sentences holding those words:\n")
             for record_id in plan.receipt_ids:
-                text = person_facing(plan.previews.get(record_id, ""), you=False, name=name)
-                out.write(f"  {record_id}  {text}\n")
+                out.write(f"  {record_id}  {_worded(plan.previews.get(record_id, ''), name)}\n")
         links = sum(len(v) for v in plan.unlink.values())
         if links:
             out.write(f"and clears {links} conflict flags on {len(plan.unlink)} other memories\n")

@@ -324,6 +324,9 @@ def test_names_from_the_database_reach_the_terminal_as_one_clean_line(
     async def eve(db: Database, service: MemoryService) -> None:
         person = await db.run(people.resolve, "telegram:9", raw, T0)  # stored as an older kith stored it
         await service.gate.admit(person, candidate("PERSON likes tea", evidence=["I like tea"]))
+        # A quote is someone's words, or a model's: what it holds is shown, and cannot drive the terminal.
+        stamps = candidate("PERSON collects stamps", evidence=["I collect \x1b]0;owned\x07stamps"], message="m2")
+        await service.gate.admit(person, stamps)
 
     _with_service(settings, eve)
     code, out = run(settings, "list", "--account", "telegram:9")
@@ -331,6 +334,7 @@ def test_names_from_the_database_reach_the_terminal_as_one_clean_line(
     (line,) = [line for line in out.splitlines() if line.endswith("likes tea")]
     assert "\x1b" not in out and "\x07" not in out
     assert line.strip() == printable_name(raw) + " likes tea" and len(printable_name(raw)) <= 64
+    assert 'evidence: "I collect \\x1b]0;owned\\x07stamps"' in out
 
 
 def test_the_export_reads_with_the_persons_name_never_the_placeholder(
