@@ -466,13 +466,20 @@ class MemoryCommands:
         if plan.empty:
             return reply_to(message, f"Nothing I remember about you matches “{literal(args.strip())}”.")
         ids = [*plan.memory_ids, *plan.note_ids]
-        lines = [f"If I forget “{literal(args.strip())}”, these go for good:"]
+        lines = [f"If I forget “{literal(args.strip())}”:"]
+        if ids:
+            lines.append("These go for good:")
         for item in ids[:FORGET_PREVIEW_MAX]:
             staged = " (not yet reviewed)" if item in plan.note_ids else ""
             preview = yours(plan.previews.get(item, ''))
             lines.append(f"- `{item}` {literal(clip(preview, QUESTION_QUOTE_CHARS))}{staged}")
         if len(ids) > FORGET_PREVIEW_MAX:
             lines.append(f"…and {len(ids) - FORGET_PREVIEW_MAX} more.")
+        if plan.receipt_ids:
+            # The fact stays: only the sentence of theirs that held those words leaves its receipt.
+            lines.append("These stay, without the sentences of yours that held those words:")
+            lines += [f"- `{i}` {literal(clip(yours(plan.previews.get(i, '')), QUESTION_QUOTE_CHARS))}"
+                      for i in plan.receipt_ids[:FORGET_PREVIEW_MAX]]
         if plan.unlink:
             lines.append(f"{len(plan.unlink)} other memories disagree with these; that link goes too.")
         if plan.places.total:
@@ -551,10 +558,8 @@ class MemoryCommands:
         except Refused as refused:
             log.info("forget confirmation refused reason=%s", refused.reason.value)
             return refusal_text(refused)
-        places = describe_places(result.places)
-        also = f", and the words in {places}" if places else ""
-        return (f"Forgotten: {result.memories_deleted} memories and {result.notes_deleted} notes{also}. They won't "
-                "come back from old messages; if you tell me again later, I'll hear it again.")
+        return (f"Forgotten: {result.describe()}. They won't come back from old messages; if you tell me again "
+                "later, I'll hear it again.")
 
     @staticmethod
     def _to_presser(press: ButtonPress, text: str) -> OutboundMessage:

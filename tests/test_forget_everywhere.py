@@ -114,7 +114,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
                    if row[0]["text"] == "Yes, forget them")
         telegram_api.push_callback_query(ANA, ANA, yes)
         await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in _texts(telegram_api, ANA)))
-        assert _texts(telegram_api, ANA)[-1].startswith("Forgotten: 1 memories")
+        assert _texts(telegram_api, ANA)[-1].startswith("Forgotten: 1 memory, ")
 
         assert await app.memory.get(kept.id) is None
         rows = _every_row(data / "kith.db")

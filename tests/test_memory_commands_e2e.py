@@ -271,7 +271,7 @@ async def test_forget_shows_its_plan_and_deletes_only_after_the_person_confirms(
     await telegram_api.wait_for_sent(6)
     telegram_api.push_text(ANA, ANA, "yes")
     done = (await telegram_api.wait_for_sent(7))[6]
-    assert done.visible_text.startswith("Forgotten: 1 memories")
+    assert done.visible_text.startswith("Forgotten: 1 memory, ")
     assert await app.memory.get(bees.id) is None
     assert [r.text for r in await app.memory.list_memories(ana)] == ["My sister lives in Lisbon"]
     assert await app.memory.book.count(ana) >= 1  # a tombstone keeps it from coming back
