@@ -181,6 +181,10 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in _texts(telegram_api, ANA)))
         plan = next(m for m in telegram_api.sent if m.visible_text.startswith("If I forget"))
         assert "2 receipts" in plan.visible_text and "1 history row" in plan.visible_text
+        # Nothing goes for good: the plan says the fact stays and only its sentence leaves the receipt.
+        assert "These go for good" not in plan.visible_text
+        assert "These stay, without the sentences of yours" in plan.visible_text
+        assert "You have a cat" in plan.visible_text
         yes = next(row[0]["callback_data"] for row in plan.reply_markup["inline_keyboard"]
                    if row[0]["text"] == "Yes, forget them")
         telegram_api.push_callback_query(ANA, ANA, yes)
