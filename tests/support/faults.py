@@ -55,6 +55,7 @@ BOT_STOP_TIMEOUT_S = 30.0
 RESTARTS_AFTER_EXIT = 5  # a bot that keeps ending on its own is started again this often, then left down
 PLATFORMS = ("telegram", "discord", "slack")
 SLACK_RETRIES = 3  # Slack redelivers an unacknowledged event this many times
+SLACK_ACK_TIMEOUT_S = 3.0  # Slack sends an event again when its envelope was not acknowledged within this
 
 
 # --- the count -----------------------------------------------------------------------------------------
@@ -391,8 +392,10 @@ class DiscordPlatform:
 
 
 class SlackPlatform:
-    """Slack retries an event its app did not acknowledge: after a kill, each envelope sent but not acked
-    is redelivered (same event id, retry_attempt + 1), as Slack would."""
+    """Slack retries an event its app did not acknowledge: an envelope sent and not acked within
+    ``SLACK_ACK_TIMEOUT_S`` is sent again (same event id, retry_attempt + 1), at most ``SLACK_RETRIES``
+    times, as Slack would. Timed from the send, not from a kill, so that an envelope that went out into a
+    connection a kill was just ending comes again too."""
 
     name = "slack"
 
@@ -400,7 +403,8 @@ class SlackPlatform:
         self.api = FakeSlack()
         self.proxy: FaultProxy
         self._users: dict[str, str] = {}
-        self._unacked: list[Any] = []
+        self._scanned = 0  # how many of the fake's envelopes pump() has looked at
+        self._unacked: dict[str, list[Any]] = {}  # event id → its envelopes, while none of them was acked
 
     async def start(self) -> None:
         await self.api.start()
@@ -443,23 +447,24 @@ class SlackPlatform:
                 self.api.fail_next("chat.postMessage", "internal_error", status=status)
 
     def before_kill(self) -> None:
-        # Slack tries an event 3 more times; only its newest envelope counts, and none once one was acked.
-        newest: dict[str | None, Any] = {}
-        acked: set[str | None] = set()
-        for envelope in self.api.envelopes:
-            newest[envelope.event_id] = envelope
-            if envelope.acked_at is not None:
-                acked.add(envelope.event_id)
-        self._unacked += [e for key, e in newest.items() if key not in acked and e.sent_at is not None
-                          and e.retry_attempt < SLACK_RETRIES]
+        pass
 
     def after_start(self) -> None:
-        for envelope in self._unacked:
-            self.api.redeliver(envelope, reason="timeout")
-        self._unacked.clear()
+        pass
 
     def pump(self) -> None:
-        pass
+        # Only an event's newest envelope is timed, and none once any of its envelopes was acked.
+        for envelope in self.api.envelopes[self._scanned:]:
+            if envelope.event_id is not None:
+                self._unacked.setdefault(envelope.event_id, []).append(envelope)
+        self._scanned = len(self.api.envelopes)
+        now = time.monotonic()
+        for event_id, sent in list(self._unacked.items()):
+            newest = sent[-1]
+            if any(e.acked_at is not None for e in sent) or newest.retry_attempt >= SLACK_RETRIES:
+                del self._unacked[event_id]
+            elif newest.sent_at is not None and now - newest.sent_at >= SLACK_ACK_TIMEOUT_S:
+                self.api.redeliver(newest, reason="timeout")
 
 
 def make_platform(name: str) -> Platform:
