@@ -13,12 +13,12 @@ from channels.discord_translate import place_of, translate_interaction
 from channels.discord_translate import translate_message as translate_discord
 from channels.slack_translate import translate_block_action, translate_event
 from core import history
-from core.app import App, build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, Settings, TelegramSettings
+from core.app import App
+from core.config import Settings
 from core.types import ButtonPress, ChatKind, InboundMessage, well_formed
 from persona.llm import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.telegram_app import start_telegram_app, telegram_settings
 from tests.test_discord_translate import ALICE, DM, Payloads
 from tests.test_slack_translate import ME, RECEIVED, _click, _dm
 
@@ -28,18 +28,11 @@ ANA = 601
 
 
 def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> Settings:
-    s = make_settings(fake_llm)
-    return dataclasses.replace(
-        s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
-        policy={"telegram": {"dm": "open"}})
+    return telegram_settings(make_settings(fake_llm), tg, policy={"dm": "open"})
 
 
 async def _start(settings: Settings, monkeypatch) -> App:
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    app = await build_app(settings, warm_llm=False)
-    assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
-    return app
+    return await start_telegram_app(settings, monkeypatch)
 
 
 def test_lone_surrogates_become_replacement_characters_and_nothing_else_changes() -> None:

@@ -10,21 +10,20 @@ uses in examples) or a fake token built by concatenation, so the repository hold
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from core import people
-from core.app import App, build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, MemorySettings, Settings, TelegramSettings
+from core.app import App
+from core.config import MemorySettings, Settings
 from core.types import utcnow
 from delivery import outbox
 from persona.llm import import_litellm
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 import_litellm()
 
@@ -52,19 +51,12 @@ PASTED = (f"keep these for me: my card is {SECRETS['card']} exp {SECRETS['expiry
 
 
 def _settings(make_settings, fake_llm: FakeOpenAI, tg: FakeTelegramApi) -> Settings:
-    s = make_settings(fake_llm)
-    return dataclasses.replace(
-        s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
-        memory=MemorySettings(embedder="none", capture=True),
-        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
-        policy={"telegram": {"dm": "open", "allow_groups": [str(GROUP)], "require_mention": False}})
+    return telegram_settings(make_settings(fake_llm), tg, memory=MemorySettings(embedder="none", capture=True),
+                             policy={"dm": "open", "allow_groups": [str(GROUP)], "require_mention": False})
 
 
 async def _start(settings: Settings, monkeypatch) -> App:
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    app = await build_app(settings, warm_llm=False)
-    assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
-    return app
+    return await start_telegram_app(settings, monkeypatch)
 
 
 def _is_capture(body: dict[str, Any]) -> bool:

@@ -12,9 +12,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from core.app import App, build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, Settings, TelegramSettings
+from core.app import App
+from core.config import Settings
 from core.db import Database
 from core.types import ChatKind, OutboundMessage
 from delivery import outbox
@@ -23,6 +22,7 @@ from persona.llm import import_litellm
 from policy.cli import run_pairing
 from policy.store import load
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 import_litellm()  # seconds, once: a first reply must not race the test's timeouts
 
@@ -32,20 +32,11 @@ GROUP = -100_777
 
 
 def _settings(make_settings, fake_llm, tg: FakeTelegramApi, **policy) -> Settings:
-    s = make_settings(fake_llm)
-    return dataclasses.replace(
-        s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
-        policy={"telegram": {"allow_groups": [str(GROUP)], **policy}})
+    return telegram_settings(make_settings(fake_llm), tg, policy={"allow_groups": [str(GROUP)], **policy})
 
 
 async def _start(settings: Settings, monkeypatch) -> App:
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    app = await build_app(settings, warm_llm=False)
-    channels = platform_channels(settings, app)
-    assert [c.name for c in channels] == ["telegram"]
-    assert await app.start_channels(channels) == ["telegram"]
-    return app
+    return await start_telegram_app(settings, monkeypatch)
 
 
 async def _start_and_expect_one_reply(settings: Settings, monkeypatch, telegram_api, fake_llm, text: str,

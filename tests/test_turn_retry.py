@@ -7,15 +7,13 @@ loopback fake Bot API and the fake LLM, with the fault made by SQLite itself."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 
 import pytest
 
 from core import history
-from core.app import App, build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, Settings, TelegramSettings
+from core.app import App
+from core.config import Settings
 from core.tunables import INBOX_REPLAYS_MAX
 from delivery import inbox
 from delivery.inbox import UNHANDLED_REPLY, Inbox
@@ -23,6 +21,7 @@ from persona.llm import import_litellm
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import inbound, open_db
+from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 import_litellm()  # seconds, once: a first reply must not race the test's timeouts
 
@@ -40,17 +39,11 @@ FULL_DISK = ("CREATE TABLE ballast (b BLOB)",
 FULL_DISK_SPARE_PAGES = 200  # room for everything else a turn writes
 
 def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> Settings:
-    s = make_settings(fake_llm)
-    return dataclasses.replace(
-        s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
-        policy={"telegram": {"dm": "open"}})
+    return telegram_settings(make_settings(fake_llm), tg, policy={"dm": "open"})
 
 
 async def _start(settings: Settings, monkeypatch) -> App:
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    app = await build_app(settings, warm_llm=False)
-    assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
+    app = await start_telegram_app(settings, monkeypatch)
     assert app.router is not None
     app.router.retry_backoff_s = app.router.retry_backoff_max_s = 0.5
     return app

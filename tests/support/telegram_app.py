@@ -1,0 +1,31 @@
+"""A whole kith on the fake Telegram Bot API, as ``bot.py run`` builds it: settings and start-up."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from core.app import App, build_app
+from core.commands import platform_channels
+from core.config import DeliverySettings, Settings, TelegramSettings
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
+
+# Quick retries and a short debounce, so a test waits on behaviour rather than on production timings.
+QUICK_DELIVERY = DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4)
+
+
+def telegram_settings(base: Settings, tg: FakeTelegramApi, *, policy: dict[str, Any], **replaced: Any) -> Settings:
+    """``base`` talking to ``tg`` with quick delivery, ``policy`` as ``[policy.telegram]``, and any other
+    sections replaced (``memory=…``)."""
+    return dataclasses.replace(base, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
+                               delivery=QUICK_DELIVERY, policy={"telegram": policy}, **replaced)
+
+
+async def start_telegram_app(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> App:
+    """Build kith and start its Telegram channel (and only that one)."""
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+    app = await build_app(settings, warm_llm=False)
+    assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
+    return app
