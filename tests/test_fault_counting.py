@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.support.faults import Ledger, crash_window_gaps, judge
+import json
+
+from tests.support.faults import Ledger, crash_window_gaps, judge, to_json
 
 
 def test_each_message_is_answered_once_doubled_honest_or_lost() -> None:
@@ -26,3 +28,11 @@ def test_a_double_counts_as_the_crash_window_only_when_its_first_copy_went_out_j
     assert len(gaps) == 1 and abs(gaps[0] - 0.3) < 1e-9
     assert crash_window_gaps(outgoing, first_seen, [], ["kf000001"], window_s=1.0) == []
     assert crash_window_gaps(outgoing, first_seen, [9.0], ["kf000001"], window_s=1.0) == []  # kill came before
+
+
+def test_the_json_report_names_the_lost_and_doubled_messages() -> None:
+    ledger = Ledger()
+    a1, a2 = ledger.new("a"), ledger.new("a")
+    tally = judge(ledger, [("a", f"echo: {a1}"), ("a", f"echo: {a1}")], "slack", "crash loop")
+    [row] = json.loads(to_json([tally]))
+    assert row["doubled_tokens"] == [a1] and row["lost_tokens"] == [a2]

@@ -943,5 +943,7 @@ def table(tallies: list[Tally]) -> str:
 
 
 def to_json(tallies: list[Tally]) -> str:
+    # The tokens too, so a loss or a double can be traced through the bot's logs (--logs) afterwards.
     return json.dumps([{k: getattr(t, k) for k in ("platform", "fault", "tried", "once", "honest", "lost", "doubled",
-                                                   "doubled_in_window", "crashed", "notes")} for t in tallies])
+                                                   "doubled_in_window", "crashed", "notes", "lost_tokens",
+                                                   "doubled_tokens")} for t in tallies])
