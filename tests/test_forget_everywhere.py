@@ -6,7 +6,6 @@ file of the Chroma directory, and not in the next request the model receives. Ru
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 from datetime import UTC, datetime
@@ -15,9 +14,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from core import history, people
-from core.app import build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, MemorySettings, TelegramSettings
+from core.config import MemorySettings
 from core.db import metadata
 from delivery import outbox
 from memory.tombstones import tombstones
@@ -25,6 +22,7 @@ from persona.llm import import_litellm
 from tests.fakes.openai_api import Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, telegram_api  # noqa: F401
 from tests.helpers import inbound
+from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 import_litellm()
 
@@ -58,11 +56,8 @@ def _files_holding(directory: Path, needle: bytes) -> list[str]:
 
 async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_llm, make_settings,
                                                           monkeypatch) -> None:
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    settings = dataclasses.replace(
-        make_settings(fake_llm), telegram=TelegramSettings(base_url=telegram_api.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=20), memory=MemorySettings(embedder="none", capture=True),
-        policy={"telegram": {"dm": "open"}})
+    settings = telegram_settings(make_settings(fake_llm), telegram_api,
+                                 memory=MemorySettings(embedder="none", capture=True), policy={"dm": "open"})
 
     def route(request):
         if request["messages"][0]["content"].startswith(CAPTURE_PROMPT_START):
@@ -75,8 +70,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
 
     fake_llm.route = route
     fake_llm.default = lambda _r: f"A {WORD} tattoo! Which {WORD}?"
-    app = await build_app(settings, warm_llm=False)
-    await app.start_channels(platform_channels(settings, app))
+    app = await start_telegram_app(settings, monkeypatch)
     data = settings.storage.data_path()
     try:
         telegram_api.push_text(ANA, ANA, f"I have a {WORD} tattoo on my back. My sister lives in Lisbon.")
@@ -142,11 +136,8 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
 async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too(
         telegram_api, fake_llm, make_settings, monkeypatch) -> None:
     name = "Mruczek"
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    settings = dataclasses.replace(
-        make_settings(fake_llm), telegram=TelegramSettings(base_url=telegram_api.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=20), memory=MemorySettings(embedder="none", capture=True),
-        policy={"telegram": {"dm": "open"}})
+    settings = telegram_settings(make_settings(fake_llm), telegram_api,
+                                 memory=MemorySettings(embedder="none", capture=True), policy={"dm": "open"})
 
     def route(request):
         if request["messages"][0]["content"].startswith(CAPTURE_PROMPT_START):
@@ -158,8 +149,7 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
 
     fake_llm.route = route
     fake_llm.default = lambda _r: "A cat who hates the vet, a classic."
-    app = await build_app(settings, warm_llm=False)
-    await app.start_channels(platform_channels(settings, app))
+    app = await start_telegram_app(settings, monkeypatch)
     data = settings.storage.data_path()
     try:
         telegram_api.push_text(ANA, ANA, f"I have a cat named {name} who hates the vet. My sister lives in Lisbon.")
