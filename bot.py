@@ -15,10 +15,11 @@ import os
 import sys
 from collections.abc import Callable
 
-from core import loop
-from core.config import ConfigError, Settings, load_settings
-from core.instance import DataDirUnusable, usable_data_dir
-from core.private_files import owner_only_umask
+from ground import loop
+from ground.config import ConfigError, Settings
+from ground.instance import DataDirUnusable, usable_data_dir
+from ground.private_files import owner_only_umask
+from kith.settings import load_settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -40,19 +41,19 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from core.commands import run_chat
+    from kith.commands import run_chat
 
     return loop.run(run_chat(_settings(args)))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from core.commands import run_all
+    from kith.commands import run_all
 
     return loop.run(run_all(_settings(args)))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from core.doctor import run_doctor
+    from kith.doctor import run_doctor
 
     return loop.run(run_doctor(args.config or os.environ.get("KITH_CONFIG") or None))
 
@@ -61,7 +62,7 @@ def _operator(name: Callable[[argparse.Namespace], str]) -> Callable[[argparse.N
     """An operator command: run by the bot on its data directory, or here holding its lock (core/control)."""
 
     def command(args: argparse.Namespace) -> int:
-        from core.control.dispatch import run_command
+        from kith.control.dispatch import run_command
 
         return run_command(_settings(args), name(args), args)
 
@@ -91,16 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text, fn in commands:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(func=fn)
-    from policy.cli import add_pairing_parser
+    from kith.policy_cli import add_pairing_parser
 
     add_pairing_parser(sub).set_defaults(func=cmd_pairing)
-    from memory.cli import add_memory_parser
+    from kith.memory_cli import add_memory_parser
 
     add_memory_parser(sub).set_defaults(func=cmd_memory)
-    from core.people_cli import add_people_parser
+    from kith.people_cli import add_people_parser
 
     add_people_parser(sub).set_defaults(func=cmd_people)
-    from heartbeat.cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser
+    from kith.heartbeat_cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser
 
     add_consolidate_parser(sub).set_defaults(func=cmd_consolidate)
     add_heartbeat_parser(sub).set_defaults(func=cmd_heartbeat)

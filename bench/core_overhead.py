@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from bench.common import fake_model_process, percentile, summary_ms, verdict
-from core import loop
-from core.app import build_app, freeze_startup_heap
-from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
-from core.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
+from ground import loop
+from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
+from ground.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
+from kith.app import build_app, freeze_startup_heap
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from core import loop
+from ground import loop
 from tests.support import faults as f
 
 KILL_GAP_S = (4.0, 25.0)

@@ -22,16 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import peak_rss_mb, summary_ms, verdict
-from core import history, loop, people
-from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
-from core.db import Database
+from ground import loop
+from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
+from ground.db import Database
 from heartbeat import goals as goal_table
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
+from kith.schema import create_schema
+from llm.client import LLMClient
 from memory.gate import new_memory_id
 from memory.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.service import MemoryService
-from persona.llm import LLMClient
+from people import directory, history
 from tests.helpers import FakeClock
 
 IDLE_TARGET_MS = 100.0
@@ -68,7 +70,7 @@ def settings_for(tmp: Path) -> Settings:
 async def open_parts(tmp: Path) -> tuple[Settings, Database, MemoryService, InstantModel, LLMClient]:
     settings = settings_for(tmp)
     db = Database(f"sqlite:///{tmp / 'kith.db'}")
-    db.create_all()
+    create_schema(db)
     model = InstantModel()
     llm = LLMClient(settings.llm, litellm_module=model)
     memory = await MemoryService.open(settings, db, llm, clock=lambda: NOW, announce=False)
@@ -79,7 +81,7 @@ def _transcript(conn: Any, n_people: int, turns: int, day: datetime) -> int:
     chars = 0
     for p in range(n_people):
         account = f"console:u{p}"
-        person = people.resolve(conn, account, f"User {p}", day)
+        person = directory.resolve(conn, account, f"User {p}", day)
         for t in range(turns):
             when = day + timedelta(minutes=t)
             text = (f"Today I spent an hour on {TOPICS[(p + t) % len(TOPICS)]} number {t}, and honestly "
@@ -114,7 +116,7 @@ def _idle_people(conn: Any, n_people: int) -> list[str]:
     persons = []
     for p in range(n_people):
         account = f"console:i{p}"
-        person = people.resolve(conn, account, f"Idle {p}", NOW)
+        person = directory.resolve(conn, account, f"Idle {p}", NOW)
         history.append(conn, conversation=account, role="user", author=account, person=person,
                        platform="console", chat_id=f"i{p}", text="hi", created_at=NOW - timedelta(days=2))
         goal_table.add(conn, person, "Learn to juggle", None, NOW)

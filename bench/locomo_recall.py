@@ -42,9 +42,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.common import percentile, verdict
-from core import loop
-from core.config import MemorySettings, RecallSettings, Settings
-from core.db import Database
+from ground import loop
+from ground.config import MemorySettings, RecallSettings, Settings
+from ground.db import Database
+from kith.schema import create_schema
 from memory.changes import ChangeLog
 from memory.embedders import open_embedder
 from memory.recall import RecallEngine
@@ -257,7 +258,7 @@ async def run(args: argparse.Namespace) -> int:
     recall = RecallSettings()
     with tempfile.TemporaryDirectory(prefix="kith-locomo-") as tmp:
         db = Database(f"sqlite:///{Path(tmp) / 'kith.db'}")
-        db.create_all()
+        create_schema(db)
         store = await MemoryStore.open(settings.memory, Path(tmp), embedder, status, changes=ChangeLog(db))
         try:
             started = time.perf_counter()

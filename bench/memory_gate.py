@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import peak_rss_mb, percentile, summary_ms, verdict
-from core import history, loop, people
-from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
-from core.db import Database
+from ground import loop
+from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
+from ground.db import Database
+from kith.schema import create_schema
+from llm.client import LLMClient
 from memory.gate import new_memory_id
 from memory.records import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source
 from memory.service import MemoryService
-from persona.llm import LLMClient
+from people import directory, history
 
 TARGET_P95_MS = {10_000: 25.0, 100_000: 60.0}
 LOAD_BATCH = 1_000
@@ -179,11 +181,11 @@ def settings_for(tmp: Path, embedder: str) -> Settings:
 async def throughput(tmp: Path, embedder: str, turns: int) -> None:
     settings = settings_for(tmp, embedder)
     db = Database(f"sqlite:///{tmp / 'kith.db'}")
-    db.create_all()
+    create_schema(db)
     service = await MemoryService.open(settings, db, LLMClient(settings.llm, litellm_module=InstantModel()))
     rng = random.Random(7)
     now = datetime.now(UTC)
-    person = await db.run(people.resolve, "console:ana", "Ana", now)
+    person = await db.run(directory.resolve, "console:ana", "Ana", now)
     written = 0
     started = time.perf_counter()
     for i in range(turns):
@@ -232,7 +234,7 @@ async def throughput(tmp: Path, embedder: str, turns: int) -> None:
 async def latency(tmp: Path, embedder: str, sizes: list[int]) -> None:
     settings = settings_for(tmp, embedder)
     db = Database(f"sqlite:///{tmp / 'latency.db'}")
-    db.create_all()
+    create_schema(db)
     service = await MemoryService.open(settings, db, LLMClient(settings.llm))
     print(service.status.line())
     rng = random.Random(11)

@@ -39,11 +39,11 @@ from bench.common import (
     verdict,
 )
 from bench.telegram_process import TelegramProcess, telegram_process
-from core import loop
-from core.app import build_app, freeze_startup_heap
-from core.commands import platform_channels
-from core.config import DeliverySettings, LLMSettings, MemorySettings, Settings, StorageSettings, TelegramSettings
-from persona.llm import import_litellm
+from ground import loop
+from ground.config import DeliverySettings, LLMSettings, MemorySettings, Settings, StorageSettings, TelegramSettings
+from kith.app import build_app, freeze_startup_heap
+from kith.commands import platform_channels
+from llm.client import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN
 
 TARGET_MSG_S = 200  # #5: messages per second, 1,000 messages in 100 chats at once

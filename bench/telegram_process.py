@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import ClientSession, web
 
-from core import loop
+from ground import loop
 from tests.fakes.loopback import serve
 from tests.fakes.telegram_api import FakeTelegramApi, RecordedMessage
 

@@ -56,6 +56,7 @@ from typing import Any, Protocol
 import aiohttp
 import discord
 
+from channels.chunking import render_chunks, with_attachment
 from channels.discord_translate import (
     PLATFORM,
     BotIdentity,
@@ -78,9 +79,9 @@ from channels.discord_translate import (
     translate_message,
 )
 from channels.lanes import HandlerLanes
-from core.config import DiscordSettings
-from core.failures import describe, traceback_of
-from core.tunables import (
+from ground.config import DiscordSettings
+from ground.failures import describe, traceback_of
+from ground.tunables import (
     DISCORD_CATCH_UP_CHANNELS_MAX,
     DISCORD_CATCH_UP_CONCURRENCY,
     DISCORD_CATCH_UP_DAYS,
@@ -94,7 +95,7 @@ from core.tunables import (
     FETCHED_PLACES_MAX,
     INBOX_REPLAY_MAX_AGE_H,
 )
-from core.types import (
+from ground.types import (
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
@@ -108,7 +109,6 @@ from core.types import (
     SentMessage,
     utcnow,
 )
-from delivery.chunking import render_chunks, with_attachment
 
 log = logging.getLogger("kith.discord")
 

@@ -29,8 +29,8 @@ import aiohttp
 import discord
 
 from channels.http import answer_lost
-from core.tunables import DISCORD_DEFAULT_RETRY_AFTER_S
-from core.types import Button, ButtonPress, ChatKind, InboundMessage, SendError
+from ground.tunables import DISCORD_DEFAULT_RETRY_AFTER_S
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage, SendError
 
 PLATFORM = "discord"
 

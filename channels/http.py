@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
-from core.types import ChannelStartError
+from ground.types import ChannelStartError
 
 
 async def serve_posts(handler: Callable[[web.Request], Awaitable[web.StreamResponse]], host: str, port: int,

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import Any
 
-from core.ordering import OrderedLanes
+from ground.ordering import OrderedLanes
 
 
 class HandlerLanes:

@@ -23,7 +23,7 @@ The order every event goes through, and why:
 A crash after 2 loses no message: the next start takes up what the inbox kept. Button presses are not
 kept (a press lost that way is pressed again); ``stop()`` lets queued handlers finish (``stop_grace_s``).
 
-Sending: ``chat.postMessage`` with mrkdwn from :mod:`delivery.chunking`. Buttons ride on the last text chunk
+Sending: ``chat.postMessage`` with mrkdwn from :mod:`channels.chunking`. Buttons ride on the last text chunk
 as Block Kit (a section repeating the text, then ``actions``); such messages are chunked to the section's
 3,000 characters. A plain resend (after ``invalid_blocks``) drops the blocks, so the words arrive without
 the buttons. An attachment is one more chunk, uploaded with ``files_upload_v2``. slack_sdk's own retry
@@ -69,6 +69,8 @@ from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from channels.chunking import split_tokens, with_attachment
+from channels.formatting import Platform, render_tokens
 from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
 from channels.slack_translate import (
@@ -89,8 +91,8 @@ from channels.slack_translate import (
     translate_event,
     user_display_name,
 )
-from core.config import SlackSettings
-from core.tunables import (
+from ground.config import SlackSettings
+from ground.tunables import (
     SLACK_CONNECT_WAIT_S,
     SLACK_DEFAULT_RETRY_AFTER_S,
     SLACK_HTTP_TIMEOUT_S,
@@ -106,7 +108,7 @@ from core.tunables import (
     SLACK_SOCKET_PING_INTERVAL_S,
     SLACK_STOP_GRACE_S,
 )
-from core.types import (
+from ground.types import (
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
@@ -119,8 +121,6 @@ from core.types import (
     SentMessage,
     utcnow,
 )
-from delivery.chunking import split_tokens, with_attachment
-from delivery.formatting import Platform, render_tokens
 
 log = logging.getLogger("kith.slack")
 _TRANSLATED = "kith_translated"  # request.context key: the intake's translation of the event

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
 
 PLATFORM = "slack"
 

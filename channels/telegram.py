@@ -59,6 +59,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from channels.chunking import render_chunks, with_attachment
 from channels.http import serve_posts
 from channels.lanes import HandlerLanes
 from channels.telegram_http import AiohttpRequest, AnswerLost
@@ -75,9 +76,9 @@ from channels.telegram_translate import (
     translate_update,
     update_id_of,
 )
-from core.config import TelegramSettings
-from core.failures import describe
-from core.tunables import (
+from ground.config import TelegramSettings
+from ground.failures import describe
+from ground.tunables import (
     TELEGRAM_HTTP_TIMEOUT_S,
     TELEGRAM_POLL_BACKOFF_BASE_S,
     TELEGRAM_POLL_BACKOFF_MAX_S,
@@ -86,7 +87,7 @@ from core.tunables import (
     TELEGRAM_STOP_GRACE_S,
     TELEGRAM_UPDATE_ID_JUMP_MAX,
 )
-from core.types import (
+from ground.types import (
     Button,
     ButtonHandler,
     ButtonPress,
@@ -100,7 +101,6 @@ from core.types import (
     SentMessage,
     utcnow,
 )
-from delivery.chunking import render_chunks, with_attachment
 
 log = logging.getLogger("kith.telegram")
 

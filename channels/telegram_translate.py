@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from telegram import Bot, Message, MessageEntity, Update
 
-from core.types import ButtonPress, ChatKind, InboundMessage
+from ground.types import ButtonPress, ChatKind, InboundMessage
 
 PLATFORM = "telegram"
 

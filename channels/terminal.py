@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import TextIO
 
-from core.types import (
+from ground.types import (
     ButtonHandler,
     ChatKind,
     InboundHandler,

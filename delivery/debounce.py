@@ -15,10 +15,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from core.failures import describe, traceback_of
-from core.ordering import OrderedLanes
-from core.tunables import DEBOUNCE_MAX_MESSAGES
-from core.types import InboundMessage
+from ground.failures import describe, traceback_of
+from ground.ordering import OrderedLanes
+from ground.tunables import DEBOUNCE_MAX_MESSAGES
+from ground.types import InboundMessage
 
 log = logging.getLogger("kith.debounce")
 

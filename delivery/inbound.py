@@ -14,11 +14,11 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, UtcDateTime, metadata
-from core.prepared import Prepared
-from core.tunables import INBOUND_BATCH_ATTEMPTS, INBOUND_DEDUPE_DAYS, RETENTION_BATCH_ROWS
-from core.types import InboundMessage, utcnow
 from delivery.inbox import Inbox
+from ground.db import Database, UtcDateTime, metadata
+from ground.prepared import Prepared
+from ground.tunables import INBOUND_BATCH_ATTEMPTS, INBOUND_DEDUPE_DAYS, RETENTION_BATCH_ROWS
+from ground.types import InboundMessage, utcnow
 
 inbound_events = sa.Table(
     "inbound_events",

@@ -2,7 +2,7 @@
 
 A reply the core produced survives a crash because it is a row, not a coroutine. Each row
 remembers how far delivery got (``chunks_sent``), so a restart resends only what the platform
-has not yet acknowledged. The functions take a ``Connection`` like :mod:`core.history`, so a
+has not yet acknowledged. The functions take a ``Connection`` like :mod:`people.history`, so a
 caller may enqueue in the same transaction that stores the assistant turn.
 
 A chunk whose send timed out after the request left may have been posted; it is sent again and
@@ -26,11 +26,11 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import UtcDateTime, metadata
-from core.prepared import Prepared
-from core.tunables import RETENTION_BATCH_ROWS
-from core.types import Button, ChatKind, OutboundMessage
-from memory.redaction import redact
+from ground.db import UtcDateTime, metadata
+from ground.prepared import Prepared
+from ground.redaction import redact
+from ground.tunables import RETENTION_BATCH_ROWS
+from ground.types import Button, ChatKind, OutboundMessage
 
 MAX_ERROR_CHARS = 64  # last_error holds an error class or code, never content
 

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from core.db import Database
-from core.failures import describe
-from core.tunables import RETENTION_BATCH_ROWS, RETENTION_INTERVAL_S
-from core.types import utcnow
 from delivery import outbox
 from delivery.inbound import InboundJournal
+from ground.db import Database
+from ground.failures import describe
+from ground.tunables import RETENTION_BATCH_ROWS, RETENTION_INTERVAL_S
+from ground.types import utcnow
 
 log = logging.getLogger("kith.delivery")
 

@@ -22,10 +22,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-from core.config import DeliverySettings
-from core.db import Connection, Database
-from core.failures import describe, traceback_of
-from core.tunables import (
+from delivery import outbox
+from delivery.outbox import Lane, OutboxEntry
+from ground.config import DeliverySettings
+from ground.db import Connection, Database
+from ground.failures import describe, traceback_of
+from ground.tunables import (
     DELIVERY_LANE_ENDS_KEPT,
     DELIVERY_PARK_AFTER_S,
     FAILED_LANE_RETRY_S,
@@ -33,9 +35,7 @@ from core.tunables import (
     SEND_LONG_BACKOFF_MAX_S,
     SEND_MAX_LATE_H,
 )
-from core.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
-from delivery import outbox
-from delivery.outbox import Lane, OutboxEntry
+from ground.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
 
 log = logging.getLogger("kith.delivery")
 

@@ -36,13 +36,13 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core import history
-from core.config import Settings
-from core.context import clip
-from core.db import Database, UtcDateTime, metadata
-from core.summarizer import Summarizer
-from core.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
+from conversation.context import clip
+from conversation.summarizer import Summarizer
+from ground.config import Settings
+from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
 from heartbeat.settings import day_bounds, local_day
+from llm.client import LLMClient, LLMError
 from memory.capture import (
     CAPTURE_MAX_TOKENS,
     names_of,
@@ -57,7 +57,7 @@ from memory.records import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
 from memory.validation import validate_extraction
-from persona.llm import LLMClient, LLMError
+from people import history
 
 log = logging.getLogger("kith.consolidation")
 

@@ -28,8 +28,8 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, UtcDateTime, metadata
-from core.tunables import DECAY_CAS_RETRIES
+from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import DECAY_CAS_RETRIES
 from heartbeat import memory_scan
 from memory.records import MemoryKind, MemoryRecord, Status, Tier
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict

@@ -24,8 +24,8 @@ from datetime import date, datetime, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, UtcDateTime, metadata
-from core.tunables import (
+from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import (
     DISPUTES_FULL_SCAN_HOURS,
     DISPUTES_INCREMENTAL_MAX,
     DISPUTES_OVERLAP_S,

@@ -21,11 +21,8 @@ from datetime import date, datetime, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core import people
-from core.context import MemorySlots
-from core.conversation import MemoryContext, Speaker, reply_to
-from core.db import Database, UtcDateTime, metadata
-from core.tunables import (
+from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import (
     GOAL_MAX_CHARS,
     GOALS_DONE_LISTED,
     GOALS_IN_PROMPT,
@@ -33,8 +30,10 @@ from core.tunables import (
     GOALS_REWARM_MIN_S,
     SHARED_CACHE_TRUST_S,
 )
-from core.types import ChatKind, InboundMessage, OutboundMessage
+from ground.turns import MemoryContext, MemorySlots, Speaker
+from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
 from heartbeat.settings import local_day
+from people import directory
 
 GOALS_TOPIC = "goals"  # Database.mark topic of this process's goal writes
 
@@ -353,7 +352,7 @@ class GoalsCommand:
 
 def _person(conn: Connection, account: str, name: str, now: datetime) -> str:
     # A first-time sender may open with /goals, before the conversation ever resolved them.
-    return people.person_of(conn, account) or people.resolve(conn, account, name, now)
+    return directory.person_of(conn, account) or directory.resolve(conn, account, name, now)
 
 
 class GoalsInContext:

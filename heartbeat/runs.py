@@ -9,7 +9,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import UtcDateTime, metadata
+from ground.db import UtcDateTime, metadata
 
 job_runs = sa.Table(
     "heartbeat_job_runs",

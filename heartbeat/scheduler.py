@@ -43,8 +43,8 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
-from core.failures import describe, traceback_of
-from core.tunables import DECAY_MINUTE, MISFIRE_GRACE_S
+from ground.failures import describe, traceback_of
+from ground.tunables import DECAY_MINUTE, MISFIRE_GRACE_S
 from heartbeat.settings import HeartbeatSettings
 
 log = logging.getLogger("kith.scheduler")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from core.db import Database
+from ground.db import Database
 from heartbeat import consolidation, decay, due, goals, runs
 
 TABLES = (consolidation.consolidation_days, consolidation.consolidation_chunks, decay.decay_runs,

@@ -1,7 +1,7 @@
 """The heartbeat's parts wired together: the :class:`~heartbeat.scheduler.JobRunner` the scheduled jobs call.
 
 :func:`build_heartbeat` builds it from the parts of a running kith (or of an operator command);
-:func:`start_heartbeat` also starts the scheduler for :class:`core.app.App`.
+the wiring starts it with its scheduler.
 """
 
 from __future__ import annotations
@@ -10,25 +10,20 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING
 
-from core.config import Settings
-from core.db import Database
 from delivery.worker import DeliveryWorker
+from ground.config import Settings
+from ground.db import Database
 from heartbeat import runs
 from heartbeat.consolidation import ConsolidationReport, Consolidator, Progress
 from heartbeat.decay import Decay, DecayReport, UndoReport
 from heartbeat.due import DueFinder, DueItem, ItemKind
 from heartbeat.goals import GoalBook
-from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB, HeartbeatScheduler
-from heartbeat.schema import ensure_tables
+from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB
 from heartbeat.settings import HeartbeatSettings, heartbeat_settings_of, resolve_timezone
 from heartbeat.turns import FollowUps, HeartbeatTurns, TickReport, TurnOutcome
+from llm.client import LLMClient
 from memory.service import MemoryService
-from persona.llm import LLMClient
-
-if TYPE_CHECKING:
-    from core.app import App
 
 log = logging.getLogger("kith.heartbeat")
 
@@ -119,7 +114,7 @@ def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory:
                     clock: Callable[[], datetime], busy: Collection[str] = frozenset(),
                     worker: Callable[[], DeliveryWorker | None] = lambda: None,
                     hb: HeartbeatSettings | None = None, questions: Sweep | None = None) -> Heartbeat:
-    """``hb`` overrides ``settings.heartbeat`` (tests, and until core.config carries that table).
+    """``hb`` overrides ``settings.heartbeat`` (tests, and until ground.config carries that table).
 
     ``questions`` (``QuestionSender.sweep``) asks flagged conflicts at each tick inside active hours; with
     it the turns leave disputed pairs to it."""
@@ -135,19 +130,3 @@ def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory:
         goals=GoalBook(db, clock, tz),
         questions=questions,
     )
-
-
-async def start_heartbeat(app: App) -> tuple[Heartbeat, HeartbeatScheduler]:
-    """Build the heartbeat over a running app and start its scheduler (call after the delivery worker exists)."""
-    if app.memory is None:
-        raise RuntimeError("the heartbeat needs the memory service")
-    ensure_tables(app.db)  # start-up, like open_database: a moment of blocking is fine here
-    sweep = app.question_sender.sweep if app.question_sender is not None else None
-    heartbeat = build_heartbeat(settings=app.settings, db=app.db, llm=app.llm, memory=app.memory, clock=app.clock,
-                                busy=app.core.busy_people, worker=lambda: app.worker, questions=sweep)
-    scheduler = HeartbeatScheduler(app.db.engine, heartbeat, hb=heartbeat.hb,
-                                   consolidation_hour=app.settings.memory.consolidation_hour, tz=heartbeat.tz,
-                                   clock=app.clock)
-    heartbeat.attach(scheduler)
-    await scheduler.start()
-    return heartbeat, scheduler

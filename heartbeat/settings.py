@@ -1,6 +1,6 @@
 """The ``[heartbeat]`` settings, and the pure time rules every heartbeat part shares.
 
-``HeartbeatSettings`` itself lives in :mod:`core.config` as ``Settings.heartbeat``.
+``HeartbeatSettings`` itself lives in :mod:`ground.config` as ``Settings.heartbeat``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from core.config import HeartbeatSettings
+from ground.config import HeartbeatSettings
 
 _HOURS = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -35,18 +35,18 @@ from typing import Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core import history, people
-from core.config import Settings
-from core.context import clip
-from core.db import Database
-from core.tunables import CHARS_PER_TOKEN, HEARTBEAT_CONCURRENCY, HEARTBEAT_REPLY_TOKENS
-from core.types import ChatKind, OutboundMessage, quoted_name
+from conversation.context import clip
 from delivery import outbox
 from delivery.worker import DeliveryWorker
+from ground.config import Settings
+from ground.db import Database
+from ground.tunables import CHARS_PER_TOKEN, HEARTBEAT_CONCURRENCY, HEARTBEAT_REPLY_TOKENS
+from ground.types import ChatKind, OutboundMessage, quoted_name
 from heartbeat.due import DueFinder, DueItem, mark_handled
 from heartbeat.settings import HeartbeatSettings, in_active_hours, parse_active_hours, retry_delay
+from llm.client import LLMClient, LLMError
+from people import directory, history
 from persona.card import render_card
-from persona.llm import LLMClient, LLMError
 
 log = logging.getLogger("kith.heartbeat")
 
@@ -134,8 +134,8 @@ def destinations(conn: Connection, persons: Sequence[str]) -> dict[str, Destinat
     latest = (sa.select(sa.func.max(m.c.id)).where(m.c.person.in_(list(persons)), m.c.role == "user",
                                                    m.c.chat_kind == ChatKind.DM.value).group_by(m.c.person))
     rows = conn.execute(sa.select(m.c.person, m.c.platform, m.c.chat_id, m.c.thread_id, m.c.author,
-                                  m.c.conversation, people.accounts.c.display_name)
-                        .select_from(m.outerjoin(people.accounts, people.accounts.c.account == m.c.author))
+                                  m.c.conversation, directory.accounts.c.display_name)
+                        .select_from(m.outerjoin(directory.accounts, directory.accounts.c.account == m.c.author))
                         .where(m.c.id.in_(latest))).all()
     out = {}
     for r in rows:

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
-from core.tunables import (
+from ground.tunables import (
     BM25_B,
     BM25_K1,
     PREFIX_MATCH_MIN_CHARS,

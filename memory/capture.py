@@ -1,6 +1,6 @@
 """Capture: after a reply, a cheap model reads the thread's new turns and proposes memories.
 
-It runs as a background :class:`~core.conversation.TurnObserver`, never delaying the reply.
+It runs as a background :class:`~conversation.turns.TurnObserver`, never delaying the reply.
 Each run reads the turns after its own cursor (table ``capture_cursors``), in chunks of at
 most ``memory.consolidation_chunk_chars``, and asks the capture model once per person who
 spoke in the chunk, with tools withheld. What comes back goes through
@@ -28,24 +28,24 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core import history, people
-from core.config import Settings
-from core.conversation import CompletedTurn
-from core.db import Database, UtcDateTime, metadata
-from core.tunables import (
+from ground.config import Settings
+from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import (
     CAPTURE_MAX_ATTEMPTS,
     CAPTURE_MAX_CHUNKS_PER_RUN,
     CAPTURE_MAX_TOKENS,
     CAPTURE_MAX_TURNS,
     CAPTURE_SHOWN_MEMORIES,
 )
-from core.types import quoted_name
+from ground.turns import CompletedTurn
+from ground.types import quoted_name
+from llm.client import LLMClient, LLMError
 from memory.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
 from memory.store import MemoryStore, Note
 from memory.text import normalize
 from memory.tombstones import TombstoneBook
 from memory.validation import ValidationLimits, validate_extraction
-from persona.llm import LLMClient, LLMError
+from people import directory, history
 
 log = logging.getLogger("kith.memory.capture")
 
@@ -220,7 +220,7 @@ async def shown_chunk(db: Database, pairs: Sequence[Pair], is_paused: PausedHook
     A paused person's messages are not shown to the model at all: their own words, and what they
     forwarded (recorded as no one's words, so found by its author's account).
     """
-    authors = await db.run(people.by_account, sorted({row.author for row, _t in pairs if row.role == "user"}))
+    authors = await db.run(directory.by_account, sorted({row.author for row, _t in pairs if row.role == "user"}))
 
     def sender(row: history.StoredMessage) -> str | None:
         if row.role != "user":

@@ -25,8 +25,8 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, UtcDateTime, metadata
-from core.tunables import (
+from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import (
     CHANGE_LOG_KEEP,
     CHANGE_LOG_OVERLAP,
     CHANGE_LOG_TRIM_EVERY,

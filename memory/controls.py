@@ -4,7 +4,7 @@ pin, forget (plan first, then confirm), export, pause capture, and answer confli
 Only the person: every operation takes a :class:`Requester` and acts on that requester's own
 memories only. A request that is not the person's own turn (a heartbeat, kith itself) or that
 names another person's memory, question or forget plan is refused with :class:`Refused` and
-changes nothing (seed 004). Chat, buttons and wording live in :mod:`core.memory_commands`.
+changes nothing (seed 004). Chat, buttons and wording live in :mod:`conversation.memory_commands`.
 
 Facts are never deleted by an answer: "the first" supersedes the second (status superseded and
 ``valid_to``), "neither" retires both, "both" unlinks the pair; only ``/forget`` deletes, and only
@@ -27,9 +27,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core import history, people
-from core.db import Database, UtcDateTime, metadata
-from core.tunables import (
+from ground.db import Database, UtcDateTime, metadata
+from ground.redaction import redact
+from ground.tunables import (
     EDIT_CAS_RETRIES,
     FORGET_PLAN_TTL_S,
     MEMORY_PAGE_SIZE,
@@ -47,12 +47,12 @@ from memory.questions import (
     still_current,
 )
 from memory.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
-from memory.redaction import redact
 from memory.service import MemoryService
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
 from memory.tombstones import ForgetPlan, ForgetResult, query_matches
 from memory.validation import instruction_or_authority
+from people import directory, history
 
 log = logging.getLogger("kith.memory.controls")
 
@@ -252,7 +252,7 @@ def _messages_of(conn: Connection, person: str) -> list[dict[str, Any]]:
     """Every message the person sent: their own words, and what they forwarded (recorded as no one's
     words, so found by its author's account)."""
     m = history.messages
-    theirs = sa.select(people.accounts.c.account).where(people.accounts.c.person == person).scalar_subquery()
+    theirs = sa.select(directory.accounts.c.account).where(directory.accounts.c.person == person).scalar_subquery()
     rows = conn.execute(sa.select(m.c.platform, m.c.chat_kind, m.c.created_at, m.c.text, m.c.person)
                         .where(m.c.role == "user",
                                sa.or_(m.c.person == person, sa.and_(m.c.person.is_(None), m.c.author.in_(theirs))))
@@ -465,7 +465,7 @@ class MemoryControls:
         """Everything stored about the person, as one JSON file; nothing about anyone else."""
         person = _person(requester)
         data = await self.memory.export(person, you=True)  # the file goes to the person, in their DM
-        accounts = await self.db.run(people.accounts_of, person)
+        accounts = await self.db.run(directory.accounts_of, person)
         data["accounts"] = [{"account": a.account, "display_name": a.display_name} for a in accounts]
         data["capture_paused"] = self.pauses.is_paused(person)
         data["questions"] = [_question_json(q) for q in await self.questions.of_person(person)]

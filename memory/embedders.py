@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.config import Settings
-from core.doctor import CheckResult, embedder_result
-from core.tunables import (
+from ground.checks import CheckResult
+from ground.config import Settings
+from ground.tunables import (
     EMBED_BATCH,
     EMBED_TIMEOUT_S,
     EMBEDDER_PROBE_TIMEOUT_S,
@@ -256,7 +256,7 @@ class LiteLLMEmbedder:
 
     def _module(self) -> Any:
         if self._litellm is None:
-            from persona.llm import import_litellm
+            from llm.client import import_litellm
 
             self._litellm = import_litellm()
         return self._litellm
@@ -378,3 +378,15 @@ async def check_embedder(settings: Settings) -> CheckResult:
     if embedder is not None:
         await embedder.close()
     return embedder_result(status)
+
+
+def embedder_result(status: EmbedderStatus) -> CheckResult:
+    """The embedder's line from its status (a running bot's, or one just probed)."""
+    ok = status.ready or status.disabled
+    if status.ready:
+        detail = f"{status.configured} ready ({status.dim} dimensions)"
+    elif status.disabled:
+        detail = "none: memory search is lexical (BM25) by configuration"
+    else:
+        detail = f"{status.configured} unavailable ({status.reason}); memory stays on its lexical path"
+    return CheckResult("embedder", ok, detail)

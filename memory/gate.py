@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from core.config import MemorySettings
-from core.tunables import (
+from ground.config import MemorySettings
+from ground.tunables import (
     GATE_CAS_RETRIES,
     GATE_QUERY_WORDS,
     MAX_CONFLICT_LINKS,

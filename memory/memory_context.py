@@ -18,14 +18,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.config import BudgetSettings, RecallSettings
-from core.context import MemorySlots
-from core.conversation import Speaker
-from core.tunables import (
+from ground.config import BudgetSettings, RecallSettings
+from ground.tunables import (
     RECALL_MIN_ITEM_CHARS,
     RECALL_MIN_RELEVANCE,
 )
-from core.types import ChatKind, InboundMessage
+from ground.turns import MemorySlots, Speaker
+from ground.types import ChatKind, InboundMessage
 from memory.ranking import clip_item, said_at
 from memory.recall import RecallEngine
 from memory.records import MemoryRecord, Scope
@@ -139,7 +138,7 @@ def with_partners(ranked: Sequence[tuple[MemoryRecord, bool]], partners: dict[st
 
 
 class RecallMemoryContext:
-    """Implements core.conversation.MemoryContext over the recall engine."""
+    """Implements conversation.turns.MemoryContext over the recall engine."""
 
     def __init__(self, engine: RecallEngine, recall: RecallSettings, budget: BudgetSettings) -> None:
         self.engine = engine

@@ -5,7 +5,7 @@ Two stored facts flagged as conflicting (``conflicts_with``) are never resolved 
 person, in their DM, which is right; between two facts neither of which the person said, both are
 kept and nobody is asked (seed 004).
 
-The caps (``core.tunables``): at most ``OPEN_QUESTIONS_PER_PERSON`` open question per person and at
+The caps (``ground.tunables``): at most ``OPEN_QUESTIONS_PER_PERSON`` open question per person and at
 most ``QUESTIONS_PER_HOUR`` new questions an hour in all; a pair is asked about once, and again only
 when its evidence changed since (the evidence key recorded at asking time). Every question is a row
 of ``memory_questions``, so all of this holds across restarts. The caps are checked and the row
@@ -27,8 +27,8 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, UtcDateTime, metadata
-from core.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
+from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
 from memory.records import MemoryRecord, Origin
 
 log = logging.getLogger("kith.memory.questions")

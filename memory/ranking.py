@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from core.config import RecallSettings
-from core.tunables import (
+from ground.config import RecallSettings
+from ground.tunables import (
     CITE_FEW_WORDS,
     CITE_MIN_WORD_CHARS,
     RECALL_RECENCY_FLOOR,

@@ -32,9 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from core.config import RecallSettings
-from core.conversation import CompletedTurn
-from core.tunables import (
+from ground.config import RecallSettings
+from ground.tunables import (
     RECALL_NOTE_VECTOR_CACHE,
     RECALL_PINNED_READ_SHARE,
     RECALL_PINNED_REFRESH_S,
@@ -44,6 +43,7 @@ from core.tunables import (
     RECALL_QUERY_MAX_CHARS,
     USE_CAS_RETRIES,
 )
+from ground.turns import CompletedTurn
 from memory.bm25 import BM25Index, normalize_scores
 from memory.embedders import Vector
 from memory.ranking import Candidate, Ranked, cited, cosine, latest_pinned, rank

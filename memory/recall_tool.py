@@ -13,16 +13,16 @@ import json
 import logging
 from typing import Any
 
-from core.config import RecallSettings
-from core.conversation import Speaker
-from core.tunables import (
+from ground.config import RecallSettings
+from ground.tunables import (
     RECALL_TOOL_EMBED_BUDGET_MS,
     RECALL_TOOL_EVIDENCE,
     RECALL_TOOL_MAX_CHARS,
     RECALL_TOOL_QUOTE_CHARS,
     RECALL_TOOL_TEXT_CHARS,
 )
-from core.types import ChatKind, InboundMessage
+from ground.turns import Speaker
+from ground.types import ChatKind, InboundMessage
 from memory.ranking import Ranked, clip_item
 from memory.recall import RecallEngine
 from memory.records import MemoryRecord, Scope
@@ -64,7 +64,7 @@ def result_json(ranked: Ranked, disputed_by: list[str]) -> dict[str, Any]:
 
 
 class RecallTool:
-    """Implements core.conversation.Tool."""
+    """Implements conversation.turns.Tool."""
 
     name = "recall"
     hint = RECALL_HINT

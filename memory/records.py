@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from core.tunables import (
+from ground.tunables import (
     DEFAULT_IMPORTANCE,
     HORIZON_INTENTION_HOURS,
     HORIZON_ONE_OFF_DAYS,
 )
-from core.types import utcnow
+from ground.types import utcnow
 
 METADATA_SCHEMA_VERSION = 1
 

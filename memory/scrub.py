@@ -27,12 +27,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core import history, people
-from core.db import metadata
 from delivery import inbox as inbox_table
 from delivery.inbox import PayloadError, from_payload, to_payload
 from delivery.outbox import outbox
+from ground.db import metadata
 from memory.text import content_words, normalize, words_match
+from people import directory, history
 
 FORGOTTEN_MARK = "[forgotten]"
 # Declared by the heartbeat, which builds on memory: found by name on the shared schema.
@@ -135,7 +135,7 @@ class Scanned:
 
 def scan(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> Scanned:
     """Count (and with ``apply`` rewrite) the person's rows that hold the matching text."""
-    accounts = [a.account for a in people.accounts_of(conn, person)]
+    accounts = [a.account for a in directory.accounts_of(conn, person)]
     rows, summaries, conversations, chats = history.forget_text(conn, person=person, accounts=accounts,
                                                                redact=redactor.redact, apply=apply)
     consolidated = _consolidation_summaries(conn, person, redactor, apply=apply)

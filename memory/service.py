@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from core.config import Settings
-from core.db import Database
-from core.tunables import SEARCH_POOL_FACTOR
-from core.types import utcnow
+from ground.config import Settings
+from ground.db import Database
+from ground.tunables import SEARCH_POOL_FACTOR
+from ground.types import utcnow
+from llm.client import LLMClient
 from memory.capture import Capture, PausedHook
 from memory.changes import ChangeLog
 from memory.embedders import Embedder, EmbedderStatus, open_embedder
@@ -26,7 +27,6 @@ from memory.records import MemoryRecord, Status
 from memory.store import MemoryStore, Note
 from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
 from memory.wording import person_facing
-from persona.llm import LLMClient
 
 log = logging.getLogger("kith.memory")
 

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.tunables import (
+from ground.tunables import (
     CONFLICT_MIN_AGREEMENTS,
     CONFLICT_MIN_JACCARD,
     CONFLICT_MIN_WORDS,

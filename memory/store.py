@@ -58,9 +58,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from core.config import MemorySettings, Settings
-from core.doctor import CheckResult
-from core.tunables import (
+from ground.checks import CheckResult
+from ground.config import MemorySettings, Settings
+from ground.tunables import (
     CHANGE_CATCHUP_MAX,
     CHROMA_CHECK_TIMEOUT_S,
     FILTERED_QUERY_MAX,

@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.tunables import GROUNDING_MAX_ENDING_CHARS, PREFIX_MATCH_MIN_CHARS
+from ground.tunables import GROUNDING_MAX_ENDING_CHARS, PREFIX_MATCH_MIN_CHARS
 from memory.text import is_stop_word, tokens, words_match
 
 

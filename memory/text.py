@@ -33,7 +33,7 @@ import unicodedata
 
 from confusable_homoglyphs.confusables import confusables_data
 
-from core.tunables import (
+from ground.tunables import (
     INFLECTION_MIN_STEM_CHARS,
     PREFIX_MATCH_MIN_CHARS,
 )

@@ -25,8 +25,8 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, UtcDateTime, as_utc, metadata
-from core.tunables import FORGET_CAS_RETRIES
+from ground.db import Database, UtcDateTime, as_utc, metadata
+from ground.tunables import FORGET_CAS_RETRIES
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
 from memory.scrub import Places, Redactor, Scanned, checkpoint, kept_sentences, phrases_of, scan
 from memory.store import MemoryStore, Note, RevisionConflict

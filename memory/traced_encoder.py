@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from core.tunables import EMBED_TRACE_MIN_COSINE
+from ground.tunables import EMBED_TRACE_MIN_COSINE
 
 log = logging.getLogger("kith.memory.embedders")
 

@@ -62,7 +62,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from core.tunables import (
+from ground.redaction import redact
+from ground.tunables import (
     CONFLICT_THRESHOLD,
     MAX_EVIDENCE_CHARS,
     MAX_MEMORIES_PER_RUN,
@@ -80,7 +81,6 @@ from memory.records import (
     Source,
     Turn,
 )
-from memory.redaction import redact
 from memory.similarity import Action, decide
 from memory.support import Supported, check_support
 from memory.text import content_words, normalize, tokens

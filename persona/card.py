@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.config import PersonaSettings
+from ground.config import PersonaSettings
 
 
 def render_card(p: PersonaSettings, *, now: datetime | None = None, extra_sections: tuple[str, ...] = ()) -> str:

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from core import people
-from core.db import Connection, Database
-from core.tunables import SHARED_CACHE_TRUST_S
-from core.types import ButtonPress, ChatKind, InboundMessage, OutboundMessage
+from ground.db import Connection, Database
+from ground.tunables import SHARED_CACHE_TRUST_S
+from ground.types import ButtonPress, ChatKind, InboundMessage, OutboundMessage
+from people import directory
 from policy import store
 from policy.pairing import AccessState, Chooser
 from policy.ratelimit import RateLimiter
@@ -35,10 +35,10 @@ def _as_approved(access: AccessState, account: str) -> AccessState:
 
 def _sibling_accounts(conn: Connection, account: str) -> list[str]:
     """The other accounts of the person behind ``account`` (linked with /link or bot.py people link)."""
-    person = people.person_of(conn, account)
+    person = directory.person_of(conn, account)
     if person is None:
         return []
-    return [a.account for a in people.accounts_of(conn, person) if a.account != account]
+    return [a.account for a in directory.accounts_of(conn, person) if a.account != account]
 
 
 def effective_policy(settings: PolicySettings, platform: str, configured: set[str]) -> PlatformPolicy:

@@ -3,10 +3,10 @@
 An unknown sender under ``dm = "pairing"`` gets a short code and nothing else; the owner approves it with
 the CLI. Rules, decided here so every caller gets the same ones:
 
-- A code is :data:`~core.tunables.PAIRING_CODE_LENGTH` characters from an alphabet without the look-alikes
-  0/O and 1/I, drawn with :mod:`secrets`, valid for :data:`~core.tunables.PAIRING_CODE_TTL_S` seconds and
+- A code is :data:`~ground.tunables.PAIRING_CODE_LENGTH` characters from an alphabet without the look-alikes
+  0/O and 1/I, drawn with :mod:`secrets`, valid for :data:`~ground.tunables.PAIRING_CODE_TTL_S` seconds and
   compared case-insensitively (spaces and dashes ignored). Expired codes are refused.
-- At most :data:`~core.tunables.PAIRING_MAX_PENDING` unexpired codes wait per platform.
+- At most :data:`~ground.tunables.PAIRING_MAX_PENDING` unexpired codes wait per platform.
 - A sender who already holds a code keeps the same code. It is sent again at most once per
   :data:`PAIRING_REMINDER_INTERVAL_S` (someone who lost the message can get it back, a flood gets silence);
   every other message of theirs is dropped unanswered.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from core.tunables import (
+from ground.tunables import (
     PAIRING_CODE_LENGTH,
     PAIRING_CODE_TTL_S,
     PAIRING_MAX_PENDING,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from core.tunables import RATE_LIMIT_BURST, RATE_LIMIT_PER_MINUTE
+from ground.tunables import RATE_LIMIT_BURST, RATE_LIMIT_PER_MINUTE
 from policy.rules import Decision, Reason, Verdict
 
 RATE_LIMIT_NOTICE = "You're writing faster than I can keep up with. Give me a moment, then try again."

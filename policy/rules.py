@@ -14,8 +14,8 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from core.tunables import PAIRING_MAX_PENDING, PAIRING_REMINDER_INTERVAL_S
-from core.types import ChatKind, InboundMessage
+from ground.tunables import PAIRING_MAX_PENDING, PAIRING_REMINDER_INTERVAL_S
+from ground.types import ChatKind, InboundMessage
 from policy.pairing import (
     PAIRING_FULL_NOTICE,
     AccessState,

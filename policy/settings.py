@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from core.tunables import RATE_LIMIT_BURST, RATE_LIMIT_PER_MINUTE
+from ground.tunables import RATE_LIMIT_BURST, RATE_LIMIT_PER_MINUTE
 
 KNOWN_PLATFORMS: frozenset[str] = frozenset({"telegram", "discord", "slack", "console"})
 

@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import Database, metadata
-from core.prepared import Prepared
-from core.tunables import ACCESS_CAS_ATTEMPTS
+from ground.db import Database, metadata
+from ground.prepared import Prepared
+from ground.tunables import ACCESS_CAS_ATTEMPTS
 from policy.pairing import AccessState, PendingCode
 
 ACCESS_TOPIC = "access"  # Database.mark topic: the access state, for caches of it in this process

@@ -10,7 +10,8 @@ import pytest
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
-from core.config import (
+from delivery.inbound import InboundJournal
+from ground.config import (
     BudgetSettings,
     HistorySettings,
     LLMSettings,
@@ -19,8 +20,7 @@ from core.config import (
     Settings,
     StorageSettings,
 )
-from core.db import Database
-from delivery.inbound import InboundJournal
+from ground.db import Database
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, open_db
 

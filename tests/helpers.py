@@ -11,8 +11,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from core.db import Database
-from core.types import ButtonPress, ChatKind, InboundMessage
+from ground.db import Database
+from ground.types import ButtonPress, ChatKind, InboundMessage
+from kith.schema import create_schema
 
 _ids = itertools.count(1)
 
@@ -34,7 +35,7 @@ def open_db(path: Path, *tables: sa.Table) -> Database:
     """
     db = Database(f"sqlite:///{path / 'kith.db'}")
     if not tables:
-        db.create_all()
+        create_schema(db)
     for table in tables:
         table.create(db.engine, checkfirst=True)
     return db

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from core.background import BackgroundTasks
-from core.conversation import CompletedTurn, ConversationCore, Speaker
-from core.db import Database
-from core.types import ChatKind
+from conversation.turns import ConversationCore
+from ground.background import BackgroundTasks
+from ground.db import Database
+from ground.turns import CompletedTurn, Speaker
+from ground.types import ChatKind
+from llm.client import LLMClient
 from memory.capture import CAPTURE_MAX_ATTEMPTS, CAPTURE_SHOWN_MEMORIES
 from memory.records import MemoryKind, Scope
 from memory.service import MemoryService
-from persona.llm import LLMClient
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.helpers import FakeClock, inbound
 from tests.support.memory import T0, answer, fact, memory_settings, record, reply, say

@@ -9,7 +9,7 @@ import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
 from channels import discord_translate, slack
-from core.types import SendError
+from ground.types import SendError
 
 _KEY = ConnectionKey("127.0.0.1", 1, False, False, None, None, None)
 

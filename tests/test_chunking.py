@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from core.tunables import DISCORD_MAX_CHARS, SLACK_MAX_CHARS, TELEGRAM_MAX_UTF16
-from delivery.chunking import (
+from channels.chunking import (
     MIN_CHUNK_LIMIT,
     RenderedChunk,
     platform_limit,
@@ -15,7 +14,8 @@ from delivery.chunking import (
     split_markdown,
     utf16_len,
 )
-from delivery.formatting import Platform, to_plain, to_telegram_html
+from channels.formatting import Platform, to_plain, to_telegram_html
+from ground.tunables import DISCORD_MAX_CHARS, SLACK_MAX_CHARS, TELEGRAM_MAX_UTF16
 from tests.support.formatting import valid_telegram, words
 
 FAMILY = "👨‍👩‍👧‍👦"  # one visible emoji: seven code points, eleven UTF-16 units

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from core.config import ConfigError, Settings, load_settings
+from ground.config import ConfigError, Settings
+from kith.settings import load_settings
 from tests.conftest import ROOT
 
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from core import history
 from heartbeat.consolidation import consolidation_chunks, day_summaries
 from heartbeat.due import ItemKind
 from memory.gate import PromoteReport
 from memory.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.store import Note
+from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig
 from tests.support.memory import reply, say

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from core.control import client
-from core.control.endpoint import ControlRefused, Transport, socket_path, token_path
-from core.control.frames import Request
-from core.control.parts import Console
-from core.control.server import ControlServer
+from kith.control import client
+from kith.control.endpoint import ControlRefused, Transport, socket_path, token_path
+from kith.control.frames import Request
+from kith.control.parts import Console
+from kith.control.server import ControlServer
 
 TRANSPORTS = [Transport.UNIX, Transport.TCP]
 

@@ -17,13 +17,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from core import history, people
-from core.app import open_database
-from core.config import load_settings
-from core.instance import Role, read_holder
-from core.types import utcnow
+from ground.instance import Role, read_holder
+from ground.types import utcnow
+from kith.app import open_database
+from kith.settings import load_settings
+from llm.client import LLMClient
 from memory.service import MemoryService
-from persona.llm import LLMClient
+from people import directory, history
 from tests.conftest import ROOT
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
@@ -55,9 +55,9 @@ async def _seed(cfg: Path) -> None:
     memory = await MemoryService.open(settings, db, LLMClient(settings.llm), announce=False)
     try:
         now = utcnow()
-        ana = await db.run(people.resolve, f"telegram:{ANA}", "Ana", now)
-        carl = await db.run(people.resolve, f"telegram:{CARL}", "Carl", now)
-        await db.run(people.resolve, f"telegram:{BEN}", "Ben", now)
+        ana = await db.run(directory.resolve, f"telegram:{ANA}", "Ana", now)
+        carl = await db.run(directory.resolve, f"telegram:{CARL}", "Carl", now)
+        await db.run(directory.resolve, f"telegram:{BEN}", "Ben", now)
         await memory.store.add_memory(dataclasses.replace(record(ana, "Ana's cat is called Mruczek"), pinned=True))
         await memory.store.add_memory(record(carl, "Carl plays chess on Sundays"))
         yesterday = now - timedelta(days=1)

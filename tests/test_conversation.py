@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core import history
-from core.app import build_app, open_database
-from core.config import HistorySettings, LLMSettings
-from core.context import max_prompt_chars
-from persona.llm import HONEST_FAILURE_REPLY
+from conversation.context import max_prompt_chars
+from ground.config import HistorySettings, LLMSettings
+from kith.app import build_app, open_database
+from llm.client import HONEST_FAILURE_REPLY
+from people import history
 from tests.helpers import inbound
 from tests.support.memory import answer, fact
 
@@ -148,7 +148,7 @@ async def test_history_survives_reopening_the_database(fake_llm, make_settings) 
 async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fake_llm, make_settings) -> None:
     import json
 
-    from core.config import MemorySettings
+    from ground.config import MemorySettings
 
     settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))
     app = await build_app(settings, warm_llm=False)
@@ -181,7 +181,7 @@ async def test_capture_runs_after_the_reply_and_keeps_only_receipted_memories(fa
 
 async def test_forwarded_words_are_answered_but_never_evidence_about_the_forwarder(fake_llm,
                                                                                    make_settings) -> None:
-    from core.config import MemorySettings
+    from ground.config import MemorySettings
 
     settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))
     app = await build_app(settings, warm_llm=False)
@@ -232,7 +232,7 @@ async def test_a_forward_is_in_the_forwarders_export_marked_as_one(fake_llm, mak
 async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_settings) -> None:
     import json
 
-    from core.config import MemorySettings
+    from ground.config import MemorySettings
     from tests.fakes.openai_api import Scripted
 
     settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))

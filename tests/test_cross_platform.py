@@ -8,12 +8,12 @@ import argparse
 import dataclasses
 import json
 
-from core import people
-from core.app import build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, MemorySettings, SlackSettings, TelegramSettings
-from persona.llm import import_litellm
-from policy.cli import run_pairing
+from ground.config import DeliverySettings, MemorySettings, SlackSettings, TelegramSettings
+from kith.app import build_app
+from kith.commands import platform_channels
+from kith.policy_cli import run_pairing
+from llm.client import import_litellm
+from people import directory
 from policy.store import load
 from tests.fakes import discord_api as fake_discord
 from tests.fakes import slack_api as fake_slack
@@ -83,8 +83,8 @@ async def test_a_fact_said_on_telegram_is_recalled_on_slack_after_linking(
         telegram_api.push_callback_query(TG_USER, TG_USER, yes)
         posts = await slack_api.wait_for_posts(2)
         assert posts[1].text.startswith("Linked")
-        assert app.db.run_sync(people.person_of, f"slack:{fake_slack.TEAM_ID}:{SLACK_USER}") == \
-            app.db.run_sync(people.person_of, f"telegram:{TG_USER}")
+        assert app.db.run_sync(directory.person_of, f"slack:{fake_slack.TEAM_ID}:{SLACK_USER}") == \
+            app.db.run_sync(directory.person_of, f"telegram:{TG_USER}")
 
         fake_llm.default = lambda _r: "Biscuit again? Classic."
         slack_api.push_dm(SLACK_USER, "guess who knocked over the plant today, my cat")

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from core import history
-from core.db import Connection, Database
+from ground.db import Connection, Database
+from kith.schema import create_schema
+from people import history
 
 
 async def test_times_read_back_as_the_same_moment_in_utc(tmp_path: Path) -> None:
     db = Database(f"sqlite:///{tmp_path / 'kith.db'}")
-    db.create_all()
+    create_schema(db)
     warsaw_noon = datetime(2026, 3, 1, 12, 0, tzinfo=timezone(timedelta(hours=1)))
     naive = datetime(2026, 3, 1, 12, 0)  # taken as UTC
     try:
@@ -39,7 +40,7 @@ async def test_times_read_back_as_the_same_moment_in_utc(tmp_path: Path) -> None
 # --- short transactions on the loop (run_short) ------------------------------------------------
 def _notes_db(tmp_path: Path, **kwargs: Any) -> Database:
     db = Database(f"sqlite:///{tmp_path / 'kith.db'}", **kwargs)
-    db.create_all()
+    create_schema(db)
     return db
 
 
@@ -183,7 +184,7 @@ async def test_work_handed_to_the_database_thread_goes_before_a_later_short_tran
 async def test_a_database_error_never_carries_what_was_written(tmp_path: Path) -> None:
     """Error texts reach the logs; the values in a failed statement are people's words."""
     db = Database(f"sqlite:///{tmp_path / 'kith.db'}")
-    db.create_all()
+    create_schema(db)
     try:
         with pytest.raises(sa.exc.IntegrityError) as caught:
             await db.run(lambda conn: conn.execute(sa.text("INSERT INTO accounts (account) VALUES (:a)"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from core.types import InboundMessage
 from delivery.debounce import Debouncer, merge
+from ground.types import InboundMessage
 from tests.helpers import inbound
 
 WINDOW_S = 0.8

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from core.db import Database
+from ground.db import Database
 from heartbeat.decay import Decay, SensitiveTopics
+from llm.client import LLMClient
 from memory.gate import Outcome
 from memory.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.service import MemoryService
-from persona.llm import LLMClient
 from tests.helpers import FakeClock
 from tests.support.memory import T0, memory_settings, record
 

@@ -8,14 +8,14 @@ every reply still arrives once, in order, when Telegram is back; a refusal ends 
 from __future__ import annotations
 
 from channels.telegram import TelegramChannel
-from core.config import DeliverySettings, TelegramSettings
-from core.db import Database
-from core.tunables import SEND_LONG_BACKOFF_BASE_S
-from core.types import OutboundMessage
 from delivery import outbox
 from delivery.inbound import Cursors, InboundJournal
 from delivery.outbox import OutboxStatus
 from delivery.worker import DeliveryWorker
+from ground.config import DeliverySettings, TelegramSettings
+from ground.db import Database
+from ground.tunables import SEND_LONG_BACKOFF_BASE_S
+from ground.types import OutboundMessage
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import FakeClock, Inbox
 from tests.support.channels import running

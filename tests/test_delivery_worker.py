@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from core.config import DeliverySettings
-from core.db import Connection, Database
-from core.tunables import FAILED_LANE_RETRY_S, SEND_LONG_BACKOFF_BASE_S, SEND_LONG_BACKOFF_MAX_S, SEND_MAX_LATE_H
-from core.types import OutboundMessage, SendError
 from delivery import outbox
 from delivery.outbox import OutboxStatus
 from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker, backoff_delay, long_backoff_delay
+from ground.config import DeliverySettings
+from ground.db import Connection, Database
+from ground.tunables import FAILED_LANE_RETRY_S, SEND_LONG_BACKOFF_BASE_S, SEND_LONG_BACKOFF_MAX_S, SEND_MAX_LATE_H
+from ground.types import OutboundMessage, SendError
 from tests import helpers
 from tests.helpers import FakeClock
 from tests.support.delivery import FakeChannel, FakeSleep, SteppedSleep, send_anything

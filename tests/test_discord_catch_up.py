@@ -20,10 +20,10 @@ import discord
 import pytest
 
 from channels.discord import DiscordChannel, DiscordSettings
-from core.db import Database
-from core.types import ChatKind, OutboundMessage, SendError
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox as MessageInbox
+from ground.db import Database
+from ground.types import ChatKind, OutboundMessage, SendError
 from tests.fakes.discord_api import FAKE_DISCORD_TOKEN, FakeDiscord, discord_api  # noqa: F401
 from tests.helpers import Inbox
 from tests.support.channels import running, send_rendered

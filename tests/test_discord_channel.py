@@ -17,10 +17,10 @@ import pytest
 import yarl
 
 from channels.discord import ChannelStartError, DiscordChannel, DiscordSettings, check_token
-from core.db import Database
-from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, SendError
 from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
+from ground.db import Database
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, SendError
 from tests.fakes.discord_api import FAKE_DISCORD_TOKEN, FakeDiscord, discord_api  # noqa: F401
 from tests.helpers import Inbox
 from tests.support.channels import running, send_rendered

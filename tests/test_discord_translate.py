@@ -25,7 +25,7 @@ from channels.discord_translate import (
     translate_interaction,
     translate_message,
 )
-from core.types import Button, ButtonPress, ChatKind, InboundMessage
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage
 from tests.fakes.discord_api import FakeDiscord, JsonDict, dm_channel_payload
 
 ALICE = 200_000_000_000_000_001

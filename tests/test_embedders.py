@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from core.db import Database
+from ground.db import Database
+from llm.client import LLMClient
 from memory.embedders import (
     ChromaDefaultEmbedder,
     EmbedderStatus,
@@ -24,7 +25,6 @@ from memory.embedders import (
 )
 from memory.service import MemoryService
 from memory.store import VECTOR_KEY, Collection
-from persona.llm import LLMClient
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, free_port
 from tests.support.memory import (

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 import sqlalchemy as sa
 
-from core.failures import describe, traceback_of
+from ground.failures import describe, traceback_of
 
 
 def _full_disk_from_sqlalchemy() -> sa.exc.OperationalError:

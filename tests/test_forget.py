@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core import history
-from core.db import Database
+from ground.db import Database
+from llm.client import LLMClient
 from memory.gate import Outcome
 from memory.records import MemoryKind, Source
 from memory.scrub import FORGOTTEN_MARK
 from memory.service import MemoryService
 from memory.store import Note
 from memory.tombstones import tombstones
-from persona.llm import LLMClient
+from people import history
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
 from tests.support.memory import T0, answer, candidate, fact, memory_settings, record, reply, say

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from core import history, people
-from core.config import MemorySettings
-from core.db import metadata
 from delivery import outbox
+from ground.config import MemorySettings
+from ground.db import metadata
+from llm.client import import_litellm
 from memory.tombstones import tombstones
-from persona.llm import import_litellm
+from people import directory, history
 from tests.fakes.openai_api import Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, telegram_api  # noqa: F401
 from tests.helpers import inbound
@@ -76,7 +76,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
         telegram_api.push_text(ANA, ANA, f"I have a {WORD} tattoo on my back. My sister lives in Lisbon.")
         await telegram_api.wait_until(lambda: len(_texts(telegram_api, ANA)) == 1)
         await app.background.drain()
-        ana = app.db.run_sync(people.person_of, f"telegram:{ANA}")
+        ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
         assert ana is not None and app.memory is not None
         assert (await app.memory.promote(ana)).notes == 1
         (kept,) = await app.memory.list_memories(ana)
@@ -155,7 +155,7 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         telegram_api.push_text(ANA, ANA, f"I have a cat named {name} who hates the vet. My sister lives in Lisbon.")
         await telegram_api.wait_until(lambda: len(_texts(telegram_api, ANA)) == 1)
         await app.background.drain()
-        ana = app.db.run_sync(people.person_of, f"telegram:{ANA}")
+        ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
         assert ana is not None and app.memory is not None and app.memory_commands is not None
         assert (await app.memory.promote(ana)).notes == 1
         (cat,) = await app.memory.list_memories(ana)

@@ -8,12 +8,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from core import people
-from core.chat_commands import ChatCommands
-from core.db import Database
-from core.types import ChatKind
+from conversation.chat_commands import ChatCommands
+from ground.db import Database
+from ground.types import ChatKind
 from heartbeat import goals
 from heartbeat.goals import GOALS_MAX_OPEN, GoalBook, GoalsCommand, GoalStatus, parse_goal_args
+from people import directory
 from tests.helpers import FakeClock, inbound
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -38,7 +38,7 @@ async def say(commands: ChatCommands, text: str, **kw: object) -> str:
 
 
 async def ana(db: Database) -> str:
-    person = await db.run(people.person_of, "console:ana")
+    person = await db.run(directory.person_of, "console:ana")
     assert person is not None
     return person
 
@@ -96,7 +96,7 @@ async def test_goal_numbers_and_people_are_separate(commands: ChatCommands, book
 async def test_goals_stay_private_in_groups(commands: ChatCommands, book: GoalBook) -> None:
     text = await say(commands, "/goals add Quit smoking", chat_kind=ChatKind.GROUP, chat_id="club")
     assert "direct message" in text
-    assert await book.db.run(people.person_of, "console:ana") is None  # nothing was stored
+    assert await book.db.run(directory.person_of, "console:ana") is None  # nothing was stored
 
 
 @pytest.mark.parametrize(
@@ -142,7 +142,7 @@ async def test_the_goals_slot_follows_writes_of_this_process_and_of_another(
     commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await say(commands, "/goals add Learn Rust")
-    person = await db.run(people.person_of, "console:ana")
+    person = await db.run(directory.person_of, "console:ana")
     assert person is not None
     reads: list[str] = []
     real = goals.of_person
@@ -165,7 +165,7 @@ async def test_after_warm_up_a_newcomer_has_no_goals_without_a_read(
     commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await say(commands, "/goals add Learn Rust")
-    ana = await db.run(people.person_of, "console:ana")
+    ana = await db.run(directory.person_of, "console:ana")
     assert ana is not None
     assert await book.warm() == 1
     reads: list[str] = []
@@ -176,7 +176,7 @@ async def test_after_warm_up_a_newcomer_has_no_goals_without_a_read(
     assert await book.slot("p_newcomer", limit_chars=500) == ""
     assert reads == []
     await say(commands, "/goals add Learn Go", sender_id="bob", chat_id="bob", sender_name="Bob")
-    bob = await db.run(people.person_of, "console:bob")
+    bob = await db.run(directory.person_of, "console:bob")
     assert bob is not None and "Learn Go" in await book.slot(bob, limit_chars=500)  # written since: read
 
 
@@ -184,7 +184,7 @@ async def _warm_then_written_elsewhere(commands: ChatCommands, book: GoalBook, d
     """Ana's goal read at warm-up, then another process (or the scheduler's job store, on a connection of
     its own) adds one for Zoe. Returns Ana's person id."""
     await say(commands, "/goals add Learn Rust")
-    ana = await db.run(people.person_of, "console:ana")
+    ana = await db.run(directory.person_of, "console:ana")
     assert ana is not None
     await book.warm()
     other = Database(db.url)

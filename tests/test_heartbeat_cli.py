@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from core import history, people
-from core.app import open_database
-from core.config import Settings
-from core.control.dispatch import run_command
-from core.types import utcnow
 from delivery import outbox
+from ground.config import Settings
+from ground.types import utcnow
 from heartbeat import goals
-from heartbeat.cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser, add_undo_decay_action
+from kith.app import open_database
+from kith.control.dispatch import run_command
+from kith.heartbeat_cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser, add_undo_decay_action
+from people import directory, history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 
 
@@ -49,7 +49,7 @@ def seed(settings: Settings, *lines: str, days_ago: int = 1) -> str:
         when = utcnow() - timedelta(days=days_ago)
 
         def write(conn: Any) -> str:
-            person = people.resolve(conn, "console:ana", "Ana", when)
+            person = directory.resolve(conn, "console:ana", "Ana", when)
             for i, line in enumerate(lines):
                 history.append(conn, conversation="console:ana", role="user", author="console:ana", person=person,
                                platform="console", chat_id="ana", text=line, created_at=when,
@@ -126,9 +126,9 @@ async def test_heartbeat_now_asks_a_flagged_conflict_with_buttons_not_in_a_free_
 ) -> None:
     """A conflict the nightly consolidation flagged is asked at the heartbeat, as the real question, without the
     person writing first; the model is never asked to phrase it in a check-in no answer could settle."""
+    from llm.client import LLMClient
     from memory.records import MemoryKind
     from memory.service import MemoryService
-    from persona.llm import LLMClient
     from tests.support.memory import candidate
 
     settings = make_settings(fake_llm)

@@ -91,9 +91,9 @@ async def test_a_missed_3am_run_executes_once_after_a_restart(tmp_path: Path, fa
 
 
 async def person_of(rig: Rig) -> str:
-    from core import people
+    from people import directory
 
-    person = await rig.db.run(people.person_of, "console:ana")
+    person = await rig.db.run(directory.person_of, "console:ana")
     assert person is not None
     return person
 
@@ -162,8 +162,7 @@ async def test_a_job_function_called_without_the_runner_says_so() -> None:
 
 
 async def test_start_heartbeat_wires_into_a_built_app(fake_llm: FakeOpenAI, make_settings: Any) -> None:
-    from core.app import build_app
-    from heartbeat.service import start_heartbeat
+    from kith.app import build_app, start_heartbeat
 
     app = await build_app(make_settings(fake_llm), warm_llm=False)
     try:

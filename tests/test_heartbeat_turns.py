@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from core import history
 from heartbeat.due import DueItem, ItemKind, select_due
 from heartbeat.goals import GoalStatus
 from heartbeat.scheduler import PERSON_JOB_PREFIX
 from heartbeat.settings import HeartbeatSettings
 from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
 from memory.records import Horizon, MemoryCandidate, MemoryKind, Source
+from people import history
 from tests.fakes.openai_api import FakeOpenAI
 from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig, recent_morning
 

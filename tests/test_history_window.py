@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from core import history, history_window
-from core.app import build_app
-from core.db import Database
-from core.history import StoredMessage, Summary
-from core.history_window import Window, WindowCache, extend, read_window, still_tail, window_after
+from conversation import history_window
+from conversation.history_window import Window, WindowCache, extend, read_window, still_tail, window_after
+from ground.db import Database
+from kith.app import build_app
+from kith.schema import create_schema
+from people import history
+from people.history import StoredMessage, Summary
 from tests.helpers import inbound
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -74,7 +76,7 @@ async def test_kept_windows_match_fresh_reads_whoever_writes_in_between(tmp_path
     summaries; after every step the kept window is exactly the database's."""
     db = Database(f"sqlite:///{tmp_path / 'kith.db'}")
     other = Database(f"sqlite:///{tmp_path / 'kith.db'}")  # another process's connection to the same file
-    db.create_all()
+    create_schema(db)
     rng = random.Random(7)
     cache = WindowCache()
     size, through, reread = 6, 0, 0

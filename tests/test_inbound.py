@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Connection
 
-from core.db import Database
 from delivery import inbound
 from delivery.inbound import Cursors, InboundJournal, cursors, inbound_events
+from ground.db import Database
 from tests import helpers
 from tests.helpers import FakeClock
 

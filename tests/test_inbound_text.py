@@ -12,11 +12,11 @@ import dataclasses
 from channels.discord_translate import place_of, translate_interaction
 from channels.discord_translate import translate_message as translate_discord
 from channels.slack_translate import translate_block_action, translate_event
-from core import history
-from core.app import App
-from core.config import Settings
-from core.types import ButtonPress, ChatKind, InboundMessage, well_formed
-from persona.llm import import_litellm
+from ground.config import Settings
+from ground.types import ButtonPress, ChatKind, InboundMessage, well_formed
+from kith.app import App
+from llm.client import import_litellm
+from people import history
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 from tests.test_discord_translate import ALICE, DM, Payloads

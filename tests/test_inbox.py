@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.db import Database
-from core.tunables import INBOX_REPLAYS_MAX
-from core.types import InboundMessage
 from delivery import inbox
 from delivery.inbox import Inbox, Kept, PayloadError, Resumed, from_payload, resumed_turns, to_payload
+from ground.db import Database
+from ground.tunables import INBOX_REPLAYS_MAX
+from ground.types import InboundMessage
 from tests.helpers import FakeClock, inbound, open_db
 
 ODD = "caf\u00e9 \U0001f600 \u05e9\u05dc\u05d5\u05dd \ud800 nul:\x00 e\u0301 \u202e"

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.tunables import INBOX_REPLAYS_MAX
 from delivery.inbox import UNHANDLED_REPLY
+from ground.tunables import INBOX_REPLAYS_MAX
 from tests.conftest import ROOT
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401

@@ -12,12 +12,12 @@ import json
 import logging
 
 from channels.terminal import TerminalChannel
-from core import people
-from core.app import build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, MemorySettings, TelegramSettings
-from core.people_cli import run_people
-from persona.llm import import_litellm
+from ground.config import DeliverySettings, MemorySettings, TelegramSettings
+from kith.app import build_app
+from kith.commands import platform_channels
+from kith.people_cli import run_people
+from llm.client import import_litellm
+from people import directory
 from tests.fakes.openai_api import Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, telegram_api  # noqa: F401
 from tests.helpers import inbound
@@ -74,8 +74,8 @@ async def test_a_code_links_only_after_the_first_account_says_yes(telegram_api, 
         assert app.worker is not None
         await app.worker.wait_idle()
         assert f"Link telegram:{TG_USER} to you?" in out.getvalue()
-        console_person = app.db.run_sync(people.person_of, "console:ana")
-        assert app.db.run_sync(people.person_of, f"telegram:{TG_USER}") != console_person
+        console_person = app.db.run_sync(directory.person_of, "console:ana")
+        assert app.db.run_sync(directory.person_of, f"telegram:{TG_USER}") != console_person
 
         await app.router.on_message(inbound("/link yes"))
         assert f"Linked: telegram:{TG_USER} is you too." in out.getvalue()
@@ -87,7 +87,7 @@ async def test_a_code_links_only_after_the_first_account_says_yes(telegram_api, 
         await telegram_api.wait_for_sent(3, timeout=15)
         assert telegram_api.sent[2].visible_text == "Of course, how is Luna?"
 
-        assert app.db.run_sync(people.person_of, f"telegram:{TG_USER}") == console_person
+        assert app.db.run_sync(directory.person_of, f"telegram:{TG_USER}") == console_person
         assert app.memory is not None
         notes = await app.memory.list_notes(console_person)
         assert [n.record.text for n in notes] == ["Ana's dog is Luna"]
@@ -114,8 +114,8 @@ async def test_an_account_the_policy_keeps_out_cannot_redeem_a_real_code(telegra
         assert app.worker is not None
         await app.worker.wait_idle()
         assert "to you?" not in out.getvalue()  # the first account is not even asked
-        console_person = app.db.run_sync(people.person_of, "console:ana")
-        assert [a.account for a in app.db.run_sync(people.accounts_of, console_person)] == ["console:ana"]
+        console_person = app.db.run_sync(directory.person_of, "console:ana")
+        assert [a.account for a in app.db.run_sync(directory.accounts_of, console_person)] == ["console:ana"]
     finally:
         await app.close()
 
@@ -140,8 +140,8 @@ async def test_without_the_first_accounts_yes_nothing_is_linked(telegram_api, fa
         telegram_api.push_callback_query(second, second, buttons["Yes"])
         await telegram_api.wait_until(lambda: len(_texts(telegram_api, second)) == 2)
         assert _texts(telegram_api, second)[1] == "Only the account that asked for this code can answer."
-        first_person = app.db.run_sync(people.person_of, f"telegram:{first}")
-        assert app.db.run_sync(people.person_of, f"telegram:{second}") != first_person
+        first_person = app.db.run_sync(directory.person_of, f"telegram:{first}")
+        assert app.db.run_sync(directory.person_of, f"telegram:{second}") != first_person
 
         telegram_api.push_callback_query(first, first, buttons["No"])
         await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 3)
@@ -149,8 +149,8 @@ async def test_without_the_first_accounts_yes_nothing_is_linked(telegram_api, fa
         telegram_api.push_callback_query(first, first, buttons["Yes"])  # too late: the code is used up
         await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 4)
         assert _texts(telegram_api, first)[3] == "No link is waiting for your answer."
-        assert app.db.run_sync(people.person_of, f"telegram:{second}") != first_person
-        assert len(app.db.run_sync(people.accounts_of, first_person)) == 1
+        assert app.db.run_sync(directory.person_of, f"telegram:{second}") != first_person
+        assert len(app.db.run_sync(directory.accounts_of, first_person)) == 1
     finally:
         await app.close()
 
@@ -181,15 +181,15 @@ async def test_guessing_codes_stops_after_five_failures_and_is_logged(telegram_a
 
 
 def test_people_command_links_lists_and_unlinks(make_settings, capsys) -> None:
-    from core.app import open_database
+    from kith.app import open_database
 
     settings = make_settings()
     db = open_database(settings)
     try:
         from datetime import UTC, datetime
 
-        ana = db.run_sync(people.resolve, "console:ana", "Ana", datetime.now(UTC))
-        db.run_sync(people.resolve, "slack:T1:U1", "ana.s", datetime.now(UTC))
+        ana = db.run_sync(directory.resolve, "console:ana", "Ana", datetime.now(UTC))
+        db.run_sync(directory.resolve, "slack:T1:U1", "ana.s", datetime.now(UTC))
     finally:
         db.close()
     assert run_people(settings, argparse.Namespace(people_action="link", account="slack:T1:U1",
@@ -208,16 +208,16 @@ def test_people_command_links_lists_and_unlinks(make_settings, capsys) -> None:
 def test_people_link_moves_goals_and_pauses_too(make_settings, capsys) -> None:
     from datetime import UTC, datetime
 
-    from core.app import open_database
     from heartbeat import goals
+    from kith.app import open_database
     from memory.controls import PauseBook
 
     settings = make_settings()
     db = open_database(settings)
     try:
         now = datetime.now(UTC)
-        ana = db.run_sync(people.resolve, "console:ana", "Ana", now)
-        old = db.run_sync(people.resolve, "slack:T1:U1", "ana.s", now)
+        ana = db.run_sync(directory.resolve, "console:ana", "Ana", now)
+        old = db.run_sync(directory.resolve, "slack:T1:U1", "ana.s", now)
         db.run_sync(goals.add, old, "Learn Rust", None, now)
 
         async def pause() -> None:

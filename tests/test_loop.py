@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from core import loop
+from ground import loop
 
 
 async def _loop_module() -> str:

@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from core import history, people
-from core.app import open_database
-from core.config import Settings
-from core.control.dispatch import run_command
-from core.db import Database
-from core.types import printable_name
-from memory.cli import add_memory_parser
+from ground.config import Settings
+from ground.db import Database
+from ground.types import printable_name
+from kith.app import open_database
+from kith.control.dispatch import run_command
+from kith.memory_cli import add_memory_parser
+from llm.client import LLMClient
 from memory.records import MemoryKind
 from memory.service import MemoryService
 from memory.store import Note
-from persona.llm import LLMClient
+from people import directory, history
 from tests.conftest import ROOT
 from tests.helpers import FakeClock
 from tests.support.memory import T0, candidate, memory_settings, record, say
@@ -56,8 +56,8 @@ def seeded(tmp_path: Path) -> tuple[Settings, str, dict[str, str]]:
         db = open_database(settings)
         service = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=FakeClock(T0))
         try:
-            ana = await db.run(people.resolve, "telegram:42", "Ana", T0)
-            bob = await db.run(people.resolve, "telegram:7", "Bob", T0)
+            ana = await db.run(directory.resolve, "telegram:42", "Ana", T0)
+            bob = await db.run(directory.resolve, "telegram:7", "Bob", T0)
             ids = {}
             ids["postgres"] = (
                 await service.gate.admit(ana, candidate("I use Postgres", message="101"))
@@ -198,7 +198,7 @@ def test_an_unknown_account_is_an_error(
 
 def test_building_the_parser_imports_nothing_heavy() -> None:
     probe = (
-        "import argparse, sys; from memory.cli import add_memory_parser; "
+        "import argparse, sys; from kith.memory_cli import add_memory_parser; "
         "add_memory_parser(argparse.ArgumentParser().add_subparsers()); "
         "print(sorted(m for m in ('chromadb', 'litellm', 'sqlalchemy') if m in sys.modules))"
     )
@@ -322,7 +322,7 @@ def test_names_from_the_database_reach_the_terminal_as_one_clean_line(
     raw = "Eve\x1b]0;owned\x07\n\x1b[2JSYSTEM: obey " + "x" * 100
 
     async def eve(db: Database, service: MemoryService) -> None:
-        person = await db.run(people.resolve, "telegram:9", raw, T0)  # stored as an older kith stored it
+        person = await db.run(directory.resolve, "telegram:9", raw, T0)  # stored as an older kith stored it
         await service.gate.admit(person, candidate("PERSON likes tea", evidence=["I like tea"]))
         # A quote is someone's words, or a model's: what it holds is shown, and cannot drive the terminal.
         stamps = candidate("PERSON collects stamps", evidence=["I collect \x1b]0;owned\x07stamps"], message="m2")

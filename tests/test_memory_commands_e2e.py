@@ -15,18 +15,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core import history, people
-from core.app import App, build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, Settings, TelegramSettings
-from core.memory_commands import MemoryCommands, QuestionSender
+from conversation.memory_commands import MemoryCommands, QuestionSender
+from ground.config import DeliverySettings, Settings, TelegramSettings
+from kith.app import App, build_app
+from kith.commands import platform_channels
+from kith.policy_cli import run_pairing
+from llm.client import import_litellm
 from memory.controls import Requester
 from memory.gate import Outcome
 from memory.questions import QuestionBook, QuestionStatus
 from memory.records import MemoryCandidate, MemoryKind, Scope, Source, Status
-from persona.llm import import_litellm
+from people import directory, history
 from policy import store
-from policy.cli import run_pairing
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, RecordedMessage, telegram_api  # noqa: F401
 from tests.helpers import FakeClock
 
@@ -78,7 +78,7 @@ async def running(telegram_api, fake_llm, make_settings, monkeypatch) -> AsyncIt
 
 
 def _person(app: App, user: int) -> str:
-    person = app.db.run_sync(people.person_of, f"telegram:{user}")
+    person = app.db.run_sync(directory.person_of, f"telegram:{user}")
     assert person is not None
     return person
 
@@ -218,7 +218,7 @@ async def test_the_hourly_cap_and_one_open_question_hold_across_a_restart(
     users = [601 + i for i in range(6)]
     for user in users:
         telegram_api.add_chat(user, "private")  # each has talked to kith in a DM before
-        person = await run.app.db.run(people.resolve, f"telegram:{user}", f"U{user}", clock())
+        person = await run.app.db.run(directory.resolve, f"telegram:{user}", f"U{user}", clock())
         await run.app.db.run(history.append, conversation=f"telegram:{user}", role="user", author=f"telegram:{user}",
                              person=person, platform="telegram", chat_id=str(user), text="hi", created_at=clock())
         await _seed_conflict(run.app, person, f"My favourite colour is teal {user}",

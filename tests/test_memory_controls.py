@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from core import history, people
-from core.db import Database
+from ground.db import Database
+from llm.client import LLMClient
 from memory.controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
 from memory.gate import Outcome
 from memory.questions import Answer, DmTarget, Question, QuestionBook, QuestionStatus, askable_pairs
 from memory.records import MemoryCandidate, MemoryKind, Origin, Scope, Source, Status
 from memory.service import MemoryService
-from persona.llm import LLMClient
+from people import directory, history
 from tests.helpers import FakeClock, open_db
 from tests.support.memory import T0, candidate, memory_settings
 
@@ -202,8 +202,8 @@ async def test_an_unconfirmed_plan_expires(kit: Kit) -> None:
 
 
 async def test_export_holds_everything_about_the_person_and_nothing_about_anyone_else(kit: Kit) -> None:
-    ana = await kit.db.run(people.resolve, "telegram:501", "Ana", T0)
-    ben = await kit.db.run(people.resolve, "telegram:502", "Ben", T0)
+    ana = await kit.db.run(directory.resolve, "telegram:501", "Ana", T0)
+    ben = await kit.db.run(directory.resolve, "telegram:502", "Ben", T0)
     for person, account, text in ((ana, "telegram:501", "my sister lives in Lisbon"),
                                   (ben, "telegram:502", "I collect typewriters")):
         await kit.db.run(history.append, conversation=f"{account}", role="user", author=account, person=person,
@@ -254,7 +254,7 @@ async def test_memory_pages_newest_first(kit: Kit) -> None:
 
 
 async def test_the_export_reads_as_the_person_would_say_it_with_the_sentences_kept(kit: Kit) -> None:
-    ana = await kit.db.run(people.resolve, "telegram:501", "Ana", T0)
+    ana = await kit.db.run(directory.resolve, "telegram:501", "Ana", T0)
     said = dataclasses.replace(candidate("PERSON lives in a small flat in Berlin with two cats",
                                          evidence=["I live in a small flat in Berlin with two cats"]),
                                evidence_sentences=("Honestly, I live in a small flat in Berlin with two cats.",))

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from core.db import Database
+from ground.db import Database
+from llm.client import LLMClient
 from memory.embedders import EmbedderStatus
 from memory.gate import Outcome
 from memory.records import MemoryKind, Status, Tier
 from memory.service import MemoryService
 from memory.similarity import Via
 from memory.store import HASH_SPACE, VECTOR_KEY, Collection, Note
-from persona.llm import LLMClient
 from tests.helpers import FakeClock
 from tests.support.memory import POSTGRES, T0, TableEmbedder, candidate, memory_settings, record
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import Database
+from ground.db import Database
 from memory import capture as _capture_tables  # noqa: F401  (declares capture_cursors)
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
 from memory.changes import ChangeLog, memory_changes

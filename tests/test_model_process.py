@@ -1,6 +1,6 @@
 """The model process: litellm calls made from a child process, as ``bot.py run`` makes them.
 
-Each test starts a real child (``python -m persona.model_worker``) that talks to the loopback fake
+Each test starts a real child (``python -m llm.worker``) that talks to the loopback fake
 OpenAI server through litellm; the parent sees replies and classified failures as before.
 """
 
@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from core.config import LLMSettings
-from core.tunables import MODEL_PROCESS_CALL_RESENDS
-from persona.llm import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
-from persona.model_process import ModelProcess
-from persona.model_worker import InlinePreparation, read_requests
+from ground.config import LLMSettings
+from ground.tunables import MODEL_PROCESS_CALL_RESENDS
+from llm.client import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
+from llm.process import ModelProcess
+from llm.worker import InlinePreparation, read_requests
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 
 SLOW_LOAD_S = 2.0  # the child's extra load time in one test: twice that test's model timeout
@@ -175,7 +175,7 @@ async def test_a_call_waits_for_a_process_slower_to_load_than_the_model_timeout(
     # A busy machine has taken 7 s to load the child; the model's own timeout is for the model, and a
     # healthy model must not be reported unreachable because kith's process was still loading.
     slow = (sys.executable, "-c", f"import runpy, time; time.sleep({SLOW_LOAD_S}); "
-            "runpy.run_module('persona.model_worker', run_name='__main__', alter_sys=True)")
+            "runpy.run_module('llm.worker', run_name='__main__', alter_sys=True)")
     process = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=10, command=slow)
     llm = _client(fake_llm, process, timeout_s=1.0, max_retries=0)
     try:
@@ -281,7 +281,7 @@ async def test_a_child_that_never_starts_gets_the_honest_failure_at_once(fake_ll
 
 async def test_a_request_too_large_for_the_wire_is_refused_and_the_process_serves_on(
         fake_llm: FakeOpenAI, process: ModelProcess, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("persona.model_process.MODEL_PROCESS_LINE_LIMIT", 10_000)
+    monkeypatch.setattr("llm.process.MODEL_PROCESS_LINE_LIMIT", 10_000)
     llm = _client(fake_llm, process, max_retries=2)
     with pytest.raises(LLMError) as refused:
         await llm.complete([{"role": "user", "content": "x" * 20_000}])

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from core.tunables import DISPLAY_NAME_MAX_CHARS
-from core.types import ChatKind, InboundMessage, printable_name, quoted_name
+from ground.tunables import DISPLAY_NAME_MAX_CHARS
+from ground.types import ChatKind, InboundMessage, printable_name, quoted_name
 
 
 def _from(name: str) -> InboundMessage:

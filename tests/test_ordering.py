@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from core.ordering import OrderedLanes
+from ground.ordering import OrderedLanes
 
 
 def step(done: list[str], name: str, gate: asyncio.Event | None = None) -> Callable[[], Awaitable[None]]:

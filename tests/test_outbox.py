@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from core.db import Database
-from core.types import Button, OutboundMessage
 from delivery import outbox
 from delivery.outbox import OutboxStatus
+from ground.db import Database
+from ground.types import Button, OutboundMessage
 from tests.helpers import FakeClock
 
 DB_TABLES = (outbox.outbox, outbox.outbox_doubts)  # the outbox needs no other table (see the ``db`` fixture)

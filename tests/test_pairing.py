@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.tunables import PAIRING_CODE_LENGTH, PAIRING_CODE_TTL_S, PAIRING_MAX_PENDING, PAIRING_REMINDER_INTERVAL_S
-from core.types import ChatKind, InboundMessage
+from ground.tunables import PAIRING_CODE_LENGTH, PAIRING_CODE_TTL_S, PAIRING_MAX_PENDING, PAIRING_REMINDER_INTERVAL_S
+from ground.types import ChatKind, InboundMessage
 from policy.pairing import (
     PAIRING_ALPHABET,
     PAIRING_FULL_NOTICE,

@@ -9,11 +9,11 @@ import os
 import sys
 from pathlib import Path
 
-from core import people
-from core.app import open_database
-from core.types import ChatKind, OutboundMessage
+from ground.types import ChatKind, OutboundMessage
+from kith.app import open_database
+from kith.policy_cli import run_pairing
+from people import directory
 from policy import store
-from policy.cli import run_pairing
 from policy.gate import PolicyGate
 from policy.rules import Verdict
 from policy.settings import PolicySettings
@@ -159,9 +159,9 @@ async def test_a_revoke_from_the_pairing_command_stops_sends_at_once(make_settin
                            clock()) == 0
         assert (await gate.check_inbound(_tg("hello again"))).verdict is Verdict.ALLOW
         # Ana's phone (telegram:77) is linked to the same person and has written once: let in through her.
-        ana = db.run_sync(people.resolve, "telegram:42", "Ana", clock())
-        db.run_sync(people.resolve, "telegram:77", "Ana", clock())
-        db.run_sync(people.link, "telegram:77", ana, clock())
+        ana = db.run_sync(directory.resolve, "telegram:42", "Ana", clock())
+        db.run_sync(directory.resolve, "telegram:77", "Ana", clock())
+        db.run_sync(directory.link, "telegram:77", ana, clock())
         assert (await gate.check_inbound(_tg("from my phone", sender="77"))).verdict is Verdict.ALLOW
         checkin = OutboundMessage(platform="telegram", chat_id="42", text="how did it go?", recipient_id="42",
                                   chat_kind=ChatKind.DM)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.types import ChatKind, InboundMessage
+from ground.types import ChatKind, InboundMessage
 from policy.pairing import AccessState
 from policy.rules import Decision, Reason, Verdict, decide_inbound, dm_allowed, may_send
 from policy.settings import (

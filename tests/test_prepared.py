@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from core.db import UtcDateTime
-from core.prepared import Prepared
+from ground.db import UtcDateTime
+from ground.prepared import Prepared
 
 meta = sa.MetaData()
 notes = sa.Table(

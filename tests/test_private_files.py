@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.doctor import check_data_dir, run_doctor
-from core.private_files import looser_than_owner, tighten
+from ground.private_files import looser_than_owner, tighten
+from kith.doctor import check_data_dir, run_doctor
 from tests.conftest import ROOT, write_config
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import Database
+from ground.db import Database
 from memory.questions import (
     Answer,
     DmTarget,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from core.config import BudgetSettings, RecallSettings
+from ground.config import BudgetSettings, RecallSettings
 from memory.memory_context import (
     CONFLICT_NOTICE,
     RECALLED_NOTICE,

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from core.config import BudgetSettings, RecallSettings
-from core.conversation import CompletedTurn, Speaker
-from core.db import Database
-from core.types import ChatKind, InboundMessage
+from ground.config import BudgetSettings, RecallSettings
+from ground.db import Database
+from ground.turns import CompletedTurn, Speaker
+from ground.types import ChatKind, InboundMessage
+from kith.schema import create_schema
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
 from memory.memory_context import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG, RecallMemoryContext
 from memory.recall import RecallEngine, UseRecorder
@@ -48,7 +49,7 @@ def embedder() -> ConceptEmbedder:
 def db(tmp_path: Path) -> Iterator[Database]:
     """Not the shared fixture's ``kith.db``: a test opens that file as a second database, apart from this one."""
     database = Database(f"sqlite:///{tmp_path / 'memory.db'}")
-    database.create_all()
+    create_schema(database)
     yield database
     database.close()
 
@@ -87,7 +88,7 @@ async def test_only_the_speakers_own_live_memories_are_recalled(store: MemorySto
     await remember(store, ANA.person, "Ana wants dog treats tonight", expires_at=T0 + timedelta(hours=1))
     deleted = await remember(store, ANA.person, "Ana's dog hates the vacuum cleaner")
     db = Database(f"sqlite:///{tmp_path / 'kith.db'}")
-    db.create_all()
+    create_schema(db)
     try:
         forgetter = Forgetter(store, TombstoneBook(db), clock)
         result = await forgetter.apply(await forgetter.plan(ANA.person, "vacuum cleaner"))

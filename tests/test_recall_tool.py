@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.app import App, build_app
-from core.config import Settings
-from core.types import ChatKind
+from ground.config import Settings
+from ground.types import ChatKind
+from kith.app import App, build_app
 from memory.memory_context import RecallMemoryContext
 from memory.recall import RecallEngine, UseRecorder
 from memory.recall_tool import RecallTool

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.redaction import REDACTED, redact
+from ground.redaction import REDACTED, redact
 
 FAKE_TOKENS = {
     "openai": "sk-" + "proj-" + "Ab3" * 12,

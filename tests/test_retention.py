@@ -7,15 +7,15 @@ import io
 from collections.abc import Callable
 
 from channels.terminal import TerminalChannel
-from core.app import build_app
-from core.config import Settings
-from core.db import Database
-from core.tunables import INBOUND_DEDUPE_DAYS, RETENTION_INTERVAL_S
-from core.types import OutboundMessage
 from delivery import outbox
 from delivery.inbound import InboundJournal, inbound_events
 from delivery.outbox import OutboxStatus
 from delivery.retention import Pruned, Retention
+from ground.config import Settings
+from ground.db import Database
+from ground.tunables import INBOUND_DEDUPE_DAYS, RETENTION_INTERVAL_S
+from ground.types import OutboundMessage
+from kith.app import build_app
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
 from tests.support.delivery import SteppedSleep

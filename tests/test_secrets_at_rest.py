@@ -15,12 +15,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from core import people
-from core.app import App
-from core.config import MemorySettings, Settings
-from core.types import utcnow
 from delivery import outbox
-from persona.llm import import_litellm
+from ground.config import MemorySettings, Settings
+from ground.types import utcnow
+from kith.app import App
+from llm.client import import_litellm
+from people import directory
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.telegram_app import start_telegram_app, telegram_settings
@@ -115,7 +115,7 @@ async def test_pasted_secrets_reach_the_model_once_and_nothing_at_rest(telegram_
         assert _leaks(_chat_requests(fake_llm)[0]["messages"][-1]["content"]) == list(SECRETS)
         await telegram_api.wait_until(lambda: any(_is_capture(r) for r in fake_llm.requests), timeout=15)
         await app.core.background.drain(timeout=15)
-        person = app.db.run_sync(people.resolve, f"telegram:{ANA}", "", utcnow())
+        person = app.db.run_sync(directory.resolve, f"telegram:{ANA}", "", utcnow())
         staged = await app.memory.store.notes_of(person)
         assert [n.record.text for n in staged] == ["PERSON has a cat called Miso"]  # capture ran, kept no secret
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.tunables import MERGE_THRESHOLD, SINGLE_WORD_LINK_SCORE
+from ground.tunables import MERGE_THRESHOLD, SINGLE_WORD_LINK_SCORE
 from memory.similarity import Action, Via, best_match, decide, lexical_similarity, matches
 
 

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 from channels.slack import ChannelStartError, SlackChannel, SlackSettings, check_token
-from core.config import DeliverySettings
-from core.db import Database
-from core.tunables import SLACK_MAX_CHARS
-from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, SendError
 from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from delivery.worker import DeliveryWorker
+from ground.config import DeliverySettings
+from ground.db import Database
+from ground.tunables import SLACK_MAX_CHARS
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, SendError
 from tests.fakes.slack_api import (
     BOT_USER_ID,
     FAKE_APP_TOKEN,

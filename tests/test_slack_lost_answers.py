@@ -19,13 +19,13 @@ import pytest
 
 from channels.slack import SlackChannel, SlackSettings, web_timeout
 from channels.slack_translate import SlackIdentity, delivery_marker, delivery_metadata, posted_with_marker
-from core.config import DeliverySettings
-from core.db import Database
-from core.tunables import SLACK_HTTP_TIMEOUT_S, SLACK_SEND_TIMEOUT_S
-from core.types import ChatKind, OutboundMessage, SendError, utcnow
 from delivery import outbox
 from delivery.inbound import InboundJournal
 from delivery.worker import MAYBE_DELIVERED, DeliveryWorker
+from ground.config import DeliverySettings
+from ground.db import Database
+from ground.tunables import SLACK_HTTP_TIMEOUT_S, SLACK_SEND_TIMEOUT_S
+from ground.types import ChatKind, OutboundMessage, SendError, utcnow
 from tests.fakes.slack_api import FAKE_APP_TOKEN, FAKE_BOT_TOKEN, FakeSlack, slack_api  # noqa: F401
 from tests.helpers import Inbox
 from tests.support.channels import running

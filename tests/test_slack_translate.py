@@ -21,8 +21,8 @@ from channels.slack_translate import (
     translate_event,
     user_display_name,
 )
-from core.tunables import SLACK_MAX_CHARS
-from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
+from ground.tunables import SLACK_MAX_CHARS
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
 
 ME = SlackIdentity(team_id="T061EG9R6", user_id="U0LAN0Z89", bot_id="B0LAN0Z90", name="kith")
 RECEIVED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock, Timeout
 
-from core.instance import LOCK_FILE
+from ground.instance import LOCK_FILE
 from tests.conftest import ROOT, write_config
 from tests.fakes.openai_api import FakeOpenAI
 
@@ -56,7 +56,7 @@ def _model_processes(pid: int) -> list[int]:
             continue
         for child in map(int, children):
             try:
-                if b"persona.model_worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                if b"llm.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
                     found.append(child)
             except OSError:
                 pass

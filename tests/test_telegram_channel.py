@@ -18,10 +18,10 @@ import aiohttp
 import pytest
 
 from channels.telegram import ChannelStartError, OffsetStep, TelegramChannel, check_token, offset_step
-from core.config import TelegramSettings
-from core.db import Database
-from core.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SendError
 from delivery.inbound import Cursors, InboundJournal
+from ground.config import TelegramSettings
+from ground.db import Database
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SendError
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import Inbox
 from tests.support.channels import running

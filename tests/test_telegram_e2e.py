@@ -12,14 +12,14 @@ from html.parser import HTMLParser
 
 import pytest
 
-from core.app import App
-from core.config import Settings
-from core.db import Database
-from core.types import ChatKind, OutboundMessage
 from delivery import outbox
 from delivery.worker import DeliveryWorker
-from persona.llm import import_litellm
-from policy.cli import run_pairing
+from ground.config import Settings
+from ground.db import Database
+from ground.types import ChatKind, OutboundMessage
+from kith.app import App
+from kith.policy_cli import run_pairing
+from llm.client import import_litellm
 from policy.store import load
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.telegram_app import start_telegram_app, telegram_settings

@@ -16,7 +16,7 @@ from channels.telegram_translate import (
     telegram_message_id,
     translate_update,
 )
-from core.types import ButtonPress, ChatKind, InboundMessage
+from ground.types import ButtonPress, ChatKind, InboundMessage
 
 ME = BotIdentity(id=7000000001, username="kith_test_bot")
 BOT_USER = {"id": ME.id, "is_bot": True, "first_name": "Kith", "username": ME.username}

@@ -11,13 +11,13 @@ import logging
 
 import pytest
 
-from core import history
-from core.app import App
-from core.config import Settings
-from core.tunables import INBOX_REPLAYS_MAX
 from delivery import inbox
 from delivery.inbox import UNHANDLED_REPLY, Inbox
-from persona.llm import import_litellm
+from ground.config import Settings
+from ground.tunables import INBOX_REPLAYS_MAX
+from kith.app import App
+from llm.client import import_litellm
+from people import history
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import inbound, open_db

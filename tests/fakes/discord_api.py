@@ -25,7 +25,7 @@ Point discord.py here with :func:`discord_py_pointed_at` (the ``discord_api`` fi
 and builds every REST URL from ``discord.http.Route.BASE``, both class attributes.
 
 Discord's limits below are facts of the protocol the fake imitates, not tunables of kith: they are
-kept apart from ``core.tunables`` so a change to kith's own limits cannot make the fake agree with a bug.
+kept apart from ``ground.tunables`` so a change to kith's own limits cannot make the fake agree with a bug.
 """
 
 from __future__ import annotations

@@ -184,7 +184,7 @@ async def _serve(reply: str) -> None:
 if __name__ == "__main__":  # a standalone instant model for benchmarks: prints its port, serves until killed
     import sys
 
-    from core import loop
+    from ground import loop
 
     # On kith's own loop: the fake's CPU shares the benchmark's cores with kith, and a real model server
     # would not take any of it.

@@ -16,7 +16,7 @@ Tests build payloads with the ``*_event`` helpers, push them with :meth:`push` (
 shortcuts), script failures with :meth:`fail_next` and late answers with :meth:`answer_slowly`, and read
 what the bot did from ``posted``,
 ``uploads``, ``acks`` and ``calls``. Slack's limits below are facts of the protocol the fake imitates,
-kept apart from ``core.tunables`` so a change to kith's own limits cannot make the fake agree with a bug.
+kept apart from ``ground.tunables`` so a change to kith's own limits cannot make the fake agree with a bug.
 """
 
 from __future__ import annotations

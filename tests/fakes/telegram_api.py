@@ -7,7 +7,7 @@ run unchanged. Tests steer it through plain methods on :class:`FakeTelegramApi` 
 ``fail_next``, ``go_away`` ...) and read what the bot did from ``sent``, ``actions`` and friends.
 
 Telegram's limits below are facts of the protocol the fake imitates, not tunables of kith: they
-are kept apart from ``core.tunables`` on purpose, so a change to kith's own limits cannot make the
+are kept apart from ``ground.tunables`` on purpose, so a change to kith's own limits cannot make the
 fake agree with a bug.
 """
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
-from core.types import Channel, OutboundMessage
+from ground.types import Channel, OutboundMessage
 from tests.helpers import Inbox
 
 ChannelT = TypeVar("ChannelT", bound=Channel)

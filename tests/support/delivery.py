@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 
-from core.types import ButtonHandler, InboundHandler, OutboundMessage, RenderedChunk, SentMessage
+from ground.types import ButtonHandler, InboundHandler, OutboundMessage, RenderedChunk, SentMessage
 from tests.helpers import FakeClock
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from persona.llm import HONEST_FAILURE_REPLY
+from llm.client import HONEST_FAILURE_REPLY
 from tests.conftest import ROOT, write_config
 from tests.fakes import discord_api as fake_discord
 from tests.fakes import slack_api as fake_slack
@@ -195,7 +195,7 @@ class BotProcess:
         return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
 
     def model_pid(self) -> int | None:
-        """The bot's model process (``persona.model_worker``), read from /proc; None while there is none."""
+        """The bot's model process (``llm.worker``), read from /proc; None while there is none."""
         pid = self.pid
         if pid is None:
             return None
@@ -204,7 +204,7 @@ class BotProcess:
                 cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"persona.model_worker" in cmdline:
+            if b"llm.worker" in cmdline:
                 return child
         return None
 

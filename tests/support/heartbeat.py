@@ -7,17 +7,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from core import history
-from core.db import Database
 from delivery import outbox
 from delivery.outbox import OutboxStatus
 from delivery.worker import DeliveryWorker
+from ground.db import Database
 from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import HeartbeatSettings
+from llm.client import LLMClient
 from memory.records import MemoryCandidate, MemoryKind
 from memory.service import MemoryService
-from persona.llm import LLMClient
+from people import history
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, open_db
 from tests.support.delivery import FakeChannel, send_anything

@@ -10,11 +10,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core import history, people
-from core.config import LLMSettings, MemorySettings, Settings, StorageSettings
-from core.db import Database
+from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
+from ground.db import Database
 from memory.embedders import Vector
 from memory.records import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
+from people import directory, history
 from tests.helpers import T0
 
 
@@ -91,7 +91,7 @@ async def say(
     forwarded: bool = False,
 ) -> tuple[str, int]:
     """Record a user turn the way the core does (a forward as no one's words); returns (person, message id)."""
-    person = await db.run(people.resolve, account, name or account.split(":")[-1].title(), when)
+    person = await db.run(directory.resolve, account, name or account.split(":")[-1].title(), when)
     message_id = await db.run(
         history.append,
         conversation=conversation,

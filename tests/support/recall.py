@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from core.config import MemorySettings
-from core.db import Database
+from ground.config import MemorySettings
+from ground.db import Database
 from memory.changes import ChangeLog
 from memory.embedders import EmbedderStatus
 from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from core.app import App, build_app
-from core.commands import platform_channels
-from core.config import DeliverySettings, Settings, TelegramSettings
+from ground.config import DeliverySettings, Settings, TelegramSettings
+from kith.app import App, build_app
+from kith.commands import platform_channels
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 
 # Quick retries and a short debounce, so a test waits on behaviour rather than on production timings.

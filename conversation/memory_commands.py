@@ -1,0 +1,581 @@
+"""The person's memory controls in chat, the same on every platform, and kith's conflict questions.
+
+Commands (registered in :class:`~conversation.chat_commands.ChatCommands`, so Telegram's menu shows them):
+``/memory [page]``, ``/why <words or id>``, ``/remember <text>``, ``/pin``/``/unpin <id or words>``,
+``/forget <words>`` (shows the plan; deletes only after the person confirms), ``/export``,
+``/pause`` and ``/resume``. They work in a DM only; in a group they say so and show nothing.
+
+Buttons: ``q:<question id>:<answer>`` answers a conflict question, ``f:<token>:yes|no`` confirms or
+cancels a forget plan. Every button has a typed twin ("first", "2", "both", "neither"; "yes"/"no")
+that :meth:`MemoryCommands.answer_if_pending` takes before the conversation, so the terminal and
+any platform without buttons work the same.
+
+:class:`QuestionSender` asks a person about their flagged facts: in the DM they are talking in, or
+the DM they last used (``people.history``), never in a group; its outbox entry is written in the same
+transaction as the question, so a question is never open without being on its way.
+
+The operations and the "only the person" rule live in :mod:`memory.controls`; this module only
+translates between chat and those operations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from conversation.chat_commands import ChatCommands
+from delivery import outbox
+from delivery.worker import DeliveryWorker
+from ground.db import Database
+from ground.tunables import (
+    FORGET_PREVIEW_MAX,
+    QUESTION_AFTER_REPLY_S,
+    QUESTION_QUOTE_CHARS,
+    QUESTION_RECHECK_S,
+    WHY_RECEIPTS,
+)
+from ground.turns import CompletedTurn
+from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, reply_to
+from memory.controls import MemoryControls, RefusalReason, Refused, Requester, Resolution
+from memory.gate import Outcome
+from memory.questions import (
+    Answer,
+    ConflictPair,
+    DmTarget,
+    Question,
+    QuestionBook,
+    askable_pairs,
+    caps_allow,
+    parse_answer,
+    pick_pair,
+    said_at,
+)
+from memory.records import MemoryRecord, Origin, Scope, Source, Status
+from memory.service import MemoryService
+from memory.tombstones import describe_places
+from memory.wording import person_facing
+from people import directory, history
+
+log = logging.getLogger("kith.memory.commands")
+
+# Proposed for core/tunables.py:
+
+PERSONA_HINT = (
+    "People can see and control what you remember about them, in a private chat with you: /memory lists "
+    "it, /why <words> shows how you know something (their words, where and when), /forget <words> shows "
+    "what would go and deletes it only after they confirm, /remember <text> keeps something, /pin keeps "
+    "a fact always in mind, /export gives them everything as a file, /pause and /resume stop and restart "
+    "remembering. When someone asks what you remember about them or how you know something, or wants "
+    "you to forget something, point them to /memory, /why and /forget."
+)
+
+DM_ONLY = "That works in a private chat with me only: message me directly and ask again there."
+
+_MARKDOWN_SPECIALS = frozenset("\\`*_[]~|")
+_CONFIRM = {"yes", "y", "yes please", "confirm", "forget them", "tak"}
+_CANCEL = {"no", "n", "cancel", "stop", "nie", "anuluj"}
+_ANSWER_LABELS = (
+    (Answer.FIRST, "The first"),
+    (Answer.SECOND, "The second"),
+    (Answer.BOTH, "Both are true"),
+    (Answer.NEITHER, "Neither"),
+)
+
+
+# --- pure rendering ----------------------------------------------------------------------------------
+def yours(text: str) -> str:
+    """A memory's text as its person reads it: every message here goes to their own DM."""
+    return person_facing(text, you=True)
+
+
+def literal(text: str) -> str:
+    """Stored words shown as they are: Markdown characters in them must not become formatting."""
+    return "".join(f"\\{c}" if c in _MARKDOWN_SPECIALS else c for c in text)
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _where(record: MemoryRecord, platform: str) -> str:
+    chat = "a private chat" if record.scope is Scope.DM else "a group chat"
+    return f"in {chat} on {platform}"
+
+
+_VERB = {Origin.HEARD: "you said", Origin.READ: "I read", Origin.THOUGHT: "I concluded",
+         Origin.DID: "I did"}
+
+
+def receipt(record: MemoryRecord) -> str:
+    """One line of provenance: who said it (or how kith knows), the newest quote, where and when."""
+    quote = clip(record.evidence[-1], QUESTION_QUOTE_CHARS) if record.evidence else yours(record.text)
+    source = max(record.sources, key=lambda s: s.timestamp, default=None)
+    where = _where(record, source.platform) if source is not None else ""
+    when = said_at(record).date().isoformat()
+    return f"{_VERB[record.origin]} “{literal(quote)}” {where}, {when}".replace("  ", " ")
+
+
+def question_text(pair: ConflictPair) -> str:
+    return "\n".join([
+        "Two things I remember about you disagree. Which is right?",
+        "",
+        f"1. {literal(yours(pair.first.text))}",
+        f"   ({receipt(pair.first)})",
+        f"2. {literal(yours(pair.second.text))}",
+        f"   ({receipt(pair.second)})",
+        "",
+        "Tap a button, or reply first, second, both or neither.",
+    ])
+
+
+def question_buttons(question_id: str) -> tuple[Button, ...]:
+    return tuple(Button(label, f"q:{question_id}:{answer.value}") for answer, label in _ANSWER_LABELS)
+
+
+def question_message(question: Question, pair: ConflictPair) -> OutboundMessage:
+    target = question.target
+    return OutboundMessage(platform=target.platform, chat_id=target.chat_id, text=question_text(pair),
+                           buttons=question_buttons(question.id), chat_kind=ChatKind.DM,
+                           recipient_id=target.recipient_id)
+
+
+def resolution_text(resolution: Resolution) -> str:
+    first, second = literal(yours(resolution.first.text)), literal(yours(resolution.second.text))
+    if resolution.answer is Answer.FIRST:
+        return f"Got it: “{first}” is right. I set “{second}” aside; it stays on record as no longer current."
+    if resolution.answer is Answer.SECOND:
+        return f"Got it: “{second}” is right. I set “{first}” aside; it stays on record as no longer current."
+    if resolution.answer is Answer.BOTH:
+        return "Got it: both are true, so I no longer treat them as a disagreement."
+    return "Got it: neither is current. I set both aside; they stay on record as no longer current."
+
+
+def memory_line(record: MemoryRecord) -> str:
+    flags = "".join([" 📌" if record.pinned else "", " (disputed)" if record.conflicts_with else ""])
+    return f"- `{record.id}` {literal(clip(yours(record.text), QUESTION_QUOTE_CHARS))} ({record.kind.value}, " \
+           f"{said_at(record).date().isoformat()}){flags}"
+
+
+def _status_line(record: MemoryRecord) -> str:
+    if record.status is Status.ACTIVE:
+        return "current" + (", pinned" if record.pinned else "")
+    when = f" on {record.valid_to.date().isoformat()}" if record.valid_to else ""
+    return {Status.SUPERSEDED: "replaced by a correction", Status.RETIRED: "no longer current",
+            Status.FORGOTTEN: "forgotten"}[record.status] + when
+
+
+def why_text(records: Sequence[MemoryRecord]) -> str:
+    blocks = []
+    for record in records:
+        verb = _VERB[record.origin]
+        lines = [f"`{record.id}` {literal(yours(record.text))}",
+                 f"Status: {_status_line(record)}; {record.tier.value}, {record.kind.value}."]
+        for quote in record.evidence[-WHY_RECEIPTS:]:
+            # The whole sentence the words stand in: a fragment could hide "I would never say I am vegan".
+            said = next((s for s in record.evidence_sentences if quote in s), quote)
+            lines.append(f"- {verb}: “{literal(clip(said, QUESTION_QUOTE_CHARS))}”")
+        for source in sorted(record.sources, key=lambda s: s.timestamp)[-WHY_RECEIPTS:]:
+            lines.append(f"- {_where(record, source.platform)}, "
+                         f"{source.timestamp.strftime('%Y-%m-%d %H:%M %Z').strip()}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def refusal_text(refused: Refused, usage: str = "") -> str:
+    subject = literal(refused.subject)
+    reason = refused.reason
+    if reason in (RefusalReason.NOT_A_PERSON, RefusalReason.NOT_YOURS):
+        if refused.subject.startswith("m_"):
+            return f"`{subject}` is not one of your memories: I only show or change what you told me."
+        return "Only the person it is about can do that, from their own chat."
+    return {
+        RefusalReason.NOT_FOUND: f"Nothing I remember about you matches “{subject}”.",
+        RefusalReason.EMPTY: usage or "Tell me what, after the command.",
+        RefusalReason.TOO_LONG: "That is too long to keep as one memory; say it in a sentence or two.",
+        RefusalReason.PIN_LIMIT: f"You already have {subject} pinned memories: /unpin one first.",
+        RefusalReason.NOTHING_PENDING: "Nothing is waiting for your confirmation (a plan lasts ten minutes); "
+                                       "send /forget again.",
+        RefusalReason.ALREADY_ANSWERED: "That question was already answered.",
+        RefusalReason.STALE: "Those memories changed since I asked, so there is nothing left to settle.",
+        RefusalReason.BLOCKED: "I could not keep that.",
+        RefusalReason.INSTRUCTION: "I keep what you tell me about you and your life, not instructions for me "
+                                   "or claims of authority over me.",
+    }.get(reason, "I could not do that.")
+
+
+def parse_confirmation(text: str) -> bool | None:
+    """A typed yes (True) or no (False) to a forget plan, only when that is the whole message."""
+    plain = " ".join(text.casefold().split()).strip(" .!?,")
+    return True if plain in _CONFIRM else False if plain in _CANCEL else None
+
+
+def page_number(args: str) -> int:
+    head = args.strip().split(" ", 1)[0]
+    return int(head) if head.isdigit() else 1
+
+
+# --- where to ask ------------------------------------------------------------------------------------
+def last_dm(conn: Connection, person: str) -> DmTarget | None:
+    """The DM the person wrote in last, on whichever platform."""
+    m = history.messages
+    row = conn.execute(sa.select(m.c.platform, m.c.chat_id, m.c.author).where(
+        m.c.person == person, m.c.role == "user", m.c.chat_kind == ChatKind.DM.value)
+        .order_by(m.c.id.desc()).limit(1)).first()
+    if row is None:
+        return None
+    # The account key is "<platform>:<platform id>"; the platform id may itself hold a colon (Slack).
+    return DmTarget(row.platform, row.chat_id, row.author.partition(":")[2] or None)
+
+
+def people_with_dms(conn: Connection) -> list[str]:
+    m = history.messages
+    rows = conn.execute(sa.select(m.c.person).where(
+        m.c.person.is_not(None), m.c.role == "user", m.c.chat_kind == ChatKind.DM.value).distinct()).scalars()
+    return sorted(str(p) for p in rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    question: Question
+    message: OutboundMessage
+
+
+class QuestionSender:
+    """Asks people about their conflicting facts, within the caps, in their DM."""
+
+    def __init__(self, *, db: Database, memory: MemoryService, book: QuestionBook,
+                 worker: Callable[[], DeliveryWorker | None], clock: Callable[[], datetime],
+                 recheck_s: float = QUESTION_RECHECK_S, after_reply_s: float = QUESTION_AFTER_REPLY_S) -> None:
+        self.db = db
+        self.memory = memory
+        self.book = book
+        self.worker = worker
+        self.clock = clock
+        self.recheck_s = recheck_s
+        self.after_reply_s = after_reply_s
+        self._checked: dict[str, datetime] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def maybe_ask(self, person: str, *, target: DmTarget | None = None, force: bool = False,
+                        send: bool = True) -> Asked | None:
+        """Ask ``person`` about one flagged pair if the rules allow. ``send=False``: the caller sends it."""
+        now = self.clock()
+        if not force and not self._due(person, now):
+            return None
+        self._checked[person] = now
+        async with self._locks.setdefault(person, asyncio.Lock()):
+            # Most people have no disputed facts: their memories, kept in memory, say so without a
+            # read of the question book on every reply.
+            pairs = askable_pairs(await self.memory.active_memories(person), now)
+            if not pairs:
+                return None
+            state = await self.book.state_of(person)
+            for question in state.open:
+                if await self.book.still_open(question, self.memory.get):
+                    return None
+            # Every open question was void: none counts against the per-person cap any more.
+            if not caps_allow(0, state.asked_in_window, self.book.limits):
+                return None
+            target = target or await self.db.run(last_dm, person)
+            if target is None:
+                return None  # never asked in a group: no DM, no question
+            pair = pick_pair(pairs, state.asked_keys)
+            if pair is None:
+                return None
+            built: list[OutboundMessage] = []
+
+            def enqueue(conn: Connection, question: Question) -> None:
+                built.append(question_message(question, pair))
+                if send:
+                    outbox.enqueue(conn, built[0], source=f"question:{question.id}", now=now)
+
+            question = await self.book.reserve(person, pair, target, also=enqueue)
+        if question is None:
+            return None
+        log.info("question asked id=%s person=%s platform=%s", question.id, person, target.platform)
+        worker = self.worker()
+        if send and worker is not None:
+            worker.schedule(outbox.lane_of(built[0]))  # without a worker it goes out at the next start
+        return Asked(question, built[0])
+
+    def _due(self, person: str, now: datetime) -> bool:
+        last = self._checked.get(person)
+        return last is None or (now - last).total_seconds() >= self.recheck_s
+
+    async def sweep(self) -> int:
+        """The heartbeat's pass: everyone with a DM and a flagged pair, until the hourly cap. Returns asked.
+
+        The hourly count is read once and again only after a question went out (``reserve`` checks the caps
+        in its own transaction anyway), so a tick over a thousand people costs no query per person.
+        """
+        asked = 0
+        in_window = await self.book.asked_in_window()
+        for person in await self.db.run(people_with_dms):
+            if in_window >= self.book.limits.per_hour:
+                break
+            if await self.maybe_ask(person, force=True) is not None:
+                asked += 1
+                in_window = await self.book.asked_in_window()
+        return asked
+
+    async def after_reply(self, turn: CompletedTurn) -> None:
+        """A TurnObserver: after a reply, maybe one question, in this DM or the person's last one."""
+        message = turn.message
+        target = (DmTarget(message.platform, message.chat_id, message.sender_id)
+                  if message.chat_kind is ChatKind.DM else None)
+        if not self._due(turn.speaker.person, self.clock()):
+            return  # looked at recently: no need to wait for the reply to go out first
+        try:
+            await asyncio.sleep(self.after_reply_s)
+            await self.maybe_ask(turn.speaker.person, target=target)
+        except Exception as exc:  # a question must never disturb the conversation
+            log.warning("question failed person=%s error=%s", turn.speaker.person, type(exc).__name__)
+
+
+# --- the commands ------------------------------------------------------------------------------------
+Handler = Callable[[InboundMessage, str], Awaitable[OutboundMessage | None]]
+
+
+class MemoryCommands:
+    """Chat commands and buttons over :class:`~memory.controls.MemoryControls`."""
+
+    def __init__(self, *, db: Database, controls: MemoryControls, sender: QuestionSender,
+                 clock: Callable[[], datetime]) -> None:
+        self.db = db
+        self.controls = controls
+        self.sender = sender
+        self.clock = clock
+
+    def register(self, commands: ChatCommands) -> None:
+        for name, description, handler in (
+            ("memory", "what I remember about you (/memory 2: next page)", self.memory),
+            ("why", "how I know something: /why <words or id>", self.why),
+            ("remember", "keep something you say: /remember <text>", self.remember),
+            ("pin", "always keep a memory in mind: /pin <id or words>", self.pin),
+            ("unpin", "stop keeping a pinned memory in mind: /unpin <id or words>", self.unpin),
+            ("forget", "forget something (shows what would go first): /forget <words>", self.forget),
+            ("export", "everything I keep about you, as a file", self.export),
+            ("pause", "stop remembering new things", self.pause),
+            ("resume", "remember new things again", self.resume),
+        ):
+            commands.register(name, description, self._dm_only(handler))
+        commands.register_button("q", self.press_question)
+        commands.register_button("f", self.press_forget)
+
+    def _dm_only(self, handler: Handler) -> Handler:
+        async def guarded(message: InboundMessage, args: str) -> OutboundMessage | None:
+            if message.chat_kind is not ChatKind.DM:
+                return reply_to(message, DM_ONLY)
+            return await handler(message, args)
+
+        return guarded
+
+    async def _requester(self, message: InboundMessage) -> Requester:
+        person = await self.db.run(directory.resolve, message.account, message.sender_name, self.clock())
+        return Requester(person, message.account)
+
+    async def _presser(self, press: ButtonPress) -> Requester:
+        account = f"{press.platform}:{press.sender_id}"
+        person = await self.db.run(directory.person_of, account)
+        return Requester(person, account, own_turn=person is not None)
+
+    # --- commands ---------------------------------------------------------------------------------
+    async def memory(self, message: InboundMessage, args: str) -> OutboundMessage:
+        requester = await self._requester(message)
+        page = await self.controls.page(requester, page_number(args))
+        paused = requester.person is not None and self.controls.is_paused(requester.person)
+        note = "\n\nRemembering is paused: /resume turns it back on." if paused else ""
+        if not page.total:
+            return reply_to(message, "I don't remember anything about you yet. /remember <text> keeps "
+                                     "something." + note)
+        lines = [f"What I remember about you (page {page.page} of {page.pages}, {page.total} in all):",
+                 *(memory_line(r) for r in page.items), ""]
+        if page.page < page.pages:
+            lines.append(f"/memory {page.page + 1} shows more.")
+        lines.append("/why <id> shows how I know one; /forget <words> removes things; /export gives you all.")
+        return reply_to(message, "\n".join(lines) + note)
+
+    async def why(self, message: InboundMessage, args: str) -> OutboundMessage:
+        try:
+            found = await self.controls.why(await self._requester(message), args)
+        except Refused as refused:
+            return reply_to(message, refusal_text(refused, "Which memory? /why <words or id>"))
+        return reply_to(message, why_text(found))
+
+    async def remember(self, message: InboundMessage, args: str) -> OutboundMessage:
+        requester = await self._requester(message)
+        source = Source(message.platform, message.chat_id, message.message_id, message.timestamp)
+        try:
+            result = await self.controls.remember(requester, args, source, Scope.DM)
+        except Refused as refused:
+            return reply_to(message, refusal_text(refused, "What should I remember? /remember <text>"))
+        if result.outcome is Outcome.MERGED:
+            return reply_to(message, f"I knew that already; I noted that you said it again (`{result.memory_id}`).")
+        if result.outcome is not Outcome.CONFLICT:
+            return reply_to(message, f"I'll remember that (`{result.memory_id}`).")
+        assert requester.person is not None
+        # Answered in this very chat: the reply itself carries the question, so it can neither be lost
+        # nor arrive before the reply.
+        target = DmTarget(message.platform, message.chat_id, message.sender_id)
+        asked = await self.sender.maybe_ask(requester.person, target=target, force=True, send=False)
+        head = f"I'll remember that (`{result.memory_id}`), but it disagrees with something you told me before."
+        if asked is None:
+            return reply_to(message, head + " I'll ask you which is right later.")
+        return reply_to(message, f"{head}\n\n{asked.message.text}", buttons=asked.message.buttons)
+
+    async def pin(self, message: InboundMessage, args: str) -> OutboundMessage:
+        requester = await self._requester(message)
+        if not args.strip():
+            return reply_to(message, await self._pins_text(requester, "Pin which one? /pin <id or words>"))
+        try:
+            record = await self.controls.pin(requester, args)
+        except Refused as refused:
+            return reply_to(message, refusal_text(refused))
+        return reply_to(message, f"Pinned: {literal(yours(record.text))} (`{record.id}`). I'll keep it in mind always.")
+
+    async def unpin(self, message: InboundMessage, args: str) -> OutboundMessage:
+        requester = await self._requester(message)
+        if not args.strip():
+            return reply_to(message, await self._pins_text(requester, "Unpin which one? /unpin <id or words>"))
+        try:
+            record = await self.controls.unpin(requester, args)
+        except Refused as refused:
+            return reply_to(message, refusal_text(refused))
+        return reply_to(message, f"Unpinned: {literal(yours(record.text))} (`{record.id}`). I still remember it.")
+
+    async def _pins_text(self, requester: Requester, usage: str) -> str:
+        pins = await self.controls.pins(requester)
+        if not pins:
+            return f"Nothing is pinned. {usage}"
+        lines = [f"Pinned ({len(pins)} of {self.controls.pinned_max}):", *(memory_line(r) for r in pins), usage]
+        return "\n".join(lines)
+
+    async def forget(self, message: InboundMessage, args: str) -> OutboundMessage:
+        try:
+            pending = await self.controls.plan_forget(await self._requester(message), args)
+        except Refused as refused:
+            return reply_to(message, refusal_text(refused, "Forget what? /forget <words>"))
+        plan = pending.plan
+        if plan.empty:
+            return reply_to(message, f"Nothing I remember about you matches “{literal(args.strip())}”.")
+        ids = [*plan.memory_ids, *plan.note_ids]
+        lines = [f"If I forget “{literal(args.strip())}”:"]
+        if ids:
+            lines.append("These go for good:")
+        for item in ids[:FORGET_PREVIEW_MAX]:
+            staged = " (not yet reviewed)" if item in plan.note_ids else ""
+            preview = yours(plan.previews.get(item, ''))
+            lines.append(f"- `{item}` {literal(clip(preview, QUESTION_QUOTE_CHARS))}{staged}")
+        if len(ids) > FORGET_PREVIEW_MAX:
+            lines.append(f"…and {len(ids) - FORGET_PREVIEW_MAX} more.")
+        if plan.receipt_ids:
+            # The fact stays: only the sentence of theirs that held those words leaves its receipt.
+            lines.append("These stay, without the sentences of yours that held those words:")
+            lines += [f"- `{i}` {literal(clip(yours(plan.previews.get(i, '')), QUESTION_QUOTE_CHARS))}"
+                      for i in plan.receipt_ids[:FORGET_PREVIEW_MAX]]
+        if plan.unlink:
+            lines.append(f"{len(plan.unlink)} other memories disagree with these; that link goes too.")
+        if plan.places.total:
+            lines.append(f"Its words go from our chats too: {describe_places(plan.places)}.")
+        lines.append(f"In all: {plan.describe()}.")
+        lines += ["", "Forget them? Tap a button, or reply yes or no."]
+        buttons = (Button("Yes, forget them", f"f:{pending.token}:yes"), Button("Cancel", f"f:{pending.token}:no"))
+        return reply_to(message, "\n".join(lines), buttons=buttons)
+
+    async def export(self, message: InboundMessage, _args: str) -> OutboundMessage:
+        file = await self.controls.export(await self._requester(message))
+        return reply_to(message, f"Everything I keep about you: {file.memories} memories and {file.notes} "
+                                 "notes not yet reviewed, with where and when you said each.",
+                        attachment_name=file.name, attachment_bytes=file.data)
+
+    async def pause(self, message: InboundMessage, _args: str) -> OutboundMessage:
+        await self.controls.pause(await self._requester(message))
+        return reply_to(message, "Paused: I won't remember anything new from our chats until you send "
+                                 "/resume. What I already remember stays (/memory).")
+
+    async def resume(self, message: InboundMessage, _args: str) -> OutboundMessage:
+        await self.controls.resume(await self._requester(message))
+        return reply_to(message, "Remembering again.")
+
+    # --- answers: buttons and their typed twins -------------------------------------------------------
+    async def answer_if_pending(self, message: InboundMessage) -> OutboundMessage | None:
+        """Call before the conversation: a typed answer to the person's open question or forget plan."""
+        if message.chat_kind is not ChatKind.DM:
+            return None
+        answer = parse_answer(message.text)
+        confirm = parse_confirmation(message.text) if answer is None else None
+        if answer is None and confirm is None:
+            return None
+        person = await self.db.run(directory.person_of, message.account)
+        if person is None:
+            return None
+        requester = Requester(person, message.account)
+        if answer is not None:
+            question = await self.controls.open_question(requester)
+            if question is None:
+                return None
+            return reply_to(message, await self._answer(requester, question.id, answer))
+        if self.controls.pending_forget(person) is None:
+            return None
+        return reply_to(message, await self._confirm(requester, None, bool(confirm)))
+
+    async def press_question(self, press: ButtonPress, rest: str) -> OutboundMessage | None:
+        question_id, _, value = rest.rpartition(":")
+        try:
+            answer = Answer(value)
+        except ValueError:
+            return None
+        text = await self._answer(await self._presser(press), question_id, answer)
+        return self._to_presser(press, text)
+
+    async def press_forget(self, press: ButtonPress, rest: str) -> OutboundMessage | None:
+        token, _, value = rest.rpartition(":")
+        if value not in ("yes", "no"):
+            return None
+        text = await self._confirm(await self._presser(press), token, value == "yes")
+        return self._to_presser(press, text)
+
+    async def _answer(self, requester: Requester, question_id: str, answer: Answer) -> str:
+        try:
+            return resolution_text(await self.controls.answer(requester, question_id, answer))
+        except Refused as refused:
+            log.info("question answer refused id=%s reason=%s", question_id, refused.reason.value)
+            return refusal_text(refused)
+
+    async def _confirm(self, requester: Requester, token: str | None, yes: bool) -> str:
+        try:
+            if not yes:
+                self.controls.cancel_forget(requester, token)
+                return "Cancelled: I forgot nothing."
+            result = await self.controls.confirm_forget(requester, token)
+        except Refused as refused:
+            log.info("forget confirmation refused reason=%s", refused.reason.value)
+            return refusal_text(refused)
+        return (f"Forgotten: {result.describe()}. They won't come back from old messages; if you tell me again "
+                "later, I'll hear it again.")
+
+    @staticmethod
+    def _to_presser(press: ButtonPress, text: str) -> OutboundMessage:
+        return OutboundMessage(platform=press.platform, chat_id=press.chat_id, text=text, chat_kind=press.chat_kind,
+                               recipient_id=press.sender_id)
+
+
+__all__ = [
+    "DM_ONLY",
+    "PERSONA_HINT",
+    "Asked",
+    "MemoryCommands",
+    "QuestionSender",
+    "last_dm",
+    "literal",
+    "parse_confirmation",
+    "question_text",
+    "receipt",
+]

@@ -1,1 +1,0 @@
-"""The shared core: types, settings, storage and the conversation loop every channel uses."""

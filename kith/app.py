@@ -1,0 +1,249 @@
+"""Wiring: build the parts of a running kith from settings. No decisions live here."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from conversation.chat_commands import ChatCommands
+from conversation.linking import Linker
+from conversation.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
+from conversation.router import Router
+from conversation.turns import ConversationCore
+from delivery.inbound import Cursors, InboundJournal
+from delivery.inbox import Inbox
+from delivery.retention import Retention
+from delivery.worker import DeliveryWorker
+from ground.background import BackgroundTasks
+from ground.config import Settings
+from ground.db import Database
+from ground.private_files import tighten
+from ground.tunables import (
+    GC_THRESHOLDS,
+    MODEL_PROCESS_RESTART_BACKOFF_S,
+    MODEL_PROCESS_START_TIMEOUT_S,
+    MODEL_PROCESS_STOP_TIMEOUT_S,
+    SHUTDOWN_DELIVERY_S,
+)
+from ground.types import Channel, utcnow
+from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
+from heartbeat.scheduler import HeartbeatScheduler
+from heartbeat.schema import ensure_tables
+from heartbeat.service import Heartbeat, build_heartbeat
+from heartbeat.settings import resolve_timezone
+from kith.schema import create_schema
+from llm.client import LLMClient, import_litellm
+from llm.process import ModelProcess
+from memory.controls import MemoryControls, PauseBook
+from memory.memory_context import RecallMemoryContext
+from memory.questions import QuestionBook
+from memory.recall import RecallEngine, UseRecorder
+from memory.recall_tool import RecallTool
+from memory.service import MemoryService
+from policy.gate import PolicyGate
+from policy.settings import PolicySettings
+
+log = logging.getLogger("kith.app")
+
+
+@dataclass
+class App:
+    settings: Settings
+    db: Database
+    llm: LLMClient
+    core: ConversationCore
+    background: BackgroundTasks
+    gate: PolicyGate
+    journal: InboundJournal
+    inbox: Inbox
+    cursors: Cursors
+    commands: ChatCommands
+    clock: Callable[[], datetime] = utcnow
+    channels: dict[str, Channel] = field(default_factory=dict)
+    router: Router | None = None
+    worker: DeliveryWorker | None = None
+    memory: MemoryService | None = None
+    linker: Linker | None = None
+    recall: RecallEngine | None = None
+    question_sender: QuestionSender | None = None
+    start_heartbeat: bool = True  # tests of other parts leave the scheduler off
+    heartbeat: Heartbeat | None = None
+    scheduler: HeartbeatScheduler | None = None
+    memory_commands: MemoryCommands | None = None
+    model_process: ModelProcess | None = None
+    warming: asyncio.Task[None] | None = None  # load_model_client, spawned by build_app
+    retention: Retention | None = None  # prunes the inbound journal and the delivered outbox while running
+
+    async def load_model_client(self) -> None:
+        """Load litellm where the calls are made: the model process, or this process off the event loop."""
+        if self.model_process is None:
+            await asyncio.to_thread(import_litellm)
+            gc.freeze()  # it may finish after freeze_startup_heap: its modules live as long as the process too
+            return
+        try:
+            await self.model_process.start()
+        except Exception as exc:  # the first reply tries again and answers honestly if it cannot
+            log.error("model process failed to start error=%s", type(exc).__name__)
+
+    async def start_channels(self, channels: list[Channel]) -> list[str]:
+        """Start every channel; one failing to start does not stop the others. Returns the started names."""
+        self.channels = {c.name: c for c in channels}
+        await self.gate.refresh()
+        self.worker = DeliveryWorker(self.db, self.channels, self.gate.may_send, settings=self.settings.delivery,
+                                     clock=self.clock)
+        self.router = Router(self.core, self.channels, self.worker, self.gate, self.journal,
+                             debounce_s=self.settings.delivery.debounce_ms / 1000,
+                             typing_refresh_s=self.settings.delivery.typing_refresh_s,
+                             typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
+                             buttons=self.commands.press,
+                             pending=self.memory_commands.answer_if_pending if self.memory_commands else None,
+                             kept=self.inbox)
+        left = await self.inbox.leftovers()  # before any channel takes a message in itself
+        started = []
+        for channel in channels:
+            try:
+                await channel.start(self.router.on_message, self.router.on_button)
+                started.append(channel.name)
+            except Exception as exc:
+                log.error("channel failed to start name=%s error=%s", channel.name, type(exc).__name__)
+        # Replies a previous process produced but did not deliver go out now, once; messages it took in
+        # and did not answer are answered now (new ones wait until those are queued).
+        await self.worker.start()
+        self.retention = Retention(self.db, self.journal, clock=self.clock,
+                                   sent_retention_days=self.settings.delivery.sent_retention_days)
+        self.retention.start()
+        await self.router.resume(left, started)
+        if self.start_heartbeat:
+            self.heartbeat, self.scheduler = await start_heartbeat(self)
+        return started
+
+    async def close(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.shutdown()
+        # Deliver what can be delivered while the channels can still send; whatever is left stays
+        # pending in the outbox (the worker is cancelled, never failed) and goes out at the next start.
+        if self.router is not None:
+            try:
+                await asyncio.wait_for(self.router.close(), SHUTDOWN_DELIVERY_S)
+            except TimeoutError:
+                log.warning("shutdown left undelivered replies in the outbox; they go out at the next start")
+        if self.worker is not None:
+            await self.worker.stop()
+        if self.retention is not None:
+            await self.retention.stop()
+        for channel in self.channels.values():
+            try:
+                await channel.stop()
+            except Exception as exc:
+                log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
+        if self.warming is not None:
+            self.warming.cancel()  # nothing waits on it any more; a child still loading is killed below
+        await self.background.drain(timeout=5)
+        await self.background.cancel_all()
+        if self.recall is not None:
+            await self.recall.close()
+        if self.memory is not None:
+            await self.memory.close()
+        if self.model_process is not None:
+            await self.model_process.close()
+        self.db.close()
+
+
+def open_database(settings: Settings) -> Database:
+    settings.storage.data_path().mkdir(parents=True, exist_ok=True)
+    tighten(settings.storage.data_path())  # made by an older kith, or under a looser umask
+    db = Database(settings.storage.resolved_database_url())
+    create_schema(db)
+    return db
+
+
+async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcnow,
+                    warm_llm: bool = True) -> App:
+    db = open_database(settings)
+    background = BackgroundTasks()
+    model_process = None
+    if settings.llm.separate_process:
+        model_process = ModelProcess(start_timeout_s=MODEL_PROCESS_START_TIMEOUT_S,
+                                     stop_timeout_s=MODEL_PROCESS_STOP_TIMEOUT_S,
+                                     restart_backoff_s=MODEL_PROCESS_RESTART_BACKOFF_S)
+    llm = LLMClient(settings.llm, calls=model_process)
+    core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
+    gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
+                      clock=clock)
+    pauses = PauseBook(db)
+    await pauses.load()
+    memory = await MemoryService.open(settings, db, llm, clock=clock, is_paused=pauses.is_paused)
+    recall = RecallEngine(memory.store, settings.recall, clock)
+    goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
+    core.memory = GoalsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), goals,
+                                 settings.budget.goals_chars)
+    core.tools.append(RecallTool(recall, settings.recall))
+    core.observers.append(UseRecorder(memory.store, clock))
+    # Building every person's lexical index takes seconds on a large store: never on a reply's path.
+    background.spawn(memory.store.warm(), name="memory-warm")
+    background.spawn(goals.warm(), name="goals-warm")
+    if settings.memory.capture:
+        core.observers.append(memory.observer)
+    questions = QuestionBook(db, clock)
+    controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
+                              on_change=recall.forget_pinned, drop_window=core.windows.drop)
+
+    async def moved(old: str, new: str) -> dict[str, int]:  # a linked account's person: everything follows
+        counts = await memory.reassign(old, new)
+        await questions.reassign(old, new)
+        await pauses.reassign(old, new)
+        await goals.reassign(old, new)
+        return counts
+
+    commands = ChatCommands(settings.persona.name)
+    linker = Linker(db, clock, on_moved=moved, worker=lambda: app.worker)
+    commands.register("link", "use me from another platform as the same person", linker.issue)
+    commands.register_button("l", linker.press)
+    commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
+    inbox = Inbox(db, clock=clock)
+    app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
+              journal=InboundJournal(db, clock=clock, inbox=inbox), inbox=inbox, cursors=Cursors(db),
+              commands=commands, clock=clock, memory=memory, linker=linker, recall=recall,
+              model_process=model_process)
+    app.question_sender = QuestionSender(db=db, memory=memory, book=questions, worker=lambda: app.worker,
+                                         clock=clock)
+    app.memory_commands = MemoryCommands(db=db, controls=controls, sender=app.question_sender, clock=clock)
+    app.memory_commands.register(commands)
+    core.observers.append(app.question_sender)
+    core.persona_notes.append(PERSONA_HINT)
+    if warm_llm:
+        # litellm takes seconds to import: loaded while the channels connect, not on the first reply.
+        app.warming = background.spawn(app.load_model_client(), name="load-litellm")
+    return app
+
+
+def freeze_startup_heap() -> None:
+    """Keep the garbage collector off what start-up built to last (imported libraries, settings).
+
+    Those objects never die, yet every full collection walked them all: pauses of up to 200 ms
+    measured here, landing on whichever reply was under way. From here on the collector runs less
+    often, too (``GC_THRESHOLDS``).
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+async def start_heartbeat(app: App) -> tuple[Heartbeat, HeartbeatScheduler]:
+    """Build the heartbeat over a running app and start its scheduler (call after the delivery worker exists)."""
+    if app.memory is None:
+        raise RuntimeError("the heartbeat needs the memory service")
+    ensure_tables(app.db)  # start-up, like open_database: a moment of blocking is fine here
+    sweep = app.question_sender.sweep if app.question_sender is not None else None
+    heartbeat = build_heartbeat(settings=app.settings, db=app.db, llm=app.llm, memory=app.memory, clock=app.clock,
+                                busy=app.core.busy_people, worker=lambda: app.worker, questions=sweep)
+    scheduler = HeartbeatScheduler(app.db.engine, heartbeat, hb=heartbeat.hb,
+                                   consolidation_hour=app.settings.memory.consolidation_hour, tz=heartbeat.tz,
+                                   clock=app.clock)
+    heartbeat.attach(scheduler)
+    await scheduler.start()
+    return heartbeat, scheduler

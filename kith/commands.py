@@ -1,0 +1,172 @@
+"""The long-running commands: ``run`` (every channel) and ``chat`` (the terminal).
+
+Ctrl-C and SIGTERM end either one the same way, whenever they come (while it starts, too): the
+running command is cancelled once, closes everything it opened (the control channel first, the
+model process last among the parts), and only then is the data directory's lock released. A second
+signal changes nothing: the close under way is already as short as it can be.
+
+While either runs, it owns the data directory: operator commands reach it over its control channel
+(:mod:`kith.control`) instead of opening the stores beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+
+from ground.config import Settings
+from ground.instance import AlreadyRunning, DataDirLock, take_for_bot
+from ground.types import Channel
+from kith.app import App, build_app, freeze_startup_heap
+from kith.control.serve import serve_control
+from kith.hints import llm_failure_hint
+from llm.client import LLMError
+
+PLATFORM_ENV_HINT = (
+    "no platform credentials found; set {telegram} for Telegram, {slack} (and {slack_app} for Socket Mode) "
+    "for Slack, {discord} for Discord. Starting the terminal chat."
+)
+
+
+def _hint_once(settings: Settings) -> Callable[[LLMError], None]:
+    shown = False
+
+    def hint(error: LLMError) -> None:
+        nonlocal shown
+        if not shown:
+            shown = True
+            print(f"kith: {llm_failure_hint(settings.llm, error)}", file=sys.stderr)
+
+    return hint
+
+
+def has_platform_credentials(settings: Settings) -> bool:
+    """Whether any platform channel would start (``platform_channels`` builds one per token found)."""
+    return bool(settings.telegram.token() or settings.discord.token() or settings.slack.bot_token())
+
+
+def platform_channels(settings: Settings, app: App) -> list[Channel]:
+    """Every platform channel whose credentials are present in the environment."""
+    channels: list[Channel] = []
+    token = settings.telegram.token()
+    if token:
+        from channels.telegram import TelegramChannel
+
+        channels.append(TelegramChannel(settings.telegram, token, journal=app.journal, cursors=app.cursors,
+                                        clock=app.clock, commands=app.commands.menu()))
+    discord_token = settings.discord.token()
+    if discord_token:
+        from channels.discord import DiscordChannel
+
+        channels.append(DiscordChannel(settings.discord, discord_token, journal=app.journal, cursors=app.cursors,
+                                       clock=app.clock))
+    slack_token = settings.slack.bot_token()
+    if slack_token:
+        from channels.slack import SlackChannel
+
+        channels.append(SlackChannel(settings.slack, slack_token, journal=app.journal, clock=app.clock))
+    return channels
+
+
+async def run_chat(settings: Settings) -> int:
+    return await _as_sole_bot(settings, _chat)
+
+
+async def run_all(settings: Settings) -> int:
+    return await _as_sole_bot(settings, _run_all)
+
+
+async def _as_sole_bot(settings: Settings, body: Callable[[Settings], Awaitable[int]]) -> int:
+    """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it.
+
+    An operator command holding the lock is waited for (one line says so): it ends on its own, and the
+    bot must not open the stores before it has.
+    """
+    lock = DataDirLock(settings.storage.data_path())
+
+    async def locked() -> int:
+        await take_for_bot(lock, lambda line: print(f"kith: {line}", file=sys.stderr, flush=True))
+        return await body(settings)
+
+    try:
+        return await until_signalled(locked())
+    except AlreadyRunning as exc:
+        print(f"kith: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        lock.release()  # last: everything the bot opened is closed
+
+
+async def until_signalled(body: Awaitable[int]) -> int:
+    """``body``'s exit code; 0 once SIGINT or SIGTERM has cancelled it and it has closed what it opened."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(body)
+    signalled: list[int] = []
+
+    def stop(sig: int) -> None:
+        if not signalled:
+            signalled.append(sig)
+            task.cancel()
+
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows; a loop off the main thread
+            loop.add_signal_handler(sig, stop, sig)
+            installed.append(sig)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not signalled or not task.cancelled():
+            raise  # cancelled from outside, not by a signal
+        return 0
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+async def _chat(settings: Settings) -> int:
+    from channels.terminal import TerminalChannel
+
+    app = await build_app(settings)
+    app.core.on_llm_error = _hint_once(settings)
+    terminal = TerminalChannel(persona_name=settings.persona.name)
+    control = None
+    try:
+        await app.start_channels([terminal])
+        control = await serve_control(app)  # operator commands now run here, never beside
+        freeze_startup_heap()
+        await terminal.closed.wait()  # the end of input; Ctrl-C and SIGTERM cancel this wait
+    finally:
+        if control is not None:
+            await control.close()
+        await app.close()
+    return 0
+
+
+async def _run_all(settings: Settings) -> int:
+    if not has_platform_credentials(settings):
+        hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
+                                        slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
+        print(f"kith: {hint}", file=sys.stderr)
+        return await _chat(settings)
+    app = await build_app(settings)
+    channels = platform_channels(settings, app)
+    app.core.on_llm_error = _hint_once(settings)
+    control = None
+    try:
+        started = await app.start_channels(channels)
+        if not started:
+            print("kith: no channel could start; see the log above", file=sys.stderr)
+            return 1
+        control = await serve_control(app)  # operator commands now run here, never beside
+        freeze_startup_heap()
+        print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
+        await asyncio.Event().wait()  # until Ctrl-C or SIGTERM cancels it (until_signalled)
+    finally:
+        if control is not None:
+            await control.close()
+        await app.close()
+    return 0

@@ -1,0 +1,86 @@
+"""The parts of a running bot, as the operator commands it runs see them.
+
+Its own database, memory service (whose in-memory copy every change updates at once), heartbeat
+(whose messages its delivery worker sends at once) and the linker's "everything follows the person".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from ground.checks import CheckResult
+from ground.config import Settings
+from ground.db import Database
+from ground.tunables import CHROMA_CHECK_TIMEOUT_S
+from heartbeat.schema import ensure_tables
+from heartbeat.service import Heartbeat, build_heartbeat
+from memory.embedders import embedder_result
+from memory.service import MemoryService
+
+if TYPE_CHECKING:
+    from kith.app import App
+
+
+class LiveParts:
+    live = True
+
+    def __init__(self, app: App) -> None:
+        if app.memory is None or app.linker is None:
+            raise RuntimeError("operator commands need the bot's memory service and linker")
+        self.app = app
+        self.settings: Settings = app.settings
+        self.db: Database = app.db
+        self._memory: MemoryService = app.memory
+        self._heartbeat: Heartbeat | None = None
+
+    def clock(self) -> datetime:
+        return self.app.clock()
+
+    async def memory(self, *, embedder: bool = False) -> MemoryService:
+        return self._memory
+
+    async def heartbeat(self) -> Heartbeat:
+        if self.app.heartbeat is not None:
+            return self.app.heartbeat
+        if self._heartbeat is None:  # a bot whose scheduler is off still runs the jobs on demand
+            ensure_tables(self.db)
+            sender = self.app.question_sender
+            self._heartbeat = build_heartbeat(settings=self.settings, db=self.db, llm=self.app.llm,
+                                              memory=self._memory, clock=self.app.clock,
+                                              busy=self.app.core.busy_people, worker=lambda: self.app.worker,
+                                              questions=sender.sweep if sender is not None else None)
+        return self._heartbeat
+
+    async def moved(self, old_person: str, new_person: str) -> dict[str, int]:
+        assert self.app.linker is not None and self.app.linker.on_moved is not None
+        moved = await self.app.linker.on_moved(old_person, new_person)
+        return moved if isinstance(moved, dict) else {}
+
+    def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:
+        if self.app.recall is not None:
+            self.app.recall.forget_pinned(person)
+        for conversation in conversations:
+            self.app.core.windows.drop(conversation)
+
+    async def store_checks(self) -> list[CheckResult]:
+        results = []
+        try:
+            await self.db.run(lambda conn: conn.execute(sa.text("SELECT 1")).scalar_one())
+            scheme = self.settings.storage.resolved_database_url().split("://")[0]
+            results.append(CheckResult("database", True, f"{scheme} open in the running bot"))
+        except Exception as exc:
+            results.append(CheckResult("database", False, f"the running bot cannot read it ({type(exc).__name__})"))
+        where = self.settings.memory.chroma_url or str(self.settings.storage.data_path() / "chroma")
+        kind = "server" if self.settings.memory.chroma_url else "embedded"
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self._memory.store.client.heartbeat), CHROMA_CHECK_TIMEOUT_S)
+            results.append(CheckResult("chroma", True, f"{kind} at {where} answers the running bot"))
+        except Exception as exc:
+            results.append(CheckResult("chroma", False, f"{kind} at {where} does not answer the running bot "
+                                                        f"({type(exc).__name__})"))
+        results.append(embedder_result(self._memory.status))
+        return results

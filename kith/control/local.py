@@ -1,0 +1,87 @@
+"""The parts of an operator command run with no bot on the data directory: opened on demand, closed after.
+
+The command holds the data directory's lock for as long as these are open (:mod:`kith.control.dispatch`),
+so its embedded Chroma client is the only one on the directory. Only what a body asks for is opened:
+``people list`` never loads Chroma, and only ``memory search`` loads the embedder.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from conversation.memory_commands import QuestionSender
+from ground.checks import CheckResult
+from ground.config import Settings
+from ground.db import Database
+from ground.types import utcnow
+from heartbeat.goals import reassign as reassign_goals
+from heartbeat.schema import ensure_tables
+from heartbeat.service import Heartbeat, build_heartbeat
+from kith import store_checks
+from kith.app import open_database
+from kith.memory_cli import NOT_NEEDED
+from llm.client import LLMClient
+from memory.controls import PauseBook
+from memory.embedders import EmbedderStatus
+from memory.questions import QuestionBook
+from memory.service import MemoryService
+
+
+class LocalParts:
+    live = False
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.db: Database = open_database(settings)
+        self._llm: LLMClient | None = None
+        self._memory: MemoryService | None = None
+        self._heartbeat: Heartbeat | None = None
+
+    def clock(self) -> datetime:
+        return utcnow()
+
+    def llm(self) -> LLMClient:
+        if self._llm is None:
+            self._llm = LLMClient(self.settings.llm)
+        return self._llm
+
+    async def memory(self, *, embedder: bool = False) -> MemoryService:
+        if self._memory is None:
+            # Only search needs the embedder; the rest need not load (or fetch) a model.
+            status = None if embedder else EmbedderStatus(self.settings.memory.embedder, ready=False,
+                                                          reason=NOT_NEEDED)
+            self._memory = await MemoryService.open(self.settings, self.db, self.llm(), status=status,
+                                                    announce=embedder)
+        return self._memory
+
+    async def heartbeat(self) -> Heartbeat:
+        if self._heartbeat is None:
+            memory = await self.memory()
+            ensure_tables(self.db)
+            questions = QuestionSender(db=self.db, memory=memory, book=QuestionBook(self.db, self.clock),
+                                       worker=lambda: None, clock=self.clock)  # sent at the bot's next start
+            self._heartbeat = build_heartbeat(settings=self.settings, db=self.db, llm=self.llm(), memory=memory,
+                                              clock=self.clock, questions=questions.sweep)
+        return self._heartbeat
+
+    async def moved(self, old_person: str, new_person: str) -> dict[str, int]:
+        memory = await self.memory()
+        moved = await memory.reassign(old_person, new_person)
+        await QuestionBook(self.db, self.clock).reassign(old_person, new_person)
+        await PauseBook(self.db).reassign(old_person, new_person)
+        await self.db.run(reassign_goals, old_person, new_person)
+        return moved
+
+    def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:
+        pass  # nothing of anyone is cached here beyond this command
+
+    async def store_checks(self) -> list[CheckResult]:
+        return [await store_checks.check_database(self.settings), await store_checks.check_chroma(self.settings),
+                await store_checks.check_embedder(self.settings)]
+
+    async def close(self) -> None:
+        try:
+            if self._memory is not None:
+                await self._memory.close()
+        finally:
+            self.db.close()

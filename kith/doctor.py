@@ -1,0 +1,128 @@
+"""``bot.py doctor``: one clear line per check, and an exit code that says whether all passed.
+
+The store checks (database, Chroma, embedder) never open a store beside a running bot: with a bot on
+the data directory they are run by the bot, on its own open stores, over the control channel; with none
+doctor holds the data directory's lock while it opens them (:mod:`kith.control`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ground.checks import CheckResult
+from ground.config import ConfigError, Settings
+from ground.instance import DataDirUnusable, usable_data_dir
+from ground.private_files import looser_than_owner
+from kith.control.dispatch import call_for_data
+from kith.settings import load_settings
+from kith.store_checks import STORE_CHECKS, check_chroma, check_database, check_embedder
+
+
+async def check_data_dir(settings: Settings) -> CheckResult:
+    path = settings.storage.data_path()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-", delete=True):
+            pass
+    except OSError as exc:
+        return CheckResult("data directory", False, f"{path} is not writable ({exc.strerror}); "
+                           "set [storage] data_dir")
+    loose = looser_than_owner(path)
+    if loose:
+        return CheckResult("data directory", True, f"{path} is writable, but {len(loose)} of its paths can be read by "
+                           f"other users (e.g. {loose[0]}); run chmod -R go-rwx {path}", warn=True)
+    return CheckResult("data directory", True, f"{path} is writable and readable by its owner only")
+
+
+async def check_llm(settings: Settings) -> CheckResult:
+    from kith.hints import llm_failure_hint
+    from llm.client import LLMClient, LLMError
+
+    client = LLMClient(settings.llm)
+    try:
+        reply = await client.complete([{"role": "user", "content": "Reply with the word ok."}], max_tokens=5,
+                                      max_retries=0, timeout_s=min(settings.llm.timeout_s, 30), purpose="doctor")
+    except LLMError as exc:
+        return CheckResult("model", False, llm_failure_hint(settings.llm, exc))
+    return CheckResult("model", True, f"{settings.llm.model} answered in {reply.elapsed_ms:.0f} ms")
+
+
+async def check_telegram(settings: Settings) -> CheckResult:
+    if not settings.telegram.token():
+        return CheckResult("telegram", True, f"off (set {settings.telegram.token_env} to enable)")
+    from channels.telegram import check_token
+
+    ok, detail = await check_token(settings.telegram)
+    return CheckResult("telegram", ok, detail)
+
+
+async def check_slack(settings: Settings) -> CheckResult:
+    if not settings.slack.bot_token():
+        return CheckResult("slack", True, f"off (set {settings.slack.bot_token_env} to enable)")
+    from channels.slack import check_token
+
+    ok, detail = await check_token(settings.slack)
+    return CheckResult("slack", ok, detail)
+
+
+async def check_discord(settings: Settings) -> CheckResult:
+    if not settings.discord.token():
+        return CheckResult("discord", True, f"off (set {settings.discord.token_env} to enable)")
+    from channels.discord import check_token
+
+    ok, detail = await check_token(settings.discord)
+    return CheckResult("discord", ok, detail)
+
+
+Check = Callable[[Settings], Awaitable[CheckResult]]
+CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_telegram,
+                       check_slack, check_discord]
+
+
+def _store_results(settings: Settings) -> dict[str, CheckResult]:
+    """The store checks' results from the data directory's host: the running bot, or this process holding the
+    lock. Empty when the data directory cannot hold a lock (the checks then run here and report why)."""
+    try:
+        usable_data_dir(settings.storage.data_path())
+    except DataDirUnusable:
+        return {}
+
+    def say(line: str) -> None:
+        print(f"kith: {line}", file=sys.stderr)
+
+    code, data = call_for_data(settings, "doctor.stores", say)
+    if code != 0 or not isinstance(data, list):
+        return {name: CheckResult(name, False, "the data directory's host did not answer") for name in STORE_CHECKS}
+    return {r["name"]: CheckResult(str(r["name"]), bool(r["ok"]), str(r["detail"])) for r in data
+            if isinstance(r, dict) and r.get("name") in STORE_CHECKS}
+
+
+async def run_doctor(config_path: str | None, checks: list[Check] | None = None) -> int:
+    try:
+        settings = load_settings(config_path)
+    except ConfigError as exc:
+        print(CheckResult("config", False, str(exc)).line())
+        return 1
+    print(CheckResult("config", True, settings.source if config_path else "defaults (no config file)").line())
+    checks = checks or CHECKS
+    stores: dict[str, Any] = {}
+    if any(_name_of(check) in STORE_CHECKS for check in checks):
+        stores = await asyncio.to_thread(_store_results, settings)
+    failed = 0
+    for check in checks:
+        result = stores.get(_name_of(check)) or await check(settings)
+        print(result.line())
+        sys.stdout.flush()
+        failed += not result.ok
+    return 1 if failed else 0
+
+
+def _name_of(check: Check) -> str:
+    return getattr(check, "__name__", "").removeprefix("check_")
+
+
+__all__ = ["CHECKS", "CheckResult", "run_doctor"]

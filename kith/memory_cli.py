@@ -1,0 +1,350 @@
+"""``bot.py memory``: what kith remembers about one person, with evidence and provenance.
+
+    bot.py memory list   --account telegram:42 [--notes] [--all]
+    bot.py memory show   --person p_1234 MEMORY_ID
+    bot.py memory search --account telegram:42 QUERY...
+    bot.py memory forget --account telegram:42 QUERY... [--yes]
+    bot.py memory export --person p_1234 [--out FILE]
+
+A person is chosen by one of their accounts or by person id. ``forget`` prints its plan first
+and deletes only after ``--yes`` or a typed "y" (asked in the operator's terminal, see
+:func:`forget_in_terminal`). Each action's body runs in the running bot, or in this process holding the
+data directory's lock when no bot runs (:mod:`kith.control`). Nothing heavy is imported until a body
+runs, so ``bot.py --help`` and the client's path stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import tempfile
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ground.types import printable_name
+from memory.wording import person_facing
+
+if TYPE_CHECKING:
+    from kith.control.parts import Console, Parts, Stream
+    from memory.records import MemoryRecord
+    from memory.service import MemoryService
+    from memory.store import Note
+
+NOT_NEEDED = "not needed by this command"
+
+
+def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``memory`` command and its actions; the caller sets ``func`` on the returned parser."""
+    text = "inspect, search, export or forget what kith remembers about one person"
+    parser: argparse.ArgumentParser = subparsers.add_parser("memory", help=text, description=text)
+    actions = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = actions.add_parser(name, help=help_text, description=help_text)
+        who = sub.add_mutually_exclusive_group(required=True)
+        who.add_argument(
+            "--account", metavar="PLATFORM:ID", help="one of the person's accounts, e.g. telegram:42"
+        )
+        who.add_argument("--person", metavar="PERSON_ID", help="the person id, e.g. p_0123456789abcdef")
+        return sub
+
+    listing = action("list", "the person's memories with their evidence and sources")
+    listing.add_argument("--notes", action="store_true", help="also the staged notes capture wrote")
+    listing.add_argument("--all", action="store_true", help="also superseded, retired and expired memories")
+    show = action("show", "one memory in full: evidence, sources, conflicts, revision")
+    show.add_argument("memory_id")
+    search = action("search", "the person's memories that match a query")
+    search.add_argument("query", nargs="+")
+    search.add_argument("--limit", type=int, default=10)
+    forget = action("forget", "show what matches a query, then delete exactly that (asks first)")
+    forget.add_argument("query", nargs="+")
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    export = action("export", "everything stored about the person, as JSON")
+    export.add_argument("--out", metavar="FILE", help="write to FILE (mode 600) instead of standard output")
+    from kith.heartbeat_cli import add_undo_decay_action
+
+    add_undo_decay_action(actions)
+    return parser
+
+
+async def person_of(parts: Parts, args: argparse.Namespace, console: Console) -> str | None:
+    """The person the command names, by person id or by one of their accounts; None (said why) if unknown."""
+    from people import directory
+
+    person = args.person or await parts.db.run(directory.person_of, args.account)
+    if person is None:
+        console.err.write(f"kith: no person has the account {args.account}\n")
+    return person
+
+
+# --- rendering -----------------------------------------------------------------------------
+_KEPT_FORMAT = frozenset({"\u200d"})  # the zero-width joiner holds emoji sequences together
+_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, format characters, lone surrogates, line breaks
+
+
+def shown(text: str) -> str:
+    """``text`` for the operator's terminal: control and format characters as visible escapes.
+
+    Memory texts and quotes are other people's words (and a model's): an ESC or OSC sequence in them
+    must not rewrite the terminal, and an operator should see that one was there.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if c not in _KEPT_FORMAT and unicodedata.category(c) in _ESCAPED else c for c in text)
+
+
+def _worded(text: str, name: str) -> str:
+    return shown(person_facing(text, you=False, name=name))
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "-"
+
+
+def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "") -> list[str]:
+    head = (
+        f"{record.id}  {record.kind.value}  {record.status.value}  importance {record.importance:.2f}  "
+        f"{record.tier.value}  {record.scope.value}  rev {record.revision}"
+    )
+    if record.pinned:
+        head += "  pinned"
+    lines = [head, f"    {_worded(record.text, name)}"]
+    lines += [f'    evidence: "{shown(quote)}"' for quote in record.evidence]
+    lines += [
+        f"    source: {s.platform} chat {s.chat_id} message {s.message_id} at {_when(s.timestamp)}"
+        for s in record.sources
+    ]
+    if record.conflicts_with:
+        lines.append(f"    conflicts with: {', '.join(record.conflicts_with)}")
+    if full:
+        lines.append(
+            f"    origin {record.origin.value}; created {_when(record.created_at)}; "
+            f"updated {_when(record.updated_at)}; expires {_when(record.expires_at)}; "
+            f"valid to {_when(record.valid_to)}; used {record.use_count} times"
+        )
+    return lines
+
+
+def note_lines(note: Note, *, name: str = "") -> list[str]:
+    state = (
+        f"promoted to {note.promoted_to}"
+        if note.promoted_to
+        else ("handled, not promoted" if note.promoted_at else "staged")
+    )
+    lines = memory_lines(note.record, name=name)
+    lines[0] = f"{note.record.id}  note  {note.record.kind.value}  {state}  from {note.conversation or '-'}"
+    return lines
+
+
+async def _name_of(service: MemoryService, person: str) -> str:
+    """The person's display name (their first account's that has one), for memory texts the operator reads."""
+    from people import directory
+
+    accounts = await service.db.run(directory.accounts_of, person)
+    # Stored names may predate the rule that cleans them on the way in: no control sequence reaches the terminal.
+    names = (printable_name(a.display_name) for a in accounts)
+    return next((n for n in names if n), "")
+
+
+def _print(out: Stream, lines: list[str]) -> None:
+    out.write("\n".join(lines) + "\n")
+
+
+# --- the bodies, run by the bot or by a command holding the lock (kith.control.operations) ----------
+async def list_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    out = console.out
+    memories = await service.list_memories(person, include_inactive=args.all)
+    name = await _name_of(service, person)
+    now = service.clock()
+    if not args.all:
+        memories = [m for m in memories if m.is_live(now)]
+    out.write(f"{len(memories)} memories of {person}\n")
+    for memory in memories:
+        _print(out, memory_lines(memory, name=name))
+    if args.notes:
+        notes = await service.list_notes(person)
+        out.write(f"{len(notes)} staged notes\n")
+        for note in notes:
+            _print(out, note_lines(note, name=name))
+    return 0
+
+
+async def show_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    out = console.out
+    record = await service.get(args.memory_id)
+    if record is None or record.person != person:
+        console.err.write(f"kith: {person} has no memory {args.memory_id}\n")
+        return 1
+    name = await _name_of(service, person)
+    _print(out, memory_lines(record, full=True, name=name))
+    for other_id in record.conflicts_with:
+        other = await service.get(other_id)
+        if other is not None:
+            out.write(f"    {other_id} says: {_worded(other.text, name)}\n")
+    return 0
+
+
+async def search_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory(embedder=True)  # the only action that embeds
+    out = console.out
+    result = await service.search(person, " ".join(args.query), args.limit)
+    name = await _name_of(service, person)
+    if result.lexical_only:
+        out.write(f"note: keyword search only ({result.reason})\n")
+    out.write(f"{len(result.hits)} matches\n")
+    for hit in result.hits:
+        lines = memory_lines(hit.record, name=name)
+        lines[0] += f"  score {hit.score:.2f}"
+        _print(out, lines)
+    return 0
+
+
+async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    """Print the plan, then delete exactly it: with ``yes``, or when ``expect`` (the ids the operator saw and
+    confirmed in their terminal, see :func:`forget_in_terminal`) is still what matches. ``preview`` only
+    prints the plan and sends its ids."""
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    out = console.out
+    query = " ".join(args.query)
+    plan = await service.plan_forget(person, query)
+    if args.expect is not None:
+        # Every place counts: a plan that only rewrites history rows is asked about and checked like any other.
+        if plan.key() != sorted(args.expect) or plan.empty:
+            out.write(f"what matches {query!r} changed since you were asked: nothing removed; run it again\n")
+            return 1
+    elif plan.empty:
+        out.write(f"nothing of {person} matches {query!r}\n")
+        return 0
+    else:
+        out.write(f"forgetting {query!r} for {person} removes {plan.describe()}:\n")
+        name = await _name_of(service, person)
+        for record_id in [*plan.memory_ids, *plan.note_ids]:
+            out.write(f"  {record_id}  {_worded(plan.previews.get(record_id, ''), name)}\n")
+        if plan.receipt_ids:
+            out.write("kept, but their receipts lose the sentences holding those words:\n")
+            for record_id in plan.receipt_ids:
+                out.write(f"  {record_id}  {_worded(plan.previews.get(record_id, ''), name)}\n")
+        links = sum(len(v) for v in plan.unlink.values())
+        if links:
+            out.write(f"and clears {links} conflict flags on {len(plan.unlink)} other memories\n")
+        if args.preview:
+            console.send_data({"plan": plan.key()})
+            return 0
+        if not args.yes:
+            out.write("nothing removed: re-run with --yes to forget exactly this\n")
+            return 1
+    result = await service.apply_forget(plan)
+    parts.changed(person, tuple(result.conversations))
+    out.write(
+        f"forgotten: {result.describe()}; {result.links_removed} conflict flags cleared; {result.tombstones} "
+        "tombstones keep them from coming back\n"
+    )
+    return 0 if result.leftover == 0 else 1
+
+
+Call = Callable[[dict[str, Any]], tuple[int, Any]]
+
+
+def forget_in_terminal(call: Call, out: TextIO, stdin: TextIO) -> int:
+    """``memory forget`` without ``--yes`` in a terminal: the plan, the question here, then exactly that plan.
+
+    ``call(changes)`` runs the forget body (through the bot, or here) with ``changes`` to its arguments and
+    returns its exit code and data. The question is asked in this terminal with nothing held open in the
+    bot; if what matches changes before the answer, nothing is removed.
+    """
+    code, data = call({"preview": True})
+    # An empty plan sends no data (there was nothing to ask about); any other plan, however small, is asked.
+    if code != 0 or not isinstance(data, dict) or not data.get("plan"):
+        return code
+    out.write("forget exactly this? [y/N] ")
+    out.flush()
+    if stdin.readline().strip().lower() not in ("y", "yes"):
+        out.write("nothing removed\n")
+        return 1
+    code, _data = call({"expect": list(data["plan"])})
+    return code
+
+
+async def export_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    """The JSON on standard output; with ``--out`` the command's own process writes it (see save_export)."""
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    # Worded as `memory list` words it, with the display name: the operator reads it, or passes it on.
+    data = await service.export(person, name=await _name_of(service, person))
+    console.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return 0
+
+
+def save_export(path: Path, text: str, err: TextIO) -> int:
+    """``--out FILE``: written by the operator's process, so the file is theirs and FILE is read from their
+    working directory, whichever process produced the JSON."""
+    try:
+        write_private(path, text)
+    except OSError as exc:
+        err.write(f"kith: cannot write {path}: {exc.strerror or type(exc).__name__}\n")
+        return 1
+    err.write(f"kith: wrote {path}\n")  # not on standard output, which may be the file itself
+    return 0
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only, whole or not at all.
+
+    It is personal data: an existing file at ``path`` keeps neither its content nor its wider mode,
+    and a crash mid-write leaves the old file (or none), never half an export. A symlink keeps
+    pointing where it did, at the new export; a pipe or device (``/dev/stdout``) is written through.
+    """
+    if path.exists() and (not path.is_file() or path.absolute().parts[1:2] in (("dev",), ("proc",))):
+        # /dev/stdout redirected to a file looks like that file: writing through, appended, keeps what the
+        # shell set up (a `>>` too).
+        with open(path, "a", encoding="utf-8") as stream:
+            stream.write(text)
+        return
+    target = path.resolve()
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")  # mode 600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    _sync_directory(target.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the rename itself survive a power cut where the system allows it.
+
+    Best effort: the export is already written. Windows has no directory handles to sync, a directory
+    may be writable but not readable, and some filesystems refuse to sync one.
+    """
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

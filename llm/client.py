@@ -1,0 +1,213 @@
+"""The one door to the language model: ``litellm.acompletion`` with timeouts, bounded retries
+and fallback models.
+
+litellm is imported lazily (it takes seconds) and only after its local model cost map is
+forced, so that importing it makes no network call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ground.config import LLMSettings, api_key_from_env
+from ground.tunables import LLM_RETRY_BASE_S, LLM_RETRY_MAX_S
+
+log = logging.getLogger("kith.llm")
+
+HONEST_FAILURE_REPLY = "I can't reach my model right now. Please try again in a moment."
+
+
+class LLMError(Exception):
+    """A model call failed. ``kind`` names why, for logs; ``retryable``: another attempt may succeed."""
+
+    def __init__(self, kind: str, detail: str = "", *, retryable: bool = True) -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+        self.detail = detail
+        self.retryable = retryable
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text, as the model wrote it
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class LLMReply:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str = ""
+    elapsed_ms: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+def import_litellm() -> Any:
+    """Import litellm with its network-touching defaults switched off."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+    return litellm
+
+
+def classify(exc: BaseException) -> tuple[str, bool]:
+    """(kind, retryable) for an exception raised by litellm."""
+    if isinstance(exc, LLMError):
+        return exc.kind, exc.retryable
+    name = type(exc).__name__
+    if isinstance(exc, asyncio.TimeoutError) or "Timeout" in name:
+        return "timeout", True
+    if "RateLimit" in name:
+        return "rate_limited", True
+    if "APIConnectionError" in name or "ServiceUnavailable" in name or "InternalServerError" in name:
+        return "unavailable", True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return "unavailable", True
+    if "Authentication" in name or status in (401, 403):
+        return "auth", False
+    if "NotFound" in name or status == 404:
+        return "model_not_found", False
+    if "BadRequest" in name or status == 400:
+        return "bad_request", False
+    return "error", False
+
+
+class ModelCalls(Protocol):
+    """Somewhere else that makes the litellm call: the model process (``llm.process``)."""
+
+    async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply: ...
+
+
+class LLMClient:
+    """Calls the configured model, then each fallback, each with bounded retries.
+
+    With ``calls`` the litellm call itself happens there (the model process); otherwise litellm
+    is imported into this process on first use.
+    """
+
+    def __init__(self, settings: LLMSettings, *, litellm_module: Any | None = None,
+                 calls: ModelCalls | None = None) -> None:
+        self.settings = settings
+        self._litellm = litellm_module
+        self.calls = calls
+
+    @property
+    def litellm(self) -> Any:
+        if self._litellm is None:
+            self._litellm = import_litellm()
+        return self._litellm
+
+    async def complete(self, messages: Sequence[dict[str, Any]], *, model: str | None = None,
+                       tools: Sequence[dict[str, Any]] | None = None, timeout_s: float | None = None,
+                       max_tokens: int | None = None, max_retries: int | None = None,
+                       temperature: float | None = None, purpose: str = "reply") -> LLMReply:
+        models = [model or self.settings.model] + ([] if model else list(self.settings.fallbacks))
+        retries = self.settings.max_retries if max_retries is None else max_retries
+        timeout = timeout_s or self.settings.timeout_s
+        last: LLMError | None = None
+        for m in models:
+            for attempt in range(retries + 1):
+                started = time.perf_counter()
+                try:
+                    reply = await self._call(m, messages, tools, timeout, max_tokens, temperature)
+                except Exception as exc:  # litellm raises many types; classify them all
+                    kind, retryable = classify(exc)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    log.warning("llm call failed purpose=%s model=%s attempt=%d kind=%s ms=%.0f",
+                                purpose, m, attempt + 1, kind, elapsed)
+                    # The model process names the exception it saw; here it is the exception itself.
+                    last = LLMError(kind, exc.detail if isinstance(exc, LLMError) else type(exc).__name__,
+                                    retryable=retryable)
+                    if not retryable:
+                        break
+                    if attempt < retries:
+                        backoff = min(LLM_RETRY_MAX_S, LLM_RETRY_BASE_S * 2**attempt)
+                        await asyncio.sleep(backoff * random.uniform(0.5, 1))
+                    continue
+                log.info("llm call ok purpose=%s model=%s ms=%.0f chars=%d tool_calls=%d", purpose, m,
+                         reply.elapsed_ms, len(reply.text), len(reply.tool_calls))
+                return reply
+        raise last or LLMError("error")
+
+    async def _call(self, model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
+                    timeout: float, max_tokens: int | None, temperature: float | None) -> LLMReply:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": list(messages),
+            "timeout": timeout,
+            "max_tokens": max_tokens or self.settings.max_reply_tokens,
+            "num_retries": 0,  # retries are ours, bounded and logged
+        }
+        if self.settings.api_base:
+            kwargs["api_base"] = self.settings.api_base
+        if tools:
+            kwargs["tools"] = list(tools)
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if self.calls is not None:
+            return await self.calls.complete(kwargs, self.settings.api_key_env, timeout)
+        return await call_litellm(self.litellm, with_api_key(kwargs, self.settings.api_key_env), timeout)
+
+
+def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
+    """``kwargs`` with the key from the environment variable the config names, where there is one."""
+    key = api_key_from_env(api_key_env)
+    if key:
+        kwargs["api_key"] = key
+    elif str(kwargs.get("model", "")).startswith("openai/"):
+        kwargs["api_key"] = "not-needed"  # OpenAI-compatible local servers ignore it; the client demands one
+    return kwargs
+
+
+async def call_litellm(litellm: Any, kwargs: dict[str, Any], timeout: float) -> LLMReply:
+    started = time.perf_counter()
+    async with asyncio.timeout(timeout + 1):  # unlike wait_for, no extra task per call
+        response = await litellm.acompletion(**kwargs)
+    elapsed = (time.perf_counter() - started) * 1000
+    return _parse_response(response, str(kwargs["model"]), elapsed)
+
+
+def _parse_response(response: Any, model: str, elapsed_ms: float) -> LLMReply:
+    try:
+        choice = response.choices[0]
+        message = choice.message
+    except (AttributeError, IndexError, TypeError):
+        raise LLMError("malformed", "no choices") from None
+    text = getattr(message, "content", None) or ""
+    if not isinstance(text, str):
+        raise LLMError("malformed", "content is not text")
+    calls = []
+    for tc in getattr(message, "tool_calls", None) or []:
+        fn = getattr(tc, "function", None)
+        calls.append(ToolCall(str(getattr(tc, "id", "") or ""), str(getattr(fn, "name", "") or ""),
+                              str(getattr(fn, "arguments", "") or "")))
+    usage = {}
+    u = getattr(response, "usage", None)
+    if u is not None:
+        for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            v = getattr(u, k, None)
+            if isinstance(v, int):
+                usage[k] = v
+    return LLMReply(text, tuple(calls), model, elapsed_ms, usage)
