@@ -545,6 +545,22 @@ class World:
         self.kill_times.append(time.monotonic())
         await self.bot.kill()
 
+    def _keep_evidence(self, kept: Path, tokens: list[str]) -> None:
+        """For each doubled token: when each copy went out and the kills around it (seconds from the first
+        kill), and a copy of the database, so the double can be traced in the outbox and the logs."""
+        outgoing = self.platform.outgoing()
+        start = self.kill_times[0] if self.kill_times else 0.0
+        copies = {t: [{"index": i, "chat": chat, "seen_s": round(self.first_seen[i] - start, 3)
+                       if i < len(self.first_seen) else None, "text": text}
+                      for i, (chat, text) in enumerate(outgoing) if t in text] for t in tokens}
+        pushed = {t: {"chat": self.ledger.pushed[t].chat, "sent_s": round(self.ledger.pushed[t].at - start, 3)}
+                  for t in tokens if t in self.ledger.pushed}
+        evidence = {"kills_s": [round(k - start, 3) for k in self.kill_times], "pushed": pushed, "copies": copies}
+        (kept / "doubles.json").write_text(json.dumps(evidence, indent=1, ensure_ascii=False), "utf-8")
+        for name in ("kith.db", "kith.db-wal"):
+            with contextlib.suppress(OSError):
+                shutil.copy(self.data_dir / name, kept / name)
+
     def note_outgoing(self) -> None:
         """Stamp outgoing messages not seen before with the time now (at most a pump's interval late)."""
         seen = len(self.platform.outgoing())
@@ -600,6 +616,8 @@ class World:
             for path in self.bot.logs:
                 with contextlib.suppress(OSError):
                     shutil.copy(path, kept / path.name)
+            if tally.doubled_tokens:
+                self._keep_evidence(kept, tally.doubled_tokens)
         seen = tracebacks(log)
         tally.crashed = self.bot.exits_on_its_own + sum(seen.crashes.values())
         doubled_ids = MAYBE_DOUBLED.findall(log)
