@@ -23,8 +23,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from delivery import outbox
-from delivery.worker import DeliveryWorker
+from delivery.posting import Outbound
 from ground.db import Database, UtcDateTime, metadata
 from ground.tunables import LINK_CODE_LENGTH, LINK_CODE_TTL_S, LINK_FAILURE_WINDOW_S, LINK_FAILURES_PER_HOUR
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, reply_to
@@ -201,17 +200,16 @@ DM_ONLY = "Linking works in a direct message only."
 class Linker:
     """The chat side of linking; ``on_moved(old_person, new_person)`` moves memory after a link.
 
-    ``worker`` sends what goes to the other end (the question to the first account, the "Linked" to the
-    second); without one it waits in the outbox for the next start.
+    ``outbound`` posts what goes to the other end (the question to the first account, the "Linked" to the
+    second); without a running bot it waits in the outbox for the next start.
     """
 
-    def __init__(self, db: Database, clock: Callable[[], datetime],
-                 on_moved: Callable[[str, str], Awaitable[object]] | None = None,
-                 worker: Callable[[], DeliveryWorker | None] | None = None) -> None:
+    def __init__(self, db: Database, clock: Callable[[], datetime], outbound: Outbound,
+                 on_moved: Callable[[str, str], Awaitable[object]] | None = None) -> None:
         self.db = db
         self.clock = clock
         self.on_moved = on_moved
-        self.worker = worker
+        self.outbound = outbound
 
     async def issue(self, message: InboundMessage, args: str) -> OutboundMessage:
         """``/link`` (a new code), ``/link CODE`` (claim it), ``/link yes`` or ``/link no`` (answer a claim)."""
@@ -227,13 +225,12 @@ class Linker:
 
     async def _claim(self, message: InboundMessage, code: str) -> OutboundMessage:
         now = self.clock()
-        asked: list[OutboundMessage] = []
+        posting = self.outbound.posting()
 
         def ask(conn: Connection, found: Claim) -> None:
             question = _dm(found.first, found.first_chat, ASK_FIRST.format(account=found.second),
                            buttons=(Button("Yes", f"l:{found.code}:yes"), Button("No", f"l:{found.code}:no")))
-            outbox.enqueue(conn, question, source=f"link:{found.code}", now=now)
-            asked.append(question)
+            posting(conn, question, source=f"link:{found.code}")
 
         try:
             await self.db.run(claim, code, message.account, message.chat_id, now, ask)
@@ -245,7 +242,7 @@ class Linker:
             log.warning("link code failed platform=%s account=%s failures=%d", message.platform, message.account,
                         count)
             return reply_to(message, str(exc))
-        self._schedule(asked)
+        posting.schedule()
         log.info("link claimed platform=%s account=%s", message.platform, message.account)
         return reply_to(message, ASKED)
 
@@ -271,15 +268,14 @@ class Linker:
 
     async def _settle(self, first: str, yes: bool, code: str | None) -> str:
         now = self.clock()
-        told: list[OutboundMessage] = []
+        posting = self.outbound.posting()
 
         def answer(conn: Connection) -> Confirmed | None:
             confirmed = confirm(conn, first, now, yes, code)
             if confirmed is not None and confirmed.linked is not None:
                 found = confirmed.claim
                 # A notice: the second account learns of it whatever the policy said before the link.
-                told.append(_dm(found.second, found.second_chat, LINKED, notice=True))
-                outbox.enqueue(conn, told[0], source=f"link:{found.code}", now=now)
+                posting(conn, _dm(found.second, found.second_chat, LINKED, notice=True), source=f"link:{found.code}")
             return confirmed
 
         confirmed = await self.db.run(answer)
@@ -291,13 +287,7 @@ class Linker:
         result = confirmed.linked
         if result.old_person and self.on_moved is not None:
             await self.on_moved(result.old_person, result.person)
-        self._schedule(told)
+        posting.schedule()
         log.info("account linked account=%s person=%s moved=%s", confirmed.claim.second, result.person,
                  bool(result.old_person))
         return LINKED_FIRST.format(account=confirmed.claim.second)
-
-    def _schedule(self, messages: list[OutboundMessage]) -> None:
-        worker = self.worker() if self.worker is not None else None
-        if worker is not None:
-            for message in messages:
-                worker.schedule(outbox.lane_of(message))

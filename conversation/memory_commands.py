@@ -30,8 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from conversation.chat_commands import ChatCommands
-from delivery import outbox
-from delivery.worker import DeliveryWorker
+from delivery.posting import Outbound
 from ground.db import Database
 from ground.tunables import (
     FORGET_PREVIEW_MAX,
@@ -251,12 +250,12 @@ class QuestionSender:
     """Asks people about their conflicting facts, within the caps, in their DM."""
 
     def __init__(self, *, db: Database, memory: MemoryService, book: QuestionBook,
-                 worker: Callable[[], DeliveryWorker | None], clock: Callable[[], datetime],
+                 outbound: Outbound, clock: Callable[[], datetime],
                  recheck_s: float = QUESTION_RECHECK_S, after_reply_s: float = QUESTION_AFTER_REPLY_S) -> None:
         self.db = db
         self.memory = memory
         self.book = book
-        self.worker = worker
+        self.outbound = outbound
         self.clock = clock
         self.recheck_s = recheck_s
         self.after_reply_s = after_reply_s
@@ -290,19 +289,18 @@ class QuestionSender:
             if pair is None:
                 return None
             built: list[OutboundMessage] = []
+            posting = self.outbound.posting()
 
             def enqueue(conn: Connection, question: Question) -> None:
                 built.append(question_message(question, pair))
                 if send:
-                    outbox.enqueue(conn, built[0], source=f"question:{question.id}", now=now)
+                    posting(conn, built[0], source=f"question:{question.id}")
 
             question = await self.book.reserve(person, pair, target, also=enqueue)
         if question is None:
             return None
         log.info("question asked id=%s person=%s platform=%s", question.id, person, target.platform)
-        worker = self.worker()
-        if send and worker is not None:
-            worker.schedule(outbox.lane_of(built[0]))  # without a worker it goes out at the next start
+        posting.schedule()
         return Asked(question, built[0])
 
     def _due(self, person: str, now: datetime) -> bool:

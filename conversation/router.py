@@ -46,7 +46,7 @@ class Router:
                  kept: Inbox | None = None, retry_backoff_s: float = INBOX_RETRY_BACKOFF_S,
                  retry_backoff_max_s: float = INBOX_RETRY_BACKOFF_MAX_S) -> None:
         self.core = core
-        self.channels = dict(channels)
+        self.channels = channels  # the app's running channels: filled when they start
         self.worker = worker
         self.gate = gate
         self.journal = journal
@@ -117,7 +117,7 @@ class Router:
         if self.inbox is not None and keep is not None and decision.reason in _RATE_LIMITED:
             await self.inbox.forget(message)  # kept as the access rules let it through; the rate limit did not
         if decision.verdict in (Verdict.PAIRING_CODE, Verdict.NOTICE) and decision.notice:
-            await self.worker.submit(self._notice(message, decision.notice), source=message.message_id)
+            await self.worker.post(self._notice(message, decision.notice), source=message.message_id)
             return
         if not decision.allowed:
             return
@@ -196,7 +196,7 @@ class Router:
 
     async def _give_up(self, message: InboundMessage) -> None:
         """The honest reply to a message tried too often, queued where it leaves the inbox."""
-        await self.worker.submit(reply_to(message, UNHANDLED_REPLY), source=message.message_id,
+        await self.worker.post(reply_to(message, UNHANDLED_REPLY), source=message.message_id,
                                  also=self._answered(message))
         log.warning("turn given up platform=%s chat=%s message=%s", message.platform, message.chat_id,
                     message.message_id)
@@ -218,7 +218,7 @@ class Router:
             channel = self.channels.get(message.platform)
             if channel is None:
                 return  # kept: a later process that has this channel answers it
-            queued = self.worker.in_transaction(source=message.message_id, also=answered)
+            queued = self.worker.posting(source=message.message_id, also=answered)
             handled = False
             try:
                 async with TypingIndicator(channel, message.chat_id, message.thread_id,
@@ -232,7 +232,7 @@ class Router:
                 scheduled = queued.schedule(committed=handled)
             if scheduled:
                 return
-        await self.worker.submit(reply, source=message.message_id, also=answered)
+        await self.worker.post(reply, source=message.message_id, also=answered)
 
     async def on_button(self, press: ButtonPress) -> None:
         """A person pressed one of kith's buttons; only the registered action may answer."""
@@ -245,7 +245,7 @@ class Router:
             return
         reply = await self.buttons(press)
         if reply is not None:
-            await self.worker.submit(reply, source=f"press:{press.event_id}")
+            await self.worker.post(reply, source=f"press:{press.event_id}")
 
     @staticmethod
     def _notice(message: InboundMessage, text: str) -> OutboundMessage:

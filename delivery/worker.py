@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from delivery import outbox
 from delivery.outbox import Lane, OutboxEntry
+from delivery.posting import Posting
 from ground.config import DeliverySettings
 from ground.db import Connection, Database
 from ground.failures import describe, traceback_of
@@ -104,43 +105,6 @@ class _LeftForNextStart(Exception):
 
 class _Parked(Exception):
     """The lane's head is not due for a long while: the lane task ends, the sweep takes it up when due."""
-
-
-class QueuedWithin:
-    """Writes a message to the outbox inside someone else's transaction (e.g. the one recording a
-    reply in history, so that both stand or fall together), then hands it to the worker."""
-
-    def __init__(self, worker: DeliveryWorker, source: str | None,
-                 also: Callable[[Connection], None] | None = None) -> None:
-        self.worker = worker
-        self.source = source
-        self.also = also  # another write of the same transaction, after the enqueue (the inbox's "done")
-        self.queued: tuple[Lane, OutboxEntry | None, int] | None = None  # lane, its head, the lane-end mark
-
-    def __call__(self, conn: Connection, message: OutboundMessage) -> int:
-        # Marked on the database thread before the head is read: a lane task that ends after this
-        # may have sent that head, and one that ended before had its last write seen by the read.
-        mark = self.worker.lane_ends()
-        entry_id, head = outbox.enqueue_with_head(conn, message, source=self.source, now=self.worker.now())
-        self.queued = (outbox.lane_of(message), head, mark)
-        if self.also is not None:
-            self.also(conn)
-        return entry_id
-
-    def schedule(self, *, committed: bool = True) -> bool:
-        """After the transaction: deliver. False when nothing was enqueued.
-
-        ``committed=False`` when the transaction raised: the row may have been rolled back (a full
-        disk at the commit), so the lane is read again from the database rather than trusting the
-        head read inside it. What did commit still goes out; what did not is never sent.
-        """
-        if self.queued is None:
-            return False
-        lane, head, mark = self.queued
-        if not committed or self.worker.lane_ended_since(lane, mark):
-            head = None  # the lane's task ended since the head was read (it may have sent it): read it again
-        self.worker.schedule(lane, head=head)
-        return True
 
 
 class DeliveryWorker:
@@ -231,22 +195,21 @@ class DeliveryWorker:
             except Exception as exc:  # the next sweep tries again; delivery itself is unaffected
                 log.warning("delivery sweep failed error=%s", describe(exc))
 
-    async def submit(self, message: OutboundMessage, *, source: str | None = None,
-                     also: Callable[[Connection], None] | None = None) -> int:
+    async def post(self, message: OutboundMessage, *, source: str | None = None,
+                   also: Callable[[Connection], None] | None = None) -> int:
         """Write the message to the outbox, then schedule it. Once this returns, it survives a crash.
 
         ``also`` runs in the same transaction (e.g. the inbox forgetting the message this answers).
         """
-        queued = QueuedWithin(self, source, also)
-        entry_id = await self.db.run_short(queued, message)
-        queued.schedule()
+        posting = self.posting(source=source, also=also)
+        entry_id = await self.db.run_short(posting, message)
+        posting.schedule()
         return entry_id
 
-    def in_transaction(self, *, source: str | None = None,
-                       also: Callable[[Connection], None] | None = None) -> QueuedWithin:
-        """An enqueuer for another transaction (``fn(conn, message)``, then ``also(conn)``); ``schedule`` it
-        once that committed."""
-        return QueuedWithin(self, source, also)
+    def posting(self, *, source: str | None = None, also: Callable[[Connection], None] | None = None) -> Posting:
+        """A posting for another transaction (``posting(conn, message)``, then ``also(conn)``); ``schedule`` it
+        once that transaction is over."""
+        return Posting(self, source=source, also=also)
 
     def schedule(self, lane: Lane, *, head: OutboxEntry | None = None) -> None:
         """Make sure the lane has a task; for entries enqueued elsewhere, e.g. inside another transaction.

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from delivery.worker import DeliveryWorker
+from delivery.posting import Outbound
 from ground.config import Settings
 from ground.db import Database
 from heartbeat import runs
@@ -112,7 +112,7 @@ class Heartbeat:
 
 def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory: MemoryService,
                     clock: Callable[[], datetime], busy: Collection[str] = frozenset(),
-                    worker: Callable[[], DeliveryWorker | None] = lambda: None,
+                    outbound: Outbound | None = None,
                     hb: HeartbeatSettings | None = None, questions: Sweep | None = None) -> Heartbeat:
     """``hb`` overrides ``settings.heartbeat`` (tests, and until ground.config carries that table).
 
@@ -125,7 +125,7 @@ def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory:
         settings=settings, hb=hb, tz=tz, db=db, clock=clock,
         consolidator=Consolidator(settings=settings, db=db, llm=llm, memory=memory, clock=clock, tz=tz),
         turns=HeartbeatTurns(settings=settings, hb=hb, db=db, llm=llm, finder=finder, clock=clock, tz=tz, busy=busy,
-                             worker=worker),
+                             outbound=outbound),
         decayer=Decay(db, memory.store, clock, stale_days=hb.decay_stale_days, sensitive_words=hb.sensitive_words),
         goals=GoalBook(db, clock, tz),
         questions=questions,

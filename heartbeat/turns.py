@@ -36,8 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from conversation.context import clip
-from delivery import outbox
-from delivery.worker import DeliveryWorker
+from delivery.posting import Outbound, PostedAtNextStart, Posting
 from ground.config import Settings
 from ground.db import Database
 from ground.tunables import CHARS_PER_TOKEN, HEARTBEAT_CONCURRENCY, HEARTBEAT_REPLY_TOKENS
@@ -147,7 +146,7 @@ def destinations(conn: Connection, persons: Sequence[str]) -> dict[str, Destinat
 
 
 def _record(conn: Connection, person: str, dest: Destination, text: str | None, keys: Sequence[str],
-            now: datetime) -> OutboundMessage | None:
+            now: datetime, posting: Posting) -> OutboundMessage | None:
     """Transcript row, outbox row and handled marks, in the caller's one transaction."""
     row = {"conversation": dest.conversation, "author": "kith", "platform": dest.platform,
              "chat_id": dest.chat_id, "thread_id": dest.thread_id, "chat_kind": ChatKind.DM.value, "created_at": now}
@@ -159,14 +158,14 @@ def _record(conn: Connection, person: str, dest: Destination, text: str | None, 
     row_id = history.append(conn, role="assistant", text=text, **row)
     message = OutboundMessage(platform=dest.platform, chat_id=dest.chat_id, text=text, thread_id=dest.thread_id,
                               chat_kind=ChatKind.DM, recipient_id=dest.recipient_id)
-    outbox.enqueue(conn, message, source=f"heartbeat:{row_id}", now=now)
+    posting(conn, message, source=f"heartbeat:{row_id}")
     return message
 
 
 class HeartbeatTurns:
     def __init__(self, *, settings: Settings, hb: HeartbeatSettings, db: Database, llm: LLMClient,
                  finder: DueFinder, clock: Callable[[], datetime], tz: tzinfo, busy: Collection[str] = frozenset(),
-                 worker: Callable[[], DeliveryWorker | None] = lambda: None,
+                 outbound: Outbound | None = None,
                  follow_ups: FollowUps | None = None) -> None:
         self.settings = settings
         self.hb = hb
@@ -176,7 +175,8 @@ class HeartbeatTurns:
         self.clock = clock
         self.tz = tz
         self.busy = busy
-        self.worker = worker
+        # No outbound given (a command run while no bot runs): the posts wait in the outbox for the next start.
+        self.outbound: Outbound = outbound or PostedAtNextStart(clock)
         self.follow_ups = follow_ups
         self.hours = parse_active_hours(hb.active_hours)
 
@@ -241,11 +241,9 @@ class HeartbeatTurns:
         except LLMError as exc:
             return self._failed(person, attempt, exc)
         text = strip_silent(reply.text)
-        message = await self.db.run(_record, person, dest, text, [i.key for i in items], self.clock())
-        if message is not None:
-            worker = self.worker()
-            if worker is not None:
-                worker.schedule(outbox.lane_of(message))
+        posting = self.outbound.posting()
+        message = await self.db.run(_record, person, dest, text, [i.key for i in items], self.clock(), posting)
+        posting.schedule()
         log.info("heartbeat turn person=%s items=%d attempt=%d outcome=%s chars=%d", person, len(items), attempt,
                  "posted" if message else "silent", len(text or ""))
         return TurnOutcome.POSTED if message is not None else TurnOutcome.SILENT

@@ -6,7 +6,7 @@ import asyncio
 import gc
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from conversation.chat_commands import ChatCommands
@@ -52,6 +52,8 @@ log = logging.getLogger("kith.app")
 
 @dataclass
 class App:
+    """Every part of a running kith, built at once by :func:`build_app`; :meth:`start_channels` starts them."""
+
     settings: Settings
     db: Database
     llm: LLMClient
@@ -62,18 +64,19 @@ class App:
     inbox: Inbox
     cursors: Cursors
     commands: ChatCommands
+    worker: DeliveryWorker
+    router: Router
+    memory: MemoryService
+    linker: Linker
+    recall: RecallEngine
+    question_sender: QuestionSender
+    memory_commands: MemoryCommands
+    # The running channels by name: filled by start_channels, shared with the worker and the router.
+    channels: dict[str, Channel]
     clock: Callable[[], datetime] = utcnow
-    channels: dict[str, Channel] = field(default_factory=dict)
-    router: Router | None = None
-    worker: DeliveryWorker | None = None
-    memory: MemoryService | None = None
-    linker: Linker | None = None
-    recall: RecallEngine | None = None
-    question_sender: QuestionSender | None = None
     start_heartbeat: bool = True  # tests of other parts leave the scheduler off
-    heartbeat: Heartbeat | None = None
+    heartbeat: Heartbeat | None = None  # started with the channels
     scheduler: HeartbeatScheduler | None = None
-    memory_commands: MemoryCommands | None = None
     model_process: ModelProcess | None = None
     warming: asyncio.Task[None] | None = None  # load_model_client, spawned by build_app
     retention: Retention | None = None  # prunes the inbound journal and the delivered outbox while running
@@ -91,17 +94,9 @@ class App:
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
-        self.channels = {c.name: c for c in channels}
+        self.channels.clear()
+        self.channels.update((c.name, c) for c in channels)
         await self.gate.refresh()
-        self.worker = DeliveryWorker(self.db, self.channels, self.gate.may_send, settings=self.settings.delivery,
-                                     clock=self.clock)
-        self.router = Router(self.core, self.channels, self.worker, self.gate, self.journal,
-                             debounce_s=self.settings.delivery.debounce_ms / 1000,
-                             typing_refresh_s=self.settings.delivery.typing_refresh_s,
-                             typing_delay_s=self.settings.delivery.typing_delay_s, commands=self.commands,
-                             buttons=self.commands.press,
-                             pending=self.memory_commands.answer_if_pending if self.memory_commands else None,
-                             kept=self.inbox)
         left = await self.inbox.leftovers()  # before any channel takes a message in itself
         started = []
         for channel in channels:
@@ -126,13 +121,11 @@ class App:
             await self.scheduler.shutdown()
         # Deliver what can be delivered while the channels can still send; whatever is left stays
         # pending in the outbox (the worker is cancelled, never failed) and goes out at the next start.
-        if self.router is not None:
-            try:
-                await asyncio.wait_for(self.router.close(), SHUTDOWN_DELIVERY_S)
-            except TimeoutError:
-                log.warning("shutdown left undelivered replies in the outbox; they go out at the next start")
-        if self.worker is not None:
-            await self.worker.stop()
+        try:
+            await asyncio.wait_for(self.router.close(), SHUTDOWN_DELIVERY_S)
+        except TimeoutError:
+            log.warning("shutdown left undelivered replies in the outbox; they go out at the next start")
+        await self.worker.stop()
         if self.retention is not None:
             await self.retention.stop()
         for channel in self.channels.values():
@@ -144,10 +137,8 @@ class App:
             self.warming.cancel()  # nothing waits on it any more; a child still loading is killed below
         await self.background.drain(timeout=5)
         await self.background.cancel_all()
-        if self.recall is not None:
-            await self.recall.close()
-        if self.memory is not None:
-            await self.memory.close()
+        await self.recall.close()
+        await self.memory.close()
         if self.model_process is not None:
             await self.model_process.close()
         self.db.close()
@@ -199,20 +190,26 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
         await goals.reassign(old, new)
         return counts
 
+    channels: dict[str, Channel] = {}
+    worker = DeliveryWorker(db, channels, gate.may_send, settings=settings.delivery, clock=clock)
     commands = ChatCommands(settings.persona.name)
-    linker = Linker(db, clock, on_moved=moved, worker=lambda: app.worker)
+    linker = Linker(db, clock, worker, on_moved=moved)
     commands.register("link", "use me from another platform as the same person", linker.issue)
     commands.register_button("l", linker.press)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
+    question_sender = QuestionSender(db=db, memory=memory, book=questions, outbound=worker, clock=clock)
+    memory_commands = MemoryCommands(db=db, controls=controls, sender=question_sender, clock=clock)
+    memory_commands.register(commands)
     inbox = Inbox(db, clock=clock)
-    app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate,
-              journal=InboundJournal(db, clock=clock, inbox=inbox), inbox=inbox, cursors=Cursors(db),
-              commands=commands, clock=clock, memory=memory, linker=linker, recall=recall,
-              model_process=model_process)
-    app.question_sender = QuestionSender(db=db, memory=memory, book=questions, worker=lambda: app.worker,
-                                         clock=clock)
-    app.memory_commands = MemoryCommands(db=db, controls=controls, sender=app.question_sender, clock=clock)
-    app.memory_commands.register(commands)
+    journal = InboundJournal(db, clock=clock, inbox=inbox)
+    router = Router(core, channels, worker, gate, journal, debounce_s=settings.delivery.debounce_ms / 1000,
+                    typing_refresh_s=settings.delivery.typing_refresh_s,
+                    typing_delay_s=settings.delivery.typing_delay_s, commands=commands, buttons=commands.press,
+                    pending=memory_commands.answer_if_pending, kept=inbox)
+    app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,
+              inbox=inbox, cursors=Cursors(db), commands=commands, worker=worker, router=router, memory=memory,
+              linker=linker, recall=recall, question_sender=question_sender, memory_commands=memory_commands,
+              channels=channels, clock=clock, model_process=model_process)
     core.observers.append(app.question_sender)
     core.persona_notes.append(PERSONA_HINT)
     if warm_llm:
@@ -235,12 +232,10 @@ def freeze_startup_heap() -> None:
 
 async def start_heartbeat(app: App) -> tuple[Heartbeat, HeartbeatScheduler]:
     """Build the heartbeat over a running app and start its scheduler (call after the delivery worker exists)."""
-    if app.memory is None:
-        raise RuntimeError("the heartbeat needs the memory service")
     ensure_tables(app.db)  # start-up, like open_database: a moment of blocking is fine here
-    sweep = app.question_sender.sweep if app.question_sender is not None else None
+    sweep = app.question_sender.sweep
     heartbeat = build_heartbeat(settings=app.settings, db=app.db, llm=app.llm, memory=app.memory, clock=app.clock,
-                                busy=app.core.busy_people, worker=lambda: app.worker, questions=sweep)
+                                busy=app.core.busy_people, outbound=app.worker, questions=sweep)
     scheduler = HeartbeatScheduler(app.db.engine, heartbeat, hb=heartbeat.hb,
                                    consolidation_hour=app.settings.memory.consolidation_hour, tz=heartbeat.tz,
                                    clock=app.clock)

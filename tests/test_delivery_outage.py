@@ -46,10 +46,10 @@ async def test_an_outage_longer_than_the_quick_retries_loses_nothing(telegram_ap
         api.fail_next("sendMessage", status=403)  # Bob blocked the bot
         for _ in range(SETTINGS.max_attempts + 1):  # then Telegram is down for a while
             api.fail_next("sendMessage", status=502)
-        refused = await worker.submit(reply(BOB, "for Bob"))
+        refused = await worker.post(reply(BOB, "for Bob"))
         await worker.wait_idle()
-        first = await worker.submit(reply(ALICE, "sent during the outage"))
-        second = await worker.submit(reply(ALICE, "sent after it"))
+        first = await worker.post(reply(ALICE, "sent during the outage"))
+        second = await worker.post(reply(ALICE, "sent after it"))
         await worker.wait_idle()
         assert api.sent == []
         assert [e.id for e in db.run_sync(outbox.by_status, OutboxStatus.PENDING)] == [first, second]

@@ -58,7 +58,7 @@ def entry(db: Database, entry_id: int) -> outbox.OutboxEntry:
 async def test_three_chunks_arrive_in_order_and_are_recorded(db: Database) -> None:
     channel = FakeChannel()
     worker, sleep = make_worker(db, channel)
-    entry_id = await worker.submit(reply("one|two|three"), source="in-7")
+    entry_id = await worker.post(reply("one|two|three"), source="in-7")
     await worker.wait_idle()
     assert channel.texts() == ["<b>one</b>", "<b>two</b>", "<b>three</b>"]
     stored = entry(db, entry_id)
@@ -71,7 +71,7 @@ async def test_a_sender_whose_chunk_was_recorded_by_another_stops(db: Database) 
     channel = FakeChannel()
     worker, _ = make_worker(db, channel)
     gate = channel.hold("one")
-    entry_id = await worker.submit(reply("one|two|three"), source=None)
+    entry_id = await worker.post(reply("one|two|three"), source=None)
     await channel.reached["one"].wait()
     # Meanwhile another process delivered chunk 0 of the same entry and recorded it.
     assert db.run_sync(outbox.record_chunk, entry_id, 0, ["theirs1"], now=FakeClock()())
@@ -86,10 +86,10 @@ async def test_a_blocked_chat_does_not_hold_up_another_and_each_keeps_its_order(
     channel = FakeChannel()
     worker, _ = make_worker(db, channel)
     gate = channel.hold("a1")
-    await worker.submit(reply("a1|a2", chat_id="A"))
-    await worker.submit(reply("b1|b2", chat_id="B"))
-    await worker.submit(reply("a3", chat_id="A"))
-    await worker.submit(reply("b3", chat_id="B"))
+    await worker.post(reply("a1|a2", chat_id="A"))
+    await worker.post(reply("b1|b2", chat_id="B"))
+    await worker.post(reply("a3", chat_id="A"))
+    await worker.post(reply("b3", chat_id="B"))
     await asyncio.wait_for(channel.reached["b3"].wait(), timeout=5)
     await asyncio.sleep(0)
     # Chat B is done while chat A is still stuck on its first chunk, and A sent nothing out of turn.
@@ -105,7 +105,7 @@ async def test_rate_limit_waits_at_least_retry_after_then_delivers_once(db: Data
     channel = FakeChannel()
     channel.fail("two", SendError("429", retry_after=30.0))
     worker, sleep = make_worker(db, channel, rng=lambda: 0.0)  # jitter alone would not wait at all
-    entry_id = await worker.submit(reply("one|two"))
+    entry_id = await worker.post(reply("one|two"))
     await worker.wait_idle()
     assert sleep.waits == [30.0]
     assert channel.texts() == ["<b>one</b>", "<b>two</b>"]
@@ -117,7 +117,7 @@ async def test_server_errors_back_off_exponentially_then_deliver(db: Database) -
     channel = FakeChannel()
     channel.fail("hi", SendError("502"), SendError("503"), ConnectionResetError())
     worker, sleep = make_worker(db, channel)  # rng 1.0: the top of each jitter range
-    entry_id = await worker.submit(reply("hi"))
+    entry_id = await worker.post(reply("hi"))
     await worker.wait_idle()
     assert sleep.waits == [1.0, 2.0, 4.0]
     assert channel.texts() == ["<b>hi</b>"]
@@ -144,8 +144,8 @@ async def test_an_outage_past_the_quick_retries_keeps_the_reply_pending_in_order
     channel.fail("secret words", *[SendError("502") for _ in range(SETTINGS.max_attempts + 1)])
     worker, sleep = make_worker(db, channel, settings=SWEEPING)  # rng 1.0: the top of each jitter range
     with caplog.at_level(logging.INFO, logger="kith.delivery"):
-        first_id = await worker.submit(reply("secret words"))
-        next_id = await worker.submit(reply("after"))
+        first_id = await worker.post(reply("secret words"))
+        next_id = await worker.post(reply("after"))
         await worker.wait_idle()
         assert sleep.waits == [1.0, 2.0, 4.0]  # the quick retries, then the chat is parked, not failed
         stored = entry(db, first_id)
@@ -172,7 +172,7 @@ async def test_without_a_sweep_a_long_backoff_waits_in_the_chats_own_task(db: Da
     channel = FakeChannel()
     channel.fail("hi", *[SendError("502") for _ in range(SETTINGS.max_attempts + 1)])
     worker, sleep = make_worker(db, channel)  # outbox_sweep_s = 0: nothing else would take the chat up
-    entry_id = await worker.submit(reply("hi"))
+    entry_id = await worker.post(reply("hi"))
     await worker.wait_idle()
     assert sleep.waits == [1.0, 2.0, 4.0, SEND_LONG_BACKOFF_BASE_S, 2 * SEND_LONG_BACKOFF_BASE_S]
     assert entry(db, entry_id).status is OutboxStatus.SENT and channel.texts() == ["<b>hi</b>"]
@@ -193,7 +193,7 @@ async def test_a_reply_is_never_delivered_more_than_a_day_late(db: Database,
     channel.fail("hi", *[SendError("502") for _ in range(100)])  # an outage longer than a day
     worker, sleep = make_worker(db, channel)
     with caplog.at_level(logging.INFO, logger="kith.delivery"):
-        entry_id = await worker.submit(reply("hi"))
+        entry_id = await worker.post(reply("hi"))
         await worker.wait_idle()
     stored = entry(db, entry_id)
     assert (stored.status, stored.last_error) == (OutboxStatus.FAILED, "expired")
@@ -219,7 +219,7 @@ async def test_shutdown_does_not_wait_for_a_chat_that_is_backing_off(db: Databas
     sleep = SteppedSleep()  # the backoff would never end on its own
     worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SETTINGS, sleep=sleep,
                             clock=FakeClock(), rng=lambda: 1.0)
-    entry_id = await worker.submit(reply("hi"))
+    entry_id = await worker.post(reply("hi"))
     for _ in range(1000):  # the failure is written down on the database thread, then the wait begins
         if sleep.waits:
             break
@@ -240,7 +240,7 @@ async def test_a_send_that_may_have_gone_through_is_resent_noted_and_never_given
     channel.fail("two", *timed_out)
     worker, sleep = make_worker(db, channel)
     with caplog.at_level(logging.WARNING, logger="kith.delivery"):
-        entry_id = await worker.submit(reply("one|two"))
+        entry_id = await worker.post(reply("one|two"))
         await worker.wait_idle()
     assert channel.texts() == ["<b>one</b>", "<b>two</b>"]
     assert entry(db, entry_id).status is OutboxStatus.SENT
@@ -256,7 +256,7 @@ async def test_permanent_error_fails_at_once(db: Database, caplog: pytest.LogCap
     channel.fail("hi", SendError("403 bot was blocked", permanent=True))
     worker, sleep = make_worker(db, channel)
     with caplog.at_level(logging.INFO, logger="kith.delivery"):
-        entry_id = await worker.submit(reply("hi"))
+        entry_id = await worker.post(reply("hi"))
         await worker.wait_idle()
     stored = entry(db, entry_id)
     assert (stored.status, stored.attempts) == (OutboxStatus.FAILED, 1)
@@ -271,8 +271,8 @@ async def test_a_files_bytes_are_dropped_once_it_is_delivered_or_refused(db: Dat
     worker, _ = make_worker(db, channel)
     export = dataclasses.replace(reply("your export|in two parts"), attachment_name="kith-export.json",
                                  attachment_bytes=b'{"memories": []}')
-    sent_id = await worker.submit(export)
-    refused_id = await worker.submit(dataclasses.replace(export, text="refused", chat_id="c2"))
+    sent_id = await worker.post(export)
+    refused_id = await worker.post(dataclasses.replace(export, text="refused", chat_id="c2"))
     await worker.wait_idle()
     sent, refused = entry(db, sent_id), entry(db, refused_id)
     assert (sent.status, refused.status) == (OutboxStatus.SENT, OutboxStatus.FAILED)
@@ -284,7 +284,7 @@ async def test_bad_formatting_resends_that_chunk_as_plain_text_at_once(db: Datab
     channel = FakeChannel()
     channel.fail("b", SendError("can't parse entities", bad_formatting=True))
     worker, sleep = make_worker(db, channel)
-    entry_id = await worker.submit(reply("a|b|c"))
+    entry_id = await worker.post(reply("a|b|c"))
     await worker.wait_idle()
     assert channel.texts() == ["<b>a</b>", "b", "<b>c</b>"]
     assert channel.attempts == [("a", False), ("b", False), ("b", True), ("c", False)]
@@ -297,8 +297,8 @@ async def test_restart_resumes_after_the_last_sent_chunk_and_sends_queued_reply_
     before = FakeChannel()
     before.hold("two")  # the process "dies" while chunk 2 is in flight
     worker, _ = make_worker(first_db, before)
-    long_id = await worker.submit(reply("one|two|three"))
-    queued_id = await worker.submit(reply("queued"))
+    long_id = await worker.post(reply("one|two|three"))
+    queued_id = await worker.post(reply("queued"))
     await asyncio.wait_for(before.reached["two"].wait(), timeout=5)
     await worker.stop()
     first_db.close()
@@ -351,8 +351,8 @@ async def test_policy_refusal_is_recorded_and_never_sent(db: Database) -> None:
         return message.chat_id != "stranger"
 
     worker, _ = make_worker(db, channel, may_send=not_to_strangers)
-    refused = await worker.submit(reply("hello stranger", chat_id="stranger"))
-    allowed = await worker.submit(reply("hello friend", chat_id="friend"))
+    refused = await worker.post(reply("hello stranger", chat_id="stranger"))
+    allowed = await worker.post(reply("hello friend", chat_id="friend"))
     await worker.wait_idle()
     assert channel.delivered == [("friend", "<b>hello friend</b>")]
     stored = entry(db, refused)
@@ -363,7 +363,7 @@ async def test_policy_refusal_is_recorded_and_never_sent(db: Database) -> None:
 async def test_a_reply_for_a_channel_that_is_down_waits_for_a_process_that_has_it(db: Database) -> None:
     channel = FakeChannel("telegram")
     without = DeliveryWorker(db, {}, send_anything, settings=SETTINGS)
-    entry_id = await without.submit(reply("later"))
+    entry_id = await without.post(reply("later"))
     await without.wait_idle()
     assert entry(db, entry_id).status is OutboxStatus.PENDING
     worker, _ = make_worker(db, channel)
@@ -444,7 +444,7 @@ async def test_an_outage_during_shutdown_leaves_the_reply_for_the_next_start_not
     gate = channel.hold("bye")  # the send is under way when the shutdown begins
     channel.fail("bye", *[SendError("502") for _ in range(SETTINGS.max_attempts + 2)])
     worker, sleep = make_worker(db, channel)
-    entry_id = await worker.submit(reply("bye"))
+    entry_id = await worker.post(reply("bye"))
     await channel.reached["bye"].wait()
     draining = asyncio.create_task(worker.drain())
     await asyncio.sleep(0)
@@ -464,9 +464,9 @@ async def test_a_reply_queued_inside_another_transaction_is_sent_once_even_if_th
     channel = FakeChannel()
     release = channel.hold("first")
     worker, _sleep = make_worker(db, channel)
-    await worker.submit(reply("first"))
+    await worker.post(reply("first"))
     await channel.reached["first"].wait()  # the lane is busy with the first reply
-    queued = worker.in_transaction(source="m2")
+    queued = worker.posting(source="m2")
     await db.run(lambda conn: queued(conn, reply("second")))  # e.g. recorded with the reply in history
     release.set()
     await worker.wait_idle()  # the lane sends both and ends before the second's writer schedules it
@@ -480,13 +480,13 @@ async def test_a_reply_queued_inside_another_transaction_is_sent_once_when_the_l
     channel = FakeChannel()
     release = channel.hold("first")
     worker, _sleep = make_worker(db, channel, lane_ends_kept=1)
-    await worker.submit(reply("first"))
+    await worker.post(reply("first"))
     await channel.reached["first"].wait()
-    queued = worker.in_transaction(source="m2")
+    queued = worker.posting(source="m2")
     await db.run(lambda conn: queued(conn, reply("second")))
     release.set()
     await worker.wait_idle()  # the lane sends both and ends
-    await worker.submit(reply("elsewhere", chat_id="c2"))  # another chat's lane ends: the first lane's end is
+    await worker.post(reply("elsewhere", chat_id="c2"))  # another chat's lane ends: the first lane's end is
     await worker.wait_idle()  # forgotten, as the memory holds one lane
     assert queued.schedule()
     await worker.wait_idle()
@@ -499,7 +499,7 @@ async def test_a_reply_whose_transaction_rolled_back_is_never_sent(db: Database)
     """The commit that records a reply fails (a full disk): the row is gone, so nothing may go out."""
     channel = FakeChannel()
     worker, _sleep = make_worker(db, channel)
-    queued = worker.in_transaction(source="m1")
+    queued = worker.posting(source="m1")
 
     def record_then_fail(conn: Connection) -> None:
         queued(conn, reply("never committed"))
@@ -510,7 +510,7 @@ async def test_a_reply_whose_transaction_rolled_back_is_never_sent(db: Database)
     assert queued.schedule(committed=False)  # something was enqueued, but the lane is read afresh
     await worker.wait_idle()
     assert channel.texts() == []
-    queued = worker.in_transaction(source="m1")
+    queued = worker.posting(source="m1")
     await db.run(lambda conn: queued(conn, reply("committed")))
     assert queued.schedule(committed=False)  # a failure after the commit: what committed still goes out
     await worker.wait_idle()
@@ -522,7 +522,7 @@ async def test_work_queued_by_another_process_goes_out_at_the_next_sweep(db: Dat
     worker, _ = make_worker(db, channel)
     await worker.start()
     release = channel.hold("being sent")
-    await worker.submit(reply("being sent"))
+    await worker.post(reply("being sent"))
     await channel.reached["being sent"].wait()  # this process's own lane is busy with it
     # bot.py heartbeat, in a process of its own, queues replies while this one runs.
     clock = FakeClock()

@@ -326,7 +326,7 @@ async def test_rate_limited_reply_arrives_once_after_retry_after(people: FakeSla
         api.fail_next("chat.postMessage", "ratelimited", retry_after=7)
         worker = DeliveryWorker(stores.db, {"slack": channel}, send_anything, sleep=no_wait,
                                 settings=DeliverySettings(max_attempts=4, backoff_base_s=0.01, backoff_max_s=0.05))
-        await worker.submit(_outbound(api.dm_channel(ALICE), "worth the wait"))
+        await worker.post(_outbound(api.dm_channel(ALICE), "worth the wait"))
         await worker.wait_idle()
 
     assert [p.text for p in api.posted] == ["worth the wait"]

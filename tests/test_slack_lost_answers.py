@@ -58,7 +58,7 @@ async def _no_wait(seconds: float) -> None:
 
 async def _deliver(db: Database, channel: SlackChannel, message: OutboundMessage) -> int:
     worker = DeliveryWorker(db, {"slack": channel}, send_anything, sleep=_no_wait, settings=QUICK)
-    entry_id = await worker.submit(message)
+    entry_id = await worker.post(message)
     await worker.wait_idle()
     return entry_id
 

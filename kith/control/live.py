@@ -51,8 +51,8 @@ class LiveParts:
             sender = self.app.question_sender
             self._heartbeat = build_heartbeat(settings=self.settings, db=self.db, llm=self.app.llm,
                                               memory=self._memory, clock=self.app.clock,
-                                              busy=self.app.core.busy_people, worker=lambda: self.app.worker,
-                                              questions=sender.sweep if sender is not None else None)
+                                              busy=self.app.core.busy_people, outbound=self.app.worker,
+                                              questions=sender.sweep)
         return self._heartbeat
 
     async def moved(self, old_person: str, new_person: str) -> dict[str, int]:

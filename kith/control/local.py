@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from conversation.memory_commands import QuestionSender
+from delivery.posting import PostedAtNextStart
 from ground.checks import CheckResult
 from ground.config import Settings
 from ground.db import Database
@@ -59,7 +60,7 @@ class LocalParts:
             memory = await self.memory()
             ensure_tables(self.db)
             questions = QuestionSender(db=self.db, memory=memory, book=QuestionBook(self.db, self.clock),
-                                       worker=lambda: None, clock=self.clock)  # sent at the bot's next start
+                                       outbound=PostedAtNextStart(self.clock), clock=self.clock)
             self._heartbeat = build_heartbeat(settings=self.settings, db=self.db, llm=self.llm(), memory=memory,
                                               clock=self.clock, questions=questions.sweep)
         return self._heartbeat

@@ -78,7 +78,7 @@ async def make_rig(tmp_path: Path, fake: FakeOpenAI, *, start: datetime | None =
     worker = DeliveryWorker(db, {"console": channel}, send_anything, clock=clock)
     busy: set[str] = set()
     heartbeat = build_heartbeat(settings=settings, db=db, llm=LLMClient(settings.llm), memory=service,
-                                clock=clock, busy=busy, worker=lambda: worker,
+                                clock=clock, busy=busy, outbound=worker,
                                 hb=hb or HeartbeatSettings(timezone="UTC"))
     return Rig(tmp_path, db, service, heartbeat, clock, fake, channel, worker, busy)
 
