@@ -8,7 +8,8 @@ import aiohttp
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
-from channels import discord_translate, slack
+from channels.discord import translate as discord_translate
+from channels.slack import channel as slack
 from ground.types import SendError
 
 _KEY = ConnectionKey("127.0.0.1", 1, False, False, None, None, None)

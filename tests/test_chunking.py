@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from channels.chunking import (
+from channels.markdown.chunking import (
     MIN_CHUNK_LIMIT,
     RenderedChunk,
     platform_limit,
@@ -14,7 +14,7 @@ from channels.chunking import (
     split_markdown,
     utf16_len,
 )
-from channels.formatting import Platform, to_plain, to_telegram_html
+from channels.markdown.formatting import Platform, to_plain, to_telegram_html
 from ground.tunables import DISCORD_MAX_CHARS, SLACK_MAX_CHARS, TELEGRAM_MAX_UTF16
 from tests.support.formatting import valid_telegram, words
 

@@ -19,7 +19,7 @@ from typing import Any
 import discord
 import pytest
 
-from channels.discord import DiscordChannel, DiscordSettings
+from channels.discord.channel import DiscordChannel, DiscordSettings
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from ground.db import Database

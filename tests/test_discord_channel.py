@@ -16,7 +16,7 @@ import discord.gateway
 import pytest
 import yarl
 
-from channels.discord import ChannelStartError, DiscordChannel, DiscordSettings, check_token
+from channels.discord.channel import ChannelStartError, DiscordChannel, DiscordSettings, check_token
 from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from ground.db import Database

@@ -8,7 +8,7 @@ import discord
 import pytest
 from multidict import CIMultiDict
 
-from channels.discord_translate import (
+from channels.discord.translate import (
     BotIdentity,
     Place,
     Skipped,

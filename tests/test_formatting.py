@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from channels.formatting import sanitize, to_discord_markdown, to_plain, to_slack_mrkdwn, to_telegram_html
+from channels.markdown.formatting import sanitize, to_discord_markdown, to_plain, to_slack_mrkdwn, to_telegram_html
 from tests.support.formatting import valid_telegram, words
 
 # --- Telegram -------------------------------------------------------------------------------------------

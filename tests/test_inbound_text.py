@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from channels.discord_translate import place_of, translate_interaction
-from channels.discord_translate import translate_message as translate_discord
-from channels.slack_translate import translate_block_action, translate_event
+from channels.discord.translate import place_of, translate_interaction
+from channels.discord.translate import translate_message as translate_discord
+from channels.slack.translate import translate_block_action, translate_event
 from ground.config import Settings
 from ground.types import ButtonPress, ChatKind, InboundMessage, well_formed
 from kith.app import App

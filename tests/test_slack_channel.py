@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from channels.slack import ChannelStartError, SlackChannel, SlackSettings, check_token
+from channels.slack.channel import ChannelStartError, SlackChannel, SlackSettings, check_token
 from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from delivery.worker import DeliveryWorker

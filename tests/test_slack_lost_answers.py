@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from channels.slack import SlackChannel, SlackSettings, web_timeout
-from channels.slack_translate import SlackIdentity, delivery_marker, delivery_metadata, posted_with_marker
+from channels.slack.channel import SlackChannel, SlackSettings, web_timeout
+from channels.slack.translate import SlackIdentity, delivery_marker, delivery_metadata, posted_with_marker
 from delivery import outbox
 from delivery.inbound import InboundJournal
 from delivery.worker import MAYBE_DELIVERED, DeliveryWorker

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from channels.slack import chunk_limit, send_error_for, text_chunks
-from channels.slack_translate import (
+from channels.slack.channel import chunk_limit, send_error_for, text_chunks
+from channels.slack.translate import (
     Skipped,
     SlackIdentity,
     button_blocks,

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from channels.telegram import ChannelStartError, OffsetStep, TelegramChannel, check_token, offset_step
+from channels.telegram.channel import ChannelStartError, OffsetStep, TelegramChannel, check_token, offset_step
 from delivery.inbound import Cursors, InboundJournal
 from ground.config import TelegramSettings
 from ground.db import Database

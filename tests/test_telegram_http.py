@@ -12,7 +12,7 @@ import pytest
 from telegram import Bot
 from telegram.error import NetworkError, RetryAfter, TimedOut
 
-from channels.telegram_http import AiohttpRequest, AnswerLost, env_proxy
+from channels.telegram.transport import AiohttpRequest, AnswerLost, env_proxy
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import free_port
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from telegram import Update
 
-from channels.telegram_translate import (
+from channels.telegram.translate import (
     BotIdentity,
     Skipped,
     parse_update,

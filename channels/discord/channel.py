@@ -56,8 +56,7 @@ from typing import Any, Protocol
 import aiohttp
 import discord
 
-from channels.chunking import render_chunks, with_attachment
-from channels.discord_translate import (
+from channels.discord.translate import (
     PLATFORM,
     BotIdentity,
     Place,
@@ -79,6 +78,7 @@ from channels.discord_translate import (
     translate_message,
 )
 from channels.lanes import HandlerLanes
+from channels.markdown.chunking import render_chunks, with_attachment
 from ground.config import DiscordSettings
 from ground.failures import describe, traceback_of
 from ground.tunables import (

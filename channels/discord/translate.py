@@ -1,6 +1,6 @@
 """Pure translation between discord.py's objects and the core's types.
 
-No I/O here: :mod:`channels.discord` runs the gateway and the REST calls, and these functions decide
+No I/O here: :mod:`channels.discord.channel` runs the gateway and the REST calls, and these functions decide
 what each event means and how each reply is addressed. Anything that is not a person's text becomes a
 :class:`Skipped` with a short, content-free reason the channel logs next to the event id.
 

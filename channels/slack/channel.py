@@ -69,11 +69,11 @@ from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from channels.chunking import split_tokens, with_attachment
-from channels.formatting import Platform, render_tokens
 from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
-from channels.slack_translate import (
+from channels.markdown.chunking import split_tokens, with_attachment
+from channels.markdown.formatting import Platform, render_tokens
+from channels.slack.translate import (
     PLATFORM,
     SECTION_TEXT_MAX_CHARS,
     Skipped,

@@ -59,11 +59,10 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.chunking import render_chunks, with_attachment
 from channels.http import serve_posts
 from channels.lanes import HandlerLanes
-from channels.telegram_http import AiohttpRequest, AnswerLost
-from channels.telegram_translate import (
+from channels.markdown.chunking import render_chunks, with_attachment
+from channels.telegram.translate import (
     ALLOWED_UPDATES,
     PLATFORM,
     BotIdentity,
@@ -76,6 +75,7 @@ from channels.telegram_translate import (
     translate_update,
     update_id_of,
 )
+from channels.telegram.transport import AiohttpRequest, AnswerLost
 from ground.config import TelegramSettings
 from ground.failures import describe
 from ground.tunables import (

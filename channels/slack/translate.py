@@ -1,6 +1,6 @@
 """Pure translation between Slack's Events API / interactivity payloads and the core's types.
 
-No I/O here: :mod:`channels.slack` receives the payloads through slack-bolt, and these functions decide
+No I/O here: :mod:`channels.slack.channel` receives the payloads through slack-bolt, and these functions decide
 what each one means. Anything that is not a person's text addressed to the bot becomes a :class:`Skipped`
 with a short, content-free reason the channel logs next to the event id.
 

@@ -1,6 +1,6 @@
 """Pure translation between Telegram's Update objects (python-telegram-bot) and the core's types.
 
-No I/O here: the channel in :mod:`channels.telegram` fetches updates, and these functions decide what
+No I/O here: the channel in :mod:`channels.telegram.channel` fetches updates, and these functions decide what
 each one means. Anything that is not a person's text addressed to a chat we serve becomes a
 :class:`Skipped` with a short, content-free reason the channel logs next to the update id.
 """

@@ -1,6 +1,6 @@
 """Cut a rendered message into chunks within each platform's limit, every chunk valid on its own.
 
-The cut works on the formatted token stream (see :mod:`channels.formatting`), so lengths are measured
+The cut works on the formatted token stream (see :mod:`channels.markdown.formatting`), so lengths are measured
 after formatting and escaping, with the platform's own measure. A chunk ends at the best break it can
 reach (paragraph, then block, line, word, and only then a hard cut that splits no character cluster);
 whatever is open there (a code block, a bold span, a link, a quote line) is closed at the end of the chunk
@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from channels.formatting import (
+from channels.markdown.formatting import (
     Atom,
     BreakPriority,
     Close,

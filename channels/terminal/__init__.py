@@ -1,0 +1,5 @@
+"""The terminal: a conversation on standard input and output."""
+
+from channels.terminal.channel import TerminalChannel
+
+__all__ = ["TerminalChannel"]
