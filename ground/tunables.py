@@ -109,10 +109,6 @@ LINK_FAILURE_WINDOW_S = 3_600
 
 # --- Delivery --------------------------------------------------------------------------
 DISCORD_READY_TIMEOUT_S = 30.0
-TELEGRAM_MAX_UTF16 = 4_096
-DISCORD_MAX_CHARS = 2_000
-SLACK_MAX_CHARS = 3_900  # under the 4,000 characters Slack shows before truncating a message
-TERMINAL_MAX_CHARS = 100_000
 SEND_MAX_ATTEMPTS = 6
 SEND_BACKOFF_BASE_S = 1.0
 SEND_BACKOFF_MAX_S = 60.0

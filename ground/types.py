@@ -195,6 +195,9 @@ class RenderedChunk:
     text: str
     parse_mode: str | None  # "HTML" for Telegram; None where the platform takes its own Markdown
     plain: str  # the same piece without markup, for when the platform rejects the formatting
+    # The message's final chunk: what rides on a message's end (buttons) goes on it. A chunk made on its
+    # own is a whole message.
+    last: bool = True
 
 
 InboundHandler = Callable[[InboundMessage], Awaitable[None]]

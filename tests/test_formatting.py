@@ -6,7 +6,10 @@ import re
 
 import pytest
 
-from channels.markdown.formatting import sanitize, to_discord_markdown, to_plain, to_slack_mrkdwn, to_telegram_html
+from channels.discord.formatting import to_discord_markdown
+from channels.markdown import sanitize, to_plain
+from channels.slack.formatting import to_slack_mrkdwn
+from channels.telegram.formatting import to_telegram_html
 from tests.support.formatting import valid_telegram, words
 
 # --- Telegram -------------------------------------------------------------------------------------------

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from channels.slack.channel import ChannelStartError, SlackChannel, SlackSettings, check_token
+from channels.slack.formatting import MESSAGE_MAX_CHARS as SLACK_MAX_CHARS
 from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from delivery.worker import DeliveryWorker
 from ground.config import DeliverySettings
 from ground.db import Database
-from ground.tunables import SLACK_MAX_CHARS
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, SendError
 from tests.fakes.slack_api import (
     BOT_USER_ID,

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from channels.slack.channel import chunk_limit, send_error_for, text_chunks
+from channels.slack.channel import send_error_for
+from channels.slack.formatting import MESSAGE_MAX_CHARS as SLACK_MAX_CHARS
+from channels.slack.formatting import chunk_limit, text_chunks
 from channels.slack.translate import (
     Skipped,
     SlackIdentity,
@@ -21,7 +23,6 @@ from channels.slack.translate import (
     translate_event,
     user_display_name,
 )
-from ground.tunables import SLACK_MAX_CHARS
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
 
 ME = SlackIdentity(team_id="T061EG9R6", user_id="U0LAN0Z89", bot_id="B0LAN0Z90", name="kith")

@@ -56,6 +56,7 @@ from typing import Any, Protocol
 import aiohttp
 import discord
 
+from channels.discord.formatting import MESSAGE_FORMAT
 from channels.discord.translate import (
     PLATFORM,
     BotIdentity,
@@ -78,7 +79,7 @@ from channels.discord.translate import (
     translate_message,
 )
 from channels.lanes import HandlerLanes
-from channels.markdown.chunking import render_chunks, with_attachment
+from channels.markdown import render_chunks, with_attachment
 from ground.config import DiscordSettings
 from ground.failures import describe, traceback_of
 from ground.tunables import (
@@ -538,7 +539,7 @@ class DiscordChannel:
     # -- sending --------------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         """Discord-Markdown chunks of ≤ 2,000 characters; an attachment is one more chunk (text = file name)."""
-        return with_attachment(render_chunks(message.text, PLATFORM), message)
+        return with_attachment(render_chunks(message.text, MESSAGE_FORMAT), message)
 
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:
@@ -549,7 +550,7 @@ class DiscordChannel:
         has_attachment = message.attachment_bytes is not None
         # Buttons ride on the last chunk and the attachment is the chunk after the text: both need the
         # count, which rendering again gives exactly (render is deterministic).
-        text_count = len(render_chunks(message.text, PLATFORM)) if message.buttons or has_attachment else 0
+        text_count = len(render_chunks(message.text, MESSAGE_FORMAT)) if message.buttons or has_attachment else 0
         is_attachment = has_attachment and index == text_count
         is_last = index == text_count + has_attachment - 1
         try:

@@ -1,108 +1,66 @@
-"""Cut a rendered message into chunks within each platform's limit, every chunk valid on its own.
+"""Cut a rendered message into chunks within a platform's limit, every chunk valid on its own.
 
-The cut works on the formatted token stream (see :mod:`channels.markdown.formatting`), so lengths are measured
+The cut works on the formatted token stream (see :mod:`channels.markdown.tokens`), so lengths are measured
 after formatting and escaping, with the platform's own measure. A chunk ends at the best break it can
 reach (paragraph, then block, line, word, and only then a hard cut that splits no character cluster);
 whatever is open there (a code block, a bold span, a link, a quote line) is closed at the end of the chunk
 and reopened at the start of the next, and the limit counts that markup too. The plain twin of each chunk
-is cut at the same place and held to the same limit.
+is cut at the same place and held to the same limit. The last chunk says so (``RenderedChunk.last``), so
+a channel puts what rides on the end of a message (buttons) there without counting chunks again.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from channels.markdown.formatting import (
-    Atom,
-    BreakPriority,
-    Close,
-    Open,
-    Platform,
-    Sep,
-    Text,
-    Token,
-    join_tokens,
-    markdown_tokens,
-    render_tokens,
-)
-from ground.tunables import DISCORD_MAX_CHARS, SLACK_MAX_CHARS, TELEGRAM_MAX_UTF16, TERMINAL_MAX_CHARS
+from channels.markdown.dialect import Dialect
+from channels.markdown.emit import markdown_tokens, render_tokens
+from channels.markdown.tokens import Atom, BreakPriority, Close, Open, Sep, Text, Token, join_tokens
 from ground.types import OutboundMessage, RenderedChunk
 
-# The smallest limit a split accepts (candidate for core/tunables.py): room for any one escaped character
-# ("&amp;", a surrogate pair) once every markup that does not fit has been dropped.
+# The smallest limit a split accepts, a safety floor rather than a tunable: room for any one escaped
+# character ("&amp;", a surrogate pair) once every markup that does not fit has been dropped.
 MIN_CHUNK_LIMIT = 16
 # How far a hard cut may step back to avoid splitting an emoji sequence or a letter from its accents.
 CLUSTER_BACKOFF_CHARS = 32
 
 Measure = Callable[[str], int]
 
-__all__ = [
-    "MIN_CHUNK_LIMIT",
-    "Platform",
-    "PlatformLimit",
-    "RenderedChunk",
-    "as_platform",
-    "platform_limit",
-    "render_chunks",
-    "split_markdown",
-    "split_tokens",
-    "utf16_len",
-]
-
 
 def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, Telegram's measure: a character outside the BMP counts 2."""
+    """Length in UTF-16 code units: a character outside the Basic Multilingual Plane counts 2."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 @dataclass(frozen=True, slots=True)
-class PlatformLimit:
-    limit: int
-    measure: Measure
-    parse_mode: str | None
+class MessageFormat:
+    """What a platform's messages look like: its Markdown dialect and how long one message may be."""
+
+    dialect: Dialect
+    limit: int  # the most one message may hold, counted by ``measure``
+    measure: Measure  # ``len`` (code points) or :func:`utf16_len`
+    parse_mode: str | None  # what the platform is told the markup is, where it asks
 
 
-def platform_limit(platform: Platform | str) -> PlatformLimit:
-    platform = as_platform(platform)
-    if platform is Platform.TELEGRAM:
-        return PlatformLimit(TELEGRAM_MAX_UTF16, utf16_len, "HTML")
-    if platform is Platform.DISCORD:
-        return PlatformLimit(DISCORD_MAX_CHARS, len, None)  # Discord counts code points
-    if platform is Platform.SLACK:
-        return PlatformLimit(SLACK_MAX_CHARS, len, None)
-    return PlatformLimit(TERMINAL_MAX_CHARS, len, None)
-
-
-def as_platform(platform: Platform | str) -> Platform:
-    """A Platform from its value ("console") or its name ("terminal"), any case."""
-    if isinstance(platform, Platform):
-        return platform
-    try:
-        return Platform(platform.lower())
-    except ValueError:
-        pass
-    try:
-        return Platform[platform.upper()]
-    except KeyError:
-        raise ValueError(f"unknown platform {platform!r}") from None
-
-
-def render_chunks(markdown: str, platform: Platform | str) -> list[RenderedChunk]:
-    """The message formatted for ``platform`` and cut to its limit; empty or blank text gives no chunks."""
-    platform = as_platform(platform)
-    spec = platform_limit(platform)
-    pieces = split_tokens(render_tokens(markdown, platform), spec.limit, spec.measure)
-    return [RenderedChunk(markup, spec.parse_mode, plain) for markup, plain in pieces]
+def render_chunks(markdown: str, message_format: MessageFormat) -> list[RenderedChunk]:
+    """The message in ``message_format`` cut to its limit; empty or blank text gives no chunks."""
+    tokens = render_tokens(markdown, message_format.dialect)
+    pieces = split_tokens(tokens, message_format.limit, message_format.measure)
+    return [RenderedChunk(markup, message_format.parse_mode, plain, last=index == len(pieces) - 1)
+            for index, (markup, plain) in enumerate(pieces)]
 
 
 def with_attachment(chunks: list[RenderedChunk], message: OutboundMessage) -> list[RenderedChunk]:
-    """``chunks``, then for a message carrying a file one more chunk: the file, its name as its text."""
+    """``chunks``, then for a message carrying a file one more chunk: the file, its name as its text.
+
+    The file's chunk is then the last one.
+    """
     if message.attachment_bytes is None:
         return chunks
     name = message.attachment_name or "attachment"
-    return [*chunks, RenderedChunk(name, None, name)]
+    return [*(replace(chunk, last=False) for chunk in chunks), RenderedChunk(name, None, name, last=True)]
 
 
 def split_markdown(markdown: str, limit: int, measure: Measure) -> list[str]:

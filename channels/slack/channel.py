@@ -71,11 +71,10 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
-from channels.markdown.chunking import split_tokens, with_attachment
-from channels.markdown.formatting import Platform, render_tokens
+from channels.markdown import with_attachment
+from channels.slack.formatting import text_chunks
 from channels.slack.translate import (
     PLATFORM,
-    SECTION_TEXT_MAX_CHARS,
     Skipped,
     SlackIdentity,
     button_blocks,
@@ -100,7 +99,6 @@ from ground.tunables import (
     SLACK_LOOKUP_PAGES,
     SLACK_LOOKUP_SKEW_S,
     SLACK_LOST_SENDS_KEPT,
-    SLACK_MAX_CHARS,
     SLACK_NAME_CACHE_SIZE,
     SLACK_NAME_CACHE_TTL_S,
     SLACK_NAME_LOOKUP_TIMEOUT_S,
@@ -201,17 +199,6 @@ def web_timeout(send_timeout_s: float) -> aiohttp.ClientTimeout:
     """
     return aiohttp.ClientTimeout(total=2 * SLACK_HTTP_TIMEOUT_S + send_timeout_s, connect=SLACK_HTTP_TIMEOUT_S,
                                  sock_read=send_timeout_s)
-
-
-def chunk_limit(message: OutboundMessage) -> int:
-    """Characters per chunk: buttons put the last chunk in a Block Kit section, which holds fewer."""
-    return min(SLACK_MAX_CHARS, SECTION_TEXT_MAX_CHARS) if message.buttons else SLACK_MAX_CHARS
-
-
-def text_chunks(message: OutboundMessage) -> list[RenderedChunk]:
-    """The message's text as Slack mrkdwn, cut so every chunk is valid on its own (deterministic)."""
-    pieces = split_tokens(render_tokens(message.text, Platform.SLACK), chunk_limit(message), len)
-    return [RenderedChunk(markup, None, plain) for markup, plain in pieces]
 
 
 # --- The channel ---------------------------------------------------------------------------------
@@ -779,7 +766,5 @@ __all__ = [
     "SlackChannel",
     "SlackSettings",
     "check_token",
-    "chunk_limit",
     "send_error_for",
-    "text_chunks",
 ]

@@ -61,7 +61,8 @@ from telegram.warnings import PTBDeprecationWarning
 
 from channels.http import serve_posts
 from channels.lanes import HandlerLanes
-from channels.markdown.chunking import render_chunks, with_attachment
+from channels.markdown import render_chunks, with_attachment
+from channels.telegram.formatting import MESSAGE_FORMAT
 from channels.telegram.translate import (
     ALLOWED_UPDATES,
     PLATFORM,
@@ -589,7 +590,7 @@ class TelegramChannel:
     # -- sending ---------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         """Telegram HTML chunks of the text; an attachment is one more chunk (its text is the file name)."""
-        return with_attachment(render_chunks(message.text, PLATFORM), message)
+        return with_attachment(render_chunks(message.text, MESSAGE_FORMAT), message)
 
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:
@@ -599,7 +600,7 @@ class TelegramChannel:
         has_attachment = message.attachment_bytes is not None
         # Buttons ride on the last chunk and the attachment is the chunk after the text: both need the
         # count, which rendering again gives exactly (render is deterministic).
-        text_count = len(render_chunks(message.text, PLATFORM)) if message.buttons or has_attachment else 0
+        text_count = len(render_chunks(message.text, MESSAGE_FORMAT)) if message.buttons or has_attachment else 0
         is_attachment = has_attachment and index == text_count
         is_last = index == text_count + has_attachment - 1
         markup = inline_keyboard(message.buttons) if message.buttons and is_last else None
