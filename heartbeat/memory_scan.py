@@ -1,18 +1,8 @@
 """Cross-person reads of the memory store by metadata, for the heartbeat's sweeps.
 
 A tick must learn "who has something due" with a fixed number of queries, not one per person:
-that is a Chroma ``where`` filter over every person's memories. :class:`memory.store.MemoryStore`
-has the scans (``_scan_sync``, ``_ids_sync``, on its own Chroma thread) but no public methods for
-them yet, so :func:`scan_memories` and :func:`created_since` are the only places that reach in.
-The proposed patch to memory/store.py:
-
-    async def scan(self, where: dict[str, Any]) -> list[MemoryRecord]:
-        return [from_metadata(md) for md in await self._run(self._scan_sync, Collection.MEMORIES, where)]
-
-    async def ids(self, where: dict[str, Any]) -> list[str]:
-        return await self._run(self._ids_sync, self._cols[Collection.MEMORIES], where)
-
-Once it lands, those two become one-line calls.
+that is a Chroma ``where`` filter over every person's memories, through the store's
+:meth:`~memory.store.MemoryStore.memories_where` and :meth:`~memory.store.MemoryStore.memory_ids_where`.
 """
 
 from __future__ import annotations
@@ -20,16 +10,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memory.records import MemoryKind, MemoryRecord, Status, Tier, from_metadata
-from memory.store import Collection, MemoryStore
+from memory.records import MemoryKind, MemoryRecord, Status, Tier
+from memory.store import MemoryStore
 
 NO_CONFLICTS = "[]"  # records.to_metadata stores conflicts_with as a JSON list
 
 
 async def scan_memories(store: MemoryStore, where: dict[str, Any]) -> list[MemoryRecord]:
     """Every memory (any person) matching a Chroma ``where`` filter."""
-    rows = await store._run(store._scan_sync, Collection.MEMORIES, where)
-    return [from_metadata(md) for md in rows]
+    return await store.memories_where(where)
 
 
 def _and(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -46,7 +35,7 @@ def _person(person: str | None) -> tuple[dict[str, Any], ...]:
 
 
 async def disputed(store: MemoryStore, person: str | None = None) -> list[MemoryRecord]:
-    """Active memories flagged as conflicting with another (seed 001's open questions)."""
+    """Active memories flagged as conflicting with another: the open questions kith may ask about."""
     found = await scan_memories(store, _and({"conflicts_with": {"$nin": [NO_CONFLICTS]}}, *_person(person)))
     return [r for r in found if r.status is Status.ACTIVE and r.conflicts_with]
 
@@ -75,5 +64,4 @@ async def stale(store: MemoryStore, untouched_since: datetime, kinds: tuple[Memo
 
 async def created_since(store: MemoryStore, since: datetime) -> list[str]:
     """Ids of the memories created after ``since`` (ids only: reading metadata is the costly part)."""
-    col = store._cols[Collection.MEMORIES]
-    return await store._run(store._ids_sync, col, {"created_at_ts": {"$gt": since.timestamp()}})
+    return await store.memory_ids_where({"created_at_ts": {"$gt": since.timestamp()}})

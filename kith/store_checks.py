@@ -21,7 +21,7 @@ async def check_database(settings: Settings) -> CheckResult:
 
 
 async def check_chroma(settings: Settings) -> CheckResult:
-    from memory.store import check_chroma as check
+    from memory.chroma import check_chroma as check
 
     return await check(settings)
 

@@ -40,8 +40,9 @@ from ground.tunables import (
 from ground.turns import CompletedTurn
 from ground.types import quoted_name
 from llm.client import LLMClient, LLMError
+from memory.notes import Note
 from memory.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
-from memory.store import MemoryStore, Note
+from memory.store import MemoryStore
 from memory.text import normalize
 from memory.tombstones import TombstoneBook
 from memory.validation import ValidationLimits, validate_extraction

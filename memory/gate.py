@@ -32,6 +32,7 @@ from ground.tunables import (
     MAX_EVIDENCE_PER_MEMORY,
     MERGE_IMPORTANCE_BOOST,
 )
+from memory.person_index import MemorySummary
 from memory.records import (
     Horizon,
     MemoryCandidate,
@@ -44,8 +45,9 @@ from memory.records import (
     horizon_expiry,
 )
 from memory.similarity import Action, Match, Via, matches
-from memory.store import MemoryNotFound, MemoryStore, MemorySummary, RevisionConflict, Vectors
+from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.tombstones import TombstoneBook
+from memory.vectors import Vectors
 
 log = logging.getLogger("kith.memory.gate")
 

@@ -46,10 +46,12 @@ from ground.tunables import (
 from ground.turns import CompletedTurn
 from memory.bm25 import BM25Index, normalize_scores
 from memory.embedders import Vector
+from memory.notes import Note
 from memory.ranking import Candidate, Ranked, cited, cosine, latest_pinned, rank
 from memory.records import MemoryRecord, Scope, Status, horizon_expiry
-from memory.store import MemoryNotFound, MemoryStore, Note, RevisionConflict, Vectors
+from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
+from memory.vectors import Vectors
 
 log = logging.getLogger("kith.memory.recall")
 

@@ -23,8 +23,9 @@ from memory.capture import Capture, PausedHook
 from memory.changes import ChangeLog
 from memory.embedders import Embedder, EmbedderStatus, open_embedder
 from memory.gate import MemoryGate, PromoteReport
+from memory.notes import Note
 from memory.records import MemoryRecord, Status
-from memory.store import MemoryStore, Note
+from memory.store import MemoryStore
 from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
 from memory.wording import person_facing
 

@@ -27,9 +27,10 @@ from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, as_utc, metadata
 from ground.tunables import FORGET_CAS_RETRIES
+from memory.notes import Note
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
 from memory.scrub import Places, Redactor, Scanned, checkpoint, kept_sentences, phrases_of, scan
-from memory.store import MemoryStore, Note, RevisionConflict
+from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
 
 log = logging.getLogger("kith.memory.forget")

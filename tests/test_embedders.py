@@ -13,6 +13,7 @@ import pytest
 
 from ground.db import Database
 from llm.client import LLMClient
+from memory.chroma import VECTOR_KEY, Collection
 from memory.embedders import (
     ChromaDefaultEmbedder,
     EmbedderStatus,
@@ -24,7 +25,6 @@ from memory.embedders import (
     probe_embedder,
 )
 from memory.service import MemoryService
-from memory.store import VECTOR_KEY, Collection
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, free_port
 from tests.support.memory import (
@@ -189,7 +189,8 @@ async def test_a_failure_while_re_embedding_leaves_this_start_lexical(tmp_path: 
     try:
         assert not service.status.ready and "re-embedding" in service.status.reason
         assert [h.record.id for h in (await service.search("p_ana", "postgres")).hits] == [first.memory_id]
-        raw = await service.store._run(service.store._cols[Collection.MEMORIES].get, include=["metadatas"])
+        chroma = service.store.chroma
+        raw = await chroma.run(chroma.collection(Collection.MEMORIES).get, include=["metadatas"])
         assert json.dumps(raw["metadatas"]).count(f'"{VECTOR_KEY}": "hash"') == 1
     finally:
         await service.close()

@@ -14,10 +14,10 @@ import sqlalchemy as sa
 from ground.db import Database
 from llm.client import LLMClient
 from memory.gate import Outcome
+from memory.notes import Note
 from memory.records import MemoryKind, Source
 from memory.scrub import FORGOTTEN_MARK
 from memory.service import MemoryService
-from memory.store import Note
 from memory.tombstones import tombstones
 from people import history
 from tests.fakes.openai_api import FakeOpenAI

@@ -24,9 +24,9 @@ from kith.app import open_database
 from kith.control.dispatch import run_command
 from kith.memory_cli import add_memory_parser
 from llm.client import LLMClient
+from memory.notes import Note
 from memory.records import MemoryKind
 from memory.service import MemoryService
-from memory.store import Note
 from people import directory, history
 from tests.conftest import ROOT
 from tests.helpers import FakeClock

@@ -13,12 +13,14 @@ import pytest
 
 from ground.db import Database
 from llm.client import LLMClient
+from memory.chroma import VECTOR_KEY, Collection
 from memory.embedders import EmbedderStatus
 from memory.gate import Outcome
+from memory.notes import Note
 from memory.records import MemoryKind, Status, Tier
 from memory.service import MemoryService
 from memory.similarity import Via
-from memory.store import HASH_SPACE, VECTOR_KEY, Collection, Note
+from memory.vectors import HASH_SPACE
 from tests.helpers import FakeClock
 from tests.support.memory import POSTGRES, T0, TableEmbedder, candidate, memory_settings, record
 
@@ -163,7 +165,7 @@ async def test_an_embedder_failure_falls_back_to_lexical_and_still_writes(
         assert fresh.outcome is Outcome.NEW
         assert service.store.embed_failures == 2
         raw = await asyncio.to_thread(
-            service.store._cols[Collection.MEMORIES].get, ids=[fresh.memory_id], include=["metadatas"]
+            service.store.chroma.collection(Collection.MEMORIES).get, ids=[fresh.memory_id], include=["metadatas"]
         )
         assert raw["metadatas"][0][VECTOR_KEY] == HASH_SPACE  # re-embedded at the next start
         assert len(await service.list_memories("p_ana")) == 2

@@ -23,9 +23,11 @@ from ground.db import Database
 from memory import capture as _capture_tables  # noqa: F401  (declares capture_cursors)
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
 from memory.changes import ChangeLog, memory_changes
+from memory.chroma import Collection, check_chroma
 from memory.embedders import EmbedderStatus
+from memory.notes import Note
 from memory.records import MemoryKind, MemoryRecord, Scope, Status
-from memory.store import Collection, MemoryStore, Note, RevisionConflict, check_chroma
+from memory.store import MemoryStore, RevisionConflict
 from memory.tombstones import Forgetter, TombstoneBook
 from tests.helpers import free_port, open_db
 from tests.support.memory import T0, memory_settings, record
@@ -264,11 +266,11 @@ async def test_warming_indexes_everyone_at_once(store: MemoryStore) -> None:
         await again.close()
 
 
-def spy(monkeypatch: pytest.MonkeyPatch, store: MemoryStore, method: str) -> list[object]:
-    """Calls of one of the store's Chroma reads, recorded (they still run)."""
+def spy(monkeypatch: pytest.MonkeyPatch, target: object, method: str) -> list[object]:
+    """Calls of one of ``target``'s methods (the store's Chroma reads, its change log's), recorded (they still run)."""
     calls: list[object] = []
-    real = getattr(store, method)
-    monkeypatch.setattr(store, method, lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    real = getattr(target, method)
+    monkeypatch.setattr(target, method, lambda *a, **kw: calls.append(a) or real(*a, **kw))
     return calls
 
 
@@ -276,8 +278,8 @@ async def test_a_memory_written_is_found_by_its_vector_from_memory(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await store.add_memories([record("p_ana", f"Ana visited island number {i}") for i in range(20)])
-    chroma_searches = spy(monkeypatch, store, "_nearest_sync")
-    vector_loads = spy(monkeypatch, store, "_person_vectors_sync")
+    chroma_searches = spy(monkeypatch, store.chroma, "nearest_sync")
+    vector_loads = spy(monkeypatch, store.chroma, "person_vectors_sync")
 
     async def nearest(text: str) -> list[tuple[MemoryRecord, float]]:
         hits, _lexical = await store.lookup("p_ana", vectors=await store.vectors([text]), k=3)
@@ -329,7 +331,7 @@ async def test_reassign_moves_vectors_to_the_linked_person(
         for view in (store, other):
             for person in ("p_old", "p_new", "p_last"):
                 await view.lookup(person, vectors=vectors, query="bees", k=3)
-        loads = [spy(monkeypatch, view, "_person_vectors_sync") for view in (store, other)]
+        loads = [spy(monkeypatch, view.chroma, "person_vectors_sync") for view in (store, other)]
         await store.reassign("p_old", "p_new", T0)
         for view in (store, other):
             hits, lexical = await view.lookup("p_new", vectors=vectors, query="bees", k=3)
@@ -462,7 +464,7 @@ async def test_staged_notes_come_from_memory_and_follow_another_process(
     settings, namespace, db = store.reopen_args  # type: ignore[attr-defined]
     honey, rust = Note(record("p_ana", "Ana sells honey")), Note(record("p_ana", "Ana is learning Rust"))
     await store.add_notes([honey, rust])
-    scans = spy(monkeypatch, store, "_scan_sync")
+    scans = spy(monkeypatch, store.chroma, "scan_sync")
     assert {n.record.id for n in await store.notes_of("p_ana", unpromoted_only=True)} == {honey.record.id,
                                                                                           rust.record.id}
     await db.run(lambda conn: None)  # the turn's own transaction, as before every recall
@@ -491,7 +493,7 @@ async def test_after_warm_up_a_new_person_costs_no_read_and_another_process_writ
     bees = await store.add_memory(record("p_ana", "Ana keeps bees on the roof"))
     await store.add_notes([Note(record("p_ana", "Ana sells honey at the market"))])
     await store.warm()
-    scans = spy(monkeypatch, store, "_scan_sync")
+    scans = spy(monkeypatch, store.chroma, "scan_sync")
     _hits, lexical = await store.lookup("p_ana", query="bees", k=5)
     assert [r.id for r, _s in lexical] == [bees.id]
     assert len(await store.notes_of("p_ana", unpromoted_only=True)) == 1

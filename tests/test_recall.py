@@ -23,9 +23,10 @@ from ground.types import ChatKind, InboundMessage
 from kith.schema import create_schema
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
 from memory.memory_context import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG, RecallMemoryContext
+from memory.notes import Note
 from memory.recall import RecallEngine, UseRecorder
 from memory.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
-from memory.store import MemoryStore, Note
+from memory.store import MemoryStore
 from memory.tombstones import Forgetter, TombstoneBook
 from tests.helpers import FakeClock, inbound
 from tests.support.memory import T0
