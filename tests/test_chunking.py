@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
 from channels.discord.formatting import MESSAGE_FORMAT as DISCORD
 from channels.discord.formatting import MESSAGE_MAX_CHARS as DISCORD_MAX_CHARS
-from channels.markdown import MIN_CHUNK_LIMIT, MessageFormat, render_chunks, split_markdown, to_plain, utf16_len
+from channels.markdown import (
+    MIN_CHUNK_LIMIT,
+    MessageFormat,
+    render_chunks,
+    split_markdown,
+    to_plain,
+    utf16_len,
+    with_attachment,
+)
 from channels.slack.formatting import MESSAGE_FORMAT as SLACK
 from channels.slack.formatting import MESSAGE_MAX_CHARS as SLACK_MAX_CHARS
 from channels.telegram.formatting import MESSAGE_FORMAT as TELEGRAM
 from channels.telegram.formatting import MESSAGE_MAX_UTF16 as TELEGRAM_MAX_UTF16
 from channels.telegram.formatting import to_telegram_html
 from channels.terminal.formatting import MESSAGE_FORMAT as TERMINAL
-from ground.types import RenderedChunk
+from ground.types import OutboundMessage, RenderedChunk
 from tests.support.formatting import valid_telegram, words
 
 FAMILY = "👨‍👩‍👧‍👦"  # one visible emoji: seven code points, eleven UTF-16 units
@@ -174,6 +183,27 @@ def test_slack_chunks_never_carry_a_stray_angle_bracket() -> None:
     for chunk in render_chunks(reply, SLACK):
         assert "<" not in chunk.text and ">" not in chunk.text
         assert not re.search(r"&(?!lt;|gt;|amp;)", chunk.text)
+
+
+# --- The last chunk ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("platform", list(PLATFORMS.values()), ids=list(PLATFORMS))
+def test_only_the_last_chunk_says_it_is_last(platform: MessageFormat) -> None:
+    chunks = render_chunks(long_reply(), platform)
+    assert [chunk.last for chunk in chunks] == [False] * (len(chunks) - 1) + [True]
+
+
+def test_a_file_is_the_last_chunk() -> None:
+    message = OutboundMessage(platform="telegram", chat_id="1", text=long_reply(), attachment_name="notes.txt",
+                              attachment_bytes=b"line one\n")
+    chunks = with_attachment(render_chunks(message.text, TELEGRAM), message)
+    assert len(chunks) >= 4
+    assert [chunk.last for chunk in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert (chunks[-1].text, chunks[-1].plain) == ("notes.txt", "notes.txt")
+    only_file = replace(message, text=" ")
+    assert with_attachment(render_chunks(only_file.text, TELEGRAM), only_file) == [
+        RenderedChunk("notes.txt", None, "notes.txt", last=True)]
 
 
 # --- Where chunks end -------------------------------------------------------------------------------------

@@ -547,12 +547,8 @@ class DiscordChannel:
         client = self._client
         if client is None or client.is_closed():
             raise SendError("discord: channel not started")
-        has_attachment = message.attachment_bytes is not None
-        # Buttons ride on the last chunk and the attachment is the chunk after the text: both need the
-        # count, which rendering again gives exactly (render is deterministic).
-        text_count = len(render_chunks(message.text, MESSAGE_FORMAT)) if message.buttons or has_attachment else 0
-        is_attachment = has_attachment and index == text_count
-        is_last = index == text_count + has_attachment - 1
+        # Buttons ride on the last chunk; a file, when there is one, is the last chunk (after the text).
+        is_attachment = message.attachment_bytes is not None and chunk.last
         try:
             target = await self._target(client, message)
             options: dict[str, Any] = {"allowed_mentions": allowed_mentions(),
@@ -562,7 +558,7 @@ class DiscordChannel:
             reference = reply_reference(message.reply_to_message_id, target.id) if index == 0 else None
             if reference is not None:
                 options["message_reference"] = reference.to_message_reference_dict()
-            if message.buttons and is_last:
+            if message.buttons and chunk.last:
                 options["view"] = button_view(message.buttons)
             if is_attachment:
                 options["file"] = discord.File(io.BytesIO(message.attachment_bytes or b""),

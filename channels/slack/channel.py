@@ -23,10 +23,11 @@ The order every event goes through, and why:
 A crash after 2 loses no message: the next start takes up what the inbox kept. Button presses are not
 kept (a press lost that way is pressed again); ``stop()`` lets queued handlers finish (``stop_grace_s``).
 
-Sending: ``chat.postMessage`` with mrkdwn from :mod:`channels.chunking`. Buttons ride on the last text chunk
+Sending: ``chat.postMessage`` with mrkdwn from :mod:`channels.slack.formatting`. Buttons ride on the last chunk
 as Block Kit (a section repeating the text, then ``actions``); such messages are chunked to the section's
 3,000 characters. A plain resend (after ``invalid_blocks``) drops the blocks, so the words arrive without
-the buttons. An attachment is one more chunk, uploaded with ``files_upload_v2``. slack_sdk's own retry
+the buttons. An attachment is one more chunk, the last, uploaded with ``files_upload_v2``; a file share
+carries no Block Kit, so buttons sent with a file are dropped (and logged). slack_sdk's own retry
 handlers are switched off: the delivery outbox retries, honouring ``Retry-After``, so a rate-limited send
 is never retried in two places at once. Slack has no typing indicator for bots (outside assistant
 threads): ``typing`` does nothing.
@@ -559,13 +560,10 @@ class SlackChannel:
         web_client = self._web
         if web_client is None:
             raise SendError("slack: channel not started")
-        has_attachment = message.attachment_bytes is not None
-        # Buttons ride on the last text chunk and the attachment follows the text: both need the count,
-        # which rendering again gives exactly (rendering is deterministic).
-        text_count = len(text_chunks(message)) if message.buttons or has_attachment else 0
         channel = target_channel(message)
         thread_ts = thread_ts_for(message)
-        upload = has_attachment and index == text_count
+        # A file, when there is one, is the last chunk (after the text).
+        upload = message.attachment_bytes is not None and chunk.last
         # Uploads carry no metadata: a lost one is sent again unlooked-for.
         marker = None if upload else delivery_marker(message.delivery_key, index)
         if marker is not None and marker in self._lost:
@@ -577,6 +575,9 @@ class SlackChannel:
         started_at = self._clock().timestamp()
         try:
             if upload:
+                if message.buttons:
+                    # Buttons ride on the last chunk, and a file share carries no Block Kit.
+                    log.warning("slack buttons dropped with the file chat=%s count=%d", channel, len(message.buttons))
                 name = message.attachment_name or "attachment"
                 uploaded = await web_client.files_upload_v2(channel=channel, thread_ts=thread_ts, filename=name,
                                                             title=name, content=message.attachment_bytes or b"")
@@ -588,7 +589,7 @@ class SlackChannel:
                 arguments["thread_ts"] = thread_ts
             if marker is not None and not plain:
                 arguments["metadata"] = delivery_metadata(marker)
-            if message.buttons and index == text_count - 1:
+            if message.buttons and chunk.last:
                 if plain:
                     log.info("slack buttons dropped with the plain resend chat=%s count=%d", channel,
                              len(message.buttons))

@@ -597,13 +597,9 @@ class TelegramChannel:
         if self._bot is None:
             raise SendError("telegram: channel not started")
         bot = self._bot
-        has_attachment = message.attachment_bytes is not None
-        # Buttons ride on the last chunk and the attachment is the chunk after the text: both need the
-        # count, which rendering again gives exactly (render is deterministic).
-        text_count = len(render_chunks(message.text, MESSAGE_FORMAT)) if message.buttons or has_attachment else 0
-        is_attachment = has_attachment and index == text_count
-        is_last = index == text_count + has_attachment - 1
-        markup = inline_keyboard(message.buttons) if message.buttons and is_last else None
+        # Buttons ride on the last chunk; a file, when there is one, is the last chunk (after the text).
+        is_attachment = message.attachment_bytes is not None and chunk.last
+        markup = inline_keyboard(message.buttons) if message.buttons and chunk.last else None
         reply_id = telegram_message_id(message.reply_to_message_id) if index == 0 else None
         reply = None if reply_id is None else ReplyParameters(reply_id, allow_sending_without_reply=True)
         chat_id = telegram_chat_id(message.chat_id)

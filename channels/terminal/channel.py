@@ -98,8 +98,9 @@ class TerminalChannel:
                          plain: bool = False) -> SentMessage:
         prefix = f"{self.persona_name}> " if self.interactive else ""
         self._write(f"{prefix}{chunk.plain if plain else chunk.text}\n")
-        for i, button in enumerate(message.buttons, 1):
-            self._write(f"  [{i}] {button.label}\n")
+        if chunk.last:
+            for i, button in enumerate(message.buttons, 1):
+                self._write(f"  [{i}] {button.label}\n")
         return SentMessage(f"console-{next(self._ids)}")
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
