@@ -38,7 +38,6 @@ PLATFORM = "discord"
 MAX_BUTTONS = 25  # five action rows of five buttons
 BUTTON_LABEL_MAX_CHARS = 80
 CUSTOM_ID_MAX_CHARS = 100
-# What a 429 that names no wait is retried after (candidate for core/tunables.py).
 
 _SPOKEN_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _THREAD_TYPES = frozenset({discord.ChannelType.public_thread, discord.ChannelType.private_thread,

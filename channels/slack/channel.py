@@ -124,8 +124,6 @@ from ground.types import (
 log = logging.getLogger("kith.slack")
 _TRANSLATED = "kith_translated"  # request.context key: the intake's translation of the event
 
-# --- Tunables (candidates for core/tunables.py) ----------------------------------------------------
-
 # --- Protocol facts ------------------------------------------------------------------------------
 DEFAULT_API_URL = "https://slack.com/api/"
 _RATE_LIMIT_ERRORS = frozenset({"ratelimited", "rate_limited"})
