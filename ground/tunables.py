@@ -148,7 +148,7 @@ DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady
 # --- Policy (policy/pairing.py) -----------------------------------------------
 PAIRING_REMINDER_INTERVAL_S = 600
 
-# --- Telegram channel (channels/telegram.py) ----------------------------------
+# --- Telegram channel (channels/telegram/) ------------------------------------
 TELEGRAM_HTTP_TIMEOUT_S = 10.0  # connect/write budget of one ordinary Bot API call
 # How long a Bot API call waits for its answer. Past it a send counts as maybe delivered (it is sent again, the one
 # duplicate Telegram allows), so it is well above a slow answer rather than a typical one.
@@ -161,7 +161,7 @@ TELEGRAM_STOP_GRACE_S = 5.0  # on stop, handlers already handed an update may fi
 # (a glitch, or ids restarted after a week's silence) and is not trusted as the restart point until confirmed.
 TELEGRAM_UPDATE_ID_JUMP_MAX = 1_000_000
 
-# --- Slack channel (channels/slack.py) ----------------------------------------
+# --- Slack channel (channels/slack/) ------------------------------------------
 SLACK_HTTP_TIMEOUT_S = 10.0  # connect (and write) budget of one Web API call; doctor's whole call
 # How long a Web API call waits for its answer once sent. Past it a send counts as maybe delivered (looked for,
 # then sent again), so it is well above a slow answer rather than a typical one, as Telegram's.
@@ -179,7 +179,7 @@ SLACK_LOOKUP_PAGE_SIZE = 100
 SLACK_LOOKUP_SKEW_S = 60.0
 SLACK_LOST_SENDS_KEPT = 1_000  # lost sends remembered for that look; the oldest is forgotten past this
 
-# --- Discord channel (channels/discord.py) ------------------------------------
+# --- Discord channel (channels/discord/) --------------------------------------
 DISCORD_GUILD_READY_TIMEOUT_S = 2.0  # discord.py's wait for one more GUILD_CREATE before READY counts
 DISCORD_MAX_RATELIMIT_WAIT_S = 30.0  # discord.py sleeps out 429s up to this (its minimum); longer → SendError
 DISCORD_STOP_GRACE_S = 5.0  # on stop, handlers already handed a message may finish this long
@@ -297,7 +297,7 @@ SHUTDOWN_DELIVERY_S = 3.0  # replies still sending at shutdown get this long bef
 # every 700 ran several times per message and a full one every few seconds in a burst.
 GC_THRESHOLDS = (20_000, 20, 20)
 
-# --- Platform fallbacks (channels/discord.py, channels/slack.py) -------------------------------
+# --- Platform fallbacks (channels/discord/, channels/slack/) -----------------------------------
 FETCHED_PLACES_MAX = 1_024  # Discord threads remembered after one GET /channels/{id}; oldest forgotten first
 SLACK_DEFAULT_RETRY_AFTER_S = 1.0  # Slack always sends Retry-After with a 429; this covers a proxy that drops it
 DISCORD_DEFAULT_RETRY_AFTER_S = 5.0  # a 429 without retry_after

@@ -193,7 +193,7 @@ class RenderedChunk:
     """One platform-sized piece of an OutboundMessage, already in the platform's format."""
 
     text: str
-    parse_mode: str | None  # "HTML" for Telegram; None where the platform takes its own Markdown
+    parse_mode: str | None  # what the platform is told the markup is ("HTML"); None where it takes its own
     plain: str  # the same piece without markup, for when the platform rejects the formatting
     # The message's final chunk: what rides on a message's end (buttons) goes on it. A chunk made on its
     # own is a whole message.
