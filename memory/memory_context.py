@@ -157,7 +157,7 @@ class RecallMemoryContext:
         pinned_shown, pinned_text = render_pinned(pinned, item_chars=rs.item_chars,
                                                   total_chars=self.budget.pinned_chars)
         pinned_ids = {r.id for r in pinned_shown}
-        ranked = [(r.record, r.candidate.note) for r in result.items if r.record.id not in pinned_ids]
+        ranked = [(r.record, r.match.note) for r in result.items if r.record.id not in pinned_ids]
         ranked = ranked[:rs.max_items]
         partners = await self.engine.conflict_partners(speaker.person, [r for r, note in ranked if not note],
                                                        shared_only=shared_only)

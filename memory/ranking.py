@@ -1,18 +1,24 @@
-"""How recall orders and trims candidates: pure functions, no I/O.
+"""How recall orders and trims what matched a query: pure functions, no I/O.
 
-A candidate's score is its relevance times three factors:
+Every ranked list of memories comes from here: the prompt's recalled part, the recall tool,
+and the person's and operator's searches (``/why``, ``/pin``, ``bot.py memory search``).
+:func:`lookup_matches` and :func:`memory_matches` turn what a store lookup found into
+:class:`RecallMatch` es; :func:`rank` orders them. A match's score is its relevance times three
+factors:
 
 * **relevance**: the embedder's cosine blended with the BM25 score normalised to the best
-  lexical hit, ``vector_weight`` : ``bm25_weight`` (seed 004's 70/30). Without an embedder
-  cosine for this query (no embedder, or it missed its time budget) relevance is BM25 alone;
-* **recency**: a 30-day half-life on the time the memory was last *said* (seed 002), over a
-  floor, so an exact match from last year still beats a weak one from last week;
+  lexical hit, ``vector_weight`` : ``bm25_weight`` (70/30 by default: meaning counts most,
+  exact words still lift a match). Without an embedder cosine for this query (no embedder, or
+  it missed its time budget) relevance is BM25 alone;
+* **recency**: a 30-day half-life on the time the memory was last *said* (not when it was
+  stored or edited), over a floor, so an exact match from last year still beats a weak one
+  from last week;
 * **importance**: ``(1 - importance_weight) + importance_weight * importance``;
 * **use**: ``1 + min(use_credit_cap, use_credit * use_count)``. It multiplies, so a memory
   the person's replies drew on often rises among relevant candidates but cannot push an
   irrelevant one into the prompt.
 
-Use is citation, not retrieval (seed 004). :func:`cited` is the rule: a shown memory counts as
+Use is citation, not retrieval: being shown earns nothing. :func:`cited` is the rule: a shown memory counts as
 used when the reply repeats its distinctive content words that the person's own message did
 not already contain (so echoing the question is not drawing on memory): one such word for a
 memory with at most ``CITE_FEW_WORDS`` of them, two otherwise.
@@ -21,7 +27,7 @@ memory with at most ``CITE_FEW_WORDS`` of them, two otherwise.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -31,8 +37,10 @@ from ground.tunables import (
     CITE_MIN_WORD_CHARS,
     RECALL_RECENCY_FLOOR,
 )
+from memory.bm25 import normalize_scores
 from memory.records import MemoryRecord
 from memory.text import content_words, is_cjk_token, is_negation, words_match
+from memory.vectors import VectorHit
 
 # Proposed for core/tunables.py:
 TRUNCATED_MARK = "…"
@@ -41,8 +49,8 @@ SECONDS_PER_DAY = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
-    """One memory or staged note that matched a query on either path."""
+class RecallMatch:
+    """One memory or staged note that matched a query on either path, with what its relevance is made of."""
 
     record: MemoryRecord
     cosine: float | None  # the embedder's cosine for this query; None when the vector path did not score it
@@ -52,7 +60,7 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    candidate: Candidate
+    match: RecallMatch
     score: float
     relevance: float
     recency: float
@@ -61,7 +69,7 @@ class Ranked:
 
     @property
     def record(self) -> MemoryRecord:
-        return self.candidate.record
+        return self.match.record
 
 
 def said_at(record: MemoryRecord) -> datetime:
@@ -94,20 +102,54 @@ def relevance(cosine: float | None, bm25: float, settings: RecallSettings, *, ve
     return (settings.vector_weight * max(0.0, cosine or 0.0) + settings.bm25_weight * bm25) / total
 
 
-def score(candidate: Candidate, now: datetime, settings: RecallSettings, *, vector_path: bool) -> Ranked:
-    record = candidate.record
-    rel = relevance(candidate.cosine, candidate.bm25, settings, vector_path=vector_path)
+def score(match: RecallMatch, now: datetime, settings: RecallSettings, *, vector_path: bool) -> Ranked:
+    record = match.record
+    rel = relevance(match.cosine, match.bm25, settings, vector_path=vector_path)
     age_days = (now - said_at(record)).total_seconds() / SECONDS_PER_DAY
     rec = recency_factor(age_days, settings.half_life_days)
     imp = importance_factor(record.importance, settings.importance_weight)
     use = use_factor(record.use_count, settings.use_credit, settings.use_credit_cap)
-    return Ranked(candidate, rel * rec * imp * use, rel, rec, imp, use)
+    return Ranked(match, rel * rec * imp * use, rel, rec, imp, use)
 
 
-def rank(candidates: Iterable[Candidate], now: datetime, settings: RecallSettings, *, vector_path: bool,
+@dataclass(frozen=True, slots=True)
+class LookupMatches:
+    """What one store lookup found for a query, kept to the records the caller may see."""
+
+    records: dict[str, MemoryRecord]
+    cosines: dict[str, float]  # trusted embedder cosines, by id
+    bm25: dict[str, float]  # BM25 normalised to the best lexical hit, by id
+
+
+def lookup_matches(hits: Iterable[VectorHit], lexical: Iterable[tuple[MemoryRecord, float]],
+                   keep: Callable[[MemoryRecord], bool]) -> LookupMatches:
+    """A lookup's vector hits and BM25 hits (``MemoryStore.lookup``), only those ``keep`` lets through."""
+    records: dict[str, MemoryRecord] = {}
+    cosines: dict[str, float] = {}
+    for hit in hits:
+        if keep(hit.record):
+            records[hit.record.id] = hit.record
+            if hit.trusted:
+                cosines[hit.record.id] = hit.cosine
+    kept = [(r, s) for r, s in lexical if keep(r)]
+    bm25 = dict(normalize_scores([(r.id, s) for r, s in kept]))
+    for record, _score in kept:
+        records.setdefault(record.id, record)
+    return LookupMatches(records, cosines, bm25)
+
+
+def memory_matches(found: LookupMatches, *, vector_path: bool) -> list[RecallMatch]:
+    """The found memories as matches to rank; ``vector_path``: embedder cosines take part in this ranking."""
+    # A record the vector pool did not reach has a cosine at most the pool's lowest.
+    floor = min(found.cosines.values()) if found.cosines else 0.0
+    return [RecallMatch(r, found.cosines.get(i, floor) if vector_path else None, found.bm25.get(i, 0.0))
+            for i, r in found.records.items()]
+
+
+def rank(matches: Iterable[RecallMatch], now: datetime, settings: RecallSettings, *, vector_path: bool,
          min_relevance: float = 0.0) -> list[Ranked]:
-    """Candidates best first (ties by id, so the order is stable); below ``min_relevance`` dropped."""
-    scored = [score(c, now, settings, vector_path=vector_path) for c in candidates]
+    """Matches best first (ties by id, so the order is stable); below ``min_relevance`` dropped."""
+    scored = [score(m, now, settings, vector_path=vector_path) for m in matches]
     kept = [r for r in scored if r.relevance > 0.0 and r.relevance >= min_relevance]
     kept.sort(key=lambda r: (-r.score, r.record.id))
     return kept
@@ -120,7 +162,8 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def latest_pinned(records: Iterable[MemoryRecord], limit: int, now: datetime) -> list[MemoryRecord]:
-    """The ``limit`` most recently pinned live facts, newest first (seed 000: a budget, not a bin).
+    """The ``limit`` most recently pinned live facts, newest first: the prompt gives pins a fixed budget, not room
+    for every pin ever made, so the newest win.
 
     A pin has no timestamp of its own; pinning is a write, so ``updated_at`` stands for it.
     """

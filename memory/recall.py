@@ -47,7 +47,16 @@ from ground.turns import CompletedTurn
 from memory.bm25 import BM25Index, normalize_scores
 from memory.embedders import Vector
 from memory.notes import Note
-from memory.ranking import Candidate, Ranked, cited, cosine, latest_pinned, rank
+from memory.ranking import (
+    Ranked,
+    RecallMatch,
+    cited,
+    cosine,
+    latest_pinned,
+    lookup_matches,
+    memory_matches,
+    rank,
+)
 from memory.records import MemoryRecord, Scope, Status, horizon_expiry
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
@@ -219,30 +228,17 @@ class RecallEngine:
             await asyncio.gather(*jobs, return_exceptions=True)
             raise
         vectors = vector_job.result() if vector_job is not None else None
-        cosines: dict[str, float] = {}
-        records: dict[str, MemoryRecord] = {}
-        for hit in hits:
-            if visible(hit.record, person, now, shared_only=shared_only):
-                records[hit.record.id] = hit.record
-                if hit.trusted:
-                    cosines[hit.record.id] = hit.cosine
-        lexical = [(r, s) for r, s in lexical if visible(r, person, now, shared_only=shared_only)]
-        bm25 = dict(normalize_scores([(r.id, s) for r, s in lexical]))
-        for record, _score in lexical:
-            records.setdefault(record.id, record)
+        found = lookup_matches(hits, lexical, lambda r: visible(r, person, now, shared_only=shared_only))
         live_notes = [n for n in notes if note_is_live(n, now) and visible(n.record, person, now,
                                                                              shared_only=shared_only)]
-        note_candidates = self._note_candidates(live_notes, query, vectors, records)
-        vector_path = bool(cosines) or any(c.cosine is not None for c in note_candidates)
-        # A record the vector pool did not reach has a cosine at most the pool's lowest.
-        floor = min(cosines.values()) if cosines else 0.0
-        candidates = [Candidate(r, cosines.get(i, floor) if vector_path else None, bm25.get(i, 0.0))
-                      for i, r in records.items()]
-        candidates.extend(c if vector_path else replace(c, cosine=None) for c in note_candidates)
-        ranked = rank(candidates, now, self.settings, vector_path=vector_path, min_relevance=min_relevance)
+        note_matches = self._note_matches(live_notes, query, vectors, found.records)
+        vector_path = bool(found.cosines) or any(c.cosine is not None for c in note_matches)
+        matches = memory_matches(found, vector_path=vector_path)
+        matches.extend(c if vector_path else replace(c, cosine=None) for c in note_matches)
+        ranked = rank(matches, now, self.settings, vector_path=vector_path, min_relevance=min_relevance)
         elapsed = (time.perf_counter() - started) * 1000
         reason = "" if vector_path else self._lexical_reason(use_vectors, vectors)
-        log.debug("recall person=%s candidates=%d results=%d vector=%s ms=%.1f", person, len(candidates),
+        log.debug("recall person=%s candidates=%d results=%d vector=%s ms=%.1f", person, len(matches),
                   min(limit, len(ranked)), vector_path, elapsed)
         return RecallResult(ranked[:limit], not vector_path, reason, elapsed)
 
@@ -255,8 +251,8 @@ class RecallEngine:
             return "the query embedding was not ready in time"
         return "no stored memory has an embedder vector yet"
 
-    def _note_candidates(self, notes: Sequence[Note], query: str, vectors: Vectors | None,
-                         memories: dict[str, MemoryRecord]) -> list[Candidate]:
+    def _note_matches(self, notes: Sequence[Note], query: str, vectors: Vectors | None,
+                      memories: dict[str, MemoryRecord]) -> list[RecallMatch]:
         if not notes:
             return []
         known = {normalize(r.text).casefold() for r in memories.values()}
@@ -264,7 +260,7 @@ class RecallEngine:
         index = BM25Index()
         index.add_many((n.record.id, n.record.text) for n in notes)
         bm25 = dict(normalize_scores(index.search(query, len(notes))))
-        out: list[Candidate] = []
+        out: list[RecallMatch] = []
         missing: list[Note] = []
         for note in notes:
             note_cosine: float | None = None
@@ -274,8 +270,8 @@ class RecallEngine:
                     note_cosine = cosine(vectors.values[0], stored[0])
                 else:
                     missing.append(note)
-            out.append(Candidate(note.record, note_cosine if vectors is not None else None,
-                                 bm25.get(note.record.id, 0.0), note=True))
+            out.append(RecallMatch(note.record, note_cosine if vectors is not None else None,
+                                   bm25.get(note.record.id, 0.0), note=True))
         if missing:
             self._spawn_note_embedding(missing)
         return out

@@ -54,7 +54,7 @@ def result_json(ranked: Ranked, disputed_by: list[str]) -> dict[str, Any]:
         "evidence": quotes,
         "said": [{"platform": s.platform, "chat": _chat(record.scope), "when": s.timestamp.isoformat()}
                  for s in record.sources[-RECALL_TOOL_EVIDENCE:]],
-        "stored": "unreviewed note" if ranked.candidate.note else "memory",
+        "stored": "unreviewed note" if ranked.match.note else "memory",
         "origin": record.origin.value,
         "confidence": record.tier.value,
         "pinned": record.pinned,
@@ -105,7 +105,7 @@ class RecallTool:
         shared_only = message.chat_kind is ChatKind.GROUP
         result = await self.engine.search(speaker.person, query, limit=limit, shared_only=shared_only,
                                           budget_s=RECALL_TOOL_EMBED_BUDGET_MS / 1000)
-        memories = [r.record for r in result.items if not r.candidate.note]
+        memories = [r.record for r in result.items if not r.match.note]
         partners = await self.engine.conflict_partners(speaker.person, memories, shared_only=shared_only)
         results = [result_json(r, [p.id for p in partners.get(r.record.id, [])]) for r in result.items]
         answer: dict[str, Any] = {

@@ -24,6 +24,8 @@ from memory.changes import ChangeLog
 from memory.embedders import Embedder, EmbedderStatus, open_embedder
 from memory.gate import MemoryGate, PromoteReport
 from memory.notes import Note
+from memory.ranking import lookup_matches, memory_matches, rank
+from memory.recall import visible
 from memory.records import MemoryRecord, Status
 from memory.store import MemoryStore
 from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
@@ -36,8 +38,8 @@ log = logging.getLogger("kith.memory")
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     record: MemoryRecord
-    score: float
-    cosine: float | None  # the embedder's, when it took part
+    score: float  # recall's score (:func:`memory.ranking.score`)
+    cosine: float | None  # the embedder's, when this memory was among its nearest
     bm25: float  # normalised to the best lexical hit (0..1)
 
 
@@ -191,7 +193,8 @@ class MemoryService:
         return await self.store.notes_of(person)
 
     async def search(self, person: str, query: str, limit: int | None = None) -> SearchResult:
-        """The person's live memories for ``query``: 70 % embedder cosine + 30 % BM25, or BM25 alone.
+        """The person's live memories for ``query``, ranked as recall ranks them (:mod:`memory.ranking`):
+        embedder cosine blended with BM25, or BM25 alone, times recency, importance and use.
 
         Without a working embedder the result says so (``lexical_only`` and ``reason``) instead of
         coming back quietly empty.
@@ -204,26 +207,14 @@ class MemoryService:
         hits, lexical = await self.store.lookup(
             person, vectors=vectors if vectors.from_embedder else None, query=query, k=pool
         )
-        top_bm25 = max((score for _r, score in lexical), default=0.0)
-        records: dict[str, MemoryRecord] = {}
-        cosines: dict[str, float] = {}
-        bm25: dict[str, float] = {}
-        for hit in hits:
-            if hit.trusted and hit.record.is_live(now):
-                records[hit.record.id] = hit.record
-                cosines[hit.record.id] = max(0.0, hit.cosine)
-        for record, score in lexical:
-            if record.is_live(now):
-                records.setdefault(record.id, record)
-                bm25[record.id] = score / top_bm25 if top_bm25 > 0 else 0.0
-        lexical_only = not cosines
-        found = []
-        for memory_id, record in records.items():
-            cosine = cosines.get(memory_id)
-            lex = bm25.get(memory_id, 0.0)
-            score = lex if lexical_only else rs.vector_weight * (cosine or 0.0) + rs.bm25_weight * lex
-            found.append(SearchHit(record, score, cosine, lex))
-        found.sort(key=lambda h: (-h.score, h.record.id))
+        found = lookup_matches(hits, lexical, lambda r: visible(r, person, now, shared_only=False))
+        lexical_only = not found.cosines
+        ranked = rank(memory_matches(found, vector_path=not lexical_only), now, rs, vector_path=not lexical_only)
+        shown = [
+            SearchHit(r.record, r.score, max(0.0, found.cosines[r.record.id]) if r.record.id in found.cosines
+                      else None, r.match.bm25)
+            for r in ranked[:limit]
+        ]
         reason = ""
         if lexical_only:
             status = self.status
@@ -234,7 +225,7 @@ class MemoryService:
                 if not vectors.from_embedder
                 else "no stored memory has an embedder vector yet"
             )
-        return SearchResult(found[:limit], lexical_only, reason)
+        return SearchResult(shown, lexical_only, reason)
 
     # --- curating -----------------------------------------------------------------------
     async def promote(self, person: str) -> PromoteReport:

@@ -15,7 +15,7 @@ from memory.memory_context import (
     with_partners,
 )
 from memory.ranking import (
-    Candidate,
+    RecallMatch,
     cited,
     clip_item,
     latest_pinned,
@@ -39,13 +39,13 @@ def mem(memory_id: str, text: str = "a fact", *, days_ago: float = 0.0, importan
                         updated_at=when)
 
 
-def order(*candidates: Candidate, vector_path: bool = True, settings: RecallSettings = RS) -> list[str]:
+def order(*candidates: RecallMatch, vector_path: bool = True, settings: RecallSettings = RS) -> list[str]:
     return [r.record.id for r in rank(candidates, NOW, settings, vector_path=vector_path)]
 
 
 def test_recency_prefers_the_newer_of_two_equal_matches_with_a_30_day_half_life() -> None:
     old, new = mem("old", days_ago=90), mem("new", days_ago=2)
-    assert order(Candidate(old, 0.6, 0.8), Candidate(new, 0.6, 0.8)) == ["new", "old"]
+    assert order(RecallMatch(old, 0.6, 0.8), RecallMatch(new, 0.6, 0.8)) == ["new", "old"]
     half = recency_factor(30, RS.half_life_days)
     assert recency_factor(0, RS.half_life_days) == 1.0
     assert recency_factor(60, RS.half_life_days) < half < 1.0
@@ -56,38 +56,38 @@ def test_recency_prefers_the_newer_of_two_equal_matches_with_a_30_day_half_life(
 def test_a_clearly_better_old_match_still_beats_a_weak_recent_one() -> None:
     exact_last_year = mem("exact", days_ago=365)
     weak_last_week = mem("weak", days_ago=7)
-    assert order(Candidate(exact_last_year, 0.8, 1.0), Candidate(weak_last_week, 0.35, 0.2)) == ["exact", "weak"]
+    assert order(RecallMatch(exact_last_year, 0.8, 1.0), RecallMatch(weak_last_week, 0.35, 0.2)) == ["exact", "weak"]
 
 
 def test_importance_lifts_the_more_important_of_equal_matches() -> None:
-    assert order(Candidate(mem("minor", importance=0.1), 0.5, 0.5),
-                 Candidate(mem("major", importance=0.9), 0.5, 0.5)) == ["major", "minor"]
+    assert order(RecallMatch(mem("minor", importance=0.1), 0.5, 0.5),
+                 RecallMatch(mem("major", importance=0.9), 0.5, 0.5)) == ["major", "minor"]
     flat = dataclasses.replace(RS, importance_weight=0.0)
-    assert order(Candidate(mem("b", importance=0.1), 0.5, 0.5), Candidate(mem("a", importance=0.9), 0.5, 0.5),
+    assert order(RecallMatch(mem("b", importance=0.1), 0.5, 0.5), RecallMatch(mem("a", importance=0.9), 0.5, 0.5),
                  settings=flat) == ["a", "b"]  # weight 0: importance no longer counts, ties go by id
 
 
 def test_use_credit_is_small_capped_and_cannot_lift_an_irrelevant_memory() -> None:
     used, fresh = mem("used", use_count=3), mem("fresh")
-    assert order(Candidate(fresh, 0.5, 0.5), Candidate(used, 0.5, 0.5)) == ["used", "fresh"]
+    assert order(RecallMatch(fresh, 0.5, 0.5), RecallMatch(used, 0.5, 0.5)) == ["used", "fresh"]
     # Capped: a hundred uses count no more than the cap.
-    ranked = rank([Candidate(mem("x", use_count=100), 0.5, 0.5), Candidate(mem("y", use_count=4), 0.5, 0.5)],
+    ranked = rank([RecallMatch(mem("x", use_count=100), 0.5, 0.5), RecallMatch(mem("y", use_count=4), 0.5, 0.5)],
                   NOW, RS, vector_path=True)
     assert ranked[0].use == ranked[1].use == 1.0 + RS.use_credit_cap
     # A clearly better match is not overtaken by popularity.
-    assert order(Candidate(mem("popular", use_count=100), 0.3, 0.0), Candidate(mem("apt"), 0.6, 0.5)) == [
+    assert order(RecallMatch(mem("popular", use_count=100), 0.3, 0.0), RecallMatch(mem("apt"), 0.6, 0.5)) == [
         "apt", "popular"]
     # Nothing matched, nothing shown, however often it was used.
-    assert order(Candidate(mem("popular", use_count=100), 0.0, 0.0)) == []
+    assert order(RecallMatch(mem("popular", use_count=100), 0.0, 0.0)) == []
 
 
 def test_the_blend_weights_come_from_settings_and_bm25_stands_alone_without_vectors() -> None:
-    semantic, keyword = Candidate(mem("semantic"), 0.9, 0.1), Candidate(mem("keyword"), 0.3, 1.0)
+    semantic, keyword = RecallMatch(mem("semantic"), 0.9, 0.1), RecallMatch(mem("keyword"), 0.3, 1.0)
     assert order(semantic, keyword) == ["semantic", "keyword"]  # 70/30
     keyword_heavy = dataclasses.replace(RS, vector_weight=0.2, bm25_weight=0.8)
     assert order(semantic, keyword, settings=keyword_heavy) == ["keyword", "semantic"]
     # No embedder vector for this query: the keyword score is the whole relevance.
-    ranked = rank([Candidate(mem("k"), None, 0.4)], NOW, RS, vector_path=False)
+    ranked = rank([RecallMatch(mem("k"), None, 0.4)], NOW, RS, vector_path=False)
     assert ranked[0].relevance == 0.4
 
 

@@ -207,7 +207,7 @@ async def test_staged_notes_are_recalled_until_curated_or_lapsed(store: MemorySt
     assert slots.shown_ids == (fresh.record.id,) and "unreviewed" in slots.recalled
     await engine.settle()  # the note's vector is embedded after the reply, for the next one
     result = await engine.search(ANA.person, "pottery", limit=6, shared_only=False, budget_s=None)
-    assert [r.record.id for r in result.items] == [fresh.record.id] and result.items[0].candidate.cosine
+    assert [r.record.id for r in result.items] == [fresh.record.id] and result.items[0].match.cosine
 
 
 async def test_the_recalled_part_keeps_to_six_items_and_its_character_budget(store: MemoryStore,
