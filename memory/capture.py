@@ -6,7 +6,7 @@ most ``memory.consolidation_chunk_chars``, and asks the capture model once per p
 spoke in the chunk, with tools withheld. What comes back goes through
 :func:`memory.validation.validate_extraction` (JSON only, receipts quoted from that person's
 own turns, limits, redaction); survivors not stopped by a tombstone are staged as notes
-(seed 002's daily notes) for :meth:`memory.gate.MemoryGate.promote` to curate later.
+(the day's raw notes) for :meth:`memory.gate.MemoryGate.promote` to curate later.
 
 The model sees the transcript and any stored memories as data and is told so first. An
 answer with a tool call, or that is not JSON, is discarded whole and counted. The cursor

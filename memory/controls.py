@@ -4,7 +4,7 @@ pin, forget (plan first, then confirm), export, pause capture, and answer confli
 Only the person: every operation takes a :class:`Requester` and acts on that requester's own
 memories only. A request that is not the person's own turn (a heartbeat, kith itself) or that
 names another person's memory, question or forget plan is refused with :class:`Refused` and
-changes nothing (seed 004). Chat, buttons and wording live in :mod:`conversation.memory_commands`.
+changes nothing. Chat, buttons and wording live in :mod:`conversation.memory_commands`.
 
 Facts are never deleted by an answer: "the first" supersedes the second (status superseded and
 ``valid_to``), "neither" retires both, "both" unlinks the pair; only ``/forget`` deletes, and only
@@ -32,6 +32,7 @@ from ground.redaction import redact
 from ground.tunables import (
     EDIT_CAS_RETRIES,
     FORGET_PLAN_TTL_S,
+    MEMORY_ID_PATTERN,
     MEMORY_PAGE_SIZE,
     PINNED_MAX,
     REMEMBER_IMPORTANCE,
@@ -56,9 +57,7 @@ from people import directory, history
 
 log = logging.getLogger("kith.memory.controls")
 
-# Proposed for core/tunables.py:
-
-MEMORY_ID = re.compile(r"m_[0-9a-f]{6,32}")
+MEMORY_ID = re.compile(MEMORY_ID_PATTERN)
 
 pauses = sa.Table(
     "memory_pauses",

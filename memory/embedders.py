@@ -12,11 +12,11 @@ An embedder that cannot start (a model that cannot be downloaded, a package that
 installed, an endpoint that does not answer) leaves kith on the lexical path with an
 :class:`EmbedderStatus` that says why in one line and what to install or set. That status is
 shown at start-up and by ``bot.py doctor``; the next start tries again. Recall never quietly
-returns nothing because of it (seed 003).
+returns nothing because of it.
 
 :func:`hashed_vector` is not an embedder: it is the deterministic bag-of-words vector the
 store keeps when no embedder vector exists, so Chroma always has one. Its cosines say nothing
-about meaning and are never trusted as embedder cosines (seed 001).
+about meaning and are never trusted as embedder cosines.
 """
 
 from __future__ import annotations

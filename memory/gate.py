@@ -1,4 +1,4 @@
-"""The merge/conflict gate: a new fact is compared with what is stored before it is written (seed 001).
+"""The merge/conflict gate: a new fact is compared with what is stored before it is written.
 
 For one candidate the gate takes the person's nearest active memories from Chroma
 (``memory.gate_candidates``) plus the best BM25 hits, and lets :mod:`memory.similarity` decide:
@@ -110,7 +110,7 @@ def merged_record(existing: MemoryRecord, candidate: MemoryCandidate, now: datet
         return None  # the same receipt again (a re-run): nothing to reinforce
     tier = _NEXT_TIER[existing.tier]
     if existing.kind is MemoryKind.EPISODE and tier is Tier.KNOWLEDGE:
-        tier = Tier.BELIEF  # a dated episode is believed, never general knowledge (seed 004)
+        tier = Tier.BELIEF  # a dated episode is believed, never general knowledge
     expires_at = existing.expires_at
     if candidate.horizon is Horizon.LASTING:
         expires_at = None  # "it's lasting" takes the horizon off

@@ -1,9 +1,9 @@
 """Conflict questions: which flagged pair to ask a person about, the caps, and the persisted state.
 
-Two stored facts flagged as conflicting (``conflicts_with``) are never resolved by kith itself
-(seed 001). When at least one side is the person's own word (origin ``heard``), kith asks that
+Two stored facts flagged as conflicting (``conflicts_with``) are never resolved by kith itself.
+When at least one side is the person's own word (origin ``heard``), kith asks that
 person, in their DM, which is right; between two facts neither of which the person said, both are
-kept and nobody is asked (seed 004).
+kept and nobody is asked.
 
 The caps (``ground.tunables``): at most ``OPEN_QUESTIONS_PER_PERSON`` open question per person and at
 most ``QUESTIONS_PER_HOUR`` new questions an hour in all; a pair is asked about once, and again only
@@ -362,11 +362,6 @@ class QuestionBook:
 
     async def asked_in_window(self) -> int:
         return await self.db.run(_asked_since, self.clock() - CAP_WINDOW)
-
-    async def room_for(self, person: str) -> bool:
-        """Whether the caps leave room for a new question to ``person`` now (cheap; reserve re-checks)."""
-        open_count = await self.db.run(_open_count, person)
-        return caps_allow(open_count, await self.asked_in_window(), self.limits)
 
     async def close(self, question_id: str, status: QuestionStatus, answer: Answer | None = None,
                     by: str | None = None) -> bool:

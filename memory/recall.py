@@ -6,14 +6,14 @@ keeps both indexes and the records in memory; with its change log it answers wit
 call, after re-reading whatever another process changed (so a memory forgotten with
 ``bot.py memory forget`` never reaches a prompt; see :mod:`memory.store`). A group chat asks
 the store for shared memories only, so nothing private is fetched and then thrown away.
-Staged notes (seed 002's daily notes, not yet curated by the gate) are matched the same way,
+Staged notes (each day's raw captures, not yet curated by the gate) are matched the same way,
 with BM25 over the person's unpromoted notes and cosines from note vectors this engine keeps.
 :mod:`memory.ranking` blends and orders them.
 
-The query embedding has a time budget (seed 000). :class:`QueryVectors` starts it, waits at
-most the budget, and when it is late lets the caller go on with the lexical path alone; the
-embedding finishes in the background and lands in an LRU keyed by the normalised query, so
-asking again is instant. Nothing here ever blocks a reply on the embedder.
+The query embedding has a time budget. :class:`QueryVectors` starts it, waits at most the
+budget, and when it is late lets the caller go on with the lexical path alone; the embedding
+finishes in the background and lands in an LRU keyed by the normalised query, so asking again
+is instant. Nothing here ever blocks a reply on the embedder.
 
 Isolation is enforced here for every caller: only ``person``'s records, only live ones
 (active and not past their horizon: superseded, retired and forgotten memories never come
@@ -63,8 +63,6 @@ from memory.text import normalize
 from memory.vectors import Vectors
 
 log = logging.getLogger("kith.memory.recall")
-
-# Proposed for core/tunables.py:
 
 
 def query_key(query: str) -> str:
@@ -345,7 +343,8 @@ class RecallEngine:
 
     async def conflict_partners(self, person: str, records: Iterable[MemoryRecord], *,
                                 shared_only: bool) -> dict[str, list[MemoryRecord]]:
-        """For each record, the live memories it is flagged as conflicting with (seed 001).
+        """For each record, the live memories it is flagged as conflicting with (shown as disputed: kith asserts
+        neither side of a conflict).
 
         A link to a memory that was forgotten, superseded or retired is no conflict any more.
         Partners this chat may not see are still counted: the fact stays disputed.
@@ -370,7 +369,7 @@ async def _no_notes() -> list[Note]:
 
 
 class UseRecorder:
-    """After a reply: credit the shown memories the reply cited (a TurnObserver; seed 004)."""
+    """After a reply: credit the shown memories the reply cited (a TurnObserver): being shown earns nothing."""
 
     def __init__(self, store: MemoryStore, clock: Callable[[], datetime]) -> None:
         self.store = store

@@ -1,4 +1,4 @@
-"""The persona's read-only ``recall`` tool: deliberate search of what kith remembers (seeds 000, 004).
+"""The persona's read-only ``recall`` tool: deliberate search of what kith remembers.
 
 Automatic context shows a few clipped candidates; this tool gives the full texts with their
 receipts: the evidence quotes and where and when each was said (platform, private or group
@@ -15,6 +15,7 @@ from typing import Any
 
 from ground.config import RecallSettings
 from ground.tunables import (
+    RECALL_HINT,
     RECALL_TOOL_EMBED_BUDGET_MS,
     RECALL_TOOL_EVIDENCE,
     RECALL_TOOL_MAX_CHARS,
@@ -28,14 +29,6 @@ from memory.recall import RecallEngine
 from memory.records import MemoryRecord, Scope
 
 log = logging.getLogger("kith.memory.recall_tool")
-
-# Proposed for core/tunables.py:
-
-RECALL_HINT = (
-    "You have a read-only `recall` tool that searches what you remember about the person you are talking "
-    "to. Each result has the memory's evidence (their own words, quoted) and where and when it was said. "
-    "When asked how you know something, answer from that record only: cite the quote and say where and "
-    "when it was said; if recall finds nothing, say you do not know.")
 
 
 def _chat(scope: Scope) -> str:

@@ -1,4 +1,4 @@
-"""Is a new fact a repeat of a stored one, a disagreement with it, or new? (seed 001)
+"""Is a new fact a repeat of a stored one, a disagreement with it, or new?
 
 The rule: near-identical facts merge (one fact, not two); related facts that disagree are
 both kept and flagged as conflicting so kith asks which is current; nothing is deleted or
@@ -24,9 +24,10 @@ the same kind only, CONFLICT when a trusted cosine is in ``[CONFLICT_THRESHOLD,
 MERGE_THRESHOLD]``, or when the lexical score is in that band *and* both facts have at least
 ``CONFLICT_MIN_WORDS`` content words, at least ``CONFLICT_MIN_AGREEMENTS`` words agree and the
 Jaccard is at least ``CONFLICT_MIN_JACCARD``. Otherwise NEW. The band includes the merge line
-itself, which the seed leaves to neither side.
+itself: a score exactly on it is not above it, so it is judged as a possible conflict, not left
+undecided.
 
-One guard beyond the seed: when exactly one of the two facts is negated ("I like tea" /
+One more guard: when exactly one of the two facts is negated ("I like tea" /
 "I don't like tea"), they can never merge, since that would silently overwrite one with its
 opposite; their score is capped at the merge line, so they are judged as a possible conflict.
 """

@@ -224,7 +224,7 @@ def tokens(text: str) -> list[str]:
 
 
 def is_stop_word(token: str) -> bool:
-    """Filler that carries no fact: function words, greetings, the seed's fillers, lone kana."""
+    """Filler that carries no fact: function words, greetings, conversational fillers, lone kana."""
     return token in STOP_WORDS or (len(token) == 1 and _HIRAGANA_RE.match(token) is not None)
 
 

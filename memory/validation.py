@@ -2,7 +2,7 @@
 
 :func:`validate_extraction` takes the extractor model's raw answer and the transcript it
 read, and returns the candidates that may go on to the merge/conflict gate plus counts of
-everything refused. The rules (seed 000, with kith's additions marked *):
+everything refused. The rules (those marked * are kith's additions to the original design's list):
 
 Whole answer discarded (nothing kept, the reason counted):
 

@@ -47,7 +47,7 @@ async def lexical(tmp_path: Path, db: Database) -> AsyncIterator[MemoryService]:
     await service.close()
 
 
-async def test_seed_examples_merge_into_one_fact_with_two_receipts(lexical: MemoryService) -> None:
+async def test_a_restated_fact_merges_into_one_with_two_receipts(lexical: MemoryService) -> None:
     first = await lexical.gate.admit("p_ana", candidate("I use Postgres", message="m1"))
     second = await lexical.gate.admit(
         "p_ana", candidate("Database is Postgres", message="m2", importance=0.6)
@@ -67,7 +67,7 @@ async def test_the_configured_merge_threshold_is_the_one_the_gate_uses(tmp_path:
     try:
         first = await strict.gate.admit("p_ana", candidate("I use Postgres", message="m1"))
         second = await strict.gate.admit("p_ana", candidate("Database is Postgres", message="m2"))
-        assert (first.outcome, second.outcome) == (Outcome.NEW, Outcome.NEW)  # merged at the seed's 0.85
+        assert (first.outcome, second.outcome) == (Outcome.NEW, Outcome.NEW)  # merged at the default 0.85
         assert len(await strict.list_memories("p_ana")) == 2
     finally:
         await strict.close()
@@ -79,7 +79,7 @@ async def test_the_configured_conflict_threshold_is_the_one_the_gate_uses(tmp_pa
     try:
         await lenient.gate.admit("p_ana", candidate("I use Postgres", message="m1"))
         moved = await lenient.gate.admit("p_ana", candidate("I moved to SQLite", message="m2"))
-        assert moved.outcome is Outcome.NEW and moved.linked == ()  # a conflict at the seed's threshold
+        assert moved.outcome is Outcome.NEW and moved.linked == ()  # a conflict at the default threshold
     finally:
         await lenient.close()
 

@@ -6,10 +6,8 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from ground.config import BudgetSettings, RecallSettings
+from ground.tunables import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 from memory.memory_context import (
-    CONFLICT_NOTICE,
-    RECALLED_NOTICE,
-    TRUNCATED_FLAG,
     fit_recalled,
     render_pinned,
     with_partners,

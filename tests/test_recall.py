@@ -18,11 +18,12 @@ import pytest
 
 from ground.config import BudgetSettings, RecallSettings
 from ground.db import Database
+from ground.tunables import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind, InboundMessage
 from kith.schema import create_schema
 from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
-from memory.memory_context import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG, RecallMemoryContext
+from memory.memory_context import RecallMemoryContext
 from memory.notes import Note
 from memory.recall import RecallEngine, UseRecorder
 from memory.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status

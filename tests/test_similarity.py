@@ -17,7 +17,7 @@ class Stored:
     kind: str
 
 
-def test_seed_repeat_merges_on_the_lexical_path() -> None:
+def test_a_restated_fact_merges_on_the_lexical_path() -> None:
     decision = decide("I use Postgres", "Database is Postgres", same_kind=True)
     assert decision.action is Action.MERGE
     assert decision.via is Via.LEXICAL
