@@ -16,11 +16,6 @@ from memory.store import MemoryStore
 NO_CONFLICTS = "[]"  # records.to_metadata stores conflicts_with as a JSON list
 
 
-async def scan_memories(store: MemoryStore, where: dict[str, Any]) -> list[MemoryRecord]:
-    """Every memory (any person) matching a Chroma ``where`` filter."""
-    return await store.memories_where(where)
-
-
 def _and(*parts: dict[str, Any]) -> dict[str, Any]:
     return parts[0] if len(parts) == 1 else {"$and": list(parts)}
 
@@ -36,29 +31,29 @@ def _person(person: str | None) -> tuple[dict[str, Any], ...]:
 
 async def disputed(store: MemoryStore, person: str | None = None) -> list[MemoryRecord]:
     """Active memories flagged as conflicting with another: the open questions kith may ask about."""
-    found = await scan_memories(store, _and({"conflicts_with": {"$nin": [NO_CONFLICTS]}}, *_person(person)))
+    found = await store.memories_where(_and({"conflicts_with": {"$nin": [NO_CONFLICTS]}}, *_person(person)))
     return [r for r in found if r.status is Status.ACTIVE and r.conflicts_with]
 
 
 async def lapsing(store: MemoryStore, after: datetime, until: datetime,
                   person: str | None = None) -> list[MemoryRecord]:
     """Active, unpinned memories whose horizon ends in (after, until]."""
-    found = await scan_memories(store, _and({"expires_at_ts": {"$gt": after.timestamp()}},
-                                            {"expires_at_ts": {"$lte": until.timestamp()}}, *_person(person)))
+    found = await store.memories_where(_and({"expires_at_ts": {"$gt": after.timestamp()}},
+                                             {"expires_at_ts": {"$lte": until.timestamp()}}, *_person(person)))
     return [r for r in found if r.status is Status.ACTIVE and not r.pinned]
 
 
 async def expired(store: MemoryStore, now: datetime) -> list[MemoryRecord]:
     """Active memories whose horizon has ended (0.0 in expires_at_ts means "no horizon")."""
-    found = await scan_memories(store, _and({"expires_at_ts": {"$gt": 0.0}},
-                                            {"expires_at_ts": {"$lte": now.timestamp()}}))
+    found = await store.memories_where(_and({"expires_at_ts": {"$gt": 0.0}},
+                                             {"expires_at_ts": {"$lte": now.timestamp()}}))
     return [r for r in found if r.status is Status.ACTIVE]
 
 
 async def stale(store: MemoryStore, untouched_since: datetime, kinds: tuple[MemoryKind, ...]) -> list[MemoryRecord]:
     """Active, never-used, unconfirmed memories of ``kinds`` nobody touched since ``untouched_since``."""
-    found = await scan_memories(store, _and({"updated_at_ts": {"$lt": untouched_since.timestamp()}},
-                                            {"kind": {"$in": [k.value for k in kinds]}}))
+    found = await store.memories_where(_and({"updated_at_ts": {"$lt": untouched_since.timestamp()}},
+                                             {"kind": {"$in": [k.value for k in kinds]}}))
     return [r for r in found if r.status is Status.ACTIVE and r.use_count == 0 and r.tier is Tier.OBSERVATION]
 
 

@@ -51,6 +51,7 @@ from memory.vectors import VectorHit, Vectors, VectorSource
 
 log = logging.getLogger("kith.memory.store")
 
+
 class RevisionConflict(Exception):
     """A compare-and-swap write lost: the memory changed since the writer read it."""
 
@@ -70,6 +71,8 @@ def oldest_first(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
 
 
 class MemoryStore:
+    """kith's memory as stored: read it, search it, and write it (memories by compare-and-swap)."""
+
     def __init__(
         self,
         chroma: ChromaCollections,
@@ -83,7 +86,7 @@ class MemoryStore:
         self.changes = changes
         self.indexes = PersonIndexes(chroma)
         self.catch_up = CatchUp(changes, self.indexes, chroma)
-        self.search = IndexSearch(
+        self.index_search = IndexSearch(
             self.indexes,
             chroma,
             vectors_in_memory=changes is not None,
@@ -269,7 +272,7 @@ class MemoryStore:
         ranked = index.lexical(query, k, scope, max_query_words) if query else []
         if vectors is not None and not isinstance(vectors, Vectors):
             vectors = await vectors
-        near = await self.search.hits(person, vectors=vectors, k=k, scope=scope) if vectors is not None else []
+        near = await self.index_search.hits(person, vectors=vectors, k=k, scope=scope) if vectors is not None else []
         index = await self.indexes.of(person)
         records: Mapping[str, MemoryRecord]
         if self.changes is not None:
@@ -301,7 +304,7 @@ class MemoryStore:
         trail another process's writes; writers re-read.
         """
         await self.catch_up.with_others()
-        return await self.search.hits(
+        return await self.index_search.hits(
             person, vectors=vectors, query=query, k=k, max_query_words=max_query_words, scope=scope
         )
 
