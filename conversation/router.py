@@ -1,35 +1,31 @@
-"""The path every inbound message takes, whatever the platform.
+"""Intake and turns wired together: what a channel hands its messages and button presses to.
 
-dedupe (redeliveries dropped) → policy (pairing, groups, rate limit) → debounce (a burst
-becomes one turn) → chat commands or the conversation core, with a typing indicator →
-the durable outbox, which delivers in order with retries.
+Intake (:mod:`conversation.intake`) admits a message and debounces it into a turn; a turn goes through
+its own steps in order, commands → pending answers → conversation, the first with an answer posting it
+through the durable outbox, which delivers in order with retries. A turn that fails is tried again here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from conversation.intake import Admit, Debounce, Dedupe, Intake, KeepInInbox, Notice, Policy, RateLimit
+from conversation.keeping import Keeping, NotKept
 from conversation.turns import ConversationCore
-from delivery import inbox
 from delivery.debounce import Debouncer
-from delivery.inbound import InboundJournal, Redelivered
+from delivery.inbound import InboundJournal
 from delivery.inbox import UNHANDLED_REPLY, Inbox, Leftover
 from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
-from ground.db import Connection
 from ground.failures import describe, traceback_of
 from ground.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S
 from ground.types import ButtonPress, Channel, InboundMessage, OutboundMessage, reply_to
 from policy.gate import PolicyGate
-from policy.rules import Reason, Verdict
 
 log = logging.getLogger("kith.router")
-
-_RATE_LIMITED = frozenset({Reason.RATE_LIMITED, Reason.RATE_LIMITED_NOTIFIED})
 
 CommandHandler = Callable[[InboundMessage], Awaitable[OutboundMessage | None]]
 ButtonAnswer = Callable[[ButtonPress], Awaitable[OutboundMessage | None]]
@@ -64,6 +60,12 @@ class Router:
         self._resumed = asyncio.Event()
         if kept is None:
             self._resumed.set()
+        self.intake = Intake([
+            Admit(gate.db, gate, [Dedupe(journal), Policy(gate), KeepInInbox()]),
+            RateLimit(gate),
+            Notice(worker.post),
+            Debounce(self.debouncer, self.take_turn, worker.wait_idle, self._resumed, self.immediate),
+        ], keeping=self.keeping)
         # A kept message whose turn failed unexpectedly (a full disk at its commit) is tried again after these.
         self.retry_backoff_s = retry_backoff_s
         self.retry_backoff_max_s = retry_backoff_max_s
@@ -102,56 +104,21 @@ class Router:
 
     async def on_message(self, message: InboundMessage, *, resuming: bool = False) -> None:
         """The channel's handler: returns once the message is recorded and queued (or dropped)."""
-        event_id = f"msg:{message.message_id}"
-        keep = self._keeper(message)
-        try:
-            # A /link CODE too: a code is no pass past the policy (see conversation.linking).
-            decision = await self.gate.check_inbound(message, first=functools.partial(
-                self.journal.record_within, platform=message.platform, event_id=event_id), then=keep)
-        except Redelivered:
-            log.info("redelivery dropped platform=%s chat=%s message=%s", message.platform, message.chat_id,
-                     message.message_id)
-            if self.inbox is not None and self._keeps(message):
-                await self.inbox.forget_undecided(message)  # kept by its channel; answered the first time
-            return
-        if self.inbox is not None and keep is not None and decision.reason in _RATE_LIMITED:
-            await self.inbox.forget(message)  # kept as the access rules let it through; the rate limit did not
-        if decision.verdict in (Verdict.PAIRING_CODE, Verdict.NOTICE) and decision.notice:
-            await self.worker.post(self._notice(message, decision.notice), source=message.message_id)
-            return
-        if not decision.allowed:
-            return
-        if message.platform in self.immediate:
-            await self.take_turn(message)
-            await self.worker.wait_idle()
-        else:
-            if not resuming and not self._resumed.is_set():
-                await self._resumed.wait()
-            await self.debouncer.submit(message)
+        await self.intake(message, resuming=resuming)
 
-    def _keeps(self, message: InboundMessage) -> bool:
-        """Whether ``message`` goes through the inbox: not the terminal's, whose person is watching."""
-        return self.inbox is not None and message.platform not in self.immediate
-
-    def _answered(self, message: InboundMessage) -> Callable[[Connection], None] | None:
-        """The inbox step of the transaction that queues the answer: the message needs keeping no more."""
-        return functools.partial(inbox.done, message=message) if self._keeps(message) else None
-
-    def _keeper(self, message: InboundMessage) -> Callable[[Connection, bool], None] | None:
-        """The inbox step of the policy transaction."""
-        inbox = self.inbox
-        if inbox is None or not self._keeps(message):
-            return None
-        return lambda conn, allowed: inbox.decided_within(conn, message, allowed)
+    def keeping(self, message: InboundMessage) -> Keeping:
+        """The message's place in the inbox; the terminal's, whose person is watching, is never kept."""
+        if self.inbox is None or message.platform in self.immediate:
+            return NotKept(message)
+        return Keeping(self.inbox, message)
 
     async def take_turn(self, message: InboundMessage) -> None:
         """Answer one turn. A kept message whose turn fails unexpectedly is tried again here, after a
         backoff, until it has used its attempts; then it gets UNHANDLED_REPLY (never silence)."""
-        if not self._keeps(message):
+        inbox = self.inbox
+        if inbox is None or not self.keeping(message).kept:
             await self._take_turn_once(message)
             return
-        inbox = self.inbox
-        assert inbox is not None
         key = (message.platform, message.message_id)
         attempts = self._attempts.pop(key, 0)
         delay = self.retry_backoff_s
@@ -195,44 +162,54 @@ class Router:
                 message = dataclasses.replace(message, opened_row=turn_row)
 
     async def _give_up(self, message: InboundMessage) -> None:
-        """The honest reply to a message tried too often, queued where it leaves the inbox."""
+        """The honest reply to a message tried too often, posted where it leaves the inbox."""
         await self.worker.post(reply_to(message, UNHANDLED_REPLY), source=message.message_id,
-                                 also=self._answered(message))
+                               also=self.keeping(message).answered_within)
         log.warning("turn given up platform=%s chat=%s message=%s", message.platform, message.chat_id,
                     message.message_id)
 
     async def _take_turn_once(self, message: InboundMessage) -> None:
-        # Kept in the inbox until the reply is queued; then removed in the same transaction.
-        kept = self._keeps(message)
-        answered = self._answered(message)
-        reply: OutboundMessage | None = None
-        charged = False
-        if self.commands is not None and message.text.startswith("/"):
-            if kept and self.inbox is not None:
-                await self.inbox.charge(message)  # a command that brings the process down is a try too
-                charged = True
-            reply = await self.commands(message)
+        """The turn's steps in order; the first with an answer ends it. The message stays kept until its
+        answer is posted, and leaves the inbox in that same transaction."""
+        keeping = self.keeping(message)
+        reply = await self._command(message, keeping)
         if reply is None and self.pending is not None:
-            reply = await self.pending(message)
+            reply = await self.pending(message)  # an answer to an open question, e.g. "the first"
         if reply is None:
-            channel = self.channels.get(message.platform)
-            if channel is None:
-                return  # kept: a later process that has this channel answers it
-            queued = self.worker.posting(source=message.message_id, also=answered)
-            handled = False
-            try:
-                async with TypingIndicator(channel, message.chat_id, message.thread_id,
-                                           refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
-                    reply = await self.core.handle(message, also=queued, opened=functools.partial(
-                        inbox.opened, message=message, charge=not charged) if kept else None)
-                handled = True
-            finally:
-                # A reply that committed goes out even if something after the commit failed; one whose
-                # commit failed was rolled back and must not (the message, still kept, is answered later).
-                scheduled = queued.schedule(committed=handled)
-            if scheduled:
-                return
-        await self.worker.post(reply, source=message.message_id, also=answered)
+            reply = await self._converse(message, keeping, charged=self._is_command(message) and keeping.kept)
+        if reply is not None:
+            await self.worker.post(reply, source=message.message_id, also=keeping.answered_within)
+
+    def _is_command(self, message: InboundMessage) -> bool:
+        return self.commands is not None and message.text.startswith("/")
+
+    async def _command(self, message: InboundMessage, keeping: Keeping) -> OutboundMessage | None:
+        if self.commands is None or not self._is_command(message):
+            return None
+        await keeping.command_started()  # charged when it starts: a command that brings the process down
+        return await self.commands(message)
+
+    async def _converse(self, message: InboundMessage, keeping: Keeping, *,
+                        charged: bool) -> OutboundMessage | None:
+        """The conversation core's reply, posted in the transaction that records it. Returns a reply the core
+        did not record (its honest failure reply), still to be posted; None when posted, or when this process
+        has no channel for the message's platform (it stays kept: a later process that has one answers it)."""
+        channel = self.channels.get(message.platform)
+        if channel is None:
+            return None
+        posting = self.worker.posting(source=message.message_id, also=keeping.answered_within)
+        handled = False
+        try:
+            async with TypingIndicator(channel, message.chat_id, message.thread_id,
+                                       refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
+                reply = await self.core.handle(message, also=posting,
+                                               opened=keeping.opened_within(charge=not charged))
+            handled = True
+        finally:
+            # A reply that committed goes out even if something after the commit failed; one whose
+            # commit failed was rolled back and must not (the message, still kept, is answered later).
+            posted = posting.schedule(committed=handled)
+        return None if posted else reply
 
     async def on_button(self, press: ButtonPress) -> None:
         """A person pressed one of kith's buttons; only the registered action may answer."""
@@ -246,11 +223,6 @@ class Router:
         reply = await self.buttons(press)
         if reply is not None:
             await self.worker.post(reply, source=f"press:{press.event_id}")
-
-    @staticmethod
-    def _notice(message: InboundMessage, text: str) -> OutboundMessage:
-        # In a group everyone reads it: like any reply there, it quotes the message it answers.
-        return reply_to(message, text, notice=True)
 
     async def close(self) -> None:
         self._closing.set()

@@ -1,4 +1,4 @@
-"""The policy gate the router calls: access rules, pairing and the rate limit, persisted.
+"""The policy gate intake asks: access rules, pairing and the rate limit, persisted.
 
 Decisions come from the pure functions in ``policy.rules`` and ``policy.ratelimit``; this
 class only loads and stores the state they need and logs each decision with ids only.
@@ -76,43 +76,47 @@ class PolicyGate:
         """Whether DMs on ``platform`` are anything but disabled (a stranger may still have to pair)."""
         return self.policy_for(platform).dm is not DmPolicy.DISABLED
 
-    async def check_inbound(self, message: InboundMessage, *,
-                            first: Callable[[Connection], None] | None = None,
-                            then: Callable[[Connection, bool], None] | None = None) -> Decision:
-        """Decide on ``message``; ``first`` runs at the start of the same transaction (e.g. the inbound
-        journal), and an exception from it aborts the decision with nothing written. ``then`` runs at
-        its end with whether the access rules let the message through (the rate limit is checked after)."""
+    access_topic = ACCESS_TOPIC  # the database topic whose version says the access state changed
+
+    def decide_within(self, conn: Connection, message: InboundMessage) -> tuple[Decision, AccessState]:
+        """The access decision on ``message`` inside the caller's transaction (pairing codes are written
+        there), and the access state it leaves; pass both to :meth:`remember` once it committed.
+
+        Policy follows the person: a sender refused on their own is let through when another account of
+        theirs may talk to kith, without writing that into the owner's list (nor the refusal's pairing code).
+        """
         policy = self.policy_for(message.platform)
         now = self.clock()
 
-        def decide(conn: Connection, access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
+        def decide(access: AccessState) -> tuple[tuple[Decision, AccessState], AccessState]:
             decision, new_state = decide_inbound(message, policy, access, now, rng=self.rng)
             # Linked accounts are read only for a sender refused on their own.
             if decision.allowed or access.is_approved(message.account) or not self._linked_to_trusted(
                     conn, message.account, access):
                 return (decision, new_state), new_state
-            # Policy follows the person: an account linked to an approved one is approved too,
-            # without writing that into the owner's list (nor the refusal's pairing code).
             decision, _ = decide_inbound(message, policy, _as_approved(access, message.account), now, rng=self.rng)
             return (decision, access), access
 
-        def in_one_transaction(conn: Connection) -> tuple[Decision, AccessState]:
-            if first is not None:
-                first(conn)
-            decided = store.update(conn, functools.partial(decide, conn))
-            if then is not None:
-                then(conn, decided[0].allowed)
-            return decided
+        return store.update(conn, decide)
 
-        version, (decision, access) = await self.db.run_versioned(ACCESS_TOPIC, in_one_transaction, short=True)
-        self._remember(access, version)
+    def rate_limit(self, message: InboundMessage, decision: Decision) -> Decision:
+        """The decision once the sender's rate limit had its say (in memory: after the access decision
+        committed), logged with ids only."""
         if decision.allowed:
+            policy = self.policy_for(message.platform)
             rate = self._limiter_for(message.platform, policy).check(message.account, self.monotonic())
             if not rate.allowed:
                 decision = rate.decision()
         log.info("policy platform=%s chat=%s sender=%s verdict=%s reason=%s", message.platform, message.chat_id,
                  message.sender_id, decision.verdict.value, decision.reason.value)
         return decision
+
+    async def check_inbound(self, message: InboundMessage) -> Decision:
+        """Decide on ``message`` in a transaction of its own, then apply the rate limit."""
+        version, (decision, access) = await self.db.run_versioned(
+            ACCESS_TOPIC, functools.partial(self.decide_within, message=message), short=True)
+        self.remember(access, version)
+        return self.rate_limit(message, decision)
 
     def _limiter_for(self, platform: str, policy: PlatformPolicy) -> RateLimiter:
         limiter = self._limiters.get(platform)
@@ -132,9 +136,9 @@ class PolicyGate:
     async def refresh(self) -> None:
         """Reload the access state (at start)."""
         version, (access, _) = await self.db.run_versioned(ACCESS_TOPIC, store.load)
-        self._remember(access, version)
+        self.remember(access, version)
 
-    def _remember(self, access: AccessState, version: object | None) -> None:
+    def remember(self, access: AccessState, version: object | None) -> None:
         """``access`` as read (or written) at database ``version``."""
         self._access = access
         self._access_version = version
@@ -143,7 +147,7 @@ class PolicyGate:
         version = self.db.version(ACCESS_TOPIC, max_age_s=SHARED_CACHE_TRUST_S)
         if self._access is None or version is None or version != self._access_version:
             version, (access, _) = await self.db.run_versioned(ACCESS_TOPIC, store.load, short=True)
-            self._remember(access, version)
+            self.remember(access, version)
         assert self._access is not None
         return self._access
 

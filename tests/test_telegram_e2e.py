@@ -210,11 +210,11 @@ async def test_an_update_taken_in_but_not_yet_past_policy_when_the_process_stops
     app = await _start(settings, monkeypatch)
     reached = asyncio.Event()
 
-    async def never_decides(message, **kwargs):  # the process goes down before the policy has decided
+    async def never_decides(arrival):  # the process goes down before the policy has decided
         reached.set()
         await asyncio.Event().wait()
 
-    monkeypatch.setattr(app.gate, "check_inbound", never_decides)
+    monkeypatch.setattr(app.router.intake, "steps", (never_decides,))
     telegram_api.push_text(ANA, ANA, "did you get this?")
     await asyncio.wait_for(reached.wait(), 15)  # journaled, and Telegram's offset is past it
     await app.close()
