@@ -139,6 +139,9 @@ class DeliveryWorker:
         # Lanes whose task is waiting out a backoff right now: shutdown ends those at once (their retry
         # time is in the outbox), rather than waiting for them or for its own deadline.
         self._resting: set[Lane] = set()
+        # When this process's delivery started: entries older than that were left by an earlier process.
+        self._started_at: datetime | None = None
+        self._lanes_looked_at: set[Lane] = set()  # lanes whose first such entry was looked for
 
     def now(self) -> datetime:
         return self._clock()
@@ -154,6 +157,8 @@ class DeliveryWorker:
         """Resume every lane a previous process left with pending entries. Returns how many lanes."""
         self._stopped = False
         self._draining = False
+        if self._started_at is None:
+            self._started_at = self._clock()
 
         def resume(conn: Connection) -> list[Lane]:
             outbox.release_backoffs(conn, keep_errors=(RATE_LIMITED,), now=self._clock())
@@ -319,6 +324,18 @@ class DeliveryWorker:
                   entry.message.platform, entry.message.chat_id, (now - entry.created_at).total_seconds() / 3600,
                   error or entry.last_error)
 
+    def _maybe_in_flight_at_a_crash(self, entry: OutboxEntry) -> bool:
+        """Whether ``entry``'s next chunk may have been on its way when an earlier process died.
+
+        A process killed mid-send notes no doubt, and the platform may have posted the chunk it had sent. A lane
+        delivers one chunk at a time, in order, so only the first entry this process delivers in a lane an
+        earlier process left can be that one: it is looked for once (one lookup a lane at a start)."""
+        lane = outbox.lane_of(entry.message)
+        if self._started_at is None or entry.created_at >= self._started_at or lane in self._lanes_looked_at:
+            return False
+        self._lanes_looked_at.add(lane)
+        return True
+
     async def _deliver(self, entry: OutboxEntry) -> tuple[bool, OutboxEntry | None]:
         """Deliver or fail ``entry``; returns (True, the lane's next entry) when that was read on the way."""
         message = entry.message
@@ -344,10 +361,13 @@ class DeliveryWorker:
         following: tuple[bool, OutboxEntry | None] = (False, None)
         if entry.chunks_sent >= len(chunks):  # every chunk went out before a restart: only the status is left
             await self.db.run_short(outbox.mark_sent, entry.id, now=self._clock())
-        elif entry.last_error is not None and isinstance(channel, LooksBeforeResend):
-            # Read only for an entry that failed before: a doubt another process noted about its next chunk.
-            if (entry.id, entry.chunks_sent) in await self.db.run(outbox.doubts, entry.id):
+        elif isinstance(channel, LooksBeforeResend):
+            if self._maybe_in_flight_at_a_crash(entry):
                 channel.may_have_posted(message, entry.chunks_sent, entry.created_at)
+            elif entry.last_error is not None:
+                # Read only for an entry that failed before: a doubt another process noted about its next chunk.
+                if (entry.id, entry.chunks_sent) in await self.db.run(outbox.doubts, entry.id):
+                    channel.may_have_posted(message, entry.chunks_sent, entry.created_at)
         for index in range(entry.chunks_sent, len(chunks)):
             sent = await self._send_with_retries(entry, channel, chunks[index], index, len(chunks), attempts)
             if sent is None:

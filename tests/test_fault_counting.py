@@ -28,6 +28,9 @@ def test_a_double_counts_as_the_crash_window_only_when_its_first_copy_went_out_j
     assert len(gaps) == 1 and abs(gaps[0] - 0.3) < 1e-9
     assert crash_window_gaps(outgoing, first_seen, [], ["kf000001"], window_s=1.0) == []
     assert crash_window_gaps(outgoing, first_seen, [9.0], ["kf000001"], window_s=1.0) == []  # kill came before
+    # A copy seen just after a kill was already on its way when the process died: the crash window too.
+    in_flight = crash_window_gaps(outgoing, first_seen, [9.9], ["kf000001"], window_s=1.0, in_flight_s=0.25)
+    assert len(in_flight) == 1 and abs(in_flight[0] + 0.1) < 1e-9
 
 
 def test_the_json_report_names_the_lost_and_doubled_messages() -> None:

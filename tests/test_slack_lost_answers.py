@@ -250,3 +250,35 @@ async def test_a_look_that_fails_for_now_is_tried_again_rather_than_posting_blin
     assert [p.text for p in api.posted] == ["patience"]
     assert _post_calls(api) == ["chat.postMessage"] + ["conversations.history"] * 3
     assert doubts == [(entry_id, 0)] and _doubted(caplog) == 1
+
+
+async def test_a_post_in_flight_when_the_process_died_is_looked_for_at_the_next_start_and_not_sent_twice(
+    people: FakeSlack, db: Database, journal: InboundJournal
+) -> None:
+    api = people
+    chat = api.dm_channel(ALICE)
+    message = OutboundMessage(platform="slack", chat_id=chat, text="once only")
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.answer_slowly("chat.postMessage", LATE_S)
+        dying = DeliveryWorker(db, {"slack": channel}, send_anything, sleep=_no_wait, settings=QUICK)
+        await dying.start()
+        entry_id = await dying.post(message)
+        await api.wait_for_posts(1)
+        await dying.stop()  # dies mid-send: Slack posted it, the answer never came, no doubt was noted
+    assert await db.run(outbox.doubts, entry_id) == []
+
+    async with running(_channel(api, journal), Inbox()) as channel:  # the next process
+        worker = DeliveryWorker(db, {"slack": channel}, send_anything, sleep=_no_wait, settings=QUICK)
+        await worker.start()
+        await worker.wait_idle()
+        later = await worker.post(replace(message, text="and then this"))
+        await worker.wait_idle()
+        await worker.stop()
+        entry = await db.run(outbox.get, entry_id)
+
+    assert [p.text for p in api.posted] == ["once only", "and then this"]
+    assert entry is not None and entry.status is outbox.OutboxStatus.SENT
+    assert entry.sent_ids == (f"{chat}:{api.posted[0].ts}",)
+    # One look, for the entry the dead process left; none for what this process sent itself.
+    assert _post_calls(api).count("conversations.history") == 1
+    assert (await db.run(outbox.get, later)).status is outbox.OutboxStatus.SENT

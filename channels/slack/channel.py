@@ -38,9 +38,9 @@ of an outbox entry carries message metadata with a marker of its own (a hash of 
 before such a chunk is sent again, the conversation (conversations.history, or .replies in a thread, with
 ``include_all_metadata``) is searched for our message with that marker; found, it counts as sent. That look
 needs the conversation's history scope (``im:history`` for DMs, ``channels:history`` and the like elsewhere)
-and knows of a lost send from this process or, through the delivery worker (``may_have_posted``), from the
-doubt an earlier one noted. Without the scope, after a crash that left no doubt noted (the post accepted in the
-instant before its progress committed), and for file uploads (which carry no metadata), the chunk is sent
+and knows of a lost send from this process or, through the delivery worker (``may_have_posted``), from an
+earlier one: the doubt it noted, or, after it died mid-send (noting nothing), the first undelivered entry it left
+in each conversation. Without the scope, and for file uploads (which carry no metadata), the chunk is sent
 again, as before.
 """
 

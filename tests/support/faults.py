@@ -60,6 +60,8 @@ SLACK_ACK_TIMEOUT_S = 3.0  # Slack sends an event again when its envelope was no
 # README documents (the platform answered, the process died before committing that progress). Generous on a
 # loaded 2-core machine, where that commit can trail the answer; the largest gap seen is printed.
 CRASH_WINDOW_S = 1.0
+# A post first seen this long after a kill was on its way when the process died (a few pump intervals).
+IN_FLIGHT_S = 0.25
 
 
 # --- the count -----------------------------------------------------------------------------------------
@@ -628,8 +630,9 @@ class World:
             crashed = min(len(gaps), tally.doubled - tally.doubled_in_window)
             if crashed:
                 tally.doubled_in_window += crashed
-                tally.notes.append(f"{crashed} doubled at a SIGKILL: first copy accepted {max(gaps) * 1000:.0f} ms "
-                                   "or less before the kill (the crash window)")
+                tally.notes.append(f"{crashed} doubled at a SIGKILL: first copy accepted between "
+                                   f"{-max(gaps) * 1000:.0f} and {-min(gaps) * 1000:.0f} ms from the kill "
+                                   "(negative: before it; the crash window)")
         if rc not in (0, None) and rc != -signal.SIGTERM:
             tally.notes.append(f"exit code {rc} on SIGTERM")
         elif rc is None:
@@ -693,17 +696,22 @@ def tracebacks(log: str) -> Tracebacks:
 
 
 def crash_window_gaps(outgoing: list[tuple[str, str]], first_seen: list[float], kill_times: list[float],
-                      doubled_tokens: list[str], window_s: float = CRASH_WINDOW_S) -> list[float]:
+                      doubled_tokens: list[str], window_s: float = CRASH_WINDOW_S,
+                      in_flight_s: float = IN_FLIGHT_S) -> list[float]:
     """For each doubled token whose first copy went out at most ``window_s`` before a SIGKILL of the bot, how
-    long before it: the crash window, where the platform answered and the process died before its commit."""
+    long before it: the crash window, where the platform answered and the process died before its commit.
+
+    A copy first seen at most ``in_flight_s`` after a kill counts too (as a negative gap): its request had left
+    when the process died, and the platform carried it out after (the pump sees a post up to its interval late).
+    """
     gaps = []
     for token in doubled_tokens:
         first = next((i for i, (_chat, text) in enumerate(outgoing) if token in text), None)
         if first is None or first >= len(first_seen):
             continue
-        after = [k - first_seen[first] for k in kill_times if k >= first_seen[first]]
-        if after and min(after) <= window_s:
-            gaps.append(min(after))
+        around = [k - first_seen[first] for k in kill_times if -in_flight_s <= k - first_seen[first] <= window_s]
+        if around:
+            gaps.append(min(around, key=abs))
     return gaps
 
 
