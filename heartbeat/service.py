@@ -20,7 +20,7 @@ from heartbeat.decay import Decay, DecayReport, UndoReport
 from heartbeat.due import DueFinder, DueItem, ItemKind
 from heartbeat.goals import GoalBook
 from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB
-from heartbeat.settings import HeartbeatSettings, heartbeat_settings_of, resolve_timezone
+from heartbeat.settings import HeartbeatSettings, resolve_timezone
 from heartbeat.turns import FollowUps, HeartbeatTurns, TickReport, TurnOutcome
 from llm.client import LLMClient
 from memory.service import MemoryService
@@ -114,11 +114,11 @@ def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory:
                     clock: Callable[[], datetime], busy: Collection[str] = frozenset(),
                     outbound: Outbound | None = None,
                     hb: HeartbeatSettings | None = None, questions: Sweep | None = None) -> Heartbeat:
-    """``hb`` overrides ``settings.heartbeat`` (tests, and until ground.config carries that table).
+    """``hb`` overrides ``settings.heartbeat`` (tests).
 
     ``questions`` (``QuestionSender.sweep``) asks flagged conflicts at each tick inside active hours; with
     it the turns leave disputed pairs to it."""
-    hb = hb or heartbeat_settings_of(settings)
+    hb = hb or settings.heartbeat
     tz = resolve_timezone(hb.timezone)
     finder = (QuestionsAskedApart if questions is not None else DueFinder)(db, memory.store, clock, tz)
     return Heartbeat(

@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timedelta, tzinfo
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ground.config import HeartbeatSettings
 
 _HOURS = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-
-
-def heartbeat_settings_of(settings: Any) -> HeartbeatSettings:
-    return settings.heartbeat  # type: ignore[no-any-return]
 
 
 def parse_active_hours(text: str) -> tuple[time, time]:

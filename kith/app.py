@@ -32,7 +32,6 @@ from ground.tunables import (
 from ground.types import Channel, utcnow
 from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
 from heartbeat.scheduler import HeartbeatScheduler
-from heartbeat.schema import ensure_tables
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import resolve_timezone
 from kith.schema import create_schema
@@ -232,7 +231,6 @@ def freeze_startup_heap() -> None:
 
 async def start_heartbeat(app: App) -> tuple[Heartbeat, HeartbeatScheduler]:
     """Build the heartbeat over a running app and start its scheduler (call after the delivery worker exists)."""
-    ensure_tables(app.db)  # start-up, like open_database: a moment of blocking is fine here
     sweep = app.question_sender.sweep
     heartbeat = build_heartbeat(settings=app.settings, db=app.db, llm=app.llm, memory=app.memory, clock=app.clock,
                                 busy=app.core.busy_people, outbound=app.worker, questions=sweep)

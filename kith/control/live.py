@@ -16,7 +16,6 @@ from ground.checks import CheckResult
 from ground.config import Settings
 from ground.db import Database
 from ground.tunables import CHROMA_CHECK_TIMEOUT_S
-from heartbeat.schema import ensure_tables
 from heartbeat.service import Heartbeat, build_heartbeat
 from memory.embedders import embedder_result
 from memory.service import MemoryService
@@ -47,7 +46,6 @@ class LiveParts:
         if self.app.heartbeat is not None:
             return self.app.heartbeat
         if self._heartbeat is None:  # a bot whose scheduler is off still runs the jobs on demand
-            ensure_tables(self.db)
             sender = self.app.question_sender
             self._heartbeat = build_heartbeat(settings=self.settings, db=self.db, llm=self.app.llm,
                                               memory=self._memory, clock=self.app.clock,

@@ -16,7 +16,6 @@ from ground.config import Settings
 from ground.db import Database
 from ground.types import utcnow
 from heartbeat.goals import reassign as reassign_goals
-from heartbeat.schema import ensure_tables
 from heartbeat.service import Heartbeat, build_heartbeat
 from kith import store_checks
 from kith.app import open_database
@@ -58,7 +57,6 @@ class LocalParts:
     async def heartbeat(self) -> Heartbeat:
         if self._heartbeat is None:
             memory = await self.memory()
-            ensure_tables(self.db)
             questions = QuestionSender(db=self.db, memory=memory, book=QuestionBook(self.db, self.clock),
                                        outbound=PostedAtNextStart(self.clock), clock=self.clock)
             self._heartbeat = build_heartbeat(settings=self.settings, db=self.db, llm=self.llm(), memory=memory,
