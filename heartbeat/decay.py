@@ -1,4 +1,4 @@
-"""Weekly decay: retire lapsed and stale memories by stamping an end date; never delete (seed 004).
+"""Weekly decay: retire lapsed and stale memories by stamping an end date; never delete.
 
 A memory is retired when its horizon has ended (a one-off preference after 30 days, an
 intention after 72 hours; see :func:`memory.records.horizon_expiry`) or when it is stale: an

@@ -130,7 +130,7 @@ def _is_distinctive(word: str) -> bool:
 
 
 def lexical_similarity(a: str, b: str) -> LexicalScore:
-    """Seed 001's lexical score of two fact texts (symmetric)."""
+    """The lexical score of two fact texts (symmetric), over their content words, with whether one is negated."""
     words_a, words_b = set(content_words(a)), set(content_words(b))
     negation_mismatch = any(map(is_negation, words_a)) != any(map(is_negation, words_b))
     if not words_a or not words_b:

@@ -1,4 +1,4 @@
-"""Conversation history: the message log and each thread's rolling summary (seed 002).
+"""Conversation history: the message log and each thread's rolling summary.
 
 History is what was said, in order, with provenance. It is not memory: memory is chosen
 from it later. Secrets (keys, passwords, card and id numbers) are redacted before a row or a

@@ -50,7 +50,7 @@ async def test_an_expired_one_off_is_retired_but_pins_instructions_and_pets_are_
     db: Database, memory: MemoryService, clock: FakeClock
 ) -> None:
     onions = await said(memory, "Ana wants no onions in tonight's order", MemoryKind.PREFERENCE, Horizon.ONE_OFF)
-    assert (await stored(memory, onions)).expires_at == T0 + timedelta(days=30)  # seed 004's 30-day horizon
+    assert (await stored(memory, onions)).expires_at == T0 + timedelta(days=30)  # a dated fact lapses 30 days on
     annie = await said(memory, "Call me Annie for the rest of the month", MemoryKind.INSTRUCTION, Horizon.ONE_OFF)
     diet = await said(memory, "Ana's cat Mruczek is on a diet", MemoryKind.FACT, Horizon.ONE_OFF)
     standup = await said(memory, "Ana's standup moved to 9:30", MemoryKind.FACT, Horizon.ONE_OFF)

@@ -1,4 +1,4 @@
-"""Seed 001's merge/conflict decision: one fact for a repeat, a flag for a disagreement."""
+"""The merge/conflict decision: one fact for a repeat, a flag for a disagreement."""
 
 from __future__ import annotations
 
