@@ -32,7 +32,6 @@ from ground.redaction import redact
 from ground.tunables import (
     EDIT_CAS_RETRIES,
     FORGET_PLAN_TTL_S,
-    MEMORY_ID_PATTERN,
     MEMORY_PAGE_SIZE,
     PINNED_MAX,
     REMEMBER_IMPORTANCE,
@@ -57,7 +56,9 @@ from people import directory, history
 
 log = logging.getLogger("kith.memory.controls")
 
-MEMORY_ID = re.compile(MEMORY_ID_PATTERN)
+# What /why, /pin and /unpin take for a memory's id rather than words to search for. Memory ids are "m_" and
+# 16 hex digits (memory/gate.py); anything of this looser shape is taken as an id, never searched for as words.
+MEMORY_ID = re.compile(r"m_[0-9a-f]{6,32}")
 
 pauses = sa.Table(
     "memory_pauses",

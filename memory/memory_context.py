@@ -8,7 +8,8 @@ memory is marked, its partner is shown next to it when this chat may see it, and
 tells the model to ask which is current instead of asserting either.
 
 The query embedding has ``embed_budget_ms``; past it this reply recalls by keywords alone
-(see :mod:`memory.recall`). Rendering is pure and lives in the functions below.
+(see :mod:`memory.recall`). Rendering is pure and lives in the functions below; the words that
+label the items as stored data are :mod:`persona.labels`'s.
 """
 
 from __future__ import annotations
@@ -19,20 +20,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ground.config import BudgetSettings, RecallSettings
-from ground.tunables import (
-    CONFLICT_NOTICE,
-    DISPUTED_FLAG,
-    PINNED_NOTICE,
-    RECALL_MIN_ITEM_CHARS,
-    RECALL_MIN_RELEVANCE,
-    RECALLED_NOTICE,
-    TRUNCATED_FLAG,
-)
+from ground.tunables import RECALL_MIN_ITEM_CHARS, RECALL_MIN_RELEVANCE
 from ground.turns import MemorySlots, Speaker
 from ground.types import ChatKind, InboundMessage
 from memory.ranking import clip_item, said_at
 from memory.recall import RecallEngine
 from memory.records import MemoryRecord, Scope
+from persona.labels import (
+    CONFLICT_NOTICE,
+    PINNED_NOTICE,
+    RECALLED_NOTICE,
+    TRUNCATED_FLAG,
+    pinned_line,
+    provenance,
+    recalled_line,
+)
 
 log = logging.getLogger("kith.memory.context")
 
@@ -48,15 +50,12 @@ class RecalledItem:
 
 def describe(record: MemoryRecord, *, note: bool) -> str:
     """The short provenance label of one item: kind, when it was said, where."""
-    where = "private chat" if record.scope is Scope.DM else "group chat"
-    staged = ", unreviewed" if note else ""
-    return f"{record.kind.value}, said {said_at(record).date().isoformat()} in a {where}{staged}"
+    return provenance(record.kind.value, said_at(record).date(), private=record.scope is Scope.DM, unreviewed=note)
 
 
 def render_line(item: RecalledItem) -> str:
-    flag = TRUNCATED_FLAG if item.truncated else ""
-    disputed = DISPUTED_FLAG if item.disputed else ""
-    return f"- {disputed}[{describe(item.record, note=item.note)}] {item.text}{flag}"
+    return recalled_line(describe(item.record, note=item.note), item.text, truncated=item.truncated,
+                         disputed=item.disputed)
 
 
 def fit_recalled(entries: Sequence[tuple[MemoryRecord, bool, bool]], *, max_items: int, item_chars: int,
@@ -99,7 +98,7 @@ def render_pinned(records: Sequence[MemoryRecord], *, item_chars: int, total_cha
     shown: list[MemoryRecord] = []
     for record in records:
         text, truncated = clip_item(record.text, item_chars)
-        line = f"- {text}{TRUNCATED_FLAG if truncated else ''}"
+        line = pinned_line(text, truncated=truncated)
         if used + 1 + len(line) > total_chars:
             break
         lines.append(line)

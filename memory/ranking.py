@@ -36,12 +36,12 @@ from ground.tunables import (
     CITE_FEW_WORDS,
     CITE_MIN_WORD_CHARS,
     RECALL_RECENCY_FLOOR,
-    TRUNCATED_MARK,
 )
 from memory.bm25 import normalize_scores
 from memory.records import MemoryRecord
 from memory.text import content_words, is_cjk_token, is_negation, words_match
 from memory.vectors import VectorHit
+from persona.labels import TRUNCATED_MARK
 
 SECONDS_PER_DAY = 86_400.0
 

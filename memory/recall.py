@@ -61,6 +61,7 @@ from memory.records import MemoryRecord, Scope, Status, horizon_expiry
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
 from memory.vectors import Vectors
+from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
 
 log = logging.getLogger("kith.memory.recall")
 
@@ -242,12 +243,12 @@ class RecallEngine:
 
     def _lexical_reason(self, use_vectors: bool, vectors: Vectors | None) -> str:
         if not use_vectors:
-            return "keyword search only, as asked"
+            return KEYWORDS_AS_ASKED
         if not self.store.embedder_ready:
             return self.store.status.line()
         if vectors is None:
-            return "the query embedding was not ready in time"
-        return "no stored memory has an embedder vector yet"
+            return EMBEDDING_LATE
+        return NO_VECTORS_YET
 
     def _note_matches(self, notes: Sequence[Note], query: str, vectors: Vectors | None,
                       memories: dict[str, MemoryRecord]) -> list[RecallMatch]:

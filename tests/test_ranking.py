@@ -6,7 +6,6 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from ground.config import BudgetSettings, RecallSettings
-from ground.tunables import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 from memory.memory_context import (
     fit_recalled,
     render_pinned,
@@ -21,6 +20,7 @@ from memory.ranking import (
     recency_factor,
 )
 from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
+from persona.labels import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 RS = RecallSettings()

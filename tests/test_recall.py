@@ -18,7 +18,6 @@ import pytest
 
 from ground.config import BudgetSettings, RecallSettings
 from ground.db import Database
-from ground.tunables import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind, InboundMessage
 from kith.schema import create_schema
@@ -29,6 +28,7 @@ from memory.recall import RecallEngine, UseRecorder
 from memory.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.store import MemoryStore
 from memory.tombstones import Forgetter, TombstoneBook
+from persona.labels import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 from tests.helpers import FakeClock, inbound
 from tests.support.memory import T0
 from tests.support.recall import ConceptEmbedder, open_store, remember
