@@ -63,17 +63,6 @@ from people import directory, history
 
 log = logging.getLogger("kith.memory.commands")
 
-# Proposed for core/tunables.py:
-
-PERSONA_HINT = (
-    "People can see and control what you remember about them, in a private chat with you: /memory lists "
-    "it, /why <words> shows how you know something (their words, where and when), /forget <words> shows "
-    "what would go and deletes it only after they confirm, /remember <text> keeps something, /pin keeps "
-    "a fact always in mind, /export gives them everything as a file, /pause and /resume stop and restart "
-    "remembering. When someone asks what you remember about them or how you know something, or wants "
-    "you to forget something, point them to /memory, /why and /forget."
-)
-
 DM_ONLY = "That works in a private chat with me only: message me directly and ask again there."
 
 _MARKDOWN_SPECIALS = frozenset("\\`*_[]~|")
@@ -567,7 +556,6 @@ class MemoryCommands:
 
 __all__ = [
     "DM_ONLY",
-    "PERSONA_HINT",
     "Asked",
     "MemoryCommands",
     "QuestionSender",

@@ -24,10 +24,12 @@ from ground.config import Settings
 from ground.db import Connection, Database
 from ground.tunables import HISTORY_WINDOW_CACHE_THREADS, MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
 from ground.turns import CompletedTurn, MemoryContext, MemorySlots, Speaker, Tool, TurnObserver
-from ground.types import ChatKind, InboundMessage, OutboundMessage, quoted_name, reply_to
+from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
 from llm.client import HONEST_FAILURE_REPLY, LLMClient, LLMError
 from people import directory, history
 from persona.card import render_card
+from persona.instructions import TOOL_FAILED, unknown_tool
+from persona.labels import speaker_line
 
 log = logging.getLogger("kith.core")
 
@@ -219,14 +221,13 @@ class ConversationCore:
             except Exception as exc:  # memory trouble must never block a reply
                 log.warning("memory slots unavailable person=%s error=%s", speaker.person, type(exc).__name__)
         group = message.chat_kind is ChatKind.GROUP
-        # In a group each line says who spoke as a quoted string: a name is data, and however it is spelt
-        # (a newline, "SYSTEM:", another member's name and a colon) it cannot start a line of its own.
-        turns = [HistoryTurn(m.role, f"{quoted_name(m.author.split(':')[-1])}: {m.text}"
+        # In a group each line says who spoke (persona.labels.speaker_line quotes the name: it is data).
+        turns = [HistoryTurn(m.role, speaker_line(m.author.split(':')[-1], m.text)
                              if group and m.role == "user" else m.text, m.author)
                  for m in recent_rows if m.id != exclude_id and not m.silent and m.id > summary.through
                  and m.role in ("user", "assistant")][-hs.window_messages:]
         persona = render_card(self.settings.persona, now=self.clock(), extra_sections=self._tool_hints())
-        new_text = f"{quoted_name(speaker.name)}: {message.text}" if group else message.text
+        new_text = speaker_line(speaker.name, message.text) if group else message.text
         parts = PromptParts(persona=persona, new_message=new_text, memory=slots, summary=summary.text,
                             recent=turns, speaker=speaker.name)
         return build_prompt(parts, self.settings.budget), shown
@@ -252,12 +253,12 @@ class ConversationCore:
             for call in reply.tool_calls:
                 tool = by_name.get(call.name)
                 if tool is None:
-                    result = json.dumps({"error": f"unknown tool {call.name}"})
+                    result = json.dumps({"error": unknown_tool(call.name)})
                 else:
                     try:
                         result = await tool.call(call.parsed_arguments(), speaker, message)
                     except Exception as exc:
                         log.warning("tool failed name=%s error=%s", call.name, type(exc).__name__)
-                        result = json.dumps({"error": "tool failed"})
+                        result = json.dumps({"error": TOOL_FAILED})
                 convo.append({"role": "tool", "tool_call_id": call.id, "content": result})
         raise LLMError("tool_loop")

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from conversation.chat_commands import ChatCommands
 from conversation.linking import Linker
-from conversation.memory_commands import PERSONA_HINT, MemoryCommands, QuestionSender
+from conversation.memory_commands import MemoryCommands, QuestionSender
 from conversation.router import Router
 from conversation.turns import ConversationCore
 from delivery.inbound import Cursors, InboundJournal
@@ -43,6 +43,7 @@ from memory.questions import QuestionBook
 from memory.recall import RecallEngine, UseRecorder
 from memory.recall_tool import RecallTool
 from memory.service import MemoryService
+from persona.instructions import MEMORY_CONTROLS_HINT
 from policy.gate import PolicyGate
 from policy.settings import PolicySettings
 
@@ -210,7 +211,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
               linker=linker, recall=recall, question_sender=question_sender, memory_commands=memory_commands,
               channels=channels, clock=clock, model_process=model_process)
     core.observers.append(app.question_sender)
-    core.persona_notes.append(PERSONA_HINT)
+    core.persona_notes.append(MEMORY_CONTROLS_HINT)
     if warm_llm:
         # litellm takes seconds to import: loaded while the channels connect, not on the first reply.
         app.warming = background.spawn(app.load_model_client(), name="load-litellm")
