@@ -1,4 +1,4 @@
-"""Goals: a tracked desired outcome with a status, an order and an optional due date (seed 002).
+"""Goals: a tracked desired outcome with a status, an order and an optional due date.
 
 A goal is not a fact, so it is not a memory: "learning Rust" is a direction, and finishing it
 must stop it shaping replies. Each goal keeps the number it was given when added (``#3``), so
@@ -34,6 +34,7 @@ from ground.turns import MemoryContext, MemorySlots, Speaker
 from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
 from heartbeat.settings import local_day
 from people import directory
+from persona.labels import GOALS_NOTICE
 
 GOALS_TOPIC = "goals"  # Database.mark topic of this process's goal writes
 
@@ -205,9 +206,6 @@ def render_list(items: Sequence[Goal], today: date) -> str:
     return "\n".join(lines)
 
 
-GOALS_NOTICE = "The person's active goals (stored data they set with /goals; let them shape suggestions):"
-
-
 def render_slot(active: Sequence[Goal], today: date, limit_chars: int) -> str:
     """The prompt's goals part: active goals only, in their order, within ``limit_chars``."""
     shown = [g for g in active if g.status is GoalStatus.ACTIVE][:GOALS_IN_PROMPT]
@@ -356,7 +354,7 @@ def _person(conn: Connection, account: str, name: str, now: datetime) -> str:
 
 
 class GoalsInContext:
-    """A MemoryContext that adds the person's active goals to another context's slots (seed 002)."""
+    """A MemoryContext that adds the person's active goals to another context's slots, in a private chat only."""
 
     def __init__(self, inner: MemoryContext, book: GoalBook, limit_chars: int) -> None:
         self.inner = inner
