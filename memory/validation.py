@@ -70,6 +70,7 @@ from ground.tunables import (
     MAX_MEMORY_CHARS,
     MERGE_THRESHOLD,
 )
+from memory.entailment import Entails
 from memory.instructions import Refusal, refusal
 from memory.records import (
     DEFAULT_IMPORTANCE,
@@ -115,6 +116,7 @@ class RejectReason(enum.StrEnum):
     EVIDENCE_QUESTION = "evidence_question"
     EVIDENCE_REPORTED = "evidence_reported"
     NOT_GROUNDED = "not_grounded"
+    NOT_ENTAILED = "not_entailed"  # the optional local NLI model (memory.entailment) did not find it said
     DUPLICATE_IN_RUN = "duplicate_in_run"  # the same fact as an earlier item of this answer
 
 
@@ -294,6 +296,7 @@ def _check_item(
     known_ids: set[str],
     limits: ValidationLimits,
     person_names: Sequence[str],
+    entails: Entails | None = None,
 ) -> tuple[MemoryCandidate, bool] | RejectReason:
     """The candidate and whether a secret was scrubbed from it, or why it was refused."""
     if not isinstance(item, dict):
@@ -330,6 +333,8 @@ def _check_item(
     support = check_support(text, quotes, receipts.texts, person_words)
     if not isinstance(support, Supported):
         return RejectReason(support.value)
+    if entails is not None and not entails(support.sentences, text):
+        return RejectReason.NOT_ENTAILED
     sources, scope = receipts.sources, receipts.scope
     clean_text = redact(text)
     clean_quotes = tuple(redact(q) for q in quotes)
@@ -414,12 +419,14 @@ def validate_extraction(
     known_ids: set[str],
     limits: ValidationLimits = DEFAULT_LIMITS,
     person_names: Sequence[str] = (),
+    entails: Entails | None = None,
 ) -> ValidationReport:
     """Check an extractor's raw answer about ``person`` against the ``turns`` it read.
 
     ``tool_calls`` is how many tool calls the model made in that answer; ``known_ids`` the ids
     of this person's memories the model was shown (the only ones it may correct); ``person_names``
-    the person's display names, which a memory may use for them without quoting them.
+    the person's display names, which a memory may use for them without quoting them; ``entails`` the optional
+    further check by a local NLI model, asked only about memories the support rules let through.
     """
     report = ValidationReport()
     if tool_calls:
@@ -442,7 +449,7 @@ def validate_extraction(
         if index >= limits.max_items:
             report.rejected.append(Rejection(RejectReason.OVER_LIMIT, index))
             continue
-        outcome = _check_item(item, transcript, known_ids, limits, person_names)
+        outcome = _check_item(item, transcript, known_ids, limits, person_names, entails)
         if isinstance(outcome, RejectReason):
             report.rejected.append(Rejection(outcome, index))
             continue
