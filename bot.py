@@ -16,10 +16,10 @@ import sys
 from collections.abc import Callable
 
 from ground import loop
-from ground.config import ConfigError, Settings
+from ground.config import ConfigError
 from ground.instance import DataDirUnusable, usable_data_dir
 from ground.private_files import owner_only_umask
-from kith.settings import load_settings
+from kith.settings import Settings, load_settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:

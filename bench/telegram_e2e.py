@@ -39,10 +39,12 @@ from bench.common import (
     verdict,
 )
 from bench.telegram_process import TelegramProcess, telegram_process
+from channels.telegram.settings import TelegramSettings
 from ground import loop
-from ground.config import DeliverySettings, LLMSettings, MemorySettings, Settings, StorageSettings, TelegramSettings
+from ground.config import DeliverySettings, LLMSettings, MemorySettings, StorageSettings
 from kith.app import build_app, freeze_startup_heap
 from kith.commands import platform_channels
+from kith.settings import Settings
 from llm.client import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN
 

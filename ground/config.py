@@ -1,9 +1,9 @@
 """Typed, validated settings read from TOML.
 
-Every key has a default here (numbers from :mod:`ground.tunables`) and is documented in
-``config.example.toml``. Loading is strict: an unknown key, a wrong type or a missing
-required value raises :class:`ConfigError` with one line naming the file and the key.
-Secrets never live in the file: the file names environment variables (``api_key_env``).
+Every key has a default here, or in the channel package whose section it is (numbers from
+:mod:`ground.tunables`), and is documented in ``config.example.toml``. Loading is strict: an unknown
+key, a wrong type or a missing required value raises :class:`ConfigError` with one line naming the
+file and the key. Secrets never live in the file: the file names environment variables (``api_key_env``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ground import tunables as t
 
@@ -143,51 +143,6 @@ class DeliverySettings:
 
 
 @dataclass(frozen=True)
-class TelegramSettings:
-    token_env: str = "TELEGRAM_BOT_TOKEN"
-    base_url: str = ""  # empty = https://api.telegram.org/bot ; a self-hosted Bot API server, or a test fake
-    mode: str = "polling"  # "polling" or "webhook"
-    webhook_url: str = ""  # public URL Telegram posts to, in webhook mode
-    webhook_host: str = "127.0.0.1"
-    webhook_port: int = 8443
-    webhook_secret_env: str = "TELEGRAM_WEBHOOK_SECRET"
-    poll_timeout_s: int = 30
-
-    def token(self) -> str | None:
-        return os.environ.get(self.token_env) or None
-
-
-@dataclass(frozen=True)
-class SlackSettings:
-
-    bot_token_env: str = "SLACK_BOT_TOKEN"  # xoxb-…
-    app_token_env: str = "SLACK_APP_TOKEN"  # xapp-…, Socket Mode only
-    signing_secret_env: str = "SLACK_SIGNING_SECRET"  # HTTP mode only
-    mode: str = "socket"  # "socket" or "http"
-    api_url: str = ""  # empty = https://slack.com/api/ ; a test fake
-    http_host: str = "127.0.0.1"
-    http_port: int = 3000
-
-    def bot_token(self) -> str | None:
-        return os.environ.get(self.bot_token_env) or None
-
-    def app_token(self) -> str | None:
-        return os.environ.get(self.app_token_env) or None
-
-    def signing_secret(self) -> str | None:
-        return os.environ.get(self.signing_secret_env) or None
-
-
-@dataclass(frozen=True)
-class DiscordSettings:
-    token_env: str = "DISCORD_BOT_TOKEN"
-    ready_timeout_s: float = t.DISCORD_READY_TIMEOUT_S
-
-    def token(self) -> str | None:
-        return os.environ.get(self.token_env) or None
-
-
-@dataclass(frozen=True)
 class HeartbeatSettings:
     enabled: bool = True
     every_minutes: int = t.HEARTBEAT_EVERY_MINUTES
@@ -206,6 +161,10 @@ class HeartbeatSettings:
 
 @dataclass(frozen=True)
 class Settings:
+    """Every section but the platforms' own. A platform's section (``[telegram]``...) lives in its channel
+    package and the wiring's subclass of this adds it as a field: the loader builds the class it is given,
+    so it names no platform."""
+
     llm: LLMSettings = field(default_factory=LLMSettings)
     persona: PersonaSettings = field(default_factory=PersonaSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
@@ -214,9 +173,6 @@ class Settings:
     memory: MemorySettings = field(default_factory=MemorySettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
-    telegram: TelegramSettings = field(default_factory=TelegramSettings)
-    slack: SlackSettings = field(default_factory=SlackSettings)
-    discord: DiscordSettings = field(default_factory=DiscordSettings)
     heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
     # [policy.<platform>] tables, validated by the policy package (a check the wiring passes to load_settings)
     policy: dict[str, Any] = field(default_factory=dict)
@@ -224,16 +180,19 @@ class Settings:
 
 
 SectionCheck = Callable[[Settings], None]  # raises ValueError naming the key; the loader adds the file
+AnySettings = TypeVar("AnySettings", bound=Settings)
 
 
-def load_settings(path: str | os.PathLike[str] | None, checks: Sequence[SectionCheck] = ()) -> Settings:
-    """Read and validate a TOML file; ``None`` gives the defaults of config.example.toml.
+def load_settings(path: str | os.PathLike[str] | None, shape: type[AnySettings],
+                  checks: Sequence[SectionCheck] = ()) -> AnySettings:
+    """Read and validate a TOML file as ``shape`` (Settings or a subclass); ``None`` gives its defaults, which
+    config.example.toml documents.
 
-    The loader checks types; the value rules of a feature's section (a policy's patterns, the heartbeat's
-    hours) belong to that feature, which the wiring passes in as ``checks``.
+    The loader checks types and keys against ``shape``'s fields; the value rules of a feature's section (a
+    policy's patterns, the heartbeat's hours) belong to that feature, which the wiring passes in as ``checks``.
     """
     if path is None:
-        return Settings()
+        return shape()
     p = Path(path)
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -243,7 +202,7 @@ def load_settings(path: str | os.PathLike[str] | None, checks: Sequence[SectionC
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: cannot read: {exc}") from None
-    settings = _build(Settings, {k: v for k, v in raw.items()}, file=str(p), prefix="")
+    settings: AnySettings = _build(shape, {k: v for k, v in raw.items()}, file=str(p), prefix="")
     settings = dataclasses.replace(settings, source=str(p))
     for check in checks:
         try:

@@ -17,12 +17,12 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 
-from ground.config import Settings
 from ground.instance import AlreadyRunning, DataDirLock, take_for_bot
 from ground.types import Channel
 from kith.app import App, build_app, freeze_startup_heap
 from kith.control.serve import serve_control
 from kith.hints import llm_failure_hint
+from kith.settings import Settings
 from llm.client import LLMError
 
 PLATFORM_ENV_HINT = (
@@ -53,19 +53,19 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
     channels: list[Channel] = []
     token = settings.telegram.token()
     if token:
-        from channels.telegram import TelegramChannel
+        from channels.telegram.channel import TelegramChannel
 
         channels.append(TelegramChannel(settings.telegram, token, journal=app.journal, cursors=app.cursors,
                                         clock=app.clock, commands=app.commands.menu()))
     discord_token = settings.discord.token()
     if discord_token:
-        from channels.discord import DiscordChannel
+        from channels.discord.channel import DiscordChannel
 
         channels.append(DiscordChannel(settings.discord, discord_token, journal=app.journal, cursors=app.cursors,
                                        clock=app.clock))
     slack_token = settings.slack.bot_token()
     if slack_token:
-        from channels.slack import SlackChannel
+        from channels.slack.channel import SlackChannel
 
         channels.append(SlackChannel(settings.slack, slack_token, journal=app.journal, clock=app.clock))
     return channels

@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ground.checks import CheckResult
-from ground.config import ConfigError, Settings
+from ground.config import ConfigError
 from ground.instance import DataDirUnusable, usable_data_dir
 from ground.private_files import looser_than_owner
 from kith.control.dispatch import call_for_data
-from kith.settings import load_settings
+from kith.settings import Settings, load_settings
 from kith.store_checks import STORE_CHECKS, check_chroma, check_database, check_embedder
 
 
@@ -54,7 +54,7 @@ async def check_llm(settings: Settings) -> CheckResult:
 async def check_telegram(settings: Settings) -> CheckResult:
     if not settings.telegram.token():
         return CheckResult("telegram", True, f"off (set {settings.telegram.token_env} to enable)")
-    from channels.telegram import check_token
+    from channels.telegram.channel import check_token
 
     ok, detail = await check_token(settings.telegram)
     return CheckResult("telegram", ok, detail)
@@ -63,7 +63,7 @@ async def check_telegram(settings: Settings) -> CheckResult:
 async def check_slack(settings: Settings) -> CheckResult:
     if not settings.slack.bot_token():
         return CheckResult("slack", True, f"off (set {settings.slack.bot_token_env} to enable)")
-    from channels.slack import check_token
+    from channels.slack.channel import check_token
 
     ok, detail = await check_token(settings.slack)
     return CheckResult("slack", ok, detail)
@@ -72,7 +72,7 @@ async def check_slack(settings: Settings) -> CheckResult:
 async def check_discord(settings: Settings) -> CheckResult:
     if not settings.discord.token():
         return CheckResult("discord", True, f"off (set {settings.discord.token_env} to enable)")
-    from channels.discord import check_token
+    from channels.discord.channel import check_token
 
     ok, detail = await check_token(settings.discord)
     return CheckResult("discord", ok, detail)

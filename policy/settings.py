@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ground.tunables import RATE_LIMIT_BURST, RATE_LIMIT_PER_MINUTE
-
-KNOWN_PLATFORMS: frozenset[str] = frozenset({"telegram", "discord", "slack", "console"})
 
 _PLATFORM_KEYS = frozenset(
     {"dm", "group", "allow_from", "allow_groups", "require_mention", "mention_patterns", "groups",
@@ -94,21 +92,25 @@ class PolicySettings:
 
     @classmethod
     def from_mapping(
-        cls, table: Mapping[str, Any] | None, *, known_platforms: frozenset[str] = KNOWN_PLATFORMS
+        cls, table: Mapping[str, Any] | None, *, platforms: Collection[str] | None = None
     ) -> PolicySettings:
-        """Validate the parsed ``[policy]`` table; any unknown key or bad value raises PolicyConfigError."""
+        """Validate the parsed ``[policy]`` table; any unknown key or bad value raises PolicyConfigError.
+
+        ``platforms`` are the names a table may have, which only the wiring knows; None accepts any name
+        (for a table the wiring has already checked when it loaded the file).
+        """
         if table is None:
             return cls()
         if not isinstance(table, Mapping):
             raise PolicyConfigError("policy", "expected a table")
-        platforms: dict[str, PlatformPolicy] = {}
+        parsed: dict[str, PlatformPolicy] = {}
         for name, value in table.items():
             key = f"policy.{name}"
-            if name not in known_platforms:
-                known = ", ".join(sorted(known_platforms))
+            if platforms is not None and name not in platforms:
+                known = ", ".join(sorted(platforms))
                 raise PolicyConfigError(key, f"unknown platform (known: {known})")
-            platforms[name] = _parse_platform(name, value, key)
-        return cls(platforms=MappingProxyType(platforms))
+            parsed[name] = _parse_platform(name, value, key)
+        return cls(platforms=MappingProxyType(parsed))
 
 
 def _parse_platform(platform: str, value: Any, key: str) -> PlatformPolicy:

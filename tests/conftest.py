@@ -17,10 +17,10 @@ from ground.config import (
     LLMSettings,
     MemorySettings,
     PersonaSettings,
-    Settings,
     StorageSettings,
 )
 from ground.db import Database
+from kith.settings import Settings
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, open_db
 

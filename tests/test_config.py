@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from ground.config import ConfigError, Settings
-from kith.settings import load_settings
+from ground import config
+from ground.config import ConfigError
+from kith.settings import PLATFORMS, Settings, load_settings
 from tests.conftest import ROOT
 
 
@@ -84,3 +85,32 @@ def test_values_are_read(tmp_path: Path) -> None:
     assert s.llm.fallbacks == ["openai/b"] and s.llm.max_retries == 5
     assert s.persona.name == "Ada" and s.persona.examples[0].reply == "hello!"
     assert s.storage.resolved_database_url() == "sqlite:////tmp/k/kith.db"
+
+
+def test_a_platform_section_is_read_as_strictly_as_the_others(tmp_path: Path) -> None:
+    p = _write(tmp_path, '[telegram]\nmode = "webhook"\nwebhook_port = 9000\n[slack]\nhttp_port = 3001\n'
+               '[discord]\nready_timeout_s = 5\n')
+    s = load_settings(p)
+    assert s.telegram.mode == "webhook" and s.telegram.webhook_port == 9000
+    assert s.slack.http_port == 3001 and s.discord.ready_timeout_s == 5.0
+    p = _write(tmp_path, '[slack]\nbot_token = "xoxb"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(p)
+    assert str(err.value) == f"{p}: slack.bot_token: unknown key"
+    p = _write(tmp_path, '[discord]\nready_timeout_s = "soon"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(p)
+    assert str(err.value) == f"{p}: discord.ready_timeout_s: expected a number, got a string"
+
+
+def test_a_policy_for_a_platform_no_channel_serves_is_refused(tmp_path: Path) -> None:
+    p = _write(tmp_path, '[policy.telegarm]\ndm = "open"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(p)
+    assert str(err.value) == f"{p}: policy.telegarm: unknown platform (known: console, discord, slack, telegram)"
+
+
+def test_each_platform_section_is_named_as_its_platform() -> None:
+    """The wiring adds one section per platform, named as the platform and its [policy.<platform>] table are."""
+    added = {f.name for f in dataclasses.fields(Settings)} - {f.name for f in dataclasses.fields(config.Settings)}
+    assert added == PLATFORMS - {"console"}

@@ -8,7 +8,9 @@ import argparse
 import dataclasses
 import json
 
-from ground.config import DeliverySettings, MemorySettings, SlackSettings, TelegramSettings
+from channels.slack.settings import SlackSettings
+from channels.telegram.settings import TelegramSettings
+from ground.config import DeliverySettings, MemorySettings
 from kith.app import build_app
 from kith.commands import platform_channels
 from kith.policy_cli import run_pairing

@@ -7,12 +7,13 @@ every reply still arrives once, in order, when Telegram is back; a refusal ends 
 
 from __future__ import annotations
 
-from channels.telegram import TelegramChannel
+from channels.telegram.channel import TelegramChannel
+from channels.telegram.settings import TelegramSettings
 from delivery import outbox
 from delivery.inbound import Cursors, InboundJournal
 from delivery.outbox import OutboxStatus
 from delivery.worker import DeliveryWorker
-from ground.config import DeliverySettings, TelegramSettings
+from ground.config import DeliverySettings
 from ground.db import Database
 from ground.tunables import SEND_LONG_BACKOFF_BASE_S
 from ground.types import OutboundMessage

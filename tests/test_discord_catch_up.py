@@ -19,7 +19,8 @@ from typing import Any
 import discord
 import pytest
 
-from channels.discord.channel import DiscordChannel, DiscordSettings
+from channels.discord.channel import DiscordChannel
+from channels.discord.settings import DiscordSettings
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from ground.db import Database

@@ -16,7 +16,8 @@ import discord.gateway
 import pytest
 import yarl
 
-from channels.discord.channel import ChannelStartError, DiscordChannel, DiscordSettings, check_token
+from channels.discord.channel import ChannelStartError, DiscordChannel, check_token
+from channels.discord.settings import DiscordSettings
 from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from ground.db import Database

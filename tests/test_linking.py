@@ -11,8 +11,9 @@ import io
 import json
 import logging
 
+from channels.telegram.settings import TelegramSettings
 from channels.terminal import TerminalChannel
-from ground.config import DeliverySettings, MemorySettings, TelegramSettings
+from ground.config import DeliverySettings, MemorySettings
 from kith.app import build_app
 from kith.commands import platform_channels
 from kith.people_cli import run_people

@@ -15,11 +15,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from channels.telegram.settings import TelegramSettings
 from conversation.memory_commands import MemoryCommands, QuestionSender
-from ground.config import DeliverySettings, Settings, TelegramSettings
+from ground.config import DeliverySettings
 from kith.app import App, build_app
 from kith.commands import platform_channels
 from kith.policy_cli import run_pairing
+from kith.settings import Settings
 from llm.client import import_litellm
 from memory.controls import Requester
 from memory.gate import Outcome

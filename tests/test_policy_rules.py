@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ground.types import ChatKind, InboundMessage
+from kith.settings import PLATFORMS
 from policy.pairing import AccessState
 from policy.rules import Decision, Reason, Verdict, decide_inbound, dm_allowed, may_send
 from policy.settings import (
@@ -294,7 +295,7 @@ def test_unconfigured_platform_gets_safe_defaults() -> None:
 )
 def test_config_errors_name_the_key(table: dict[str, object], key: str) -> None:
     with pytest.raises(PolicyConfigError) as excinfo:
-        PolicySettings.from_mapping(table)
+        PolicySettings.from_mapping(table, platforms=PLATFORMS)
     assert excinfo.value.key == key
     assert str(excinfo.value).startswith(f"{key}: ")
 

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from channels.slack.channel import ChannelStartError, SlackChannel, SlackSettings, check_token
+from channels.slack.channel import ChannelStartError, SlackChannel, check_token
 from channels.slack.formatting import MESSAGE_MAX_CHARS as SLACK_MAX_CHARS
+from channels.slack.settings import SlackSettings
 from delivery.inbound import InboundJournal
 from delivery.inbox import Inbox as MessageInbox
 from delivery.worker import DeliveryWorker

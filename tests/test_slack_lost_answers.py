@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from channels.slack.channel import SlackChannel, SlackSettings, web_timeout
+from channels.slack.channel import SlackChannel, web_timeout
+from channels.slack.settings import SlackSettings
 from channels.slack.translate import SlackIdentity, delivery_marker, delivery_metadata, posted_with_marker
 from delivery import outbox
 from delivery.inbound import InboundJournal

@@ -18,8 +18,8 @@ import aiohttp
 import pytest
 
 from channels.telegram.channel import ChannelStartError, OffsetStep, TelegramChannel, check_token, offset_step
+from channels.telegram.settings import TelegramSettings
 from delivery.inbound import Cursors, InboundJournal
-from ground.config import TelegramSettings
 from ground.db import Database
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SendError
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401

@@ -1,5 +1,5 @@
-"""Discord: the gateway and REST channel, its event translation and its Markdown rendering."""
+"""Discord: the gateway and REST channel, its event translation and its Markdown rendering.
 
-from channels.discord.channel import DiscordChannel, check_token
-
-__all__ = ["DiscordChannel", "check_token"]
+Import from the modules (``channels.discord.channel``, ``.settings``...): every command reads this package's
+settings, and only the commands that connect may load discord.py, so the package itself imports nothing.
+"""

@@ -57,6 +57,7 @@ import aiohttp
 import discord
 
 from channels.discord.formatting import MESSAGE_FORMAT
+from channels.discord.settings import DiscordSettings
 from channels.discord.translate import (
     PLATFORM,
     BotIdentity,
@@ -80,7 +81,6 @@ from channels.discord.translate import (
 )
 from channels.lanes import HandlerLanes
 from channels.markdown import render_chunks, with_attachment
-from ground.config import DiscordSettings
 from ground.failures import describe, traceback_of
 from ground.tunables import (
     DISCORD_CATCH_UP_CHANNELS_MAX,
@@ -638,6 +638,5 @@ async def check_token(settings: DiscordSettings, token: str | None = None) -> tu
 __all__ = [
     "ChannelStartError",
     "DiscordChannel",
-    "DiscordSettings",
     "check_token",
 ]

@@ -28,11 +28,10 @@ from typing import Any
 import aiohttp
 import discord
 
+from channels.discord.settings import PLATFORM
 from channels.http import answer_lost
 from ground.tunables import DISCORD_DEFAULT_RETRY_AFTER_S
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, SendError
-
-PLATFORM = "discord"
 
 # --- Discord's own limits (protocol facts, not tunables) ---------------------------------------------
 MAX_BUTTONS = 25  # five action rows of five buttons

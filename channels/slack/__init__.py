@@ -1,5 +1,5 @@
-"""Slack: the Socket Mode / HTTP Events channel, its payload translation and its mrkdwn rendering."""
+"""Slack: the Socket Mode / HTTP Events channel, its payload translation and its mrkdwn rendering.
 
-from channels.slack.channel import SlackChannel, check_token
-
-__all__ = ["SlackChannel", "check_token"]
+Import from the modules (``channels.slack.channel``, ``.settings``...): every command reads this package's
+settings, and only the commands that connect may load the Slack SDK, so the package itself imports nothing.
+"""

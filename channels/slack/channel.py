@@ -74,6 +74,7 @@ from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
 from channels.markdown import with_attachment
 from channels.slack.formatting import text_chunks
+from channels.slack.settings import SlackSettings
 from channels.slack.translate import (
     PLATFORM,
     Skipped,
@@ -91,7 +92,6 @@ from channels.slack.translate import (
     translate_event,
     user_display_name,
 )
-from ground.config import SlackSettings
 from ground.tunables import (
     SLACK_CONNECT_WAIT_S,
     SLACK_DEFAULT_RETRY_AFTER_S,
@@ -763,7 +763,6 @@ async def check_token(settings: SlackSettings, token: str | None = None, *, app_
 __all__ = [
     "ChannelStartError",
     "SlackChannel",
-    "SlackSettings",
     "check_token",
     "send_error_for",
 ]

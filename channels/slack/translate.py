@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from channels.slack.settings import PLATFORM
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
-
-PLATFORM = "slack"
 
 # --- Slack's Block Kit limits (protocol facts, not tunables) ----------------------------------------
 SECTION_TEXT_MAX_CHARS = 3_000

@@ -1,5 +1,5 @@
-"""Telegram: the Bot API channel, its update translation, its aiohttp transport and its HTML rendering."""
+"""Telegram: the Bot API channel, its update translation, its aiohttp transport and its HTML rendering.
 
-from channels.telegram.channel import TelegramChannel, check_token
-
-__all__ = ["TelegramChannel", "check_token"]
+Import from the modules (``channels.telegram.channel``, ``.settings``...): every command reads this package's
+settings, and only the commands that connect may load python-telegram-bot, so the package itself imports nothing.
+"""

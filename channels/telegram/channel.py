@@ -63,6 +63,7 @@ from channels.http import serve_posts
 from channels.lanes import HandlerLanes
 from channels.markdown import render_chunks, with_attachment
 from channels.telegram.formatting import MESSAGE_FORMAT
+from channels.telegram.settings import TelegramSettings
 from channels.telegram.translate import (
     ALLOWED_UPDATES,
     PLATFORM,
@@ -77,7 +78,6 @@ from channels.telegram.translate import (
     update_id_of,
 )
 from channels.telegram.transport import AiohttpRequest, AnswerLost
-from ground.config import TelegramSettings
 from ground.failures import describe
 from ground.tunables import (
     TELEGRAM_HTTP_TIMEOUT_S,

@@ -13,9 +13,8 @@ from datetime import UTC, datetime
 
 from telegram import Bot, Message, MessageEntity, Update
 
+from channels.telegram.settings import PLATFORM
 from ground.types import ButtonPress, ChatKind, InboundMessage
-
-PLATFORM = "telegram"
 
 # What polling asks Telegram for; everything else is never sent to us.
 ALLOWED_UPDATES = ("message", "edited_message", "callback_query")

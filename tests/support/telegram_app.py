@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from ground.config import DeliverySettings, Settings, TelegramSettings
+from channels.telegram.settings import TelegramSettings
+from ground.config import DeliverySettings
 from kith.app import App, build_app
 from kith.commands import platform_channels
+from kith.settings import Settings
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 
 # Quick retries and a short debounce, so a test waits on behaviour rather than on production timings.
