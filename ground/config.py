@@ -113,6 +113,8 @@ class MemorySettings:
     notes_retention_days: int = t.NOTES_RETENTION_DAYS
     consolidation_hour: int = t.CONSOLIDATION_HOUR
     consolidation_chunk_chars: int = t.CONSOLIDATION_CHUNK_CHARS
+    entailment_model: str = ""  # a local NLI cross-encoder's directory: a further check of receipts; empty = off
+    entailment_threshold: float = t.ENTAILMENT_THRESHOLD
 
 
 @dataclass(frozen=True)

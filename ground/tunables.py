@@ -79,6 +79,8 @@ HORIZON_INTENTION_HOURS = 72
 NOTES_RETENTION_DAYS = 14
 CONSOLIDATION_HOUR = 3
 CONSOLIDATION_CHUNK_CHARS = 12_000
+# The optional local NLI check's bar: the lowest probability of entailment that lets a memory through.
+ENTAILMENT_THRESHOLD = 0.5
 
 # --- Conflict questions (seeds 001, 004) ---------------------------------------------
 QUESTIONS_PER_HOUR = 5

@@ -56,7 +56,7 @@ from memory.capture import (
 from memory.records import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
-from memory.validation import validate_extraction
+from memory.validation import validate_off_the_loop
 from people import history
 from persona.instructions import consolidation_instruction
 
@@ -347,10 +347,11 @@ class Consolidator:
             log.warning("consolidation model failed day=%s conversation_len=%d person=%s kind=%s",
                         chunk.day, len(chunk.conversation), person, exc.kind)
             return None
-        validation = validate_extraction(reply.text, len(reply.tool_calls), turns=[t for _r, t in pairs],
-                                         person=person, known_ids={m.id for m in shown},
-                                         limits=validation_limits(self.settings),
-                                         person_names=names_of(pairs, person, names))
+        validation = await validate_off_the_loop(reply.text, len(reply.tool_calls), turns=[t for _r, t in pairs],
+                                                 person=person, known_ids={m.id for m in shown},
+                                                 limits=validation_limits(self.settings),
+                                                 person_names=names_of(pairs, person, names),
+                                                 entails=self.memory.capture.entails)
         counts = validation.counts()
         report.validation.update(counts)
         now = self.clock()

@@ -35,6 +35,7 @@ from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import resolve_timezone
 from kith.schema import create_schema
+from kith.settings import PLATFORMS
 from llm.client import LLMClient, import_litellm
 from llm.process import ModelProcess
 from memory.controls import MemoryControls, PauseBook
@@ -163,7 +164,8 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
                                      restart_backoff_s=MODEL_PROCESS_RESTART_BACKOFF_S)
     llm = LLMClient(settings.llm, calls=model_process)
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
-    gate = PolicyGate(db, PolicySettings.from_mapping(settings.policy or None), configured=set(settings.policy),
+    policy = PolicySettings.from_mapping(settings.policy or None, platforms=PLATFORMS)
+    gate = PolicyGate(db, policy, configured=set(settings.policy),
                       clock=clock)
     pauses = PauseBook(db)
     await pauses.load()

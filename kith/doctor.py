@@ -20,6 +20,7 @@ from ground.private_files import looser_than_owner
 from kith.control.dispatch import call_for_data
 from kith.settings import Settings, load_settings
 from kith.store_checks import STORE_CHECKS, check_chroma, check_database, check_embedder
+from memory.entailment import EntailmentUnavailable, load_entailment
 
 
 async def check_data_dir(settings: Settings) -> CheckResult:
@@ -60,6 +61,18 @@ async def check_telegram(settings: Settings) -> CheckResult:
     return CheckResult("telegram", ok, detail)
 
 
+async def check_entailment(settings: Settings) -> CheckResult:
+    path = settings.memory.entailment_model
+    if not path:
+        return CheckResult("entailment", True, "off: receipts are checked by the support rules alone "
+                           "(set [memory] entailment_model to a local NLI model's directory for a further check)")
+    try:
+        await asyncio.to_thread(load_entailment, path, settings.memory.entailment_threshold)
+    except EntailmentUnavailable as exc:
+        return CheckResult("entailment", False, f"{exc}; receipts stay on the support rules alone")
+    return CheckResult("entailment", True, f"{path} loads: a further check of receipts")
+
+
 async def check_slack(settings: Settings) -> CheckResult:
     if not settings.slack.bot_token():
         return CheckResult("slack", True, f"off (set {settings.slack.bot_token_env} to enable)")
@@ -79,8 +92,8 @@ async def check_discord(settings: Settings) -> CheckResult:
 
 
 Check = Callable[[Settings], Awaitable[CheckResult]]
-CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_telegram,
-                       check_slack, check_discord]
+CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_entailment,
+                       check_telegram, check_slack, check_discord]
 
 
 def _store_results(settings: Settings) -> dict[str, CheckResult]:

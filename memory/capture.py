@@ -40,12 +40,13 @@ from ground.tunables import (
 )
 from ground.turns import CompletedTurn
 from llm.client import LLMClient, LLMError
+from memory.entailment import Entails
 from memory.notes import Note
 from memory.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
 from memory.store import MemoryStore
 from memory.text import normalize
 from memory.tombstones import TombstoneBook
-from memory.validation import ValidationLimits, validate_extraction
+from memory.validation import ValidationLimits, validate_off_the_loop
 from people import directory, history
 from persona.instructions import capture_instruction
 from persona.labels import KITH_LABEL, PERSON_LABEL, extraction_request, other_label
@@ -275,8 +276,10 @@ class Capture:
         clock: Callable[[], datetime],
         *,
         is_paused: PausedHook | None = None,
+        entails: Entails | None = None,
     ) -> None:
         self.db = db
+        self.entails = entails  # the optional local NLI check (memory.entailment)
         self.store = store
         self.book = book
         self.llm = llm
@@ -388,7 +391,7 @@ class Capture:
                 "capture model failed conversation=%s person=%s kind=%s", conversation, person, exc.kind
             )
             return False
-        validation = validate_extraction(
+        validation = await validate_off_the_loop(
             reply.text,
             len(reply.tool_calls),
             turns=[t for _r, t in pairs],
@@ -396,6 +399,7 @@ class Capture:
             known_ids={m.id for m in shown},
             limits=validation_limits(self.settings),
             person_names=names_of(pairs, person, names),
+            entails=self.entails,
         )
         report.counts.update(validation.counts())
         notes: list[Note] = []

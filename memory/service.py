@@ -8,6 +8,7 @@ are linked later.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from llm.client import LLMClient
 from memory.capture import Capture, PausedHook
 from memory.changes import ChangeLog
 from memory.embedders import Embedder, EmbedderStatus, open_embedder
+from memory.entailment import optional_entailment
 from memory.gate import MemoryGate, PromoteReport
 from memory.notes import Note
 from memory.ranking import lookup_matches, memory_matches, rank
@@ -153,7 +155,9 @@ class MemoryService:
         )
         book = TombstoneBook(db)
         gate = MemoryGate(store, book, settings.memory, clock)
-        capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused)
+        entails = await asyncio.to_thread(optional_entailment, settings.memory.entailment_model,
+                                          settings.memory.entailment_threshold)
+        capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused, entails=entails)
         return cls(
             settings=settings,
             db=db,

@@ -54,13 +54,16 @@ The report holds ids and counts for logging, never content.
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import functools
 import json
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ground.redaction import redact
 from ground.tunables import (
@@ -459,3 +462,11 @@ def validate_extraction(
     report.accepted, duplicates = gate_within_run(passed, limits, person_names)
     report.rejected.extend(duplicates)
     return report
+
+
+async def validate_off_the_loop(raw: str, tool_calls: int, **kwargs: Any) -> ValidationReport:
+    """``validate_extraction``; on a worker thread when a local NLI model is asked (its inference would hold up
+    the replies), on the event loop otherwise (the rules alone take microseconds)."""
+    if kwargs.get("entails") is None:
+        return validate_extraction(raw, tool_calls, **kwargs)
+    return await asyncio.to_thread(functools.partial(validate_extraction, raw, tool_calls, **kwargs))

@@ -319,3 +319,28 @@ async def test_capture_can_be_switched_off(
     turn = CompletedTurn(Speaker(ana, "console:ana", "Ana"), inbound("I'm vegetarian"), said, "Noted.", last)
     await service.observer.after_reply(turn)
     assert fake_llm.requests == [] and await service.list_notes(ana) == []
+
+
+async def test_a_configured_entailment_model_that_cannot_load_leaves_capture_on_the_rules_alone(
+    service_for: Callable[..., Any], db: Database, fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    service = await service_for(memory={"entailment_model": str(tmp_path / "no-model-here")})
+    assert service.capture.entails is None
+    ana, _ = await say(db, "console:ana", "I'm vegetarian.")
+    last = await reply(db, "Noted.")
+    fake_llm.reply(answer(fact("Ana is vegetarian", "I'm vegetarian")))
+    report = await service.capture.run(CONV, last)
+    assert report.written == 1 and await notes_text(service, ana) == ["Ana is vegetarian"]
+
+
+async def test_capture_refuses_what_the_entailment_check_does_not_find_said(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI
+) -> None:
+    service.capture.entails = lambda sentences, memory: "Rust" not in memory  # a stand-in for the local model
+    ana, _ = await say(db, "console:ana", "I'm vegetarian, and I started learning Rust last week.")
+    last = await reply(db, "Nice!")
+    fake_llm.reply(answer(fact("Ana is vegetarian", "I'm vegetarian"),
+                          fact("Ana started learning Rust", "I started learning Rust last week")))
+    report = await service.capture.run(CONV, last)
+    assert report.counts["rejected_not_entailed"] == 1
+    assert await notes_text(service, ana) == ["Ana is vegetarian"]

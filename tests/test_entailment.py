@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from ground.config import MemorySettings
+from kith.doctor import check_entailment
+from kith.settings import Settings
 from memory.entailment import (
     EntailmentUnavailable,
     as_check,
@@ -116,3 +119,11 @@ def test_without_the_extra_the_error_names_it(tmp_path: Path) -> None:
         pytest.skip("sentence-transformers is installed here")
     with pytest.raises(EntailmentUnavailable, match="local-embed extra"):
         load_entailment(str(tmp_path), 0.5)
+
+
+async def test_doctor_says_whether_the_further_check_is_on(tmp_path: Path) -> None:
+    off = await check_entailment(Settings())
+    assert off.ok and off.detail.startswith("off")
+    broken = Settings(memory=MemorySettings(entailment_model=str(tmp_path / "missing")))
+    result = await check_entailment(broken)
+    assert not result.ok and "\n" not in result.line() and "support rules alone" in result.detail
