@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from ground import loop
 from ground.tunables import MODEL_PROCESS_LINE_LIMIT
 from llm.client import LLMReply, ToolCall, call_litellm, classify, import_litellm, with_api_key
 
@@ -186,9 +187,12 @@ def main() -> None:
     # The wire gets stdout's pipe to itself: whatever a library prints goes to stderr instead.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    from ground import loop
-
-    loop.run(serve(sys.stdin.buffer, answers))
+    try:
+        loop.run(serve(sys.stdin.buffer, answers))
+    except BrokenPipeError:
+        # The parent died (killed while this process was loading): nobody is left to answer, nothing is lost
+        # here, and exiting at once skips the flush at exit that would only fail again.
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ import pytest
 from ground.config import LLMSettings
 from ground.tunables import MODEL_PROCESS_CALL_RESENDS
 from llm.client import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
-from llm.process import ModelProcess
+from llm.process import WORKER_COMMAND, ModelProcess
 from llm.worker import InlinePreparation, read_requests
+from tests.conftest import ROOT
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 
 SLOW_LOAD_S = 2.0  # the child's extra load time in one test: twice that test's model timeout
@@ -295,3 +296,15 @@ def test_the_child_skips_a_line_past_the_limit_whole() -> None:
     delivered: list[bytes | None] = []
     read_requests(source, delivered.append, limit=20)
     assert delivered == [b'{"id": 1}\n', b'{"id": 3}\n', None]  # nothing of the long line parses on its own
+
+
+async def test_a_process_whose_parent_died_while_it_loaded_exits_quietly() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the parent is gone: nobody will read the answers, starting with "ready"
+    try:
+        child = await asyncio.create_subprocess_exec(*WORKER_COMMAND, cwd=str(ROOT), stdin=asyncio.subprocess.PIPE,
+                                                     stdout=write_end, stderr=asyncio.subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    _out, err = await asyncio.wait_for(child.communicate(), 60)
+    assert child.returncode == 0 and b"Traceback" not in err, err.decode(errors="replace")[-2000:]
