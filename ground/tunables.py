@@ -22,7 +22,7 @@ MODEL_PROCESS_RESPAWN_PAUSE_S = 0.5  # between those attempts, so one that dies 
 # under the same call is broken (the call may be what kills it), not unlucky.
 MODEL_PROCESS_CALL_RESENDS = 2
 
-# --- Conversation history and the bounded prompt (seed 002) ------------------------
+# --- Conversation history and the bounded prompt ---------------------------------
 HISTORY_WINDOW_MESSAGES = 40  # recent window every turn sees
 HISTORY_WINDOW_CACHE_THREADS = 500  # threads whose recent window is kept in memory between turns
 HISTORY_WINDOW_CACHE_CHARS = 4_000_000  # ... and at most this much of their message text in all
@@ -32,7 +32,7 @@ SUMMARY_BATCH_MESSAGES = 200  # at most this many messages folded per summarizer
 # Character budgets of each prompt part; their sum bounds the prompt whatever the thread's age.
 BUDGET_PERSONA_CHARS = 4_000
 BUDGET_PINNED_CHARS = 1_600
-BUDGET_RECALL_CHARS = 1_600  # seed 000: memoryRecallChars
+BUDGET_RECALL_CHARS = 1_600  # the recalled memories' share of the prompt
 BUDGET_GOALS_CHARS = 800
 BUDGET_SUMMARY_CHARS = 2_000
 BUDGET_RECENT_CHARS = 12_000
@@ -40,7 +40,7 @@ DISPLAY_NAME_MAX_CHARS = 64  # a display name longer than this is cut wherever i
 BUDGET_MESSAGE_CHARS = 8_000  # the new message itself
 BUDGET_MESSAGE_ITEM_CHARS = 2_000  # any one older message inside the recent window
 
-# --- Memory: capture and validation (seed 000) --------------------------------------
+# --- Memory: capture and validation ---------------------------------------------
 CAPTURE_TIMEOUT_S = 60.0
 MAX_MEMORIES_PER_RUN = 30
 MAX_MEMORY_CHARS = 2_000
@@ -49,7 +49,7 @@ MAX_EVIDENCE_CHARS = 2_000
 # and neither ending is longer than this: "wohnt"/"wohne", "Kraków"/"Krakowie".
 GROUNDING_MAX_ENDING_CHARS = 4
 
-# --- Memory: similarity, merge and conflict (seed 001) ------------------------------
+# --- Memory: similarity, merge and conflict --------------------------------------
 MERGE_THRESHOLD = 0.85
 CONFLICT_THRESHOLD = 0.55
 SINGLE_WORD_LINK_SCORE = 0.6  # one shared distinctive word links two short facts
@@ -60,11 +60,11 @@ CONFLICT_MIN_AGREEMENTS = 2
 CONFLICT_MIN_JACCARD = 0.5
 GATE_CANDIDATES = 20  # nearest stored memories the gate compares a new fact against
 
-# --- Memory: recall and the prompt's memory parts (seeds 000, 002, 004) -------------
+# --- Memory: recall and the prompt's memory parts -------------------------------
 PINNED_MAX = 12
 RECALL_MAX_ITEMS = 6
 RECALL_ITEM_CHARS = 320
-RECALL_VECTOR_WEIGHT = 0.7  # seed 004's blend: 70 % vector,
+RECALL_VECTOR_WEIGHT = 0.7  # relevance blends 70 % vector similarity,
 RECALL_BM25_WEIGHT = 0.3  # 30 % BM25
 RECALL_HALF_LIFE_DAYS = 30.0
 RECALL_IMPORTANCE_WEIGHT = 0.3
@@ -73,7 +73,7 @@ RECALL_USE_CREDIT_CAP = 0.2
 RECALL_EMBED_BUDGET_MS = 150
 RECALL_TOOL_MAX_ITEMS = 10
 
-# --- Memory: horizons, decay, notes (seeds 002, 004) -------------------------------
+# --- Memory: horizons, decay, notes ----------------------------------------------
 HORIZON_ONE_OFF_DAYS = 30
 HORIZON_INTENTION_HOURS = 72
 NOTES_RETENTION_DAYS = 14
@@ -82,7 +82,7 @@ CONSOLIDATION_CHUNK_CHARS = 12_000
 # The optional local NLI check's bar: the lowest probability of entailment that lets a memory through.
 ENTAILMENT_THRESHOLD = 0.5
 
-# --- Conflict questions (seeds 001, 004) ---------------------------------------------
+# --- Conflict questions ------------------------------------------------------------
 QUESTIONS_PER_HOUR = 5
 OPEN_QUESTIONS_PER_PERSON = 1
 
@@ -95,7 +95,7 @@ HEARTBEAT_RETRY_BASE_S = 60.0
 HEARTBEAT_MAX_RETRIES = 5
 HEARTBEAT_BUSY_DEFER_S = 60.0  # a person mid-reply: try again this much later
 HEARTBEAT_RETRY_MAX_S = 3_600.0  # backoff ceiling between retries of a failed heartbeat
-DECAY_WEEKDAY = "sun"  # seed 004: Sunday's nightly
+DECAY_WEEKDAY = "sun"  # the weekly decay runs with Sunday's nightly consolidation
 DECAY_STALE_DAYS = 180  # an unconfirmed, never-used episode or project untouched this long is stale
 
 
@@ -216,7 +216,7 @@ CAPTURE_MAX_TURNS = 200  # turns one run reads after its cursor
 CAPTURE_MAX_CHUNKS_PER_RUN = 4  # the rest waits for the next reply
 CAPTURE_MAX_ATTEMPTS = 3  # tries at one chunk while the model cannot be reached
 CAPTURE_SHOWN_MEMORIES = 8  # stored memories shown to the model, so it can correct them by id
-CAPTURE_MAX_TOKENS = 3_000  # seed 000's extraction budget
+CAPTURE_MAX_TOKENS = 3_000  # the extractor's answer budget
 
 # --- Memory: the person's controls (memory/controls.py) -----------------------
 MEMORY_PAGE_SIZE = 10  # memories per /memory page
@@ -307,7 +307,7 @@ DISCORD_DEFAULT_RETRY_AFTER_S = 5.0  # a 429 without retry_after
 # --- Goals (heartbeat/goals.py) --------------------------------------------------------------
 GOAL_MAX_CHARS = 300
 GOALS_MAX_OPEN = 30  # active plus paused goals one person may keep
-GOALS_IN_PROMPT = 10  # seed 002: activeGoals.slice(0, 10)
+GOALS_IN_PROMPT = 10  # at most this many active goals go into a prompt
 GOALS_DONE_LISTED = 5  # the most recently finished goals /goals still shows
 GOALS_REWARM_MIN_S = 60.0  # after a write elsewhere, everyone's goals are read again at most this often
 

@@ -1,6 +1,6 @@
 """What is due for whom: the only reason a heartbeat ever calls the model.
 
-Three kinds of item (seeds 001, 002, 004):
+Three kinds of item:
 
 * a goal with a due date that has come (followed up again every ``GOAL_FOLLOW_UP_EVERY_DAYS``);
 * a memory whose horizon ends within ``HORIZON_SOON_HOURS`` ("I'll call mum tomorrow");
