@@ -4,7 +4,7 @@
 This file parses the command line and wires the parts; the logic lives in the packages.
 Heavy libraries (litellm, chromadb, the platform SDKs) are imported only by the commands
 that need them, so ``--help`` stays fast; an operator command sent to a running bot imports
-none of them (core/control).
+none of them (kith/control).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _operator(name: Callable[[argparse.Namespace], str]) -> Callable[[argparse.Namespace], int]:
-    """An operator command: run by the bot on its data directory, or here holding its lock (core/control)."""
+    """An operator command: run by the bot on its data directory, or here holding its lock (kith/control)."""
 
     def command(args: argparse.Namespace) -> int:
         from kith.control.dispatch import run_command

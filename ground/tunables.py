@@ -127,7 +127,7 @@ INBOX_RETRY_BACKOFF_S = 2.0  # a turn that failed unexpectedly in a running proc
 INBOX_RETRY_BACKOFF_MAX_S = 30.0  # doubling up to this (a database that stays full)
 INBOUND_BATCH_ATTEMPTS = 3  # a polled batch racing another process's records of it: tries before giving up
 
-# --- The relational store (core/db.py) ----------------------------------------
+# --- The relational store (ground/db.py) ----------------------------------------
 SQLITE_BUSY_TIMEOUT_MS = 5_000  # how long a transaction waits for another process's write lock
 SQLITE_CHECKPOINT_COMMITS = 500  # commits between checkpoints of the write-ahead log (SQLite's own: 1,000 pages)
 LOG_ERROR_REASON_MAX_CHARS = 120  # of a database's reason for refusing work, in a handled failure's log line
@@ -225,7 +225,7 @@ WHY_MAX_HITS = 3  # memories /why explains for a text query
 REMEMBER_IMPORTANCE = 0.7  # a fact the person asked kith to keep matters more than a captured one
 EDIT_CAS_RETRIES = 5
 
-# --- Conflict questions and memory commands (core/memory_commands.py) ---------
+# --- Conflict questions and memory commands (conversation/memory_commands.py) ---------
 QUESTION_RECHECK_S = 300.0  # after replies, one person's conflicts are looked at most this often
 QUESTION_AFTER_REPLY_S = 1.0  # a question follows the reply it comes after, never overtakes it
 QUESTION_QUOTE_CHARS = 200  # the longest quote a question or /why shows
@@ -289,7 +289,7 @@ CHANGE_LOG_OVERLAP = 256  # entries behind the cursor read again (late commits; 
 # wrote since a transaction of this process at most this old.
 SHARED_CACHE_TRUST_S = 0.5
 
-# --- Turns, linking and shutdown (core/conversation.py, core/linking.py, core/app.py) ----------
+# --- Turns, linking and shutdown (conversation/turns.py, conversation/linking.py, kith/app.py) ----------
 MAX_TOOL_ROUNDS = 3  # tool calls the persona may chain in one reply
 MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
 LINK_CODE_LENGTH = 8
@@ -347,7 +347,7 @@ SEARCH_POOL_FACTOR = 3  # each path fetches this many times the wanted hits befo
 ACCESS_CAS_ATTEMPTS = 5  # an access-state write that lost a race re-reads and tries again this often
 FORGET_CAS_RETRIES = 5  # a forget unlinking conflict partners another writer touched
 
-# --- One writer per data directory: the lock and the control channel (core/instance.py, core/control/) ----
+# --- One writer per data directory: the lock and the control channel (ground/instance.py, kith/control/) ----
 LOCK_POLL_S = 0.05  # how often a waiting bot or command looks at the lock (and a command at the control socket)
 LOCK_HOLDER_GRACE_S = 2.0  # a lock whose holder has not said who it is after this long is taken for a bot's
 CONTROL_CONNECT_WAIT_S = 60.0  # a command waits this long for a starting bot to listen, then says why it gave up
