@@ -41,6 +41,7 @@ from heartbeat import memory_scan
 from heartbeat.settings import local_day
 from memory.records import MemoryRecord, Status
 from memory.store import MemoryStore
+from persona.labels import disputed_pair_line, due_goal_line, lapsing_line
 
 heartbeat_items = sa.Table(
     "heartbeat_items",
@@ -76,12 +77,12 @@ def candidate_items(due_goals: Iterable[goal_table.Goal], lapsing: Iterable[Memo
                     disputed: Iterable[MemoryRecord], today: date) -> list[DueItem]:
     items: list[DueItem] = []
     for g in due_goals:
-        when = "due today" if g.due == today else f"was due {g.due.isoformat() if g.due else ''}"
-        items.append(DueItem(g.person, ItemKind.GOAL, f"goal:{g.id}", f"goal #{g.number} ({when}): {_short(g.text)}"))
+        due = None if g.due == today else (g.due.isoformat() if g.due else "")
+        items.append(DueItem(g.person, ItemKind.GOAL, f"goal:{g.id}", due_goal_line(g.number, _short(g.text), due)))
     for m in lapsing:
         ends = m.expires_at.isoformat(timespec="minutes") if m.expires_at else ""
         items.append(DueItem(m.person, ItemKind.HORIZON, f"horizon:{m.id}:{ends}",
-                             f"{m.kind.value} that lapses {ends}: {_short(m.text)}"))
+                             lapsing_line(m.kind.value, ends, _short(m.text))))
     by_id = {m.id: m for m in disputed}
     pairs: set[tuple[str, str]] = set()
     for m in by_id.values():
@@ -92,8 +93,7 @@ def candidate_items(due_goals: Iterable[goal_table.Goal], lapsing: Iterable[Memo
     for a_id, b_id in sorted(pairs, key=lambda p: (by_id[p[0]].created_at, p)):
         a, b = by_id[a_id], by_id[b_id]
         items.append(DueItem(a.person, ItemKind.CONFLICT, f"conflict:{a_id}:{b_id}",
-                             f"DISPUTED, ask which is current (assert neither): A) {_short(a.text)} "
-                             f"B) {_short(b.text)}"))
+                             disputed_pair_line(_short(a.text), _short(b.text))))
     return items
 
 

@@ -138,3 +138,19 @@ def summary_request(previous: str, transcript: Sequence[str]) -> str:
 def due_items_heading(name: str) -> str:
     """Heads the check-in's due items: the person's name and the items, both stored data."""
     return f"Name (data): {quoted_name(name) if name else 'unknown'}\nDue items (stored data):\n"
+
+
+def due_goal_line(number: int, text: str, due: str | None) -> str:
+    """A goal whose due date came, for the heartbeat's turn (``due`` None: due today)."""
+    when = "due today" if due is None else f"was due {due}"
+    return f"goal #{number} ({when}): {text}"
+
+
+def lapsing_line(kind: str, ends: str, text: str) -> str:
+    """A memory whose horizon ends soon ("I'll call mum tomorrow"), for the heartbeat's turn."""
+    return f"{kind} that lapses {ends}: {text}"
+
+
+def disputed_pair_line(first: str, second: str) -> str:
+    """Two of the person's memories flagged as conflicting: the model asks, asserting neither."""
+    return f"DISPUTED, ask which is current (assert neither): A) {first} B) {second}"
