@@ -55,7 +55,7 @@ class _Burst:
 
 
 class Debouncer:
-    """Sits between a channel and the router: ``submit`` is an ``InboundHandler`` that returns at once."""
+    """Sits between intake and the turns: ``submit`` returns at once; a burst becomes one turn."""
 
     def __init__(self, emit: Callable[[InboundMessage], Awaitable[None]], *, window_s: float,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

@@ -253,7 +253,7 @@ def _take_up(conn: Connection, left: Sequence[Leftover], now: datetime,
 
 
 class Inbox:
-    """The store's side of the inbox; the router composes its ``*_within`` steps into its transactions."""
+    """The store's side of the inbox; ``conversation.keeping`` says when each of these runs."""
 
     def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow,
                  max_age_h: float = INBOX_REPLAY_MAX_AGE_H, max_replays: int = INBOX_REPLAYS_MAX) -> None:
