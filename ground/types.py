@@ -195,9 +195,11 @@ class RenderedChunk:
     text: str
     parse_mode: str | None  # what the platform is told the markup is ("HTML"); None where it takes its own
     plain: str  # the same piece without markup, for when the platform rejects the formatting
-    # The message's final chunk: what rides on a message's end (buttons) goes on it. A chunk made on its
-    # own is a whole message.
+    # The message's final chunk. A chunk made on its own is a whole message.
     last: bool = True
+    # Whether the message's buttons ride on this chunk: the last one, unless the platform cannot attach buttons
+    # to a file that ends the message (Slack); then the last text chunk carries them.
+    buttons: bool = True
 
 
 InboundHandler = Callable[[InboundMessage], Awaitable[None]]

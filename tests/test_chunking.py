@@ -204,6 +204,10 @@ def test_a_file_is_the_last_chunk() -> None:
     only_file = replace(message, text=" ")
     assert with_attachment(render_chunks(only_file.text, TELEGRAM), only_file) == [
         RenderedChunk("notes.txt", None, "notes.txt", last=True)]
+    # The buttons ride on the file where the platform attaches them to one, else on the last text chunk.
+    assert [chunk.buttons for chunk in chunks] == [False] * (len(chunks) - 1) + [True]
+    keep_on_text = with_attachment(render_chunks(message.text, TELEGRAM), message, file_takes_buttons=False)
+    assert [chunk.buttons for chunk in keep_on_text] == [False] * (len(chunks) - 2) + [True, False]
 
 
 # --- Where chunks end -------------------------------------------------------------------------------------

@@ -424,6 +424,21 @@ async def test_attachment_is_uploaded_after_the_text(people: FakeSlack, stores: 
     assert sent[-1].platform_message_id == f"file:{upload.file_id}"
 
 
+async def test_buttons_sent_with_a_file_stay_on_the_last_text_post(people: FakeSlack, stores: Stores) -> None:
+    api = people
+    message = _outbound(GENERAL, "Your notes, and a question:", attachment_name="notes.txt",
+                        attachment_bytes=b"line one\n", buttons=(Button("Yes", "q:yes"),))
+    async with running(_channel(api, stores), Inbox()) as channel:
+        for index, chunk in enumerate(channel.render(message)):
+            await channel.send_chunk(message, chunk, index)
+
+    # A file share carries no Block Kit: the buttons ride on the text, and the file follows.
+    [post] = api.posted
+    assert post.text == "Your notes, and a question:" and post.blocks
+    assert [e["action_id"] for b in post.blocks if b.get("type") == "actions" for e in b["elements"]] == ["q:yes"]
+    assert [u.filename for u in api.uploads] == ["notes.txt"]
+
+
 # --- start and doctor ------------------------------------------------------------------------------
 async def test_rejected_tokens_fail_start_without_leaking_them(
     people: FakeSlack, stores: Stores, caplog: pytest.LogCaptureFixture

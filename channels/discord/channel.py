@@ -558,7 +558,7 @@ class DiscordChannel:
             reference = reply_reference(message.reply_to_message_id, target.id) if index == 0 else None
             if reference is not None:
                 options["message_reference"] = reference.to_message_reference_dict()
-            if message.buttons and chunk.last:
+            if message.buttons and chunk.buttons:
                 options["view"] = button_view(message.buttons)
             if is_attachment:
                 options["file"] = discord.File(io.BytesIO(message.attachment_bytes or b""),

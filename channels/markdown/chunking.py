@@ -48,19 +48,23 @@ def render_chunks(markdown: str, message_format: MessageFormat) -> list[Rendered
     """The message in ``message_format`` cut to its limit; empty or blank text gives no chunks."""
     tokens = render_tokens(markdown, message_format.dialect)
     pieces = split_tokens(tokens, message_format.limit, message_format.measure)
-    return [RenderedChunk(markup, message_format.parse_mode, plain, last=index == len(pieces) - 1)
+    return [RenderedChunk(markup, message_format.parse_mode, plain, last=index == len(pieces) - 1,
+                          buttons=index == len(pieces) - 1)
             for index, (markup, plain) in enumerate(pieces)]
 
 
-def with_attachment(chunks: list[RenderedChunk], message: OutboundMessage) -> list[RenderedChunk]:
+def with_attachment(chunks: list[RenderedChunk], message: OutboundMessage, *,
+                    file_takes_buttons: bool = True) -> list[RenderedChunk]:
     """``chunks``, then for a message carrying a file one more chunk: the file, its name as its text.
 
-    The file's chunk is then the last one.
+    The file's chunk is then the last one. It carries the buttons where the platform can attach them to a file
+    (``file_takes_buttons``); elsewhere the last text chunk keeps them, so they are never lost.
     """
     if message.attachment_bytes is None:
         return chunks
     name = message.attachment_name or "attachment"
-    return [*(replace(chunk, last=False) for chunk in chunks), RenderedChunk(name, None, name, last=True)]
+    text = [replace(chunk, last=False, buttons=chunk.buttons and not file_takes_buttons) for chunk in chunks]
+    return [*text, RenderedChunk(name, None, name, last=True, buttons=file_takes_buttons or not chunks)]
 
 
 def split_markdown(markdown: str, limit: int, measure: Measure) -> list[str]:

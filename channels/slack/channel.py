@@ -27,7 +27,8 @@ Sending: ``chat.postMessage`` with mrkdwn from :mod:`channels.slack.formatting`.
 as Block Kit (a section repeating the text, then ``actions``); such messages are chunked to the section's
 3,000 characters. A plain resend (after ``invalid_blocks``) drops the blocks, so the words arrive without
 the buttons. An attachment is one more chunk, the last, uploaded with ``files_upload_v2``; a file share
-carries no Block Kit, so buttons sent with a file are dropped (and logged). slack_sdk's own retry
+carries no Block Kit, so a message with text and a file keeps its buttons on its last text chunk (only a file
+sent alone drops them, logged). slack_sdk's own retry
 handlers are switched off: the delivery outbox retries, honouring ``Retry-After``, so a rate-limited send
 is never retried in two places at once. Slack has no typing indicator for bots (outside assistant
 threads): ``typing`` does nothing.
@@ -551,7 +552,8 @@ class SlackChannel:
 
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         """mrkdwn chunks of the text; an attachment is one more chunk (its text is the file name)."""
-        return with_attachment(text_chunks(message), message)
+        # A file share carries no Block Kit: the buttons stay on the last text chunk.
+        return with_attachment(text_chunks(message), message, file_takes_buttons=False)
 
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:
@@ -573,8 +575,7 @@ class SlackChannel:
         started_at = self._clock().timestamp()
         try:
             if upload:
-                if message.buttons:
-                    # Buttons ride on the last chunk, and a file share carries no Block Kit.
+                if message.buttons and chunk.buttons:  # only a message that is a file alone
                     log.warning("slack buttons dropped with the file chat=%s count=%d", channel, len(message.buttons))
                 name = message.attachment_name or "attachment"
                 uploaded = await web_client.files_upload_v2(channel=channel, thread_ts=thread_ts, filename=name,
@@ -587,7 +588,7 @@ class SlackChannel:
                 arguments["thread_ts"] = thread_ts
             if marker is not None and not plain:
                 arguments["metadata"] = delivery_metadata(marker)
-            if message.buttons and chunk.last:
+            if message.buttons and chunk.buttons:
                 if plain:
                     log.info("slack buttons dropped with the plain resend chat=%s count=%d", channel,
                              len(message.buttons))

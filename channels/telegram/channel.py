@@ -599,7 +599,7 @@ class TelegramChannel:
         bot = self._bot
         # Buttons ride on the last chunk; a file, when there is one, is the last chunk (after the text).
         is_attachment = message.attachment_bytes is not None and chunk.last
-        markup = inline_keyboard(message.buttons) if message.buttons and chunk.last else None
+        markup = inline_keyboard(message.buttons) if message.buttons and chunk.buttons else None
         reply_id = telegram_message_id(message.reply_to_message_id) if index == 0 else None
         reply = None if reply_id is None else ReplyParameters(reply_id, allow_sending_without_reply=True)
         chat_id = telegram_chat_id(message.chat_id)

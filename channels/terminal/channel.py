@@ -98,7 +98,7 @@ class TerminalChannel:
                          plain: bool = False) -> SentMessage:
         prefix = f"{self.persona_name}> " if self.interactive else ""
         self._write(f"{prefix}{chunk.plain if plain else chunk.text}\n")
-        if chunk.last:
+        if chunk.buttons:
             for i, button in enumerate(message.buttons, 1):
                 self._write(f"  [{i}] {button.label}\n")
         return SentMessage(f"console-{next(self._ids)}")
