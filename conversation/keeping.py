@@ -12,13 +12,10 @@ The inbox keeps every message a person sent until it has its answer, so a crash 
 * **answered**: it leaves in the transaction that posts its reply (:meth:`Keeping.answered_within`), or its
   honest "could not handle" reply once its attempts are used up.
 
-The terminal's messages are never kept (:class:`NotKept`): its person is watching.
+The terminal's messages are never kept (a :class:`Keeping` without an inbox): its person is watching.
 """
 
 from __future__ import annotations
-
-import functools
-from collections.abc import Callable
 
 from delivery import inbox as inbox_rows
 from delivery.inbox import Inbox
@@ -27,65 +24,42 @@ from ground.types import InboundMessage
 
 
 class Keeping:
-    """One message's place in the inbox."""
+    """One message's place in the inbox; with no inbox (the terminal's messages) every step does nothing."""
 
-    kept = True
-
-    def __init__(self, inbox: Inbox, message: InboundMessage) -> None:
+    def __init__(self, inbox: Inbox | None, message: InboundMessage) -> None:
         self.inbox = inbox
         self.message = message
 
+    @property
+    def kept(self) -> bool:
+        return self.inbox is not None
+
     def admitted_within(self, conn: Connection, allowed: bool) -> None:
         """The policy's transaction: keep what it let through, let go of what it refused."""
-        self.inbox.decided_within(conn, self.message, allowed)
+        if self.inbox is not None:
+            self.inbox.decided_within(conn, self.message, allowed)
 
     async def redelivered(self) -> None:
         """The event was taken in before: this copy leaves; the first is answered."""
-        await self.inbox.forget_undecided(self.message)
+        if self.inbox is not None:
+            await self.inbox.forget_undecided(self.message)
 
     async def rate_limited(self) -> None:
-        await self.inbox.forget(self.message)
+        if self.inbox is not None:
+            await self.inbox.forget(self.message)
 
-    def opened_within(self, *, charge: bool) -> Callable[[Connection, int], None]:
+    def opened_within(self, conn: Connection, row: int, *, charge: bool) -> None:
         """The turn's opening transaction, given the message's history row: charged an attempt unless the
         command step already charged it."""
-        return functools.partial(inbox_rows.opened, message=self.message, charge=charge)
+        if self.inbox is not None:
+            inbox_rows.opened(conn, row, message=self.message, charge=charge)
 
     async def command_started(self) -> None:
         """A command that brings the process down is a try too."""
-        await self.inbox.charge(self.message)
+        if self.inbox is not None:
+            await self.inbox.charge(self.message)
 
     def answered_within(self, conn: Connection) -> None:
         """The transaction that posts the message's reply: it needs keeping no more."""
-        inbox_rows.done(conn, message=self.message)
-
-
-class NotKept(Keeping):
-    """A message that is never kept (the terminal's): every step is a no-op."""
-
-    kept = False
-
-    def __init__(self, message: InboundMessage) -> None:
-        self.message = message
-
-    def admitted_within(self, conn: Connection, allowed: bool) -> None:
-        return None
-
-    async def redelivered(self) -> None:
-        return None
-
-    async def rate_limited(self) -> None:
-        return None
-
-    def opened_within(self, *, charge: bool) -> Callable[[Connection, int], None]:
-        return _nothing
-
-    async def command_started(self) -> None:
-        return None
-
-    def answered_within(self, conn: Connection) -> None:
-        return None
-
-
-def _nothing(conn: Connection, row: int) -> None:
-    return None
+        if self.inbox is not None:
+            inbox_rows.done(conn, message=self.message)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from conversation.intake import Admit, Debounce, Dedupe, Intake, KeepInInbox, Notice, Policy, RateLimit
-from conversation.keeping import Keeping, NotKept
+from conversation.keeping import Keeping
 from conversation.turns import ConversationCore
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal
@@ -108,9 +109,7 @@ class Router:
 
     def keeping(self, message: InboundMessage) -> Keeping:
         """The message's place in the inbox; the terminal's, whose person is watching, is never kept."""
-        if self.inbox is None or message.platform in self.immediate:
-            return NotKept(message)
-        return Keeping(self.inbox, message)
+        return Keeping(None if message.platform in self.immediate else self.inbox, message)
 
     async def take_turn(self, message: InboundMessage) -> None:
         """Answer one turn. A kept message whose turn fails unexpectedly is tried again here, after a
@@ -172,22 +171,17 @@ class Router:
         """The turn's steps in order; the first with an answer ends it. The message stays kept until its
         answer is posted, and leaves the inbox in that same transaction."""
         keeping = self.keeping(message)
-        reply = await self._command(message, keeping)
+        reply: OutboundMessage | None = None
+        command = self.commands if message.text.startswith("/") else None
+        if command is not None:
+            await keeping.command_started()  # charged when it starts: a command that brings the process down
+            reply = await command(message)
         if reply is None and self.pending is not None:
             reply = await self.pending(message)  # an answer to an open question, e.g. "the first"
         if reply is None:
-            reply = await self._converse(message, keeping, charged=self._is_command(message) and keeping.kept)
+            reply = await self._converse(message, keeping, charged=command is not None and keeping.kept)
         if reply is not None:
             await self.worker.post(reply, source=message.message_id, also=keeping.answered_within)
-
-    def _is_command(self, message: InboundMessage) -> bool:
-        return self.commands is not None and message.text.startswith("/")
-
-    async def _command(self, message: InboundMessage, keeping: Keeping) -> OutboundMessage | None:
-        if self.commands is None or not self._is_command(message):
-            return None
-        await keeping.command_started()  # charged when it starts: a command that brings the process down
-        return await self.commands(message)
 
     async def _converse(self, message: InboundMessage, keeping: Keeping, *,
                         charged: bool) -> OutboundMessage | None:
@@ -203,7 +197,7 @@ class Router:
             async with TypingIndicator(channel, message.chat_id, message.thread_id,
                                        refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
                 reply = await self.core.handle(message, also=posting,
-                                               opened=keeping.opened_within(charge=not charged))
+                                               opened=functools.partial(keeping.opened_within, charge=not charged))
             handled = True
         finally:
             # A reply that committed goes out even if something after the commit failed; one whose

@@ -155,8 +155,10 @@ class MemoryService:
         )
         book = TombstoneBook(db)
         gate = MemoryGate(store, book, settings.memory, clock)
-        entails = await asyncio.to_thread(optional_entailment, settings.memory.entailment_model,
-                                          settings.memory.entailment_threshold)
+        ms = settings.memory
+        # Loading a model takes seconds: off the event loop, and only when one is configured.
+        entails = (await asyncio.to_thread(optional_entailment, ms.entailment_model, ms.entailment_threshold)
+                   if ms.entailment_model else None)
         capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused, entails=entails)
         return cls(
             settings=settings,
