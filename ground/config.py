@@ -99,8 +99,9 @@ class BudgetSettings:
 @dataclass(frozen=True)
 class MemorySettings:
     chroma_url: str = ""  # empty = embedded Chroma under data_dir/chroma; "http://host:port" = a Chroma server
-    # "chroma-default", "sentence-transformers:<model or path>", "litellm:<embedding model>" or "none"
-    embedder: str = "chroma-default"
+    # "onnx:all-MiniLM-L6-v2" (offline), "onnx:<model directory>", "chroma-default",
+    # "sentence-transformers:<model or path>", "litellm:<embedding model>" or "none"
+    embedder: str = "onnx:all-MiniLM-L6-v2"
     embedder_api_base: str = ""  # for litellm embedders; empty = [llm] api_base
     capture: bool = True
     capture_model: str = ""  # cheap model for capture and consolidation; empty = [llm] model
@@ -125,6 +126,11 @@ class RecallSettings:
     vector_weight: float = t.RECALL_VECTOR_WEIGHT
     bm25_weight: float = t.RECALL_BM25_WEIGHT
     half_life_days: float = t.RECALL_HALF_LIFE_DAYS
+    # A memory said next to a strong match in the same chat gets this share of its score (0: off) ...
+    neighbour_share: float = t.RECALL_NEIGHBOUR_SHARE
+    neighbour_width: int = t.RECALL_NEIGHBOUR_WIDTH  # ... being one of this many on either side ...
+    neighbour_gap_minutes: float = t.RECALL_NEIGHBOUR_GAP_MINUTES  # ... said at most this long apart
+    date_boost: float = t.RECALL_DATE_BOOST  # a query naming a time lifts what was said then (1: off)
     importance_weight: float = t.RECALL_IMPORTANCE_WEIGHT
     use_credit: float = t.RECALL_USE_CREDIT
     use_credit_cap: float = t.RECALL_USE_CREDIT_CAP

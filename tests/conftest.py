@@ -27,6 +27,19 @@ from tests.helpers import FakeClock, open_db
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session", autouse=True)
+def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The built sentence encoder is cached for this test session only (kith and the processes tests start)."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    yield cache / "kith" / "encoders"
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
+
+
 @pytest.fixture
 async def fake_llm() -> AsyncIterator[FakeOpenAI]:
     server = await FakeOpenAI().start()

