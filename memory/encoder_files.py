@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ground.private_files import write_private_atomically
-from memory.onnx_encoder import BertShape, EncoderBuildError, build_encoder, read_safetensors
+from memory.onnx_encoder import (
+    BertShape,
+    EncoderBuildError,
+    build_cross_encoder,
+    build_encoder,
+    read_safetensors,
+)
 
 # Bump when the graph builder changes what it emits, so cached graphs are rebuilt.
 GRAPH_VERSION = 1
@@ -93,7 +99,8 @@ def _package_dir(package: str) -> Path | None:
 
 
 def locate(model: str) -> EncoderFiles:
-    """The files of ``model``: a bundled name, or a directory holding a BERT checkpoint."""
+    """The files of ``model``: a bundled name, or a directory holding a BERT checkpoint (an encoder's or a
+    cross-encoder's)."""
     bundled = BUNDLED.get(model.removeprefix("sentence-transformers/"))
     if bundled is not None:
         root = _package_dir(bundled.package)
@@ -130,9 +137,11 @@ def _check(path: Path, expected: str) -> None:
         )
 
 
-def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str) -> Path:
-    """The built ONNX graph for ``files``: from the cache, or built now and cached."""
-    cached = cache_dir / f"{files.identity[:24]}-g{GRAPH_VERSION}.onnx"
+def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str, *, pair: bool = False) -> Path:
+    """The built ONNX graph for ``files``: from the cache, or built now and cached.
+
+    ``pair``: the checkpoint is a cross-encoder that scores a (query, passage) pair."""
+    cached = cache_dir / f"{files.identity[:24]}-g{GRAPH_VERSION}{'-pair' if pair else ''}.onnx"
     if cached.is_file():
         return cached
     weights_path = files.directory / "model.safetensors"
@@ -141,7 +150,8 @@ def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str) -> Path:
         _check(weights_path, bundled.sha256["model.safetensors"])
     try:
         shape = BertShape.from_files(files.directory / "config.json", files.directory / "1_Pooling" / "config.json")
-        blob = build_encoder(read_safetensors(weights_path), shape)
+        weights = read_safetensors(weights_path)
+        blob = build_cross_encoder(weights, shape) if pair else build_encoder(weights, shape)
     except (OSError, ValueError, KeyError) as exc:
         raise EncoderBuildError(f"cannot read the checkpoint in {files.directory} ({type(exc).__name__})") from None
     write_private_atomically(cached, blob)

@@ -134,24 +134,35 @@ class _Graph:
 
 def build_encoder(weights: dict[str, Array], shape: BertShape) -> bytes:
     """The serialized ONNX model: (input_ids, attention_mask) int64 [batch, tokens] -> sentence [batch, hidden]."""
+    return _checked_build(weights, shape, pair=False)
+
+
+def build_cross_encoder(weights: dict[str, Array], shape: BertShape) -> bytes:
+    """A cross-encoder (a BERT sequence classifier reading a query and a passage as one input):
+    (input_ids, attention_mask, token_type_ids) int64 [batch, tokens] -> score [batch], the first logit."""
+    return _checked_build(weights, shape, pair=True)
+
+
+def _checked_build(weights: dict[str, Array], shape: BertShape, *, pair: bool) -> bytes:
     from onnx import TensorProto, checker, helper
 
     w = _strip_prefix(weights)
     try:
-        return _build(w, shape, helper, TensorProto, checker)
+        return _build(w, shape, helper, TensorProto, checker, pair=pair)
     except KeyError as exc:
-        raise EncoderBuildError(f"the checkpoint has no tensor {exc.args[0]!r}: not a BERT encoder") from None
+        kind = "BERT cross-encoder" if pair else "BERT encoder"
+        raise EncoderBuildError(f"the checkpoint has no tensor {exc.args[0]!r}: not a {kind}") from None
 
 
-def _build(w: dict[str, Array], shape: BertShape, helper: Any, tensor_proto: Any, checker: Any) -> bytes:
+def _build(w: dict[str, Array], shape: BertShape, helper: Any, tensor_proto: Any, checker: Any, *, pair: bool) -> bytes:
     g = _Graph()
     hidden, heads = shape.hidden, shape.heads
     if hidden % heads:
         raise EncoderBuildError(f"hidden size {hidden} is not a multiple of {heads} heads")
     head_dim = hidden // heads
 
-    ids, mask = "input_ids", "attention_mask"
-    # Embeddings: word + position + token type 0 (kith encodes single sentences), then LayerNorm.
+    ids, mask, types = "input_ids", "attention_mask", "token_type_ids"
+    # Embeddings: word + position + token type (always 0 for a single sentence), then LayerNorm.
     words = g.op("Gather", [g.const("emb.word", w["embeddings.word_embeddings.weight"].astype(np.float32)), ids])
     # The first `tokens` rows of the position table (Shape's start/end attributes give a 1-D length).
     length = g.op("Shape", [ids], start=1, end=2)
@@ -164,8 +175,12 @@ def _build(w: dict[str, Array], shape: BertShape, helper: Any, tensor_proto: Any
             g.const("axis_0", np.array([0], dtype=np.int64)),
         ],
     )
-    type0 = g.const("emb.type0", w["embeddings.token_type_embeddings.weight"][0].astype(np.float32))
-    x = g.op("Add", [g.op("Add", [words, pos]), type0])
+    type_table = w["embeddings.token_type_embeddings.weight"].astype(np.float32)
+    if pair:
+        token_type = g.op("Gather", [g.const("emb.type", type_table), types])
+    else:
+        token_type = g.const("emb.type0", type_table[0])
+    x = g.op("Add", [g.op("Add", [words, pos]), token_type])
     x = g.layer_norm(x, w, "embeddings.LayerNorm", shape.layer_norm_eps)
 
     # Attention mask as an additive bias [batch, 1, 1, tokens]: 0 where real, a large negative where padding.
@@ -215,10 +230,34 @@ def _build(w: dict[str, Array], shape: BertShape, helper: Any, tensor_proto: Any
         out = g.linear(gelu, w, f"{p}.output.dense")
         x = g.layer_norm(g.op("Add", [out, x]), w, f"{p}.output.LayerNorm", shape.layer_norm_eps)
 
+    inputs = [
+        helper.make_tensor_value_info("input_ids", tensor_proto.INT64, ["batch", "tokens"]),
+        helper.make_tensor_value_info("attention_mask", tensor_proto.INT64, ["batch", "tokens"]),
+    ]
+    if pair:
+        inputs.append(helper.make_tensor_value_info(types, tensor_proto.INT64, ["batch", "tokens"]))
+        _score_head(g, w, x, helper)
+        output = helper.make_tensor_value_info("score", tensor_proto.FLOAT, ["batch"])
+    else:
+        _sentence_head(g, x, mask_f, shape, helper)
+        output = helper.make_tensor_value_info("sentence", tensor_proto.FLOAT, ["batch", hidden])
+    graph = helper.make_graph(g.nodes, "kith_encoder", inputs, [output], g.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="kith")
+    model.ir_version = 8  # read by every ONNX Runtime since 1.10
+    checker.check_model(model)
+    return bytes(model.SerializeToString())
+
+
+def _first_token(g: _Graph, x: str) -> str:
+    # A one-element index then a squeeze: ONNX Runtime's optimiser mishandles a scalar Gather index here.
+    first = g.op("Gather", [x, g.const("first_token", np.array([0], dtype=np.int64))], axis=1)
+    return g.op("Squeeze", [first, g.const("axis_1c", np.array([1], dtype=np.int64))])
+
+
+def _sentence_head(g: _Graph, x: str, mask_f: str, shape: BertShape, helper: Any) -> None:
+    """Pool the tokens into one vector and normalise it: the output ``sentence``."""
     if shape.pooling == "cls":
-        # A one-element index then a squeeze: ONNX Runtime's optimiser mishandles a scalar Gather index here.
-        first = g.op("Gather", [x, g.const("first_token", np.array([0], dtype=np.int64))], axis=1)
-        pooled = g.op("Squeeze", [first, g.const("axis_1c", np.array([1], dtype=np.int64))])
+        pooled = _first_token(g, x)
     else:
         mask_3d = g.op("Unsqueeze", [mask_f, g.const("axis_2", np.array([2], dtype=np.int64))])
         summed = g.op(
@@ -234,17 +273,13 @@ def _build(w: dict[str, Array], shape: BertShape, helper: Any, tensor_proto: Any
         )
     )
 
-    graph = helper.make_graph(
-        g.nodes,
-        "kith_sentence_encoder",
-        [
-            helper.make_tensor_value_info("input_ids", tensor_proto.INT64, ["batch", "tokens"]),
-            helper.make_tensor_value_info("attention_mask", tensor_proto.INT64, ["batch", "tokens"]),
-        ],
-        [helper.make_tensor_value_info("sentence", tensor_proto.FLOAT, ["batch", hidden])],
-        g.initializers,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="kith")
-    model.ir_version = 8  # read by every ONNX Runtime since 1.10
-    checker.check_model(model)
-    return bytes(model.SerializeToString())
+
+def _score_head(g: _Graph, w: dict[str, Array], x: str, helper: Any) -> None:
+    """BERT's pooler (the first token through a dense layer and tanh), then the classifier's first logit."""
+    pooled = g.op("Tanh", [g.linear(_first_token(g, x), w, "pooler.dense")])
+    first_logit = {
+        "classifier.weight": w["classifier.weight"][:1],
+        "classifier.bias": w["classifier.bias"][:1],
+    }
+    logits = g.linear(pooled, first_logit, "classifier")
+    g.nodes.append(helper.make_node("Squeeze", [logits, g.const("axis_1s", np.array([1], dtype=np.int64))], ["score"]))
