@@ -43,13 +43,13 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
 def cmd_chat(args: argparse.Namespace) -> int:
     from kith.commands import run_chat
 
-    return loop.run(run_chat(_settings(args)))
+    return loop.run(run_chat(_settings(args), verbose=args.verbose))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kith.commands import run_all
 
-    return loop.run(run_all(_settings(args)))
+    return loop.run(run_all(_settings(args), verbose=args.verbose))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -358,3 +358,7 @@ CONTROL_CONNECT_WAIT_S = 60.0  # a command waits this long for a starting bot to
 CONTROL_STOP_GRACE_S = 3.0  # a command still running in a bot that stops gets this long, then is cancelled
 CONTROL_REQUEST_MAX_BYTES = 1_000_000  # one request line; every real one is far smaller
 CONTROL_UNIX_PATH_MAX = 100  # bytes of a socket path every platform binds (macOS: 104); longer ones use TCP
+
+# --- The terminal chat's log file (kith/logs.py) ---------------------------------
+LOG_FILE_MAX_BYTES = 5_000_000  # rotated past this size ...
+LOG_FILE_BACKUPS = 3  # ... keeping this many older files

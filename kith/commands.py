@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from ground.types import Channel
 from kith.app import App, build_app, freeze_startup_heap
 from kith.control.serve import serve_control
 from kith.hints import llm_failure_hint
+from kith.logs import log_to_file
 from kith.settings import Settings
 from llm.client import LLMError
 
@@ -71,12 +73,12 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
     return channels
 
 
-async def run_chat(settings: Settings) -> int:
-    return await _as_sole_bot(settings, _chat)
+async def run_chat(settings: Settings, *, verbose: bool = False) -> int:
+    return await _as_sole_bot(settings, functools.partial(_chat, verbose=verbose))
 
 
-async def run_all(settings: Settings) -> int:
-    return await _as_sole_bot(settings, _run_all)
+async def run_all(settings: Settings, *, verbose: bool = False) -> int:
+    return await _as_sole_bot(settings, functools.partial(_run_all, verbose=verbose))
 
 
 async def _as_sole_bot(settings: Settings, body: Callable[[Settings], Awaitable[int]]) -> int:
@@ -127,7 +129,20 @@ async def until_signalled(body: Awaitable[int]) -> int:
             loop.remove_signal_handler(sig)
 
 
-async def _chat(settings: Settings) -> int:
+async def _chat(settings: Settings, *, verbose: bool = False) -> int:
+    # The person types here: log lines would land in the middle of the conversation.
+    file_log = log_to_file(settings.storage.data_path(), keep_terminal=verbose)
+    print(f"kith: logging to {file_log.path}" + ("" if verbose else " (-v shows it here too)"), file=sys.stderr)
+    try:
+        return await _chat_with(settings)
+    finally:
+        summary = file_log.summary()
+        file_log.close()
+        if summary:
+            print(f"kith: {summary}", file=sys.stderr)
+
+
+async def _chat_with(settings: Settings) -> int:
     from channels.terminal import TerminalChannel
 
     app = await build_app(settings)
@@ -146,12 +161,12 @@ async def _chat(settings: Settings) -> int:
     return 0
 
 
-async def _run_all(settings: Settings) -> int:
+async def _run_all(settings: Settings, *, verbose: bool = False) -> int:
     if not has_platform_credentials(settings):
         hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
                                         slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
         print(f"kith: {hint}", file=sys.stderr)
-        return await _chat(settings)
+        return await _chat(settings, verbose=verbose)
     app = await build_app(settings)
     channels = platform_channels(settings, app)
     app.core.on_llm_error = _hint_once(settings)

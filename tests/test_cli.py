@@ -66,6 +66,26 @@ async def test_unreachable_model_says_what_to_set(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
+async def test_the_terminal_chat_logs_to_a_file_not_over_the_conversation(tmp_path: Path) -> None:
+    cfg = tmp_path / "kith.toml"
+    data = tmp_path / "data"
+    cfg.write_text(f'[llm]\nmodel = "openai/fake"\napi_base = "http://127.0.0.1:9/v1"\ntimeout_s = 2.0\n'
+                   f'max_retries = 0\n[storage]\ndata_dir = "{data}"\n[memory]\nembedder = "none"\n')
+    # `run` with no platform token falls back to the terminal chat, as `chat` is.
+    code, out, err = await _run_bot("--config", str(cfg), "run", stdin="hello?\n")
+    assert code == 0
+    log = data / "logs" / "kith.log"
+    assert " INFO " not in out + err and " WARNING " not in out + err
+    assert f"kith: logging to {log}" in err
+    assert "INFO kith.scheduler: scheduler started" in log.read_text(encoding="utf-8")
+    assert (log.stat().st_mode & 0o777) == 0o600
+    # The model could not be reached: one line says so, and the end counts the warnings the file holds.
+    assert err.splitlines()[-1].startswith("kith: ") and f"this session; see {log}" in err.splitlines()[-1]
+
+    code, _out, err = await _run_bot("--config", str(cfg), "-v", "chat", stdin="")
+    assert code == 0 and " INFO " in err  # -v keeps the log on the terminal too
+
+
 async def test_config_error_is_one_line(tmp_path: Path) -> None:
     cfg = tmp_path / "kith.toml"
     cfg.write_text("[llm]\ntimeout = 3\n")
