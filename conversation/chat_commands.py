@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 
 from ground.types import ButtonPress, InboundMessage, OutboundMessage, reply_to
@@ -10,10 +11,15 @@ Command = Callable[[InboundMessage, str], Awaitable[OutboundMessage | None]]
 ButtonAction = Callable[[ButtonPress, str], Awaitable[OutboundMessage | None]]
 
 HELP_GREETING = "Hi, I'm {name}. Just talk to me: I remember what you tell me, with your own words as the receipt."
+UNKNOWN_COMMAND = "I don't know the command /{name}. /help lists the ones I do."
+# What a platform would take for a command: a slash, then a name (Telegram allows 32 characters), optionally
+# "@bot". "/usr/bin is full" or "/ˉ\\_(ツ)_/ˉ" is talk, not a command, and goes to the conversation.
+COMMAND_NAME = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(?:@\w+)?")
 
 
 class ChatCommands:
-    """A registry of ``/name`` handlers; an unknown command falls through to the conversation."""
+    """A registry of ``/name`` handlers. An unknown command is answered as unknown, with a pointer to /help:
+    sent to the model as chat, it would be answered as if it meant something."""
 
     def __init__(self, persona_name: str) -> None:
         self.persona_name = persona_name
@@ -40,10 +46,13 @@ class ChatCommands:
 
     async def __call__(self, message: InboundMessage) -> OutboundMessage | None:
         head, _, rest = message.text.strip().partition(" ")
-        name = head[1:].split("@", 1)[0].lower()
+        looks_like_command = COMMAND_NAME.fullmatch(head)
+        if looks_like_command is None:
+            return None
+        name = looks_like_command.group(1).lower()
         entry = self._commands.get(name)
         if entry is None:
-            return None
+            return reply_to(message, UNKNOWN_COMMAND.format(name=name))
         return await entry[1](message, rest.strip())
 
     def help_text(self) -> str:

@@ -41,6 +41,7 @@ from ground.tunables import (
 )
 from ground.turns import CompletedTurn
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, reply_to
+from ground.wording import counted
 from memory.controls import MemoryControls, RefusalReason, Refused, Requester, Resolution
 from memory.gate import Outcome
 from memory.questions import (
@@ -468,7 +469,8 @@ class MemoryCommands:
             lines += [f"- `{i}` {literal(clip(yours(plan.previews.get(i, '')), QUESTION_QUOTE_CHARS))}"
                       for i in plan.receipt_ids[:FORGET_PREVIEW_MAX]]
         if plan.unlink:
-            lines.append(f"{len(plan.unlink)} other memories disagree with these; that link goes too.")
+            lines.append(f"{counted(len(plan.unlink), 'other memory disagrees', 'other memories disagree')} "
+                         "with these; that link goes too.")
         if plan.places.total:
             lines.append(f"Its words go from our chats too: {describe_places(plan.places)}.")
         lines.append(f"In all: {plan.describe()}.")
@@ -478,8 +480,9 @@ class MemoryCommands:
 
     async def export(self, message: InboundMessage, _args: str) -> OutboundMessage:
         file = await self.controls.export(await self._requester(message))
-        return reply_to(message, f"Everything I keep about you: {file.memories} memories and {file.notes} "
-                                 "notes not yet reviewed, with where and when you said each.",
+        return reply_to(message, f"Everything I keep about you: {counted(file.memories, 'memory', 'memories')} "
+                                 f"and {counted(file.notes, 'note', 'notes')} not yet reviewed, with where and when "
+                                 "you said each.",
                         attachment_name=file.name, attachment_bytes=file.data)
 
     async def pause(self, message: InboundMessage, _args: str) -> OutboundMessage:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ground.wording import counted
+
 if TYPE_CHECKING:
     from kith.control.parts import Console, Parts, Stream
 
@@ -93,7 +95,8 @@ async def heartbeat_body(parts: Parts, args: argparse.Namespace, console: Consol
         out.write("outside [heartbeat] active_hours (or the heartbeat is disabled): nothing done; --any-hour "
                   "overrides\n")
         return 0
-    out.write(f"{report.due_people} people with something due, {report.llm_calls} model calls: "
+    out.write(f"{counted(report.due_people, 'person', 'people')} with something due, "
+              f"{counted(report.llm_calls, 'model call', 'model calls')}: "
               f"{count_outcomes(report.outcomes)}\n")
     if report.outcomes.get("posted") or report.outcomes.get(QUESTIONS_ASKED):
         when = ("the bot is sending them now" if parts.live

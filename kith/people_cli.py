@@ -9,6 +9,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ground.types import printable_name
+from ground.wording import counted
 from kith.control.dispatch import run_command
 
 if TYPE_CHECKING:  # the parser is built for --help, which must not load SQLAlchemy or Chroma
@@ -72,7 +73,8 @@ async def link_body(parts: Parts, args: argparse.Namespace, console: Console) ->
     if result.old_person:
         # Everything that follows the person moves, as /link in chat moves it.
         moved = await parts.moved(result.old_person, target)
-        console.out.write(f"linked {args.account} to {target} (moved {sum(moved.values())} memory records)\n")
+        records = counted(sum(moved.values()), "memory record", "memory records")
+        console.out.write(f"linked {args.account} to {target} (moved {records})\n")
     else:
         console.out.write(f"linked {args.account} to {target}\n")
     return 0

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, as_utc, metadata
 from ground.tunables import FORGET_CAS_RETRIES
+from ground.wording import counted
 from memory.notes import Note
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
 from memory.scrub import Places, Redactor, Scanned, checkpoint, kept_sentences, phrases_of, scan
@@ -189,14 +190,10 @@ class ForgetResult:
         return describe_counts(self.memories_deleted, self.notes_deleted, self.places, self.receipts)
 
 
-def _counted(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def describe_counts(memories: int, notes: int, places: Places, receipts: int = 0) -> str:
     """Plain counts of every place a forget touches, the ones with nothing left out."""
-    kept = [_counted(receipts, "receipt", "receipts")] if receipts else []
-    return ", ".join([_counted(memories, "memory", "memories"), _counted(notes, "note", "notes"), *kept,
+    kept = [counted(receipts, "receipt", "receipts")] if receipts else []
+    return ", ".join([counted(memories, "memory", "memories"), counted(notes, "note", "notes"), *kept,
                       *_place_parts(places)])
 
 
@@ -211,7 +208,7 @@ def _place_parts(places: Places) -> list[str]:
                          (places.outbox, "outbox row", "outbox rows"),
                          (places.inbox, "waiting message", "waiting messages")):
         if n:
-            parts.append(_counted(n, one, many))
+            parts.append(counted(n, one, many))
     return parts
 
 

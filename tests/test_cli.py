@@ -54,6 +54,16 @@ async def test_scripted_chat_keeps_history_across_restarts(fake_llm, tmp_path: P
                     "what is my cat called?"]
 
 
+async def test_an_unknown_command_is_answered_as_unknown_not_sent_to_the_model(fake_llm, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "kith.toml", fake_llm, tmp_path / "data")
+    fake_llm.reply("That path does sound full.")
+    code, out, err = await _run_bot("--config", str(cfg), "chat", stdin="/frobnicate now\n/usr/bin is full\n")
+    assert code == 0, err
+    assert out.splitlines() == ["I don't know the command /frobnicate. /help lists the ones I do.",
+                                "That path does sound full."]
+    assert [r["messages"][-1]["content"] for r in fake_llm.requests] == ["/usr/bin is full"]
+
+
 async def test_unreachable_model_says_what_to_set(tmp_path: Path) -> None:
     cfg = tmp_path / "kith.toml"
     cfg.write_text(f'[llm]\nmodel = "openai/fake"\napi_base = "http://127.0.0.1:9/v1"\ntimeout_s = 2.0\n'

@@ -107,7 +107,7 @@ async def test_heartbeat_now_writes_the_message_to_the_outbox(
 
     code, out = await run("heartbeat", settings, argparse.Namespace(any_hour=True))
 
-    assert code == 0 and "1 people with something due, 1 model calls: posted 1" in out
+    assert code == 0 and "1 person with something due, 1 model call: posted 1" in out
     assert "outbox" in out
 
 
