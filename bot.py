@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    _setup_logging(args.verbose, quiet=args.command == "chat")
+    _setup_logging(args.verbose, quiet=args.command != "run")
     try:
         return args.func(args)
     except ConfigError as exc:

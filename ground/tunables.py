@@ -362,3 +362,6 @@ CONTROL_UNIX_PATH_MAX = 100  # bytes of a socket path every platform binds (macO
 # --- The terminal chat's log file (kith/logs.py) ---------------------------------
 LOG_FILE_MAX_BYTES = 5_000_000  # rotated past this size ...
 LOG_FILE_BACKUPS = 3  # ... keeping this many older files
+
+# --- doctor (kith/doctor.py) --------------------------------------------------------
+DOCTOR_MODEL_TIMEOUT_S = 30.0  # its one real call to the model waits at most this long

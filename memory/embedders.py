@@ -458,12 +458,11 @@ async def check_embedder(settings: Settings) -> CheckResult:
 
 
 def embedder_result(status: EmbedderStatus) -> CheckResult:
-    """The embedder's line from its status (a running bot's, or one just probed)."""
-    ok = status.ready or status.disabled
+    """The embedder's line from its status (a running bot's, or one just probed). An embedder that cannot
+    work is a warning, not a failure: memory keeps working on keywords without it."""
     if status.ready:
-        detail = f"{status.configured} ready ({status.dim} dimensions)"
-    elif status.disabled:
-        detail = "none: memory search is lexical (BM25) by configuration"
-    else:
-        detail = f"{status.configured} unavailable ({status.reason}); memory stays on its lexical path"
-    return CheckResult("embedder", ok, detail)
+        return CheckResult("embedder", True, f"{status.configured} ready ({status.dim} dimensions)")
+    if status.disabled:
+        return CheckResult("embedder", True, "none: memory search is lexical (BM25) by configuration")
+    return CheckResult("embedder", True, f"{status.configured} unavailable, memory search uses keywords only: "
+                       f"{status.reason}", warn=True)

@@ -33,6 +33,8 @@ RECALL_QUERY_DESCRIPTION = "What to look for, in a few words, in any language."
 RECALL_LIMIT_DESCRIPTION = "How many memories at most."
 
 # --- What a tool call answers when it could not run ------------------------------------------------------
+# doctor's and setup's one real call to the model: the shortest answer that proves it answers.
+PROBE_PROMPT = "Reply with the word ok."
 RECALL_EMPTY_QUERY = "query must be a non-empty string"
 TOOL_FAILED = "tool failed"
 

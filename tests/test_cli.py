@@ -120,6 +120,58 @@ async def test_doctor_reports_each_check(fake_llm, tmp_path: Path) -> None:
     assert any(line.startswith("FAIL  model: cannot reach the model openai/fake-model") for line in out.splitlines())
 
 
+async def test_doctor_asks_a_local_model_directly_and_warns_about_optional_parts(tmp_path: Path) -> None:
+    from aiohttp import web
+
+    asked: list[dict[str, object]] = []
+    pulled = {"llama3.2"}
+
+    async def chat(request: web.Request) -> web.Response:  # Ollama's own chat API
+        body = await request.json()
+        asked.append(body)
+        if body["model"] not in pulled:
+            return web.json_response({"error": f"model '{body['model']}' not found"}, status=404)
+        return web.json_response({"model": body["model"], "message": {"role": "assistant", "content": "ok"},
+                                  "done": True})
+
+    app = web.Application()
+    app.router.add_post("/api/chat", chat)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        cfg = tmp_path / "kith.toml"
+        cfg.write_text(f'[llm]\nmodel = "ollama/llama3.2"\napi_base = "http://127.0.0.1:{port}"\n'
+                       f'[storage]\ndata_dir = "{tmp_path / "data"}"\n'
+                       f'[memory]\nembedder = "onnx:{tmp_path / "no-such-model"}"\n')
+        code = ("import sys, runpy; sys.argv=['bot.py','--config',sys.argv[1],'doctor']\n"
+                "try: runpy.run_path('bot.py', run_name='__main__')\n"
+                "except SystemExit as e: print('EXIT', e.code)\n"
+                "print('LITELLM', 'litellm' in sys.modules)")
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", code, str(cfg), cwd=str(ROOT),
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out_b, err_b = await asyncio.wait_for(proc.communicate(), 60)
+        out, err = out_b.decode(), err_b.decode()
+        lines = out.splitlines()
+        assert any(line.startswith("ok    model: ollama/llama3.2 answered in") for line in lines), out + err
+        assert asked and asked[0]["stream"] is False  # one real call, over Ollama's API
+        assert "LITELLM False" in lines  # and litellm, seconds to import, was not needed for it
+        embedder = next(line for line in lines if "embedder:" in line)
+        assert embedder.startswith("warn  embedder:") and "no-such-model" in embedder
+        assert "EXIT 0" in lines  # an optional part missing is a warning, not a failure
+        assert " INFO " not in err  # an operator command's output is not interleaved with the log
+
+        pulled.clear()
+        code_, out, _err = await _run_bot("--config", str(cfg), "doctor")
+        assert code_ == 1
+        assert any(line.startswith("FAIL  model: the model ollama/llama3.2") and "ollama pull" in line
+                   for line in out.splitlines())
+    finally:
+        await runner.cleanup()
+
+
 async def test_a_second_bot_on_the_same_data_refuses_to_start(fake_llm, tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "kith.toml", fake_llm, tmp_path / "data")
     fake_llm.reply("Hello, I'm here.")

