@@ -268,6 +268,10 @@ DEFAULT_IMPORTANCE = 0.5
 # --- Memory: the store (memory/store.py) --------------------------------------
 CHROMA_CHECK_TIMEOUT_S = 10.0
 STORE_PAGE = 500  # records per Chroma round trip when scanning
+# Records embedded and written per step of a migration to another embedder (memory/reembed.py): the most a
+# kill makes it embed again, and how often its progress moves.
+REEMBED_BATCH = 64
+REEMBED_LOG_EVERY_S = 30.0  # a start re-embedding many records logs how far it got this often
 FILTERED_QUERY_MAX = 500  # up to this many memories, a person is searched with Chroma's metadata filter
 NEAREST_OVERSAMPLE = 2.0  # beyond it, an unfiltered search fetches this many times the person's share
 NEAREST_POOL_MAX = 1_000  # ... unless that pool would be larger than this: then filtered after all

@@ -9,11 +9,11 @@ hands one over.
 There are two collections: ``notes`` (staged captures, the raw daily notes the gate has not
 curated yet) and ``memories`` (curated). Vectors are always passed in (Chroma's own embedding
 function is never invoked: it would fetch a model). Opening adapts the collections to the
-embedder of this start: records stored with hashed vectors while the embedder was off get the
-embedder's, a collection built for another embedder is re-embedded, and one whose vector size
-changed is rebuilt under a temporary name and swapped in (a rebuild cut short is finished or
-started over on the next open). If re-embedding fails the stored records stay intact and this
-start runs lexical.
+embedder of this start (:mod:`memory.reembed`, shared with ``bot.py memory reembed``): every
+record whose vector is from another space (hashed while the embedder was off, or another
+embedder's) gets the embedder's, and a collection whose vector size changed is rebuilt under a
+temporary name and swapped in. Both resume where one cut short stopped. If re-embedding fails,
+what was done is kept, the rest of the records stay intact and this start runs lexical.
 
 :func:`check_chroma` is ``bot.py doctor``'s probe of the Chroma in use.
 """
@@ -36,18 +36,16 @@ import numpy.typing as npt
 from ground.checks import CheckResult
 from ground.config import MemorySettings, Settings
 from ground.tunables import CHROMA_CHECK_TIMEOUT_S, HASH_DIM, STORE_PAGE
+from memory import reembed
 from memory.embedders import Vector
 from memory.records import MetadataValue, Scope, Status
+from memory.reembed import DIM_KEY, REBUILD_SUFFIX, VECTOR_KEY, ProgressFn, collection_metadata
 from memory.vectors import HASH_SPACE, VectorSource
 
 log = logging.getLogger("kith.memory.chroma")
 
 T = TypeVar("T")
 
-VECTOR_KEY = "vector"  # record metadata: the vector space its stored vector came from
-SPACE_KEY = "kith_vector_space"  # collection metadata: the space the collection was built for
-DIM_KEY = "kith_dim"
-REBUILD_SUFFIX = "-rebuild"
 CHROMA_SQLITE = "chroma.sqlite3"  # embedded Chroma's own database, in its directory
 
 
@@ -144,107 +142,56 @@ class ChromaCollections:
     def _open_collection(self, name: str, space: str, dim: int) -> Any:
         names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
         rebuild = name + REBUILD_SUFFIX
-        if rebuild in names:
-            if name in names:  # a rebuild that never finished: the original is intact, start over
-                self.client.delete_collection(rebuild)
-            else:  # the original was dropped, the rebuild is complete: finish the swap
-                self.client.get_collection(rebuild, embedding_function=None).modify(name=name)
+        if rebuild in names and name not in names:
+            # The original is dropped only once its copy is complete: finish the swap. A copy beside its
+            # original is a rebuild cut short; the next migration carries it on (memory.reembed).
+            self.client.get_collection(rebuild, embedding_function=None).modify(name=name)
         return self.client.get_or_create_collection(
-            name, embedding_function=None, metadata={"hnsw:space": "cosine", SPACE_KEY: space, DIM_KEY: dim}
+            name, embedding_function=None, metadata=collection_metadata(space, dim)
         )
 
     async def prepare(self, source: VectorSource) -> None:
         """Open both collections in the embedder's vector space (re-embedding or rebuilding as needed);
         when that fails, ``source`` is degraded to hashed vectors for this start."""
+        if source.ready:
+            try:
+                await self.migrate(source, reembed.logged(source.space))
+                return
+            except Exception as exc:
+                # What was re-embedded is kept, the rest is intact; this start stays lexical, the next resumes.
+                log.warning("re-embedding failed error=%s; lexical until next start", type(exc).__name__)
+                source.degrade(f"re-embedding stored memories failed ({type(exc).__name__})")
         for kind in Collection:
-            space = source.space
-            dim = source.status.dim if source.ready and source.status.dim else HASH_DIM
-            col = await self.run(self._open_collection, self._name(kind), space, dim)
-            meta = dict(col.metadata or {})
-            stored_dim = int(meta.get(DIM_KEY) or dim)
-            if source.ready:
-                try:
-                    if stored_dim != dim:
-                        col = await self._rebuild(kind, col, source, dim)
-                    elif meta.get(SPACE_KEY) != space:
-                        await self._reembed(col, source, None)
-                        await self.run(col.modify, metadata={SPACE_KEY: space, DIM_KEY: dim})
-                    else:
-                        await self._reembed(col, source, HASH_SPACE)
-                except Exception as exc:
-                    # The stored records are intact; this start stays lexical and the next one retries.
-                    log.warning(
-                        "re-embedding failed collection=%s error=%s; lexical until next start",
-                        kind.value,
-                        type(exc).__name__,
-                    )
-                    source.degrade(f"re-embedding stored memories failed ({type(exc).__name__})")
-                    col = await self.run(self._open_collection, self._name(kind), HASH_SPACE, HASH_DIM)
-                    stored_dim = int(dict(col.metadata or {}).get(DIM_KEY) or HASH_DIM)
+            col = await self.run(self._open_collection, self._name(kind), HASH_SPACE, HASH_DIM)
             self._cols[kind] = col
-            self._hash_dims[kind] = dim if source.ready else stored_dim
+            self._hash_dims[kind] = int(dict(col.metadata or {}).get(DIM_KEY) or HASH_DIM)
 
-    async def _reembed(self, col: Any, source: VectorSource, only_space: str | None) -> int:
-        """Give records (all, or those whose vector is from ``only_space``) fresh embedder vectors."""
+    async def migrate(self, source: VectorSource, on_progress: ProgressFn | None = None) -> int:
+        """Open both collections with every record's vector from ``source``'s (ready) embedder; the number of
+        records that needed one. Raises when the embedder fails, keeping every batch written before."""
         embedder = source.embedder
-        assert embedder is not None
-        ids = await self.run(self._ids_in_sync, col, {VECTOR_KEY: only_space} if only_space else None)
-        for start in range(0, len(ids), STORE_PAGE):
-            chunk = ids[start : start + STORE_PAGE]
-            metadatas = await self.run(self._metadata_sync, col, chunk)
-            values = await embedder.embed([str(md["text"]) for md in metadatas])
-            for md in metadatas:
-                md[VECTOR_KEY] = embedder.name
-            await self.run(
-                col.update, ids=[str(md["id"]) for md in metadatas], embeddings=values, metadatas=metadatas
-            )
-        if ids:
-            log.info("re-embedded collection=%s records=%d", col.name, len(ids))
-        return len(ids)
+        if embedder is None or not source.ready:
+            raise ValueError("migrating needs a ready embedder")
+        dim = source.status.dim or HASH_DIM
+        kinds = list(Collection)
+        cols = [await self.run(self._open_collection, self._name(kind), embedder.name, dim) for kind in kinds]
+        done = await reembed.migrate(self, cols, embedder, dim, on_progress)
+        for kind, col in zip(kinds, done.collections, strict=True):
+            self._cols[kind] = col
+            self._hash_dims[kind] = dim
+        return done.records
 
-    async def _rebuild(self, kind: Collection, col: Any, source: VectorSource, dim: int) -> Any:
-        """The vector size changed: copy every record into a new collection with new vectors, then swap."""
-        embedder = source.embedder
-        assert embedder is not None
-        space = embedder.name
-        name = self._name(kind)
-        tmp = await self.run(
-            self.client.create_collection,
-            name + REBUILD_SUFFIX,
-            embedding_function=None,
-            metadata={"hnsw:space": "cosine", SPACE_KEY: space, DIM_KEY: dim},
-        )
-        ids = await self.run(self._ids_in_sync, col, None)
-        try:
-            for start in range(0, len(ids), STORE_PAGE):
-                metadatas = await self.run(self._metadata_sync, col, ids[start : start + STORE_PAGE])
-                values = await embedder.embed([str(md["text"]) for md in metadatas])
-                for md in metadatas:
-                    md[VECTOR_KEY] = space
-                await self.run(
-                    tmp.add, ids=[str(md["id"]) for md in metadatas], embeddings=values, metadatas=metadatas
-                )
-        except BaseException:
-            await self.run(self.client.delete_collection, name + REBUILD_SUFFIX)
-            raise
-        await self.run(self.client.delete_collection, name)
-        await self.run(tmp.modify, name=name)
-        log.info("rebuilt collection=%s records=%d dim=%d", kind.value, len(ids), dim)
-        return await self.run(self.client.get_collection, name, embedding_function=None)
+    async def pending(self, source: VectorSource) -> int:
+        """Records of the open collections that still need a vector from ``source``'s embedder."""
+        if source.embedder is None or not source.ready:
+            return 0
+        dim = source.status.dim or HASH_DIM
+        return await reembed.pending(self, list(self._cols.values()), source.embedder.name, dim)
 
     # --- jobs for the Chroma thread -------------------------------------------------------
-    @staticmethod
-    def _ids_in_sync(col: Any, condition: dict[str, Any] | None) -> list[str]:
-        return list(col.get(where=condition, include=[])["ids"])
-
-    @staticmethod
-    def _metadata_sync(col: Any, ids: list[str]) -> list[dict[str, MetadataValue]]:
-        page = col.get(ids=ids, include=["metadatas"])
-        return [dict(md) for md in page["metadatas"]]
-
     def ids_sync(self, kind: Collection, condition: dict[str, Any] | None) -> list[str]:
         """Ids of the records matching ``condition`` (None: all), without reading their metadata."""
-        return self._ids_in_sync(self._cols[kind], condition)
+        return list(self._cols[kind].get(where=condition, include=[])["ids"])
 
     def get_sync(self, kind: Collection, ids: Sequence[str]) -> list[dict[str, MetadataValue]]:
         """Metadata of the records with ``ids``, in the order asked; missing ids left out."""
