@@ -363,6 +363,10 @@ CONTROL_STOP_GRACE_S = 3.0  # a command still running in a bot that stops gets t
 CONTROL_REQUEST_MAX_BYTES = 1_000_000  # one request line; every real one is far smaller
 CONTROL_UNIX_PATH_MAX = 100  # bytes of a socket path every platform binds (macOS: 104); longer ones use TCP
 
+# --- Operator commands: progress on standard error (kith/progress.py) ----------------------
+PROGRESS_BAR_REDRAW_S = 0.1  # a live bar on a terminal is redrawn at most this often
+PROGRESS_LINE_EVERY_S = 5.0  # not on a terminal (a log, a pipe): one progress line this often
+
 # --- The terminal chat's log file (kith/logs.py) ---------------------------------
 LOG_FILE_MAX_BYTES = 5_000_000  # rotated past this size ...
 LOG_FILE_BACKUPS = 3  # ... keeping this many older files

@@ -5,12 +5,17 @@
     bot.py memory search --account telegram:42 QUERY...
     bot.py memory forget --account telegram:42 QUERY... [--yes]
     bot.py memory export --person p_1234 [--out FILE]
+    bot.py memory reembed
 
 A person is chosen by one of their accounts or by person id. ``forget`` prints its plan first
 and deletes only after ``--yes`` or a typed "y" (asked in the operator's terminal, see
 :func:`forget_in_terminal`). Each action's body runs in the running bot, or in this process holding the
 data directory's lock when no bot runs (:mod:`kith.control`). Nothing heavy is imported until a body
 runs, so ``bot.py --help`` and the client's path stay fast.
+
+``reembed`` moves every stored record to the configured embedder's vectors with its progress on standard
+error (:mod:`memory.reembed`: resumable, and what every start runs too). It runs here, with no bot: a
+running bot's store was moved to its embedder when it started, so through the bot it only says what is left.
 """
 
 from __future__ import annotations
@@ -30,16 +35,18 @@ from memory.wording import person_facing
 
 if TYPE_CHECKING:
     from kith.control.parts import Console, Parts, Stream
+    from memory.chroma import ChromaCollections
     from memory.records import MemoryRecord
     from memory.service import MemoryService
     from memory.store import Note
+    from memory.vectors import VectorSource
 
 NOT_NEEDED = "not needed by this command"
 
 
 def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``memory`` command and its actions; the caller sets ``func`` on the returned parser."""
-    text = "inspect, search, export or forget what kith remembers about one person"
+    text = "inspect, search, export or forget what kith remembers about one person; re-embed what it stores"
     parser: argparse.ArgumentParser = subparsers.add_parser("memory", help=text, description=text)
     actions = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
@@ -65,6 +72,9 @@ def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     export = action("export", "everything stored about the person, as JSON")
     export.add_argument("--out", metavar="FILE", help="write to FILE (mode 600) instead of standard output")
+    text = ("give every stored memory and note a vector from the configured embedder, with progress; "
+            "run it again after an interruption to continue")
+    actions.add_parser("reembed", help=text, description=text)
     from kith.heartbeat_cli import add_undo_decay_action
 
     add_undo_decay_action(actions)
@@ -293,6 +303,88 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     data = await service.export(person, name=await _name_of(service, person))
     console.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     return 0
+
+
+async def reembed_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
+    """Move every stored record to the configured embedder's vectors (with no bot); through a running bot,
+    say what is left. Never without a working embedder: hashed vectors would only have to be redone."""
+    if parts.live:
+        return await _reembed_in_bot(parts, console)
+    from memory.chroma import ChromaCollections
+    from memory.embedders import open_embedder
+    from memory.vectors import VectorSource
+
+    settings = parts.settings
+    embedder, status = await open_embedder(settings)
+    if embedder is None or not status.ready:
+        console.err.write(f"kith: cannot re-embed, nothing changed: {status.line()}\n")
+        return 1
+    source = VectorSource(embedder, status)
+    try:
+        try:
+            chroma = await ChromaCollections.connect(settings.memory, settings.storage.data_path())
+        except Exception as exc:
+            console.err.write(f"kith: cannot open the memory store ({type(exc).__name__}); bot.py doctor says why\n")
+            return 1
+        try:
+            return await _migrate(chroma, source, console)
+        finally:
+            await chroma.close()
+    finally:
+        await source.close()
+
+
+async def _migrate(chroma: ChromaCollections, source: VectorSource, console: Console) -> int:
+    from kith.progress import ProgressShown, duration
+    from memory.chroma import Collection
+    from memory.reembed import Progress
+
+    space = source.space
+    shown = ProgressShown(console.err)
+    last = Progress(0, 0)
+
+    def on_progress(progress: Progress) -> None:
+        nonlocal last
+        if progress.done == 0:
+            console.err.write(f"kith: re-embedding {progress.total:,} records into {space}\n")
+            console.err.flush()
+        last = progress
+        shown.update(progress.done, progress.total)
+
+    try:
+        records = await chroma.migrate(source, on_progress)
+    except BaseException as exc:
+        shown.finish()
+        why = "interrupted" if not isinstance(exc, Exception) else type(exc).__name__
+        console.err.write(f"kith: re-embedding stopped after {last.done:,} of {last.total:,} records ({why}); "
+                          "those keep their new vectors: run it again to continue\n")
+        if not isinstance(exc, Exception):
+            raise
+        return 1
+    shown.finish()
+    if records == 0:
+        stored = sum([await chroma.count(kind) for kind in Collection])
+        console.out.write(f"nothing to do: all {stored:,} stored records have vectors from {space}\n")
+    else:
+        console.out.write(f"re-embedded {records:,} records into {space} in {duration(shown.elapsed())}\n")
+    return 0
+
+
+async def _reembed_in_bot(parts: Parts, console: Console) -> int:
+    service = await parts.memory()
+    store = service.store
+    if not store.embedder_ready:
+        console.err.write(f"kith: the running bot cannot re-embed: {store.status.line()}\n")
+        return 1
+    left = await store.chroma.pending(store.vector_source)
+    space = store.vector_source.space
+    if left == 0:
+        console.out.write(f"nothing to do: the running bot has every record's vector from {space}\n")
+        return 0
+    # Its store and the in-memory indexes built from it are the bot's: vectors are moved at its start.
+    console.err.write(f"kith: the running bot has {left:,} records without a vector from {space}: it re-embeds "
+                      "them when it next starts, or stop it and run this again\n")
+    return 1
 
 
 def save_export(path: Path, text: str, err: TextIO) -> int:

@@ -58,6 +58,7 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("memory.forget", M + "forget_body", {**WHO, "query": WORDS, "yes": FLAG, "preview": FLAG,
                                                    "expect": MAYBE_WORDS}),
     Operation("memory.export", M + "export_body", WHO, writes=False),
+    Operation("memory.reembed", M + "reembed_body"),
     Operation("memory.undo-decay", H + "undo_decay_body"),
     Operation("people.list", P + "list_body", writes=False),
     Operation("people.link", P + "link_body", {"account": TEXT, "to": TEXT}),
