@@ -24,9 +24,6 @@ from ground.db import Database
 from ground.private_files import tighten
 from ground.tunables import (
     GC_THRESHOLDS,
-    MODEL_PROCESS_RESTART_BACKOFF_S,
-    MODEL_PROCESS_START_TIMEOUT_S,
-    MODEL_PROCESS_STOP_TIMEOUT_S,
     SHUTDOWN_DELIVERY_S,
 )
 from ground.types import Channel, utcnow
@@ -34,6 +31,7 @@ from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
 from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import resolve_timezone
+from kith.model_start import new_model_process
 from kith.schema import create_schema
 from kith.settings import PLATFORMS
 from llm.client import LLMClient, import_litellm
@@ -83,15 +81,7 @@ class App:
     retention: Retention | None = None  # prunes the inbound journal and the delivered outbox while running
 
     async def load_model_client(self) -> None:
-        """Load litellm where the calls are made: the model process, or this process off the event loop."""
-        if self.model_process is None:
-            await asyncio.to_thread(import_litellm)
-            gc.freeze()  # it may finish after freeze_startup_heap: its modules live as long as the process too
-            return
-        try:
-            await self.model_process.start()
-        except Exception as exc:  # the first reply tries again and answers honestly if it cannot
-            log.error("model process failed to start error=%s", type(exc).__name__)
+        await load_model_client(self.model_process)
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start every channel; one failing to start does not stop the others. Returns the started names."""
@@ -145,6 +135,25 @@ class App:
         self.db.close()
 
 
+class NotGiven:
+    """build_app's default for ``model_process`` (None means: no model process)."""
+
+
+NOT_GIVEN = NotGiven()
+
+
+async def load_model_client(model_process: ModelProcess | None) -> None:
+    """Load litellm where the calls are made: the model process, or this process off the event loop."""
+    if model_process is None:
+        await asyncio.to_thread(import_litellm)
+        gc.freeze()  # it may finish after freeze_startup_heap: its modules live as long as the process too
+        return
+    try:
+        await model_process.start()
+    except Exception as exc:  # the first reply tries again and answers honestly if it cannot
+        log.error("model process failed to start error=%s", type(exc).__name__)
+
+
 def open_database(settings: Settings) -> Database:
     settings.storage.data_path().mkdir(parents=True, exist_ok=True)
     tighten(settings.storage.data_path())  # made by an older kith, or under a looser umask
@@ -154,14 +163,25 @@ def open_database(settings: Settings) -> Database:
 
 
 async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcnow,
-                    warm_llm: bool = True) -> App:
-    db = open_database(settings)
+                    warm_llm: bool = True, model_process: ModelProcess | NotGiven | None = NOT_GIVEN) -> App:
+    """Every part, wired. ``model_process``: one the caller made (and may already be starting); by default
+    one is made here when ``[llm] separate_process`` is on."""
+    if isinstance(model_process, NotGiven):
+        model_process = new_model_process(settings)
+    try:
+        return await _build_app(settings, clock=clock, warm_llm=warm_llm, model_process=model_process)
+    except BaseException:
+        if model_process is not None:
+            await model_process.close()
+        raise
+
+
+async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_llm: bool,
+                     model_process: ModelProcess | None) -> App:
     background = BackgroundTasks()
-    model_process = None
-    if settings.llm.separate_process:
-        model_process = ModelProcess(start_timeout_s=MODEL_PROCESS_START_TIMEOUT_S,
-                                     stop_timeout_s=MODEL_PROCESS_STOP_TIMEOUT_S,
-                                     restart_backoff_s=MODEL_PROCESS_RESTART_BACKOFF_S)
+    # litellm takes seconds to load: it loads (in the model process, when there is one) while the rest starts.
+    warming = background.spawn(load_model_client(model_process), name="load-litellm") if warm_llm else None
+    db = open_database(settings)
     llm = LLMClient(settings.llm, calls=model_process)
     core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
     policy = PolicySettings.from_mapping(settings.policy or None, platforms=PLATFORMS)
@@ -214,9 +234,7 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
               channels=channels, clock=clock, model_process=model_process)
     core.observers.append(app.question_sender)
     core.persona_notes.append(MEMORY_CONTROLS_HINT)
-    if warm_llm:
-        # litellm takes seconds to import: loaded while the channels connect, not on the first reply.
-        app.warming = background.spawn(app.load_model_client(), name="load-litellm")
+    app.warming = warming
     return app
 
 

@@ -14,23 +14,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ground.instance import AlreadyRunning, DataDirLock, take_for_bot
 from ground.types import Channel
-from kith.app import App, build_app, freeze_startup_heap
 from kith.control.serve import serve_control
 from kith.hints import llm_failure_hint
 from kith.logs import log_to_file
+from kith.model_start import new_model_process, start_early
 from kith.settings import Settings
 from llm.client import LLMError
+from llm.process import ModelProcess
+
+if TYPE_CHECKING:
+    from kith.app import App
 
 PLATFORM_ENV_HINT = (
     "no platform credentials found; set {telegram} for Telegram, {slack} (and {slack_app} for Socket Mode) "
     "for Slack, {discord} for Discord. Starting the terminal chat."
 )
+
+
+async def _import_wiring() -> ModuleType:
+    """kith.app, which imports Chroma and every part (about a second), on a thread: the event loop meanwhile
+    spawns the model process, which loads litellm on the other core."""
+    return await asyncio.to_thread(importlib.import_module, "kith.app")
 
 
 def _hint_once(settings: Settings) -> Callable[[LLMError], None]:
@@ -81,7 +94,10 @@ async def run_all(settings: Settings, *, verbose: bool = False) -> int:
     return await _as_sole_bot(settings, functools.partial(_run_all, verbose=verbose))
 
 
-async def _as_sole_bot(settings: Settings, body: Callable[[Settings], Awaitable[int]]) -> int:
+Body = Callable[[Settings, "ModelProcess | None"], Awaitable[int]]
+
+
+async def _as_sole_bot(settings: Settings, body: Body) -> int:
     """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it.
 
     An operator command holding the lock is waited for (one line says so): it ends on its own, and the
@@ -91,7 +107,10 @@ async def _as_sole_bot(settings: Settings, body: Callable[[Settings], Awaitable[
 
     async def locked() -> int:
         await take_for_bot(lock, lambda line: print(f"kith: {line}", file=sys.stderr, flush=True))
-        return await body(settings)
+        # The model process loads litellm (seconds) on the other core while this one imports and opens the rest.
+        model_process = new_model_process(settings)
+        start_early(model_process)
+        return await body(settings, model_process)
 
     try:
         return await until_signalled(locked())
@@ -129,12 +148,12 @@ async def until_signalled(body: Awaitable[int]) -> int:
             loop.remove_signal_handler(sig)
 
 
-async def _chat(settings: Settings, *, verbose: bool = False) -> int:
+async def _chat(settings: Settings, model_process: ModelProcess | None, *, verbose: bool = False) -> int:
     # The person types here: log lines would land in the middle of the conversation.
     file_log = log_to_file(settings.storage.data_path(), keep_terminal=verbose)
     print(f"kith: logging to {file_log.path}" + ("" if verbose else " (-v shows it here too)"), file=sys.stderr)
     try:
-        return await _chat_with(settings)
+        return await _chat_with(settings, model_process)
     finally:
         summary = file_log.summary()
         file_log.close()
@@ -142,17 +161,18 @@ async def _chat(settings: Settings, *, verbose: bool = False) -> int:
             print(f"kith: {summary}", file=sys.stderr)
 
 
-async def _chat_with(settings: Settings) -> int:
+async def _chat_with(settings: Settings, model_process: ModelProcess | None) -> int:
     from channels.terminal import TerminalChannel
 
-    app = await build_app(settings)
+    wiring = await _import_wiring()
+    app = await wiring.build_app(settings, model_process=model_process)
     app.core.on_llm_error = _hint_once(settings)
     terminal = TerminalChannel(persona_name=settings.persona.name)
     control = None
     try:
         await app.start_channels([terminal])
         control = await serve_control(app)  # operator commands now run here, never beside
-        freeze_startup_heap()
+        wiring.freeze_startup_heap()
         await terminal.closed.wait()  # the end of input; Ctrl-C and SIGTERM cancel this wait
     finally:
         if control is not None:
@@ -161,13 +181,14 @@ async def _chat_with(settings: Settings) -> int:
     return 0
 
 
-async def _run_all(settings: Settings, *, verbose: bool = False) -> int:
+async def _run_all(settings: Settings, model_process: ModelProcess | None, *, verbose: bool = False) -> int:
     if not has_platform_credentials(settings):
         hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
                                         slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
         print(f"kith: {hint}", file=sys.stderr)
-        return await _chat(settings, verbose=verbose)
-    app = await build_app(settings)
+        return await _chat(settings, model_process, verbose=verbose)
+    wiring = await _import_wiring()
+    app = await wiring.build_app(settings, model_process=model_process)
     channels = platform_channels(settings, app)
     app.core.on_llm_error = _hint_once(settings)
     control = None
@@ -177,7 +198,7 @@ async def _run_all(settings: Settings, *, verbose: bool = False) -> int:
             print("kith: no channel could start; see the log above", file=sys.stderr)
             return 1
         control = await serve_control(app)  # operator commands now run here, never beside
-        freeze_startup_heap()
+        wiring.freeze_startup_heap()
         print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
         await asyncio.Event().wait()  # until Ctrl-C or SIGTERM cancels it (until_signalled)
     finally:

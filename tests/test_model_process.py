@@ -15,11 +15,15 @@ import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
-from ground.config import LLMSettings
+from ground.config import LLMSettings, StorageSettings
 from ground.tunables import MODEL_PROCESS_CALL_RESENDS
+from kith.app import build_app
+from kith.model_start import new_model_process, start_early
+from kith.settings import Settings as KithSettings
 from llm.client import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
 from llm.process import WORKER_COMMAND, ModelProcess
 from llm.worker import InlinePreparation, read_requests
@@ -308,3 +312,21 @@ async def test_a_process_whose_parent_died_while_it_loaded_exits_quietly() -> No
         os.close(write_end)
     _out, err = await asyncio.wait_for(child.communicate(), 60)
     assert child.returncode == 0 and b"Traceback" not in err, err.decode(errors="replace")[-2000:]
+
+
+async def test_a_model_process_started_early_is_ended_when_the_bot_cannot_be_built(tmp_path: Path) -> None:
+    """bot.py starts the model process before it opens anything; a start that then fails leaves no child."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    settings = KithSettings(storage=StorageSettings(data_dir=str(blocker / "data")))
+    model_process = new_model_process(settings)
+    assert model_process is not None
+    start_early(model_process)
+    await asyncio.sleep(0.2)  # spawned, still loading litellm
+    pid = model_process.pid
+    assert pid is not None
+    with pytest.raises(OSError):
+        await build_app(settings, model_process=model_process)
+    assert model_process.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
