@@ -103,6 +103,8 @@ class MemorySettings:
     # "sentence-transformers:<model or path>", "litellm:<embedding model>" or "none"
     embedder: str = "onnx:all-MiniLM-L6-v2"
     embedder_api_base: str = ""  # for litellm embedders; empty = [llm] api_base
+    # A directory holding a BERT cross-encoder checkpoint that reorders recall's top candidates; empty = none
+    reranker: str = ""
     capture: bool = True
     capture_model: str = ""  # cheap model for capture and consolidation; empty = [llm] model
     capture_timeout_s: float = t.CAPTURE_TIMEOUT_S
