@@ -18,11 +18,11 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ground.wording import counted
+from kith.progress import ProgressShown
 
 if TYPE_CHECKING:
-    from kith.control.parts import Console, Parts, Stream
+    from kith.control.parts import Console, Parts
 
-BAR_WIDTH = 30
 
 
 def add_consolidate_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -54,27 +54,20 @@ def add_undo_decay_action(memory_actions: Any) -> argparse.ArgumentParser:
     return parser
 
 
-class ProgressBar:
-    """``consolidating [#####.....] 3/10 chunks`` on one line of ``out``."""
-
-    def __init__(self, out: Stream, label: str = "consolidating") -> None:
-        self.out = out
-        self.label = label
-
-    def __call__(self, done: int, total: int) -> None:
-        filled = BAR_WIDTH if total == 0 else BAR_WIDTH * done // total
-        self.out.write(f"\r{self.label} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} chunks")
-        if done >= total:
-            self.out.write("\n")
-        self.out.flush()
-
-
 # --- the bodies, run by the bot or by a command holding the lock (kith.control.operations) ----------
 async def consolidate_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
     heartbeat = await parts.heartbeat()
-    report = await heartbeat.consolidate(ProgressBar(console.err))
-    console.out.write(f"consolidated {report.days_completed}/{report.days} days, {report.chunks_done} chunks "
-                      f"({report.chars} characters), {report.calls} model calls; memories: "
+    progress = ProgressShown(console.err, unit="chunks")
+    report = await heartbeat.consolidate(progress.update)
+    progress.finish()
+    if report.days == 0:
+        console.out.write("nothing to consolidate: only days before today are folded into memory, and none is "
+                          f"waiting (today's conversation is folded after {parts.settings.memory.consolidation_hour}"
+                          f":00 tomorrow); {report.notes_pruned} old notes pruned\n")
+        return 0
+    console.out.write(f"consolidated {report.days_completed}/{report.days} days, "
+                      f"{counted(report.chunks_done, 'chunk', 'chunks')} ({report.chars} characters), "
+                      f"{counted(report.calls, 'model call', 'model calls')}; memories: "
                       f"{report.outcomes.get('new', 0)} new, {report.outcomes.get('merged', 0)} merged, "
                       f"{report.outcomes.get('conflict', 0)} conflicts; {report.notes_pruned} old notes pruned\n")
     if report.interrupted:

@@ -68,8 +68,8 @@ async def run(name: str, settings: Settings, args: argparse.Namespace | None = N
     return code, out.getvalue()
 
 
-async def test_consolidate_now_sweeps_the_past_days_with_a_progress_bar(
-    fake_llm: FakeOpenAI, make_settings: Callable[..., Settings], capsys: pytest.CaptureFixture[str]
+async def test_consolidate_now_sweeps_the_past_days_and_says_when_none_is_waiting(
+    fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]
 ) -> None:
     settings = make_settings(fake_llm)
     seed(settings, "I have a cat called Mruczek.")
@@ -79,10 +79,11 @@ async def test_consolidate_now_sweeps_the_past_days_with_a_progress_bar(
     code, out = await run("consolidate", settings)
 
     assert code == 0
-    assert "consolidated 1/1 days, 1 chunks" in out and "1 new" in out
-    assert "consolidating [##############################] 1/1 chunks" in capsys.readouterr().err
+    assert "consolidated 1/1 days, 1 chunk (" in out and "1 new" in out
     code, out = await run("consolidate", settings)
-    assert code == 0 and "consolidated 0/0 days" in out and len(fake_llm.requests) == 1
+    # Today is never folded: the second run says so instead of "0/0 chunks".
+    assert code == 0 and out.startswith("nothing to consolidate: only days before today") and \
+        len(fake_llm.requests) == 1
 
 
 async def test_consolidate_now_reports_a_model_outage(
