@@ -104,7 +104,7 @@ async def decay_body(parts: Parts, _args: argparse.Namespace, console: Console) 
     kept = ", ".join(f"{k} {v}" for k, v in sorted(report.kept.items())) or "none"
     console.out.write(f"decay run {report.run_id}: retired {report.retired_total} "
                       f"({', '.join(f'{k} {v}' for k, v in sorted(report.retired.items())) or 'none'}); "
-                      f"kept: {kept}; undo with: bot.py memory undo-decay\n")
+                      f"kept: {kept}; undo with: scripts/run memory undo-decay\n")
     return 0
 
 
