@@ -25,6 +25,7 @@ from kith.store_checks import STORE_CHECKS, check_chroma, check_database, check_
 from llm.client import LLMError
 from llm.probe import can_probe_directly, probe_directly
 from memory.entailment import EntailmentUnavailable, load_entailment
+from memory.reranker import check_reranker as reranker_check
 from persona.instructions import PROBE_PROMPT
 
 
@@ -103,9 +104,13 @@ async def check_discord(settings: Settings) -> CheckResult:
     return CheckResult("discord", ok, detail)
 
 
+async def check_reranker(settings: Settings) -> CheckResult:
+    return await reranker_check(settings.memory.reranker)
+
+
 Check = Callable[[Settings], Awaitable[CheckResult]]
 CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_entailment,
-                       check_telegram, check_slack, check_discord]
+                       check_reranker, check_telegram, check_slack, check_discord]
 
 
 def _store_results(settings: Settings) -> dict[str, CheckResult]:

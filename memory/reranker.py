@@ -18,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from ground.checks import CheckResult
 from memory.encoder_files import (
     EncoderFilesUnavailable,
     default_cache_dir,
@@ -29,6 +32,9 @@ from memory.encoder_files import (
     locate,
 )
 from memory.onnx_encoder import EncoderBuildError
+
+log = logging.getLogger("kith.memory.reranker")
+T = TypeVar("T")
 
 PAIR_MAX_TOKENS = 256  # the query and the memory together; the longer of the two is cut first
 
@@ -101,3 +107,37 @@ class CrossEncoderReranker:
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def reranked(ranked: Sequence[T], scores: Sequence[float]) -> list[T]:
+    """``ranked`` with its first ``len(scores)`` items reordered by the cross-encoder's scores, highest first
+    (ties keep recall's order); the items past them keep their places."""
+    top = sorted(range(len(scores)), key=lambda i: -scores[i])
+    return [ranked[i] for i in top] + list(ranked[len(scores):])
+
+
+async def open_reranker(directory: str, *, cache_dir: Path | None = None) -> tuple[CrossEncoderReranker | None, str]:
+    """The configured reranker, loaded, and its status in words; (None, why) when off or unusable."""
+    if not directory:
+        return None, "off"
+    reranker = CrossEncoderReranker(directory, cache_dir=cache_dir)
+    started = time.perf_counter()
+    try:
+        await reranker.load()
+    except RerankerUnavailable as exc:
+        await reranker.close()
+        log.warning("reranker unavailable, recall keeps its own order: %s", exc)
+        return None, str(exc)
+    log.info("reranker ready name=%s ms=%.0f", reranker.name, (time.perf_counter() - started) * 1000)
+    return reranker, "ready"
+
+
+async def check_reranker(directory: str) -> CheckResult:
+    """``bot.py doctor``: off, loads, or a warning (recall works without it)."""
+    reranker, status = await open_reranker(directory)
+    if reranker is None:
+        if status == "off":
+            return CheckResult("reranker", True, "off (set [memory] reranker to a cross-encoder's directory)")
+        return CheckResult("reranker", True, f"{status}; recall keeps its own order", warn=True)
+    await reranker.close()
+    return CheckResult("reranker", True, f"{directory} loads: it reorders recall's top candidates")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.encoder_files import locate
-from memory.reranker import CrossEncoderReranker, RerankerUnavailable
+from memory.reranker import CrossEncoderReranker, RerankerUnavailable, check_reranker, reranked
 from tests.support.cross_encoder import make_cross_encoder
 
 REFERENCE = json.loads(
@@ -52,3 +52,19 @@ async def test_a_missing_directory_is_one_line(tmp_path: Path) -> None:
         await reranker.load()
     await reranker.close()
     assert "nowhere" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_reranker_reorders_only_the_top_it_scored() -> None:
+    ranked = ["a", "b", "c", "d", "e"]
+    assert reranked(ranked, [0.1, 0.9, 0.5]) == ["b", "c", "a", "d", "e"]
+    assert reranked(ranked, [0.2, 0.2]) == ranked  # a tie keeps recall's order
+    assert reranked(ranked, []) == ranked
+
+
+async def test_doctor_says_whether_a_reranker_is_on(cross_encoder: Path, tmp_path: Path) -> None:
+    off = await check_reranker("")
+    assert off.ok and not off.warn and off.detail.startswith("off")
+    broken = await check_reranker(str(tmp_path / "nowhere"))
+    assert broken.ok and broken.warn and "recall keeps its own order" in broken.detail
+    loads = await check_reranker(str(cross_encoder))
+    assert loads.ok and not loads.warn and "reorders recall's top candidates" in loads.detail
