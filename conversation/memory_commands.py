@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -175,6 +175,17 @@ def why_text(records: Sequence[MemoryRecord]) -> str:
                          f"{source.timestamp.strftime('%Y-%m-%d %H:%M %Z').strip()}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def export_text(counts: Mapping[str, int]) -> str:
+    """What the reply carrying the export file says it holds (the file's lists, counted)."""
+    def n(key: str, one: str, many: str) -> str:
+        return counted(counts.get(key, 0), one, many)
+
+    return (f"Everything I keep about you is in this file: {n('memories', 'memory', 'memories')} and "
+            f"{n('notes', 'note', 'notes')} not yet reviewed, with where and when you said each; "
+            f"{n('goals', 'goal', 'goals')}; {n('messages', 'message', 'messages')} between us; "
+            "and your accounts, questions and settings.")
 
 
 def refusal_text(refused: Refused, usage: str = "") -> str:
@@ -480,10 +491,7 @@ class MemoryCommands:
 
     async def export(self, message: InboundMessage, _args: str) -> OutboundMessage:
         file = await self.controls.export(await self._requester(message))
-        return reply_to(message, f"Everything I keep about you: {counted(file.memories, 'memory', 'memories')} "
-                                 f"and {counted(file.notes, 'note', 'notes')} not yet reviewed, with where and when "
-                                 "you said each.",
-                        attachment_name=file.name, attachment_bytes=file.data)
+        return reply_to(message, export_text(file.counts), attachment_name=file.name, attachment_bytes=file.data)
 
     async def pause(self, message: InboundMessage, _args: str) -> OutboundMessage:
         await self.controls.pause(await self._requester(message))
@@ -562,6 +570,7 @@ __all__ = [
     "Asked",
     "MemoryCommands",
     "QuestionSender",
+    "export_text",
     "last_dm",
     "literal",
     "parse_confirmation",

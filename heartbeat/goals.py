@@ -119,6 +119,14 @@ def set_status(conn: Connection, person: str, number: int, status: GoalStatus, n
     return Goal(row.id, person, number, row.text, status, row.due, now)
 
 
+def export_of(conn: Connection, person: str) -> list[dict[str, object]]:
+    """The person's goals as their export lists them: every status, in their own numbering."""
+    rows = conn.execute(_OF_PERSON, {"person": person}).all()
+    return [{"number": r.number, "text": r.text, "status": r.status,
+             "due": r.due.isoformat() if r.due is not None else None,
+             "created_at": r.created_at.isoformat(), "updated_at": r.updated_at.isoformat()} for r in rows]
+
+
 def due_by(conn: Connection, day: date, person: str | None = None) -> list[Goal]:
     """Active goals whose due date is ``day`` or earlier (what a heartbeat may follow up on)."""
     q = sa.select(goals).where(goals.c.status == GoalStatus.ACTIVE.value, goals.c.due.is_not(None),

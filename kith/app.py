@@ -32,6 +32,7 @@ from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import resolve_timezone
 from kith.model_start import new_model_process
+from kith.person_export import PersonExport
 from kith.schema import create_schema
 from kith.settings import PLATFORMS
 from llm.client import LLMClient, import_litellm
@@ -203,7 +204,8 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
         core.observers.append(memory.observer)
     questions = QuestionBook(db, clock)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
-                              on_change=recall.forget_pinned, drop_window=core.windows.drop)
+                              on_change=recall.forget_pinned, drop_window=core.windows.drop,
+                              exporter=PersonExport(db, memory, clock).yours)
 
     async def moved(old: str, new: str) -> dict[str, int]:  # a linked account's person: everything follows
         counts = await memory.reassign(old, new)

@@ -298,9 +298,12 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     person = await person_of(parts, args, console)
     if person is None:
         return 2
+    from kith.person_export import PersonExport
+
     service = await parts.memory()
-    # Worded as `memory list` words it, with the display name: the operator reads it, or passes it on.
-    data = await service.export(person, name=await _name_of(service, person))
+    # The document /export gives the person, worded as `memory list` words it, with the display name: the
+    # operator reads it, or passes it on.
+    data = await PersonExport(parts.db, service, parts.clock).document(person, name=await _name_of(service, person))
     console.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     return 0
 

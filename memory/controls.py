@@ -19,7 +19,7 @@ import json
 import logging
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -52,7 +52,6 @@ from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
 from memory.tombstones import ForgetPlan, ForgetResult, query_matches
 from memory.validation import instruction_or_authority
-from people import directory, history
 
 log = logging.getLogger("kith.memory.controls")
 
@@ -143,6 +142,12 @@ def _set_paused(conn: Connection, person: str, paused: bool, now: datetime) -> N
         conn.execute(pauses.insert().values(person=person, paused_at=now))
 
 
+def pause_of(conn: Connection, person: str) -> dict[str, Any]:
+    """The person's pause as their export shows it: whether capture is paused, and since when."""
+    since = conn.execute(sa.select(pauses.c.paused_at).where(pauses.c.person == person)).scalar()
+    return {"paused": since is not None, "since": since.isoformat() if since is not None else None}
+
+
 class PauseBook:
     """Whose capture is paused, persisted; ``is_paused`` is synchronous for the capture hook."""
 
@@ -229,8 +234,15 @@ class PendingForget:
 class ExportFile:
     name: str
     data: bytes
-    memories: int
-    notes: int
+    counts: dict[str, int]  # entries of each list in the document: "memories", "notes", "goals", "messages", …
+
+    @property
+    def memories(self) -> int:
+        return self.counts.get("memories", 0)
+
+    @property
+    def notes(self) -> int:
+        return self.counts.get("notes", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,17 +260,9 @@ def new_token() -> str:
     return secrets.token_hex(6)
 
 
-def _messages_of(conn: Connection, person: str) -> list[dict[str, Any]]:
-    """Every message the person sent: their own words, and what they forwarded (recorded as no one's
-    words, so found by its author's account)."""
-    m = history.messages
-    theirs = sa.select(directory.accounts.c.account).where(directory.accounts.c.person == person).scalar_subquery()
-    rows = conn.execute(sa.select(m.c.platform, m.c.chat_kind, m.c.created_at, m.c.text, m.c.person)
-                        .where(m.c.role == "user",
-                               sa.or_(m.c.person == person, sa.and_(m.c.person.is_(None), m.c.author.in_(theirs))))
-                        .order_by(m.c.id)).all()
-    return [{"platform": r.platform, "chat_kind": r.chat_kind, "at": r.created_at.isoformat(), "text": r.text,
-             "forwarded": r.person is None} for r in rows]
+# Everything stored about one person, as one JSON document (the "you" wording: it goes to the person).
+# Assembled above this layer, where goals, links and the outbox are seen too; the caller checks who asks.
+Exporter = Callable[[str], Awaitable[dict[str, Any]]]
 
 
 class MemoryControls:
@@ -267,7 +271,8 @@ class MemoryControls:
                  page_size: int = MEMORY_PAGE_SIZE, forget_ttl_s: float = FORGET_PLAN_TTL_S,
                  on_change: Callable[[str], None] | None = None,
                  new_token: Callable[[], str] = new_token,
-                 drop_window: Callable[[str], None] | None = None) -> None:
+                 drop_window: Callable[[str], None] | None = None,
+                 exporter: Exporter | None = None) -> None:
         self.memory = memory
         self.questions = questions
         self.pauses = pauses
@@ -281,6 +286,7 @@ class MemoryControls:
         self.new_token = new_token
         # Called with each thread whose history a forget rewrote: a window of it kept in memory is stale.
         self.drop_window = drop_window
+        self.exporter = exporter
         self._pending: dict[str, PendingForget] = {}  # token -> plan shown, awaiting the person's word
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -464,17 +470,15 @@ class MemoryControls:
     async def export(self, requester: Requester) -> ExportFile:
         """Everything stored about the person, as one JSON file; nothing about anyone else."""
         person = _person(requester)
-        data = await self.memory.export(person, you=True)  # the file goes to the person, in their DM
-        accounts = await self.db.run(directory.accounts_of, person)
-        data["accounts"] = [{"account": a.account, "display_name": a.display_name} for a in accounts]
-        data["capture_paused"] = self.pauses.is_paused(person)
-        data["questions"] = [_question_json(q) for q in await self.questions.of_person(person)]
-        data["messages"] = await self.db.run(_messages_of, person)
+        if self.exporter is None:
+            raise RuntimeError("no exporter was given to MemoryControls")
+        data = await self.exporter(person)
         body = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8")
         name = f"kith-export-{self.clock().astimezone(UTC).strftime('%Y%m%d-%H%M%S')}.json"
-        log.info("export person=%s memories=%d notes=%d bytes=%d", person, len(data["memories"]),
-                 len(data["notes"]), len(body))
-        return ExportFile(name, body, len(data["memories"]), len(data["notes"]))
+        counts = {key: len(value) for key, value in data.items() if isinstance(value, list)}
+        log.info("export person=%s memories=%d notes=%d messages=%d bytes=%d", person, counts.get("memories", 0),
+                 counts.get("notes", 0), counts.get("messages", 0), len(body))
+        return ExportFile(name, body, counts)
 
     async def pause(self, requester: Requester) -> None:
         await self.pauses.set(_person(requester), True, self.clock())
@@ -539,18 +543,6 @@ class MemoryControls:
         return True
 
 
-def _question_json(question: Question) -> dict[str, Any]:
-    return {
-        "id": question.id,
-        "first": question.first_id,
-        "second": question.second_id,
-        "status": question.status.value,
-        "answer": question.answer.value if question.answer else None,
-        "asked_at": question.asked_at.isoformat(),
-        "answered_at": question.answered_at.isoformat() if question.answered_at else None,
-    }
-
-
 def forget_counts(plan: ForgetPlan) -> tuple[int, int, int, int]:
     """(memories, notes, other memories whose links to them go, rows elsewhere holding its words) of a plan."""
     return len(plan.memory_ids), len(plan.note_ids), len(plan.unlink), plan.places.total
@@ -558,6 +550,7 @@ def forget_counts(plan: ForgetPlan) -> tuple[int, int, int, int]:
 
 __all__ = [
     "ExportFile",
+    "Exporter",
     "MemoryControls",
     "MemoryPage",
     "PauseBook",
@@ -569,6 +562,7 @@ __all__ = [
     "edit_memory",
     "ended",
     "forget_counts",
+    "pause_of",
     "refusal_for",
     "without_link",
 ]

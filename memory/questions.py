@@ -23,6 +23,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -280,6 +281,19 @@ def _of_person(conn: Connection, person: str) -> list[Question]:
     rows = conn.execute(sa.select(questions).where(questions.c.person == person)
                         .order_by(questions.c.asked_at, questions.c.id)).all()
     return [_question(r) for r in rows]
+
+
+def export_of(conn: Connection, person: str) -> list[dict[str, Any]]:
+    """The person's questions as their export lists them, oldest first: which two memories (their ids in
+    the export), where they were asked, and the answer. The pair and evidence keys, derived from those
+    memories to ask each pair once, are left out."""
+    def when(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return [{"id": q.id, "first": q.first_id, "second": q.second_id, "status": q.status.value,
+             "answer": q.answer.value if q.answer else None, "answered_by": q.answered_by,
+             "platform": q.target.platform, "chat_id": q.target.chat_id,
+             "asked_at": when(q.asked_at), "answered_at": when(q.answered_at)} for q in _of_person(conn, person)]
 
 
 def _close(conn: Connection, question_id: str, status: QuestionStatus, answer: Answer | None,

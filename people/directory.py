@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -98,6 +99,14 @@ def link(conn: Connection, account: str, to_person: str, now: datetime) -> str |
         return None
     conn.execute(accounts.update().where(accounts.c.account == account).values(person=to_person, linked_at=now))
     return old
+
+
+def export_of(conn: Connection, person: str) -> list[dict[str, Any]]:
+    """The person's accounts as their export lists them: each with its platform, name and dates."""
+    rows = conn.execute(_ACCOUNTS_OF, {"person": person}).all()
+    return [{"account": r.account, "platform": r.account.partition(":")[0], "display_name": r.display_name,
+             "first_seen": r.created_at.isoformat(), "linked_at": r.linked_at.isoformat() if r.linked_at else None}
+            for r in rows]
 
 
 def unlink(conn: Connection, account: str, now: datetime) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -206,6 +207,50 @@ def count_between(conn: Connection, conversation: str, after_id: int, before_id:
     """How many messages of a thread lie strictly between two ids (the part awaiting a summary)."""
     return int(conn.execute(_COUNT_BETWEEN, {"conversation": conversation, "after_id": after_id,
                                              "before_id": before_id}).scalar_one())
+
+
+def _theirs(table: sa.FromClause, person: str, accounts: Sequence[str]) -> sa.ColumnElement[bool]:
+    """The person's own rows of ``table`` (``messages`` or an alias of it): their words, and what they
+    forwarded (recorded as no one's words, so found by the account that sent it)."""
+    c = table.c
+    return sa.and_(c.role == "user", sa.or_(c.person == person,
+                                            sa.and_(c.person.is_(None), c.author.in_(list(accounts)))))
+
+
+def _private_threads(person: str, accounts: Sequence[str]) -> sa.Select[Any]:
+    mine = messages.alias("mine")
+    return sa.select(mine.c.conversation).where(_theirs(mine, person, accounts), mine.c.chat_kind == "dm").distinct()
+
+
+def export_of(conn: Connection, person: str, accounts: Sequence[str]) -> list[dict[str, Any]]:
+    """What the person's export holds of history, oldest first: every message they sent (forwards and
+    what they said while remembering was paused included), every message of kith's in their private
+    chats, and in a group kith's reply to each of their messages (the row after it: a thread's turns
+    are taken one at a time). Other people's words are not theirs to export."""
+    m = messages
+    mine, later = messages.alias("mine"), messages.alias("later")
+    following = (sa.select(sa.func.min(later.c.id))
+                 .where(later.c.conversation == mine.c.conversation, later.c.id > mine.c.id)
+                 .correlate(mine).scalar_subquery())
+    after_theirs = sa.select(following).where(_theirs(mine, person, accounts), mine.c.chat_kind != "dm")
+    kiths = sa.and_(m.c.role == "assistant", m.c.silent.is_(False),
+                    sa.or_(m.c.conversation.in_(_private_threads(person, accounts)), m.c.id.in_(after_theirs)))
+    rows = conn.execute(sa.select(m).where(sa.or_(_theirs(m, person, accounts), kiths)).order_by(m.c.id)).all()
+    return [{"from": "person" if r.role == "user" else "kith",
+             "account": r.author if r.role == "user" else None,
+             "platform": r.platform, "chat_kind": r.chat_kind, "chat_id": r.chat_id, "thread_id": r.thread_id,
+             "message_id": r.platform_message_id, "at": as_utc(r.created_at).isoformat(), "text": r.text,
+             "forwarded": r.role == "user" and r.person is None} for r in rows]
+
+
+def summaries_of(conn: Connection, person: str, accounts: Sequence[str]) -> list[dict[str, Any]]:
+    """The rolling summaries of the person's private threads. A group thread's summary is left out: it is
+    of everyone's words, not theirs alone."""
+    rows = conn.execute(sa.select(summaries).where(summaries.c.conversation.in_(_private_threads(person, accounts)),
+                                                   summaries.c.summary != "")
+                        .order_by(summaries.c.conversation)).all()
+    return [{"thread": r.conversation, "summary": r.summary, "updated_at": as_utc(r.updated_at).isoformat()}
+            for r in rows]
 
 
 def forget_text(conn: Connection, *, person: str, accounts: Sequence[str], redact: Callable[[str], str],

@@ -223,7 +223,7 @@ async def test_a_forward_is_in_the_forwarders_export_marked_as_one(fake_llm, mak
         await app.core.handle(dataclasses.replace(inbound("Bob says the gate code is 4512"), forwarded=True))
         ana = Requester((await app.core.speaker_of(inbound("x"))).person, "console:ana")
         exported = json.loads((await app.memory_commands.controls.export(ana)).data)["messages"]
-        assert [(m["text"], m["forwarded"]) for m in exported] == [
+        assert [(m["text"], m["forwarded"]) for m in exported if m["from"] == "person"] == [
             ("hello", False), ("Bob says the gate code is 4512", True)]  # all she sent, forwards marked
     finally:
         await app.close()

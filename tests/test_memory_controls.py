@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ground.db import Database
+from kith.person_export import PersonExport
 from llm.client import LLMClient
 from memory.controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
 from memory.gate import Outcome
@@ -45,7 +46,8 @@ async def kit(tmp_path: Path) -> AsyncIterator[Kit]:
     memory = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock, is_paused=pauses.is_paused)
     book = QuestionBook(db, clock)
     changed: list[str] = []
-    controls = MemoryControls(memory, book, pauses, db, clock, on_change=changed.append)
+    controls = MemoryControls(memory, book, pauses, db, clock, on_change=changed.append,
+                              exporter=PersonExport(db, memory, clock).yours)
     yield Kit(db, clock, memory, book, pauses, controls, changed)
     await memory.close()
     db.close()
@@ -213,7 +215,7 @@ async def test_export_holds_everything_about_the_person_and_nothing_about_anyone
     data = json.loads(export.data)
     assert [m["text"] for m in data["memories"]] == ["My sister lives in Lisbon"]
     assert [m["text"] for m in data["messages"]] == ["my sister lives in Lisbon"]
-    assert data["accounts"] == [{"account": "telegram:501", "display_name": "Ana"}]
+    assert [(a["account"], a["display_name"]) for a in data["accounts"]] == [("telegram:501", "Ana")]
     raw = export.data.decode()
     assert ben not in raw and "typewriters" not in raw and "telegram:502" not in raw
     assert export.name.endswith(".json") and export.memories == 1
