@@ -167,7 +167,8 @@ async def _chat_with(settings: Settings, model_process: ModelProcess | None) -> 
     wiring = await _import_wiring()
     app = await wiring.build_app(settings, model_process=model_process)
     app.core.on_llm_error = _hint_once(settings)
-    terminal = TerminalChannel(persona_name=settings.persona.name)
+    # A file a reply carries (an /export) is saved here: a terminal cannot show one.
+    terminal = TerminalChannel(persona_name=settings.persona.name, files_dir=settings.storage.data_path() / "exports")
     control = None
     try:
         await app.start_channels([terminal])

@@ -3,6 +3,9 @@
 Interactive on a terminal; when standard input is not a terminal it reads one message per
 line and prints each reply, so it can be scripted (``printf 'hi\n' | bot.py chat``).
 
+A terminal cannot show a file, so one a reply carries (an ``/export``) is written under ``files_dir`` (the
+data directory's ``exports/``), owner-only and whole or not at all, and the reply's line says where.
+
 Standard input is read by a daemon thread of the channel's own, never by the loop's default
 executor: a read blocks until Enter, and the loop's shutdown waits for every executor thread, so
 Ctrl-C would leave kith waiting for a line nobody types. The thread reads the file descriptor
@@ -18,11 +21,14 @@ import getpass
 import io
 import itertools
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
+from ground.private_files import write_private_atomically
 from ground.types import (
     ButtonHandler,
     ChatKind,
@@ -36,17 +42,21 @@ from ground.types import (
 
 PLATFORM = "console"
 
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
 
 class TerminalChannel:
     name = PLATFORM
 
     def __init__(self, *, stdin: TextIO | None = None, stdout: TextIO | None = None, user: str | None = None,
-                 interactive: bool | None = None, persona_name: str = "kith") -> None:
+                 interactive: bool | None = None, persona_name: str = "kith",
+                 files_dir: Path | None = None) -> None:
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
         self.user = user or _local_user()
         self.interactive = self.stdin.isatty() if interactive is None else interactive
         self.persona_name = persona_name
+        self.files_dir = files_dir
         self.closed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
@@ -92,16 +102,34 @@ class TerminalChannel:
 
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:
         # A terminal has no length limit worth splitting for, and shows Markdown as it is.
-        return [RenderedChunk(message.text, None, message.text)] if message.text.strip() else []
+        if not message.text.strip() and message.attachment_bytes is None:
+            return []
+        return [RenderedChunk(message.text, None, message.text)]
 
     async def send_chunk(self, message: OutboundMessage, chunk: RenderedChunk, index: int, *,
                          plain: bool = False) -> SentMessage:
         prefix = f"{self.persona_name}> " if self.interactive else ""
-        self._write(f"{prefix}{chunk.plain if plain else chunk.text}\n")
+        line = chunk.plain if plain else chunk.text
+        if chunk.last and message.attachment_bytes is not None:
+            where = await asyncio.to_thread(self._save, message.attachment_name, message.attachment_bytes)
+            line = f"{line} {where}" if line.strip() else where
+        self._write(f"{prefix}{line}\n")
         if chunk.buttons:
             for i, button in enumerate(message.buttons, 1):
                 self._write(f"  [{i}] {button.label}\n")
         return SentMessage(f"console-{next(self._ids)}")
+
+    def _save(self, name: str | None, data: bytes) -> str:
+        """Write a reply's file under ``files_dir``, never over an earlier one; what the reply's line adds."""
+        shown = file_name(name)
+        if self.files_dir is None:
+            return f"(the file {shown} cannot be shown in this terminal)"
+        path = free_path(self.files_dir.absolute(), shown)
+        try:
+            write_private_atomically(path, data)
+        except OSError as exc:
+            return f"(the file {shown} could not be saved: {exc.strerror or type(exc).__name__})"
+        return f"(saved to {path}, readable by you only)"
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         return None  # the prompt itself shows that kith is thinking
@@ -109,6 +137,23 @@ class TerminalChannel:
     def _write(self, text: str) -> None:
         self.stdout.write(text)
         self.stdout.flush()
+
+
+def file_name(name: str | None) -> str:
+    """A reply's file name as one plain name in a directory: no path, no hidden file, nothing a shell reads."""
+    plain = _UNSAFE_IN_NAME.sub("_", Path(name or "").name).lstrip(".")
+    return plain or "attachment"
+
+
+def free_path(directory: Path, name: str) -> Path:
+    """``directory/name``, or ``name`` with -2, -3, … before its suffix when that is taken."""
+    path = directory / name
+    stem, suffix = path.stem, path.suffix
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"{stem}-{n}{suffix}"
+    return path
 
 
 def _line_reader(stdin: TextIO) -> Callable[[], str]:
