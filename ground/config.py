@@ -194,12 +194,13 @@ AnySettings = TypeVar("AnySettings", bound=Settings)
 
 
 def load_settings(path: str | os.PathLike[str] | None, shape: type[AnySettings],
-                  checks: Sequence[SectionCheck] = ()) -> AnySettings:
+                  checks: Sequence[SectionCheck] = (), *, require_environment: bool = True) -> AnySettings:
     """Read and validate a TOML file as ``shape`` (Settings or a subclass); ``None`` gives its defaults, which
     config.example.toml documents.
 
     The loader checks types and keys against ``shape``'s fields; the value rules of a feature's section (a
     policy's patterns, the heartbeat's hours) belong to that feature, which the wiring passes in as ``checks``.
+    ``require_environment=False`` accepts a variable the file names being unset (``bot.py setup`` is there to set it).
     """
     if path is None:
         return shape()
@@ -219,7 +220,8 @@ def load_settings(path: str | os.PathLike[str] | None, shape: type[AnySettings],
             check(settings)
         except ValueError as exc:
             raise ConfigError(f"{settings.source}: {exc}") from None
-    check_environment(settings)
+    if require_environment:
+        check_environment(settings)
     return settings
 
 
