@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Callable
 
@@ -19,12 +18,12 @@ from ground import loop
 from ground.config import ConfigError
 from ground.instance import DataDirUnusable, usable_data_dir
 from ground.private_files import owner_only_umask
-from kith.settings import Settings, load_settings
+from kith.settings import Settings, config_path, load_settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     """The settings of every command that keeps data (all but ``doctor``, which reports on them instead)."""
-    settings = load_settings(args.config or os.environ.get("KITH_CONFIG") or None)
+    settings = load_settings(config_path(args.config))
     usable_data_dir(settings.storage.data_path())
     return settings
 
@@ -47,6 +46,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from kith.setup_cli import offer_setup
+
+    stop = offer_setup(args.config)  # only with no config anywhere and a person at the terminal
+    if stop is not None:
+        return stop
     from kith.commands import run_all
 
     return loop.run(run_all(_settings(args), verbose=args.verbose))
@@ -55,7 +59,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from kith.doctor import run_doctor
 
-    return loop.run(run_doctor(args.config or os.environ.get("KITH_CONFIG") or None))
+    return loop.run(run_doctor(config_path(args.config)))
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from kith.setup_cli import run_setup
+
+    return run_setup(args.config)
 
 
 def _operator(name: Callable[[argparse.Namespace], str]) -> Callable[[argparse.Namespace], int]:
@@ -79,11 +89,14 @@ cmd_decay = _operator(lambda _args: "decay")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot.py", description="kith: a companion that remembers with receipts.")
-    parser.add_argument("--config", metavar="PATH", help="TOML config file (default: built-in defaults, "
-                        "which are those of config.example.toml; or $KITH_CONFIG)")
+    parser.add_argument("--config", metavar="PATH", help="TOML config file, with the secrets it names in .env beside "
+                        "it (default: $KITH_CONFIG, else ~/.config/kith/config.toml when it exists, else the "
+                        "defaults of config.example.toml)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: list[tuple[str, str, Callable[[argparse.Namespace], int]]] = [
+        ("setup", "first run: choose the model and platforms, check each, write the config and its .env",
+         cmd_setup),
         ("run", "start every channel whose credentials are set (the terminal chat when none are)", cmd_run),
         ("chat", "talk to kith in this terminal (reads one message per line when piped)", cmd_chat),
         ("doctor", "check the config, data directory, database, model, memory store and platform tokens",

@@ -373,3 +373,6 @@ LOG_FILE_BACKUPS = 3  # ... keeping this many older files
 
 # --- doctor (kith/doctor.py) --------------------------------------------------------
 DOCTOR_MODEL_TIMEOUT_S = 30.0  # its one real call to the model waits at most this long
+
+# --- setup (kith/setup_cli.py) ------------------------------------------------------
+SETUP_OLLAMA_LOOK_TIMEOUT_S = 3.0  # a local Ollama lists its models at once; past this it counts as not running

@@ -58,6 +58,7 @@ class FakeOpenAI:
         self.route: Callable[[dict[str, Any]], Scripted | None] | None = None
         self.embed_delay_s = 0.0
         self.embed_status = 200
+        self.required_key: str | None = None  # set: a chat request without "Bearer <it>" is refused (401)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -112,6 +113,10 @@ class FakeOpenAI:
         body = await request.json()
         self.requests.append(body)
         self.authorizations.append(request.headers.get("Authorization"))
+        if self.required_key is not None and request.headers.get("Authorization") != f"Bearer {self.required_key}":
+            return web.json_response({"error": {"message": "Incorrect API key provided",
+                                                "type": "invalid_request_error", "code": "invalid_api_key"}},
+                                     status=401)
         script = None
         if self.route is not None:
             script = self.route(body)

@@ -1,0 +1,377 @@
+"""``bot.py setup`` as a newcomer meets it: the real command in a subprocess, answering its questions, against
+loopback fakes of Ollama, an OpenAI-compatible server and the Telegram Bot API; and ``bot.py run`` offering it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pty
+import socket
+import stat
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from ground.config import ConfigError
+from ground.env_file import EnvFileError, format_env_line, parse_env, update_env_text
+from kith.settings import load_settings
+from tests.conftest import ROOT
+from tests.fakes.ollama_api import FakeOllama
+from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
+
+SECRET_VARS = ("KITH_CONFIG", "XDG_CONFIG_HOME", "OLLAMA_HOST", "OPENAI_API_KEY", "LLM_API_KEY", "ANTHROPIC_API_KEY",
+               "OPENROUTER_API_KEY", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
+               "SLACK_SIGNING_SECRET")
+RIGHT_KEY = "sk-right-0123456789abcdef"
+WRONG_KEY = "sk-wrong-0123456789abcdef"
+WAIT_S = 60.0
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """A newcomer's environment: a fresh home, no kith variable, no key."""
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env.update(HOME=str(home), **extra)
+    return env
+
+
+class Session:
+    """A running ``bot.py``: waits for what it says, answers it. Over pipes, or over a pseudo-terminal (where
+    the process sees a person at a terminal, and what it echoes is what the person would see)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, master: int | None = None) -> None:
+        self.proc = proc
+        self.master = master
+        self.seen = ""
+        self.closed = False  # all output read
+        self._pos = 0
+        self._changed = asyncio.Event()
+        if master is not None:
+            asyncio.get_running_loop().add_reader(master, self._from_pty)
+        else:
+            assert proc.stdout is not None
+            self._reader = asyncio.create_task(self._from_pipe(proc.stdout))
+
+    @classmethod
+    async def start(cls, *args: str, env: dict[str, str], tty: bool = False) -> Session:
+        command = (sys.executable, str(ROOT / "bot.py"), *args)
+        if not tty:
+            proc = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT, cwd=str(ROOT), env=env, start_new_session=True)
+            return cls(proc)
+        master, slave = pty.openpty()
+        # A session of its own: no controlling terminal, so nothing can reach the terminal pytest runs in.
+        proc = await asyncio.create_subprocess_exec(*command, stdin=slave, stdout=slave, stderr=slave,
+                                                    cwd=str(ROOT), env=env, start_new_session=True)
+        os.close(slave)
+        return cls(proc, master)
+
+    def _from_pty(self) -> None:
+        assert self.master is not None
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # the last process holding the terminal has gone
+            data = b""
+        if not data:
+            asyncio.get_running_loop().remove_reader(self.master)
+            self.closed = True
+        self.seen += data.decode(errors="replace").replace("\r\n", "\n")
+        self._changed.set()
+
+    async def _from_pipe(self, stream: asyncio.StreamReader) -> None:
+        while data := await stream.read(65536):
+            self.seen += data.decode(errors="replace")
+            self._changed.set()
+        self.closed = True
+        self._changed.set()
+
+    async def expect(self, text: str) -> str:
+        """Wait until ``text`` appears after what was last expected; everything up to it."""
+        async with asyncio.timeout(WAIT_S):
+            while (at := self.seen.find(text, self._pos)) < 0 and not self.closed:
+                self._changed.clear()
+                await self._changed.wait()
+        assert at >= 0, f"{text!r} never came; the session said:\n{self.seen}"
+        chunk, self._pos = self.seen[self._pos:at + len(text)], at + len(text)
+        return chunk
+
+    async def answer(self, prompt: str, line: str) -> str:
+        chunk = await self.expect(prompt)
+        if self.master is not None:
+            os.write(self.master, f"{line}\n".encode())
+        else:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(f"{line}\n".encode())
+            await self.proc.stdin.drain()
+        return chunk
+
+    async def end(self) -> int:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        code = await asyncio.wait_for(self.proc.wait(), WAIT_S)
+        if self.master is None:
+            await self._reader
+        else:
+            await asyncio.sleep(0.1)  # the last output still in the terminal
+            with contextlib.suppress(ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self.master)
+                self._from_pty()
+            os.close(self.master)
+        return code
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+@pytest.fixture
+async def ollama() -> AsyncIterator[FakeOllama]:
+    async with FakeOllama(("llama3.2:latest", "qwen2.5:0.5b")) as fake:
+        yield fake
+
+
+def _config_dir(home: Path) -> Path:
+    return home / ".config" / "kith"
+
+
+async def test_a_local_ollama_is_found_its_models_offered_and_the_choice_checked(ollama: FakeOllama,
+                                                                                 tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    s = await Session.start("setup", env=_env(home, OLLAMA_HOST=f"127.0.0.1:{ollama.port}"))
+    try:
+        menu = await s.answer("Which model should kith use? [1]: ", "2")  # llama3.2 offered first, by default
+        assert f"Ollama runs at {ollama.url} with 2 models." in menu
+        assert "1) Ollama on this machine: llama3.2\n" in menu and "2) Ollama on this machine: qwen2.5:0.5b\n" in menu
+        checked = await s.answer("Connect Telegram? [y/N] ", "n")
+        assert "ok: ollama/qwen2.5:0.5b answered in" in checked
+        await s.answer("Connect Discord? [y/N] ", "")
+        await s.answer("Connect Slack? [y/N] ", "")
+        await s.expect("Next: scripts/run")
+        assert await s.end() == 0
+    finally:
+        await s.kill()
+    assert [c["model"] for c in ollama.chats] == ["qwen2.5:0.5b"]  # one real call, to the model chosen
+
+    config = _config_dir(home) / "config.toml"
+    settings = load_settings(config)
+    assert (settings.llm.model, settings.llm.api_base, settings.llm.api_key_env) == \
+        ("ollama/qwen2.5:0.5b", ollama.url, "")
+    assert not (_config_dir(home) / ".env").exists()  # no secret, no file
+    text = config.read_text()
+    assert "# Any litellm model:" in text  # the example's own words above each key it sets
+    assert "[recall]" not in text  # and only what setup set: the rest keeps kith's defaults
+
+
+async def test_with_no_model_pulled_it_says_what_to_pull_and_looks_again(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with FakeOllama() as ollama:
+        s = await Session.start("setup", env=_env(home, OLLAMA_HOST=ollama.url))
+        try:
+            menu = await s.answer("Which model should kith use?: ", "1")
+            assert f"Ollama runs at {ollama.url} but has no model yet: run `ollama pull llama3.2`" in menu
+            assert "1) Ollama on this machine: look again" in menu
+            ollama.models.append("llama3.2:latest")  # the newcomer pulls it in another terminal meanwhile
+            again = await s.answer("Which model should kith use? [1]: ", "")
+            assert "with 1 model." in again
+            assert "ok: ollama/llama3.2 answered" in await s.answer("Connect Telegram? [y/N] ", "n")
+        finally:
+            await s.kill()
+    assert ollama.tag_requests == 2
+
+
+async def test_with_no_ollama_running_it_says_how_to_install_and_start_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    s = await Session.start("setup", env=_env(home, OLLAMA_HOST=f"127.0.0.1:{_closed_port()}"))
+    try:
+        menu = await s.expect("Which model should kith use?: ")
+        assert "No Ollama answers at http://127.0.0.1:" in menu
+        assert "install Ollama (https://ollama.com/download), start it (`ollama serve`" in menu
+        assert "`ollama pull llama3.2`" in menu
+        assert await s.end() == 130  # standard input ended: stopped ...
+    finally:
+        await s.kill()
+    assert "Setup stopped: nothing written." in s.seen
+    assert not (home / ".config").exists()  # ... and nothing written
+
+
+async def _choose_compatible_server(s: Session, fake: FakeOpenAI, key: str) -> str:
+    await s.answer("Which model should kith use?: ", "5")
+    await s.answer("The server's base URL, e.g. http://localhost:8000/v1: ", fake.base_url)
+    await s.answer("Model name at another OpenAI-compatible server: ", "fake-model")  # no default for this one
+    return await s.answer("not shown as you type; Enter for none): ", key)
+
+
+async def test_a_hosted_key_is_checked_kept_in_env_and_read_from_there(fake_llm: FakeOpenAI, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_llm.required_key = RIGHT_KEY
+    home = tmp_path / "home"
+    env = _env(home, OLLAMA_HOST=f"127.0.0.1:{_closed_port()}")
+    s = await Session.start("setup", env=env)
+    try:
+        await _choose_compatible_server(s, fake_llm, WRONG_KEY)
+        refused = await s.answer("Choose again? [Y/n] ", "y")
+        assert f"failed: the model openai/fake-model at {fake_llm.base_url} refused the API key" in refused
+        await _choose_compatible_server(s, fake_llm, RIGHT_KEY)
+        assert "ok: openai/fake-model answered" in await s.answer("Connect Telegram? [y/N] ", "n")
+        await s.answer("Connect Discord? [y/N] ", "n")
+        await s.answer("Connect Slack? [y/N] ", "n")
+        assert await s.end() == 0
+    finally:
+        await s.kill()
+    assert WRONG_KEY not in s.seen and RIGHT_KEY not in s.seen  # a key is never shown back
+    assert fake_llm.authorizations == [f"Bearer {WRONG_KEY}", f"Bearer {RIGHT_KEY}"]
+
+    folder = _config_dir(home)
+    dotenv = folder / ".env"
+    assert stat.S_IMODE(dotenv.stat().st_mode) == 0o600
+    assert parse_env(dotenv.read_text()) == {"LLM_API_KEY": RIGHT_KEY}
+    config = (folder / "config.toml").read_text()
+    assert "sk-" not in config and 'api_key_env = "LLM_API_KEY"' in config
+    monkeypatch.setenv("LLM_API_KEY", "")  # unset here (and as it was after the test): the loader reads .env
+    settings = load_settings(folder / "config.toml")
+    assert (settings.llm.model, settings.llm.api_base, settings.llm.api_key()) == \
+        ("openai/fake-model", fake_llm.base_url, RIGHT_KEY)
+
+    # kith itself finds the config where setup put it and the key in .env: doctor's one call is let in.
+    s = await Session.start("doctor", env=env)
+    assert await s.end() == 0
+    assert "ok    model: openai/fake-model answered" in s.seen, s.seen
+    assert fake_llm.authorizations[-1] == f"Bearer {RIGHT_KEY}"
+    # A variable set in the environment wins over .env.
+    s = await Session.start("doctor", env={**env, "LLM_API_KEY": WRONG_KEY})
+    assert await s.end() == 1
+    assert "FAIL  model: the model openai/fake-model" in s.seen and "refused the API key" in s.seen
+    assert fake_llm.authorizations[-1] == f"Bearer {WRONG_KEY}"
+
+
+async def _telegram_pass(s: Session, token_first: str | None = None) -> str:
+    """Choose qwen, connect Telegram (a bad token first, if given), no Discord, no Slack: what was said."""
+    said = await s.answer("Which model should kith use? [1]: ", "2")  # the configured llama3.2 is the default
+    said += await s.answer("Connect Telegram? [y/N] ", "y")
+    if token_first is not None:
+        said += await s.answer("(TELEGRAM_BOT_TOKEN; not shown as you type): ", token_first)
+        said += await s.answer("Try again? [Y/n] ", "")
+    said += await s.answer("(TELEGRAM_BOT_TOKEN; not shown as you type): ", FAKE_BOT_TOKEN)
+    said += await s.answer("Connect Discord? [y/N] ", "n")
+    said += await s.answer("Connect Slack? [y/N] ", "n")
+    return said
+
+
+async def test_a_bad_token_is_asked_again_and_an_existing_config_changes_only_when_accepted(
+        ollama: FakeOllama, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config = tmp_path / "mine" / "kith.toml"
+    config.parent.mkdir()
+    before = (f'# my own notes: kept\n[llm]\nmodel = "ollama/llama3.2"\napi_base = "{ollama.url}"\n\n'
+              f'[storage]\ndata_dir = "{tmp_path / "data"}"\n\n[telegram]\nbase_url = "{{tg}}"\n')
+    async with FakeTelegramApi() as telegram:
+        before = before.replace("{tg}", telegram.base_url)
+        config.write_text(before)
+        env = _env(home)
+        s = await Session.start("--config", str(config), "setup", env=env)
+        try:
+            said = await _telegram_pass(s, token_first="7000000001:not-the-token")
+            assert f"{config} exists: what you do not change stays" in said
+            assert "failed: Telegram rejected the token in TELEGRAM_BOT_TOKEN" in said
+            assert "ok: @kith_test_bot (id 7000000001)" in said
+            shown = await s.answer("Write these changes? [y/N] ", "")
+            assert '-model = "ollama/llama3.2"' in shown and '+model = "ollama/qwen2.5:0.5b"' in shown
+            assert "TELEGRAM_BOT_TOKEN: added" in shown and FAKE_BOT_TOKEN not in s.seen
+            await s.expect("Nothing written.")
+            assert await s.end() == 0
+        finally:
+            await s.kill()
+        assert config.read_text() == before  # said no: not a byte changed
+        assert not (config.parent / ".env").exists()
+
+        s = await Session.start("--config", str(config), "setup", env=env)
+        try:
+            await _telegram_pass(s)
+            await s.answer("Write these changes? [y/N] ", "y")
+            await s.expect(f"Next: scripts/run --config {config}")
+            assert await s.end() == 0
+        finally:
+            await s.kill()
+    after = config.read_text()
+    assert after.startswith("# my own notes: kept\n") and f'base_url = "{telegram.base_url}"' in after
+    assert FAKE_BOT_TOKEN not in after and "api_key_env" not in after  # only what changed was added
+    dotenv = config.parent / ".env"
+    assert stat.S_IMODE(dotenv.stat().st_mode) == 0o600
+    assert parse_env(dotenv.read_text()) == {"TELEGRAM_BOT_TOKEN": FAKE_BOT_TOKEN}
+    assert load_settings(config).llm.model == "ollama/qwen2.5:0.5b"
+
+
+async def test_run_with_no_config_offers_setup_at_a_terminal_only(fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    fake_llm.required_key = RIGHT_KEY
+    home = tmp_path / "home"
+    (home / ".local").mkdir(parents=True)
+    (home / ".local" / "share").write_text("")  # the default data directory cannot be made: run stops at once
+    env = _env(home, OLLAMA_HOST=f"127.0.0.1:{_closed_port()}")
+
+    s = await Session.start("run", env=env)  # piped, as a service runs it: no question, on as before
+    assert await s.end() == 1
+    assert "Set it up" not in s.seen and "kith: cannot create the data directory" in s.seen
+
+    s = await Session.start("run", env=env, tty=True)
+    try:
+        await s.answer("Set it up now (a few questions)? [Y/n] ", "y")
+        await _choose_compatible_server(s, fake_llm, RIGHT_KEY)
+        await s.answer("Connect Telegram? [y/N] ", "n")
+        await s.answer("Connect Discord? [y/N] ", "n")
+        await s.answer("Connect Slack? [y/N] ", "n")
+        await s.expect("Starting kith.")
+        assert await s.end() == 1  # it went on to start, on the config just written (and met the data directory)
+    finally:
+        await s.kill()
+    assert RIGHT_KEY not in s.seen  # typed at a terminal, not echoed
+    assert f"kith: cannot create the data directory {home / '.local' / 'share' / 'kith'}" in \
+        s.seen.rsplit("Starting kith.", 1)[1]
+    assert load_settings(_config_dir(home) / "config.toml").llm.model == "openai/fake-model"
+
+
+# --- the .env format ---------------------------------------------------------------------------------------
+
+def test_a_hand_written_env_file_reads_as_a_shell_would() -> None:
+    text = ("# kith's secrets\n\n"
+            "export TELEGRAM_BOT_TOKEN=123:abc\n"
+            "OPENAI_API_KEY = 'sk-single $HOME # kept'\n"
+            'SLACK_BOT_TOKEN="xoxb-1 \\"quoted\\" \\\\ end" # comment\n'
+            "PLAIN=value # a comment\n"
+            "EMPTY=\n"
+            "HASH=a#b\n")
+    assert parse_env(text) == {"TELEGRAM_BOT_TOKEN": "123:abc", "OPENAI_API_KEY": "sk-single $HOME # kept",
+                               "SLACK_BOT_TOKEN": 'xoxb-1 "quoted" \\ end', "PLAIN": "value", "EMPTY": "",
+                               "HASH": "a#b"}
+
+
+@pytest.mark.parametrize("line", ["TOKEN sk-secret-value", "1BAD=sk-secret-value", 'K="sk-secret-value',
+                                  "K='sk-secret-value", 'K="sk-secret-value" trailing'])
+def test_a_bad_env_line_is_named_by_number_never_by_its_secret(line: str, tmp_path: Path) -> None:
+    with pytest.raises(EnvFileError) as caught:
+        parse_env(f"# first\n{line}\n")
+    assert "line 2" in str(caught.value) and "sk-secret" not in str(caught.value)
+    (tmp_path / ".env").write_text(f"{line}\n")
+    (tmp_path / "config.toml").write_text("")
+    with pytest.raises(ConfigError, match=r"\.env: line 1") as caught_config:
+        load_settings(tmp_path / "config.toml")
+    assert "sk-secret" not in str(caught_config.value)
+
+
+@pytest.mark.parametrize("value", ["123:abc-DEF_g", "with space", 'quote " and \\ slash', "tab\there", "#hash", ""])
+def test_what_setup_writes_reads_back_the_same(value: str) -> None:
+    assert parse_env(format_env_line("KEY", value)) == {"KEY": value}
+    edited = update_env_text("# mine\nKEY=old\nOTHER=1\nKEY=older\n", {"KEY": value, "NEW": "n", "OTHER": None})
+    assert edited.startswith("# mine\n")
+    assert parse_env(edited) == {"KEY": value, "NEW": "n"}
