@@ -64,13 +64,15 @@ GATE_CANDIDATES = 20  # nearest stored memories the gate compares a new fact aga
 PINNED_MAX = 12
 RECALL_MAX_ITEMS = 6
 RECALL_ITEM_CHARS = 320
-RECALL_VECTOR_WEIGHT = 0.7  # relevance blends 70 % vector similarity,
-RECALL_BM25_WEIGHT = 0.3  # 30 % BM25
-RECALL_HALF_LIFE_DAYS = 30.0
-RECALL_NEIGHBOUR_SHARE = 0.5  # a memory said next to a strong match gets this share of its score
-RECALL_NEIGHBOUR_WIDTH = 1  # neighbours: the memories right before and after, in the same chat ...
-RECALL_NEIGHBOUR_GAP_MINUTES = 60.0  # ... said at most this long apart (a pause ends the exchange)
-RECALL_DATE_BOOST = 1.5  # a memory said inside a time the query names ("last week", "in May")
+# The blend, recency, neighbours and date boost below were chosen by leave-one-conversation-out on LoCoMo
+# (bench/locomo_recall.py): each value is the one chosen for every held-out conversation.
+RECALL_VECTOR_WEIGHT = 0.8  # relevance blends 80 % vector similarity,
+RECALL_BM25_WEIGHT = 0.2  # 20 % BM25
+RECALL_HALF_LIFE_DAYS = 0.0  # recency off: it did not help under leave-one-out (a positive value turns it on)
+RECALL_NEIGHBOUR_SHARE = 1.0  # a memory said near a strong match gets this share of that match's score ...
+RECALL_NEIGHBOUR_WIDTH = 3  # ... being one of the three before or after it in the same chat ...
+RECALL_NEIGHBOUR_GAP_MINUTES = 60.0  # ... each said at most this long after the one before (a pause ends it)
+RECALL_DATE_BOOST = 1.25  # a memory said inside a time the query names ("last week", "in May")
 RECALL_IMPORTANCE_WEIGHT = 0.3
 RECALL_USE_CREDIT = 0.05  # per citation, capped below
 RECALL_USE_CREDIT_CAP = 0.2

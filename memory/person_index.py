@@ -31,6 +31,7 @@ from memory.keyed_locks import KeyedLocks
 from memory.notes import Note, note_from_metadata, oldest_first, read_notes
 from memory.records import MemoryKind, MemoryRecord, Scope, Status, from_metadata
 from memory.text import content_words
+from memory.timeline import ChatTimelines
 from memory.vector_table import VectorTable
 from memory.vectors import HASH_SPACE
 
@@ -73,6 +74,7 @@ class PersonIndex:
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     scoped: dict[Scope, set[str]] = field(default_factory=lambda: {scope: set() for scope in Scope})
     pinned: set[str] = field(default_factory=set)
+    timelines: ChatTimelines = field(default_factory=ChatTimelines)  # by chat, in said-at order
     vectors: VectorTable | None = None  # None until loaded, or after a write it could not follow
 
     def put(self, record: MemoryRecord, space: str, vector: npt.ArrayLike | None = None) -> None:
@@ -90,6 +92,7 @@ class PersonIndex:
             self.pinned.add(record.id)
         self.df.update(set(content_words(record.text)))
         self.bm25.add(record.id, record.text)
+        self.timelines.put(record)
         if self.vectors is None:
             return
         if vector is not None:
@@ -114,6 +117,7 @@ class PersonIndex:
         self.pinned.discard(memory_id)
         self.df.subtract(set(content_words(summary.text)))
         self.bm25.remove(memory_id)
+        self.timelines.drop(memory_id)
 
     def allowed(self, scope: Scope | None) -> set[str] | None:
         """The ids BM25 may rank for ``scope`` (None: all)."""

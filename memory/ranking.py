@@ -3,20 +3,28 @@
 Every ranked list of memories comes from here: the prompt's recalled part, the recall tool,
 and the person's and operator's searches (``/why``, ``/pin``, ``bot.py memory search``).
 :func:`lookup_matches` and :func:`memory_matches` turn what a store lookup found into
-:class:`RecallMatch` es; :func:`rank` orders them. A match's score is its relevance times three
+:class:`RecallMatch` es; :func:`rank` orders them. A match's score is its relevance times four
 factors:
 
 * **relevance**: the embedder's cosine blended with the BM25 score normalised to the best
-  lexical hit, ``vector_weight`` : ``bm25_weight`` (70/30 by default: meaning counts most,
+  lexical hit, ``vector_weight`` : ``bm25_weight`` (80/20 by default: meaning counts most,
   exact words still lift a match). Without an embedder cosine for this query (no embedder, or
   it missed its time budget) relevance is BM25 alone;
-* **recency**: a 30-day half-life on the time the memory was last *said* (not when it was
-  stored or edited), over a floor, so an exact match from last year still beats a weak one
-  from last week;
+* **recency**: a half-life on the time the memory was last *said* (not when it was stored or
+  edited), over a floor, so an exact match from last year still beats a weak one from last week.
+  Off by default (``half_life_days`` 0): it did not help under leave-one-out on LoCoMo;
 * **importance**: ``(1 - importance_weight) + importance_weight * importance``;
 * **use**: ``1 + min(use_credit_cap, use_credit * use_count)``. It multiplies, so a memory
   the person's replies drew on often rises among relevant candidates but cannot push an
-  irrelevant one into the prompt.
+  irrelevant one into the prompt;
+* **dates**: ``date_boost`` when the query names a time (:mod:`memory.when`) and the memory was
+  said inside it, else 1.
+
+Then **neighbours** (:func:`neighbour_lift`): a memory said within a few places of a strong match
+in the same chat adds ``neighbour_share`` of that neighbour's score to its own. A question tends
+to match the message that names its topic while the answer is in the reply next to it; a
+memory's neighbours are its context. Which memories are neighbours is the caller's lookup
+(:meth:`memory.store.MemoryStore.neighbours`).
 
 Use is citation, not retrieval: being shown earns nothing. :func:`cited` is the rule: a shown memory counts as
 used when the reply repeats its distinctive content words that the person's own message did
@@ -27,7 +35,7 @@ memory with at most ``CITE_FEW_WORDS`` of them, two otherwise.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,6 +49,7 @@ from memory.bm25 import normalize_scores
 from memory.records import MemoryRecord
 from memory.text import content_words, is_cjk_token, is_negation, words_match
 from memory.vectors import VectorHit
+from memory.when import Window, said_within
 from persona.labels import TRUNCATED_MARK
 
 SECONDS_PER_DAY = 86_400.0
@@ -64,6 +73,9 @@ class Ranked:
     recency: float
     importance: float
     use: float
+    dated: float = 1.0  # the date boost, when the query named a time this was said in
+    lift: float = 0.0  # what its neighbours added to ``score``
+    lift_relevance: float = 0.0  # ... and to its relevance (so a neighbour's context passes a relevance floor)
 
     @property
     def record(self) -> MemoryRecord:
@@ -100,14 +112,48 @@ def relevance(cosine: float | None, bm25: float, settings: RecallSettings, *, ve
     return (settings.vector_weight * max(0.0, cosine or 0.0) + settings.bm25_weight * bm25) / total
 
 
-def score(match: RecallMatch, now: datetime, settings: RecallSettings, *, vector_path: bool) -> Ranked:
+def date_factor(when: datetime, windows: Sequence[Window], boost: float) -> float:
+    return boost if windows and said_within(when, windows) else 1.0
+
+
+def score(match: RecallMatch, now: datetime, settings: RecallSettings, *, vector_path: bool,
+          windows: Sequence[Window] = ()) -> Ranked:
     record = match.record
     rel = relevance(match.cosine, match.bm25, settings, vector_path=vector_path)
-    age_days = (now - said_at(record)).total_seconds() / SECONDS_PER_DAY
+    when = said_at(record)
+    age_days = (now - when).total_seconds() / SECONDS_PER_DAY
     rec = recency_factor(age_days, settings.half_life_days)
     imp = importance_factor(record.importance, settings.importance_weight)
     use = use_factor(record.use_count, settings.use_credit, settings.use_credit_cap)
-    return Ranked(match, rel * rec * imp * use, rel, rec, imp, use)
+    dated = date_factor(when, windows, settings.date_boost)
+    return Ranked(match, rel * rec * imp * use * dated, rel, rec, imp, use, dated)
+
+
+def neighbour_lift(scored: Sequence[Ranked], neighbours: Mapping[str, Sequence[str]], share: float) -> list[Ranked]:
+    """Each memory plus ``share`` of its best-scoring neighbour's score (and relevance).
+
+    ``neighbours``: by id, the ids said next to it; a neighbour not in ``scored`` lends nothing.
+    Lifts are taken from the scores before lifting, so they do not compound along a chat.
+    """
+    if share <= 0 or not neighbours:
+        return list(scored)
+    by_id = {r.record.id: r for r in scored}
+    out: list[Ranked] = []
+    for ranked in scored:
+        best: Ranked | None = None
+        for other in neighbours.get(ranked.record.id, ()):
+            candidate = by_id.get(other)
+            if candidate is not None and candidate.record.id != ranked.record.id and (
+                    best is None or candidate.score > best.score):
+                best = candidate
+        if best is None or best.score <= 0:
+            out.append(ranked)
+            continue
+        lift = share * best.score
+        # The constructor, not dataclasses.replace: this runs for most candidates of every recall.
+        out.append(Ranked(ranked.match, ranked.score + lift, ranked.relevance, ranked.recency, ranked.importance,
+                          ranked.use, ranked.dated, lift, share * best.relevance))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,10 +191,17 @@ def memory_matches(found: LookupMatches, *, vector_path: bool) -> list[RecallMat
 
 
 def rank(matches: Iterable[RecallMatch], now: datetime, settings: RecallSettings, *, vector_path: bool,
-         min_relevance: float = 0.0) -> list[Ranked]:
-    """Matches best first (ties by id, so the order is stable); below ``min_relevance`` dropped."""
-    scored = [score(m, now, settings, vector_path=vector_path) for m in matches]
-    kept = [r for r in scored if r.relevance > 0.0 and r.relevance >= min_relevance]
+         min_relevance: float = 0.0, windows: Sequence[Window] = (),
+         neighbours: Mapping[str, Sequence[str]] | None = None) -> list[Ranked]:
+    """Matches best first (ties by id, so the order is stable); below ``min_relevance`` dropped.
+
+    ``windows``: the times the query names (:func:`memory.when.query_windows`); ``neighbours``: by id,
+    the memories said next to it (see :func:`neighbour_lift`).
+    """
+    scored = [score(m, now, settings, vector_path=vector_path, windows=windows) for m in matches]
+    if neighbours:
+        scored = neighbour_lift(scored, neighbours, settings.neighbour_share)
+    kept = [r for r in scored if (total := r.relevance + r.lift_relevance) > 0.0 and total >= min_relevance]
     kept.sort(key=lambda r: (-r.score, r.record.id))
     return kept
 

@@ -10,6 +10,13 @@ Staged notes (each day's raw captures, not yet curated by the gate) are matched 
 with BM25 over the person's unpromoted notes and cosines from note vectors this engine keeps.
 :mod:`memory.ranking` blends and orders them.
 
+Around the candidates, the engine looks up who was said near each in the same chat (the store's
+chat timelines) and fetches those neighbours of each path's best that neither path found: the
+reply to a message that matched often carries the answer in other words. The times the query
+names ("last week", "on 8 May") are resolved against the clock (:mod:`memory.when`). A search is
+:meth:`RecallEngine.gather` (everything that may rank) then :meth:`RecallEngine.order` (the
+ranking under the settings), so a benchmark can order one gathering under many settings.
+
 The query embedding has a time budget. :class:`QueryVectors` starts it, waits at most the
 budget, and when it is late lets the caller go on with the lexical path alone; the embedding
 finishes in the background and lands in an LRU keyed by the normalised query, so asking again
@@ -25,12 +32,13 @@ back), and with ``shared_only`` (a group chat) nothing said in a private chat.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ground.config import RecallSettings
 from ground.tunables import (
@@ -48,6 +56,7 @@ from memory.bm25 import BM25Index, normalize_scores
 from memory.embedders import Vector
 from memory.notes import Note
 from memory.ranking import (
+    LookupMatches,
     Ranked,
     RecallMatch,
     cited,
@@ -61,6 +70,7 @@ from memory.records import MemoryRecord, Scope, Status, horizon_expiry
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
 from memory.vectors import Vectors
+from memory.when import Window, query_windows
 from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
 
 log = logging.getLogger("kith.memory.recall")
@@ -150,6 +160,20 @@ class QueryVectors:
 
 
 @dataclass(frozen=True, slots=True)
+class Gathered:
+    """What one search found before it is ordered (:meth:`RecallEngine.order` ranks it under any settings)."""
+
+    matches: list[RecallMatch]
+    neighbours: dict[str, dict[str, int]]  # by id, the memories said near it and how many places away
+    fetched: frozenset[str]  # ids found only as someone's neighbour, beyond both paths' pools
+    windows: tuple[Window, ...]  # the times the query names
+    now: datetime
+    vector_path: bool  # embedder cosines take part
+    reason: str  # why not, when they do not
+    started: float  # perf_counter at the start of the search
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
     items: list[Ranked]
     lexical_only: bool  # no embedder cosine took part in this ranking
@@ -206,6 +230,32 @@ class RecallEngine:
 
         ``budget_s``: how long the query embedding may take (``None``: wait for it).
         """
+        found = await self.gather(person, query, limit=limit, shared_only=shared_only, budget_s=budget_s,
+                                  use_vectors=use_vectors, include_notes=include_notes)
+        ranked = self.order(found, min_relevance=min_relevance)
+        elapsed = (time.perf_counter() - found.started) * 1000
+        log.debug("recall person=%s candidates=%d neighbours=%d windows=%d results=%d vector=%s ms=%.1f", person,
+                  len(found.matches), len(found.fetched), len(found.windows), min(limit, len(ranked)),
+                  found.vector_path, elapsed)
+        return RecallResult(ranked[:limit], not found.vector_path, found.reason, elapsed)
+
+    def order(self, found: Gathered, settings: RecallSettings | None = None, *,
+              min_relevance: float = 0.0) -> list[Ranked]:
+        """What :meth:`gather` found, best first under ``settings`` (the engine's own by default)."""
+        settings = settings or self.settings
+        width = settings.neighbour_width if settings.neighbour_share > 0 else 0
+        neighbours = {memory_id: [other for other, steps in around.items() if steps <= width]
+                      for memory_id, around in found.neighbours.items()} if width > 0 else {}
+        # A memory there only as a neighbour stays only while it is near enough under these settings.
+        near = {memory_id for memory_id in found.fetched if neighbours.get(memory_id)}
+        matches = [m for m in found.matches if m.record.id not in found.fetched or m.record.id in near]
+        return rank(matches, found.now, settings, vector_path=found.vector_path, min_relevance=min_relevance,
+                    windows=found.windows, neighbours=neighbours)
+
+    async def gather(self, person: str, query: str, *, limit: int, shared_only: bool, budget_s: float | None,
+                     use_vectors: bool = True, include_notes: bool = True) -> Gathered:
+        """Every live record of ``person`` that may rank for ``query``: both paths' candidates, their
+        neighbours in their chats (when ``neighbour_share`` is on), and the times the query names."""
         started = time.perf_counter()
         query = query[:RECALL_QUERY_MAX_CHARS]
         now = self.clock()
@@ -233,13 +283,43 @@ class RecallEngine:
         note_matches = self._note_matches(live_notes, query, vectors, found.records)
         vector_path = bool(found.cosines) or any(c.cosine is not None for c in note_matches)
         matches = memory_matches(found, vector_path=vector_path)
+        neighbours, fetched = await self._neighbours(person, found, now, limit, shared_only=shared_only)
+        if fetched:
+            # Beyond the pools: a cosine at most the vector pool's lowest, as for any record it did not reach.
+            floor = min(found.cosines.values()) if found.cosines else 0.0
+            matches.extend(RecallMatch(r, floor if vector_path else None, 0.0) for r in fetched.values())
         matches.extend(c if vector_path else replace(c, cosine=None) for c in note_matches)
-        ranked = rank(matches, now, self.settings, vector_path=vector_path, min_relevance=min_relevance)
-        elapsed = (time.perf_counter() - started) * 1000
         reason = "" if vector_path else self._lexical_reason(use_vectors, vectors)
-        log.debug("recall person=%s candidates=%d results=%d vector=%s ms=%.1f", person, len(matches),
-                  min(limit, len(ranked)), vector_path, elapsed)
-        return RecallResult(ranked[:limit], not vector_path, reason, elapsed)
+        return Gathered(matches, neighbours, frozenset(fetched), query_windows(query, now), now, vector_path,
+                        reason, started)
+
+    async def _neighbours(self, person: str, found: LookupMatches, now: datetime, limit: int, *,
+                          shared_only: bool) -> tuple[dict[str, dict[str, int]], dict[str, MemoryRecord]]:
+        """Who was said near each candidate, how many places away (both ways), and those of them the lookup
+        had not found: the neighbours of each path's ``limit`` best, the only ones strong enough to carry a
+        memory nobody asked about into the results."""
+        rs = self.settings
+        if rs.neighbour_share <= 0 or rs.neighbour_width <= 0 or not found.records:
+            return {}, {}
+        near = await self.store.neighbours(person, found.records, width=rs.neighbour_width,
+                                           gap=timedelta(minutes=rs.neighbour_gap_minutes))
+        anchors = set(heapq.nlargest(limit, found.cosines, key=found.cosines.__getitem__))
+        anchors.update(heapq.nlargest(limit, found.bm25, key=found.bm25.__getitem__))
+        fetched: dict[str, MemoryRecord] = {}
+        for memory_id in anchors:
+            for record, _steps in near.get(memory_id, ()):
+                if (record.id not in found.records and record.id not in fetched
+                        and visible(record, person, now, shared_only=shared_only)):
+                    fetched[record.id] = record
+        links: dict[str, dict[str, int]] = {}
+        for memory_id, around in near.items():
+            for record, steps in around:
+                if record.id not in found.records and record.id not in fetched:
+                    continue
+                for a, b in ((memory_id, record.id), (record.id, memory_id)):
+                    mine = links.setdefault(a, {})
+                    mine[b] = min(steps, mine.get(b, steps))
+        return links, fetched
 
     def _lexical_reason(self, use_vectors: bool, vectors: Vectors | None) -> str:
         if not use_vectors:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +286,26 @@ class MemoryStore:
             if c.summary.id in records
         ]
         return hits, [(records[i], score) for i, score in ranked if i in records]
+
+    async def neighbours(self, person: str, ids: Iterable[str], *, width: int,
+                         gap: timedelta) -> dict[str, list[tuple[MemoryRecord, int]]]:
+        """For each of ``ids``, the person's active memories said within ``width`` places before or after it in
+        the same chat, with how many places away (:mod:`memory.timeline`). Call it after :meth:`lookup`, which
+        caught up with other processes.
+
+        Without a change log the index may trail other processes' writes, so only neighbours among ``ids``
+        themselves come back (the caller read those fresh).
+        """
+        index = await self.indexes.of(person)
+        wanted = list(ids)
+        allowed = None if self.changes is not None else set(wanted)
+        out: dict[str, list[tuple[MemoryRecord, int]]] = {}
+        for memory_id in wanted:
+            found = [(index.records[i], steps) for i, steps in index.timelines.neighbours(memory_id, width, gap).items()
+                     if i in index.records and (allowed is None or i in allowed)]
+            if found:
+                out[memory_id] = found
+        return out
 
     async def candidates(
         self,

@@ -41,20 +41,28 @@ def order(*candidates: RecallMatch, vector_path: bool = True, settings: RecallSe
     return [r.record.id for r in rank(candidates, NOW, settings, vector_path=vector_path)]
 
 
-def test_recency_prefers_the_newer_of_two_equal_matches_with_a_30_day_half_life() -> None:
+RECENT = dataclasses.replace(RS, half_life_days=30.0)
+
+
+def test_recency_when_turned_on_prefers_the_newer_of_two_equal_matches_with_its_half_life() -> None:
     old, new = mem("old", days_ago=90), mem("new", days_ago=2)
-    assert order(RecallMatch(old, 0.6, 0.8), RecallMatch(new, 0.6, 0.8)) == ["new", "old"]
-    half = recency_factor(30, RS.half_life_days)
-    assert recency_factor(0, RS.half_life_days) == 1.0
-    assert recency_factor(60, RS.half_life_days) < half < 1.0
+    assert order(RecallMatch(old, 0.6, 0.8), RecallMatch(new, 0.6, 0.8), settings=RECENT) == ["new", "old"]
+    half = recency_factor(30, RECENT.half_life_days)
+    assert recency_factor(0, RECENT.half_life_days) == 1.0
+    assert recency_factor(60, RECENT.half_life_days) < half < 1.0
     # Half of what age can take away is gone after one half-life.
-    assert abs((1.0 - half) - (1.0 - recency_factor(10_000, RS.half_life_days)) / 2) < 1e-9
+    assert abs((1.0 - half) - (1.0 - recency_factor(10_000, RECENT.half_life_days)) / 2) < 1e-9
+    # Off by default (it did not help under leave-one-out): equal matches of any age tie, and ties go by id.
+    assert RS.half_life_days == 0
+    assert order(RecallMatch(mem("b", days_ago=2), 0.6, 0.8), RecallMatch(mem("a", days_ago=90), 0.6, 0.8)) == [
+        "a", "b"]
 
 
 def test_a_clearly_better_old_match_still_beats_a_weak_recent_one() -> None:
     exact_last_year = mem("exact", days_ago=365)
     weak_last_week = mem("weak", days_ago=7)
-    assert order(RecallMatch(exact_last_year, 0.8, 1.0), RecallMatch(weak_last_week, 0.35, 0.2)) == ["exact", "weak"]
+    assert order(RecallMatch(exact_last_year, 0.8, 1.0), RecallMatch(weak_last_week, 0.35, 0.2),
+                 settings=RECENT) == ["exact", "weak"]
 
 
 def test_importance_lifts_the_more_important_of_equal_matches() -> None:
@@ -81,7 +89,7 @@ def test_use_credit_is_small_capped_and_cannot_lift_an_irrelevant_memory() -> No
 
 def test_the_blend_weights_come_from_settings_and_bm25_stands_alone_without_vectors() -> None:
     semantic, keyword = RecallMatch(mem("semantic"), 0.9, 0.1), RecallMatch(mem("keyword"), 0.3, 1.0)
-    assert order(semantic, keyword) == ["semantic", "keyword"]  # 70/30
+    assert order(semantic, keyword) == ["semantic", "keyword"]  # 80/20
     keyword_heavy = dataclasses.replace(RS, vector_weight=0.2, bm25_weight=0.8)
     assert order(semantic, keyword, settings=keyword_heavy) == ["keyword", "semantic"]
     # No embedder vector for this query: the keyword score is the whole relevance.

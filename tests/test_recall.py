@@ -126,7 +126,8 @@ async def test_a_fact_said_in_private_never_surfaces_in_a_group(store: MemorySto
 async def test_a_slow_query_embedding_leaves_this_reply_on_keywords_and_the_next_on_meaning(
         store: MemoryStore, embedder: ConceptEmbedder, clock: FakeClock) -> None:
     only_by_meaning = await remember(store, ANA.person, "My dog Biscuit")
-    by_keyword = await remember(store, ANA.person, "Ana bought pets insurance")
+    # Said a day apart: said in one exchange, each would come up as the other's context.
+    by_keyword = await remember(store, ANA.person, "Ana bought pets insurance", when=T0 - timedelta(days=1))
     engine, ctx = context(store, clock, embed_budget_ms=50)
     question = "how are my pets doing?"
     embedder.gate.clear()
@@ -164,10 +165,11 @@ async def test_a_conflicting_fact_makes_the_model_ask_which_is_current(store: Me
 
 async def test_keyword_recall_matches_chinese_japanese_and_polish(lexical_store: MemoryStore,
                                                                   clock: FakeClock) -> None:
+    # Said days apart: facts said in one exchange would come up as each other's context.
     polish = await remember(lexical_store, ANA.person, "Mój pies Burek mieszka ze mną w Warszawie")
-    chinese = await remember(lexical_store, ANA.person, "我最喜欢吃北京烤鸭")
-    japanese = await remember(lexical_store, ANA.person, "週末は京都で写真を撮ります")
-    await remember(lexical_store, ANA.person, "Ana plays the cello on Sundays")
+    chinese = await remember(lexical_store, ANA.person, "我最喜欢吃北京烤鸭", when=T0 - timedelta(days=1))
+    japanese = await remember(lexical_store, ANA.person, "週末は京都で写真を撮ります", when=T0 - timedelta(days=2))
+    await remember(lexical_store, ANA.person, "Ana plays the cello on Sundays", when=T0 - timedelta(days=3))
     engine, ctx = context(lexical_store, clock)
     for query, expected in (("Co słychać w Warszawa?", polish), ("烤鸭好吃吗？", chinese),
                             ("京都の写真を見せて", japanese), ("Jak się ma pies?", polish)):

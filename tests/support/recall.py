@@ -69,11 +69,11 @@ async def remember(store: MemoryStore, person: str, text: str, *, scope: Scope =
                    status: Status = Status.ACTIVE, when: datetime = T0, pinned: bool = False,
                    conflicts_with: tuple[str, ...] = (), expires_at: datetime | None = None,
                    memory_id: str | None = None, importance: float = 0.5,
-                   evidence: tuple[str, ...] | None = None) -> MemoryRecord:
+                   evidence: tuple[str, ...] | None = None, chat: str = "c1") -> MemoryRecord:
     """Write a fact for ``person`` straight into the store, past the gate: recall is what is under test."""
     record = MemoryRecord(id=memory_id or "m_" + secrets.token_hex(6), person=person, kind=MemoryKind.FACT,
                           text=text, evidence=evidence or (text,),
-                          sources=(Source("telegram", "c1", secrets.token_hex(3), when),),
+                          sources=(Source("telegram", chat, secrets.token_hex(3), when),),
                           scope=scope, status=status, pinned=pinned, conflicts_with=conflicts_with,
                           expires_at=expires_at, importance=importance, created_at=when, updated_at=when)
     return await store.add_memory(record)
