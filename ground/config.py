@@ -137,6 +137,8 @@ class RecallSettings:
     use_credit: float = t.RECALL_USE_CREDIT
     use_credit_cap: float = t.RECALL_USE_CREDIT_CAP
     embed_budget_ms: int = t.RECALL_EMBED_BUDGET_MS
+    rerank_top: int = t.RECALL_RERANK_TOP  # with [memory] reranker: how many of the best it rescores ...
+    rerank_budget_ms: int = t.RECALL_RERANK_BUDGET_MS  # ... within this long, else recall's own order stands
     tool_max_items: int = t.RECALL_TOOL_MAX_ITEMS
 
 
