@@ -46,11 +46,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kith.setup_cli import offer_setup
+    if config_path(args.config) is None and sys.stdin.isatty() and sys.stdout.isatty():
+        from kith.setup_cli import offer_setup  # imported only here: setup's modules cost other starts nothing
 
-    stop = offer_setup(args.config)  # only with no config anywhere and a person at the terminal
-    if stop is not None:
-        return stop
+        stop = offer_setup()
+        if stop is not None:
+            return stop
     from kith.commands import run_all
 
     return loop.run(run_all(_settings(args), verbose=args.verbose))

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from ground import loop
 from ground.config import ConfigError, LLMSettings
-from kith.settings import Settings, config_path, default_config_path, env_file_beside, load_settings, read_env_file
+from kith.settings import Settings, default_config_path, env_file_beside, load_settings, read_env_file
 from kith.setup_checks import (
     OllamaFound,
     check_discord,
@@ -389,11 +389,9 @@ def run_setup(explicit: str | None, d: Dialogue | None = None, *, next_step: str
         root.setLevel(level)
 
 
-def offer_setup(explicit: str | None) -> int | None:
-    """Before ``bot.py run``: with no config anywhere and a person at the terminal, offer setup. None: go on
+def offer_setup() -> int | None:
+    """Before ``bot.py run`` with no config anywhere and a person at the terminal: offer setup. None: go on
     (on the config setup wrote, or the defaults); else the exit code to stop with."""
-    if config_path(explicit) is not None or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return None
     d = Dialogue()
     d.say(f"kith has no config yet ({default_config_path()}), so it would start on the defaults: the model "
           f"{LLMSettings().model} and this terminal only.")

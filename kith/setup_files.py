@@ -95,18 +95,13 @@ def edit_config_text(text: str, changes: Changes) -> str:
             lines.append(f"[{table}]\n")
             lines.extend(f"{key} = {toml_string(value)}\n" for key, value in pending.items())
             continue
-        end = _table_end(lines, start)
-        last_key = start
-        for i in range(start + 1, end):
+        for i in range(start + 1, _table_end(lines, start)):
             match = _KEY.match(lines[i])
-            if not match:
-                continue
-            last_key = i
-            key = match.group(1)
-            if key in pending:
+            if match and match.group(1) in pending:
                 indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-                lines[i] = f"{indent}{key} = {toml_string(pending.pop(key))}\n"
-        lines[last_key + 1:last_key + 1] = [f"{key} = {toml_string(value)}\n" for key, value in pending.items()]
+                lines[i] = f"{indent}{match.group(1)} = {toml_string(pending.pop(match.group(1)))}\n"
+        # A new key goes right under the header: after the last key could be inside a multi-line array.
+        lines[start + 1:start + 1] = [f"{key} = {toml_string(value)}\n" for key, value in pending.items()]
     result = "".join(lines)
     _check_says(result, changes)
     return result
@@ -116,14 +111,20 @@ def _check_says(text: str, changes: Changes) -> None:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"the edited config would not be valid TOML ({exc})") from None
+        raise ValueError(f"editing the existing config would break it ({exc}): set {_names(changes)} by hand") from None
     for table, values in changes.items():
         section: object = data
         for part in table.split("."):
             section = section.get(part, {}) if isinstance(section, dict) else {}
         for key, value in values.items():
             if not isinstance(section, dict) or section.get(key) != value:
-                raise ValueError(f"cannot set {table}.{key} in the existing config by editing it: set it by hand")
+                raise ValueError(f"cannot set {table}.{key} in the existing config by editing it: set "
+                                 f"{_names(changes)} by hand")
+
+
+def _names(changes: Changes) -> str:
+    return ", ".join(f"{table}.{key} = {toml_string(value)}" for table, values in changes.items()
+                     for key, value in values.items())
 
 
 @dataclass(frozen=True)

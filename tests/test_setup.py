@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import pty
+import re
 import socket
 import stat
 import sys
@@ -19,6 +20,7 @@ import pytest
 from ground.config import ConfigError
 from ground.env_file import EnvFileError, format_env_line, parse_env, update_env_text
 from kith.settings import load_settings
+from kith.setup_files import edit_config_text
 from tests.conftest import ROOT
 from tests.fakes.ollama_api import FakeOllama
 from tests.fakes.openai_api import FakeOpenAI
@@ -375,3 +377,20 @@ def test_what_setup_writes_reads_back_the_same(value: str) -> None:
     edited = update_env_text("# mine\nKEY=old\nOTHER=1\nKEY=older\n", {"KEY": value, "NEW": "n", "OTHER": None})
     assert edited.startswith("# mine\n")
     assert parse_env(edited) == {"KEY": value, "NEW": "n"}
+
+
+# --- editing an existing config ----------------------------------------------------------------------------
+
+def test_an_edit_keeps_everything_it_does_not_change() -> None:
+    mine = ('# mine\n[llm]\nmodel = "ollama/llama3.2"  # was this\nfallbacks = [\n  "ollama/qwen2.5",\n]\n\n'
+            '[persona]\nname = "Pip"\n')
+    edited = edit_config_text(mine, {"llm": {"model": "openai/gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"},
+                                     "telegram": {"token_env": "TG"}})
+    assert edited == ('# mine\n[llm]\napi_key_env = "OPENAI_API_KEY"\nmodel = "openai/gpt-4o-mini"\n'
+                      'fallbacks = [\n  "ollama/qwen2.5",\n]\n\n[persona]\nname = "Pip"\n\n[telegram]\n'
+                      'token_env = "TG"\n')
+
+
+def test_a_key_it_cannot_edit_safely_is_left_to_the_operator() -> None:
+    with pytest.raises(ValueError, match=re.escape('set llm.model = "openai/gpt-4o-mini" by hand')):
+        edit_config_text('llm.model = "ollama/llama3.2"\n', {"llm": {"model": "openai/gpt-4o-mini"}})
