@@ -191,7 +191,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     pauses = PauseBook(db)
     await pauses.load()
     memory = await MemoryService.open(settings, db, llm, clock=clock, is_paused=pauses.is_paused)
-    recall = RecallEngine(memory.store, settings.recall, clock)
+    recall = RecallEngine(memory.store, settings.recall, clock, reranker=memory.reranker)
     goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
     core.memory = GoalsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), goals,
                                  settings.budget.goals_chars)

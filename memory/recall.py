@@ -67,6 +67,7 @@ from memory.ranking import (
     rank,
 )
 from memory.records import MemoryRecord, Scope, Status, horizon_expiry
+from memory.reranker import CrossEncoderReranker, reranked
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 from memory.text import normalize
 from memory.vectors import Vectors
@@ -198,10 +199,12 @@ def note_is_live(note: Note, now: datetime) -> bool:
 
 class RecallEngine:
     def __init__(self, store: MemoryStore, settings: RecallSettings, clock: Callable[[], datetime], *,
-                 query_cache: int = RECALL_QUERY_CACHE, note_cache: int = RECALL_NOTE_VECTOR_CACHE) -> None:
+                 query_cache: int = RECALL_QUERY_CACHE, note_cache: int = RECALL_NOTE_VECTOR_CACHE,
+                 reranker: CrossEncoderReranker | None = None) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.reranker = reranker  # rereads the query with each of the best and reorders them ([memory] reranker)
         self.queries = QueryVectors(store, query_cache)
         self._note_vectors = _LRU(note_cache)
         self._note_jobs: set[asyncio.Task[None]] = set()
@@ -233,11 +236,32 @@ class RecallEngine:
         found = await self.gather(person, query, limit=limit, shared_only=shared_only, budget_s=budget_s,
                                   use_vectors=use_vectors, include_notes=include_notes)
         ranked = self.order(found, min_relevance=min_relevance)
+        if self.reranker is not None and self.settings.rerank_top > 1 and len(ranked) > 1:
+            ranked = await self._reranked(query, ranked)
         elapsed = (time.perf_counter() - found.started) * 1000
         log.debug("recall person=%s candidates=%d neighbours=%d windows=%d results=%d vector=%s ms=%.1f", person,
                   len(found.matches), len(found.fetched), len(found.windows), min(limit, len(ranked)),
                   found.vector_path, elapsed)
         return RecallResult(ranked[:limit], not found.vector_path, found.reason, elapsed)
+
+    async def _reranked(self, query: str, ranked: list[Ranked]) -> list[Ranked]:
+        """``ranked`` with its best few reordered by the cross-encoder; as it was when the reranker fails or
+        takes longer than its budget (it runs on, and the next query waits its turn behind it)."""
+        assert self.reranker is not None
+        top = ranked[: self.settings.rerank_top]
+        started = time.perf_counter()
+        try:
+            scores = await asyncio.wait_for(
+                self.reranker.scores(query[:RECALL_QUERY_MAX_CHARS], [r.record.text for r in top]),
+                self.settings.rerank_budget_ms / 1000,
+            )
+        except TimeoutError:
+            log.info("rerank over budget candidates=%d ms=%.0f", len(top), (time.perf_counter() - started) * 1000)
+            return ranked
+        except Exception as exc:  # a model that fails now is recall's own order, never a failed reply
+            log.warning("rerank failed error=%s", type(exc).__name__)
+            return ranked
+        return reranked(ranked, scores)
 
     def order(self, found: Gathered, settings: RecallSettings | None = None, *,
               min_relevance: float = 0.0) -> list[Ranked]:

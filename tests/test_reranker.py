@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from ground.config import RecallSettings
 from memory.encoder_files import locate
+from memory.recall import RecallEngine
 from memory.reranker import CrossEncoderReranker, RerankerUnavailable, check_reranker, reranked
+from memory.store import MemoryStore
 from tests.support.cross_encoder import make_cross_encoder
+from tests.support.memory import T0
+from tests.support.recall import open_store, remember
 
 REFERENCE = json.loads(
     (Path(__file__).parent / "data" / "cross_encoder_reference.json").read_text(encoding="utf-8")
@@ -68,3 +75,75 @@ async def test_doctor_says_whether_a_reranker_is_on(cross_encoder: Path, tmp_pat
     assert broken.ok and broken.warn and "recall keeps its own order" in broken.detail
     loads = await check_reranker(str(cross_encoder))
     assert loads.ok and not loads.warn and "reorders recall's top candidates" in loads.detail
+
+
+TEXTS = [
+    "Ana's cello lessons are on Tuesdays",
+    "Ana's cello teacher is called Marek",
+    "Ana played the cello at her sister's wedding",
+    "Ana wants a new cello bow for her birthday",
+    "Ana's cello case is blue",
+]
+
+
+async def _store_with_cello_memories(tmp_path: Path) -> tuple[MemoryStore, list[str]]:
+    store = await open_store(tmp_path / "chroma", None)
+    ids = []
+    for day, text in enumerate(TEXTS):  # days apart: no two are neighbours in one exchange
+        ids.append((await remember(store, "p_ana", text, when=T0 - timedelta(days=10 * day))).id)
+    return store, ids
+
+
+async def test_recall_takes_the_cross_encoders_order_for_its_best_few(cross_encoder: Path, tmp_path: Path) -> None:
+    store, _ids = await _store_with_cello_memories(tmp_path)
+    reranker = CrossEncoderReranker(str(cross_encoder), cache_dir=tmp_path / "cache")
+    settings = RecallSettings(rerank_top=4, rerank_budget_ms=60_000)
+    plain = RecallEngine(store, settings, lambda: T0)
+    engine = RecallEngine(store, settings, lambda: T0, reranker=reranker)
+    try:
+        before = [r.record.text for r in (await plain.search("p_ana", "cello", limit=5, shared_only=False,
+                                                             budget_s=None)).items]
+        after = [r.record.text for r in (await engine.search("p_ana", "cello", limit=5, shared_only=False,
+                                                             budget_s=None)).items]
+        scores = await reranker.scores("cello", before[:4])
+    finally:
+        await plain.close()
+        await engine.close()
+        await reranker.close()
+        await store.close()
+    assert len(before) == 5
+    assert after[:4] == [text for _score, text in sorted(zip(scores, before[:4], strict=True), key=lambda p: -p[0])]
+    assert after[4:] == before[4:]  # past the top it rescored, recall's own order
+    assert after[:4] != before[:4]  # (the test head disagrees with recall here, so the reorder shows)
+
+
+class _Stuck:
+    """A reranker that never answers in time, or fails: recall must not wait for it, nor fail with it."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+
+    async def scores(self, query: str, passages: list[str]) -> list[float]:
+        if self.fail:
+            raise RuntimeError("model crashed")
+        await asyncio.sleep(5)
+        return [1.0] * len(passages)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+async def test_a_slow_or_failing_reranker_leaves_recalls_own_order(tmp_path: Path, fail: bool) -> None:
+    store, _ids = await _store_with_cello_memories(tmp_path)
+    settings = RecallSettings(rerank_top=3, rerank_budget_ms=50)
+    plain = RecallEngine(store, settings, lambda: T0)
+    stuck = RecallEngine(store, settings, lambda: T0, reranker=_Stuck(fail))  # type: ignore[arg-type]
+    try:
+        before = await plain.search("p_ana", "cello", limit=5, shared_only=False, budget_s=None)
+        started = asyncio.get_running_loop().time()
+        after = await stuck.search("p_ana", "cello", limit=5, shared_only=False, budget_s=None)
+        waited = asyncio.get_running_loop().time() - started
+    finally:
+        await plain.close()
+        await stuck.close()
+        await store.close()
+    assert [r.record.id for r in after.items] == [r.record.id for r in before.items]
+    assert waited < 2  # the reply went on without it (its budget is 50 ms)
