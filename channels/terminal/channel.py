@@ -22,12 +22,14 @@ import io
 import itertools
 import os
 import re
+import shutil
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from channels.terminal.formatting import styled
 from ground.private_files import write_private_atomically
 from ground.types import (
     ButtonHandler,
@@ -55,6 +57,8 @@ class TerminalChannel:
         self.stdout = stdout or sys.stdout
         self.user = user or _local_user()
         self.interactive = self.stdin.isatty() if interactive is None else interactive
+        # Styled only for a person at a terminal; a pipe or a file gets the reply's text as written.
+        self.styled = self.interactive and bool(getattr(self.stdout, "isatty", lambda: False)())
         self.persona_name = persona_name
         self.files_dir = files_dir
         self.closed = asyncio.Event()
@@ -110,6 +114,9 @@ class TerminalChannel:
                          plain: bool = False) -> SentMessage:
         prefix = f"{self.persona_name}> " if self.interactive else ""
         line = chunk.plain if plain else chunk.text
+        if self.styled and not plain:
+            width = shutil.get_terminal_size().columns - len(prefix)
+            line = await asyncio.to_thread(styled, line, width)  # rich's first import takes a moment
         if chunk.last and message.attachment_bytes is not None:
             where = await asyncio.to_thread(self._save, message.attachment_name, message.attachment_bytes)
             line = f"{line} {where}" if line.strip() else where
