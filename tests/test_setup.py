@@ -138,6 +138,15 @@ class Session:
             await self.proc.wait()
 
 
+@pytest.fixture(autouse=True)
+def _environment_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a config puts its .env into this process's environment: unset here, and as they were afterwards
+    (a token left behind would start Telegram in a later test's `run`)."""
+    for name in SECRET_VARS:
+        monkeypatch.setenv(name, "")  # remembers the value to restore ...
+        monkeypatch.delenv(name)  # ... and the test starts without it
+
+
 @pytest.fixture
 async def ollama() -> AsyncIterator[FakeOllama]:
     async with FakeOllama(("llama3.2:latest", "qwen2.5:0.5b")) as fake:
@@ -215,8 +224,7 @@ async def _choose_compatible_server(s: Session, fake: FakeOpenAI, key: str) -> s
     return await s.answer("not shown as you type; Enter for none): ", key)
 
 
-async def test_a_hosted_key_is_checked_kept_in_env_and_read_from_there(fake_llm: FakeOpenAI, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_hosted_key_is_checked_kept_in_env_and_read_from_there(fake_llm: FakeOpenAI, tmp_path: Path) -> None:
     fake_llm.required_key = RIGHT_KEY
     home = tmp_path / "home"
     env = _env(home, OLLAMA_HOST=f"127.0.0.1:{_closed_port()}")
@@ -241,10 +249,9 @@ async def test_a_hosted_key_is_checked_kept_in_env_and_read_from_there(fake_llm:
     assert parse_env(dotenv.read_text()) == {"LLM_API_KEY": RIGHT_KEY}
     config = (folder / "config.toml").read_text()
     assert "sk-" not in config and 'api_key_env = "LLM_API_KEY"' in config
-    monkeypatch.setenv("LLM_API_KEY", "")  # unset here (and as it was after the test): the loader reads .env
     settings = load_settings(folder / "config.toml")
     assert (settings.llm.model, settings.llm.api_base, settings.llm.api_key()) == \
-        ("openai/fake-model", fake_llm.base_url, RIGHT_KEY)
+        ("openai/fake-model", fake_llm.base_url, RIGHT_KEY)  # LLM_API_KEY is not set here: read from .env
 
     # kith itself finds the config where setup put it and the key in .env: doctor's one call is let in.
     s = await Session.start("doctor", env=env)
