@@ -1,75 +1,138 @@
-"""LoCoMo retrieval recall of kith's own recall engine, and its latency.
+"""LoCoMo retrieval recall of kith's own recall engine, chosen by leave-one-conversation-out, and its latency.
 
 For each LoCoMo conversation every dialog turn is stored as one memory through the memory
 store's write path (``MemoryStore.vectors`` then ``MemoryStore.add_memories``), its text
-``(<session date>) <speaker> said, "<text>"`` plus ``[shares <caption>]`` where the turn
-shared an image, the turn's ``dia_id`` kept as the memory's source message id; the clock is
-set to the conversation's last session. Every question with evidence is then asked of
-:class:`memory.recall.RecallEngine` (default RecallSettings, the embedding awaited) and the
-fraction of its evidence turns in the top k is averaged, overall and per category, for
+``(<session date>) <previous speaker> said, "<previous turn>" Then <speaker> said, "<text>"``
+(the turn before it in the same session as context; none for a session's first turn) plus
+``[shares <caption>]`` where the turn shared an image, the turn's ``dia_id`` kept as the
+memory's source message id. Each part of that format was kept because leave-one-out chose it
+(the ablation table shows each taken out). LoCoMo dates sessions, not turns: turn i of a
+session is dated i × 30 s after the session's start, so the turns of one chat are in said-at
+order as real messages are. The clock is set to the
+conversation's last session. Every question with evidence is then asked of
+:class:`memory.recall.RecallEngine` (kith's default RecallSettings, the embedding awaited) and
+the fraction of its evidence turns in the top k is averaged, overall and per category, for
 k = 5, 10, 25, 50 (prefixes of one top-50 ranking). The same run repeats the questions on the
 keyword path alone (BM25 with the same recency, importance and use factors).
+
+Leave-one-conversation-out (LOO): every question is gathered once per document format
+(``RecallEngine.gather``) and ranked under every point of a small grid (vector/BM25 blend,
+recency half-life, neighbour share and width, date boost; :mod:`bench.locomo_grid`, checked against
+``RecallEngine.order`` on sampled pairs). For each conversation the grid point and document
+format best on the other six (mean recall@5/10/25/50 over their questions) score it; the table
+gives the mean and spread of the seven held-out scores and their pooled value. The ablation
+table repeats LOO with each lever held off and held on. The question texts and answers are
+only measured against: nothing is chosen from them except through LOO on the other
+conversations.
+
+Each distinct text is embedded once per run (vectors cached by text; ``--vector-cache FILE``
+keeps them across runs, and then the LoCoMo latency line leaves out document embedding only,
+never a new query's).
 
 Latency is the wall time of one ``search`` call, query embedding included (every question is
 new to the query cache), first on LoCoMo and then for one person with ``--synthetic`` (10,000)
 generated memories, at the automatic context's size; odd queries ask as a group chat would
-(shared memories only). For that person the parts are also timed apart: the query's embedding
-alone, and the same search again with its embedding cached (a search overlaps the embedding
-with its keyword work, so the parts add up to more than the whole). The store keeps its change
-log in a SQLite database beside Chroma, as kith's processes do, so recall is answered from memory.
+(shared memories only). That person's stored vectors are random unit vectors (``--seed``): a
+search's cost does not depend on their values, and embedding 10,000 texts would take minutes;
+the queries are embedded by the embedder for real. The parts are also timed apart: the query's
+embedding alone, and the same search again with its embedding cached (a search overlaps the
+embedding with its keyword work, so the parts add up to more than the whole). The store keeps
+its change log in a SQLite database beside Chroma, as kith's processes do, so recall is
+answered from memory.
 
-The question texts and answers are only measured against, never used to choose anything.
-
-    HF_HUB_OFFLINE=1 python -m bench.locomo_recall [--data PATH] [--embedder SPEC|none]
-        [--limit-conversations N] [--synthetic N] [--ablations]
+    HF_HUB_OFFLINE=1 python -m bench.locomo_recall [--data PATH] [--embedder SPEC|none] [--seed N]
+        [--limit-conversations N] [--synthetic N] [--no-loo] [--vector-cache FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import logging
+import math
+import pickle
 import random
 import re
+import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 from bench.common import percentile, verdict
+from bench.locomo_grid import (
+    KS,
+    Axes,
+    IntArray,
+    LooResult,
+    Point,
+    best_on_all,
+    grid_recall,
+    leave_one_out,
+    question_arrays,
+    rank_grid,
+)
 from ground import loop
 from ground.config import MemorySettings, RecallSettings, Settings
 from ground.db import Database
 from kith.schema import create_schema
 from memory.changes import ChangeLog
-from memory.embedders import open_embedder
+from memory.embedders import Embedder, EmbedderStatus, Vector, open_embedder
 from memory.recall import RecallEngine
 from memory.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.store import MemoryStore
+from memory.vectors import Vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "bench-data" / "locomo7.json"
-DEFAULT_EMBEDDER = "sentence-transformers:all-MiniLM-L6-v2"
-KS = (5, 10, 25, 50)
+DEFAULT_EMBEDDER = "onnx:all-MiniLM-L6-v2"
+DEFAULT_SEED = 10_000
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+MULTI_HOP = 1
 # LoCoMo paper (Maharana et al., 2024), DRAGON retriever over dialog turns, recall at k = 5/10/25/50.
 DRAGON = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}
+TARGETS = {5: 65.0, 10: 75.0, 25: 85.0, 50: 90.0}
+MULTI_HOP_TARGET = 55.0
 EMBED_CHUNK = 64
+PREPARE_CHUNK = 256  # documents per call when embedding them ahead (sorted by length, so little padding)
 LATENCY_TARGET_MS = 25.0
+TURN_SPACING = timedelta(seconds=30)
 DIA_ID = re.compile(r"D\d+:\d+")
+CHECK_PAIRS = 300  # (question, grid point) pairs whose fast ranking is checked against RecallEngine.order
+
+# The grid LOO chooses from. Earlier values win ties, so a lever with no measurable effect stays off.
+VECTOR_WEIGHTS = (0.7, 0.6, 0.8, 1.0)
+HALF_LIVES = (0.0, 30.0, 365.0)
+NEIGHBOUR_SHARES = (0.0, 0.5, 0.75, 1.0, 1.5)
+NEIGHBOUR_WIDTHS = (1, 2, 3)
+DATE_BOOSTS = (1.0, 1.25, 1.5, 2.0)
 
 
+# --- the data ---------------------------------------------------------------------------
 class MutableClock:
     def __init__(self, now: datetime) -> None:
         self.now = now
 
     def __call__(self) -> datetime:
         return self.now
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    caption: str
+    date_text: str  # the session's date as LoCoMo writes it
+    said_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +145,7 @@ class Question:
 @dataclass(frozen=True, slots=True)
 class Conversation:
     sample_id: str
-    turns: list[tuple[str, str, datetime]]  # (dia_id, document, said at)
+    turns: list[Turn]
     questions: list[Question]
     last_session: datetime
 
@@ -99,49 +162,150 @@ def evidence_ids(evidence: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def document(date_text: str, turn: dict[str, object]) -> str:
-    text = f'({date_text}) {turn["speaker"]} said, "{turn["text"]}"'
-    caption = turn.get("blip_caption")
-    return f"{text} [shares {caption}]" if caption else text
-
-
 def load(path: Path, limit: int | None) -> list[Conversation]:
     samples = json.loads(path.read_text(encoding="utf-8"))
     out: list[Conversation] = []
     for sample in samples[:limit]:
         conv = sample["conversation"]
-        turns: list[tuple[str, str, datetime]] = []
+        turns: list[Turn] = []
         sessions = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
         last = datetime.min.replace(tzinfo=UTC)
         for n in sessions:
             date_text = conv[f"session_{n}_date_time"]
             when = parse_session_date(date_text)
             last = max(last, when)
-            for turn in conv[f"session_{n}"]:
-                turns.append((turn["dia_id"], document(date_text, turn), when))
+            for i, turn in enumerate(conv[f"session_{n}"]):
+                turns.append(Turn(turn["dia_id"], str(turn["speaker"]), str(turn["text"]),
+                                  str(turn.get("blip_caption") or ""), date_text, when + i * TURN_SPACING))
         questions = [Question(int(q["category"]), q["question"], evidence_ids(q.get("evidence") or []))
                      for q in sample["qa"]]
         out.append(Conversation(str(sample["sample_id"]), turns, [q for q in questions if q.evidence], last))
     return out
 
 
-async def store_turns(store: MemoryStore, person: str, conv: Conversation) -> int:
+# --- what is indexed --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DocumentFormat:
+    """How a turn becomes a memory's text (embedded and keyword-indexed alike)."""
+
+    name: str
+    date: bool = True  # the session's date in front
+    speaker: bool = True  # "<speaker> said, ..."
+    previous: bool = False  # the turn before it in the session, as context
+
+    def text(self, turn: Turn, previous: Turn | None) -> str:
+        said = f'{turn.speaker} said, "{turn.text}"' if self.speaker else f'"{turn.text}"'
+        if turn.caption:
+            said += f" [shares {turn.caption}]"
+        if self.previous and previous is not None:
+            before = (f'{previous.speaker} said, "{previous.text}"' if self.speaker else f'"{previous.text}"')
+            said = f"{before} Then {said}"
+        return f"({turn.date_text}) {said}" if self.date else said
+
+
+# The default, and each of its parts taken out alone.
+DEFAULT_FORMAT = DocumentFormat("date+speaker+previous", previous=True)
+FORMATS = (DEFAULT_FORMAT, DocumentFormat("date+speaker"),
+           DocumentFormat("speaker+previous", date=False, previous=True),
+           DocumentFormat("date+previous", speaker=False, previous=True))
+
+
+def documents(conv: Conversation, fmt: DocumentFormat) -> list[str]:
+    out: list[str] = []
+    for i, turn in enumerate(conv.turns):
+        before = conv.turns[i - 1] if i > 0 and conv.turns[i - 1].date_text == turn.date_text else None
+        out.append(fmt.text(turn, before))
+    return out
+
+
+def person_of(conv: Conversation, fmt: DocumentFormat) -> str:
+    return f"locomo:{fmt.name}:{conv.sample_id}"
+
+
+def memory_id(conv: Conversation, fmt: DocumentFormat, turn: Turn) -> str:
+    return f"m_{fmt.name}_{conv.sample_id}_{turn.dia_id.replace(':', '_')}"
+
+
+# --- embedding each text once -----------------------------------------------------------
+class CachedEmbedder:
+    """The embedder, with documents embedded once per run (:meth:`prepare`), spread over copies of it.
+
+    Other texts (the questions, the latency person's queries) go to the embedder every time: a
+    search's latency includes its query's embedding.
+    """
+
+    def __init__(self, inner: Sequence[Embedder], cache: dict[str, Vector] | None = None) -> None:
+        self.inner = list(inner)
+        self.name = self.inner[0].name
+        self.cache: dict[str, Vector] = cache if cache is not None else {}
+        self.embedded = 0  # documents the embedder embedded this run
+
+    async def prepare(self, texts: Sequence[str]) -> None:
+        # Texts of like length together: a batch is padded to its longest text.
+        missing = sorted(dict.fromkeys(t for t in texts if t not in self.cache), key=len)
+        chunks = [missing[i:i + PREPARE_CHUNK] for i in range(0, len(missing), PREPARE_CHUNK)]
+        queue: asyncio.Queue[list[str]] = asyncio.Queue()
+        for chunk in chunks:
+            queue.put_nowait(chunk)
+
+        async def worker(embedder: Embedder) -> None:
+            while not queue.empty():
+                chunk = queue.get_nowait()
+                for text, vector in zip(chunk, await embedder.embed(chunk), strict=True):
+                    self.cache[text] = vector
+
+        await asyncio.gather(*(worker(e) for e in self.inner[:len(chunks)]))
+        self.embedded += len(missing)
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        if all(t in self.cache for t in texts):
+            return [self.cache[t] for t in texts]
+        return await self.inner[0].embed(texts)
+
+    async def close(self) -> None:
+        for embedder in self.inner:
+            await embedder.close()
+
+
+def read_vector_cache(path: Path | None, space: str) -> dict[str, Vector]:
+    if path is None or not path.exists():
+        return {}
+    with path.open("rb") as f:
+        stored = pickle.load(f)
+    return dict(stored.get(space, {}))
+
+
+def write_vector_cache(path: Path | None, space: str, cache: dict[str, Vector]) -> None:
+    if path is None:
+        return
+    stored = {}
+    if path.exists():
+        with path.open("rb") as f:
+            stored = pickle.load(f)
+    stored[space] = cache
+    with path.open("wb") as f:
+        pickle.dump(stored, f)
+
+
+async def store_turns(store: MemoryStore, conv: Conversation, fmt: DocumentFormat) -> int:
     """Write every turn as a memory; returns how many got the hashed fallback vector instead."""
     fallback = 0
+    person = person_of(conv, fmt)
+    docs = documents(conv, fmt)
     for start in range(0, len(conv.turns), EMBED_CHUNK):
-        chunk = conv.turns[start:start + EMBED_CHUNK]
-        vectors = await store.vectors([doc for _id, doc, _when in chunk])
+        chunk = list(zip(conv.turns[start:start + EMBED_CHUNK], docs[start:start + EMBED_CHUNK], strict=True))
+        vectors = await store.vectors([doc for _turn, doc in chunk])
         fallback += 0 if vectors.from_embedder else len(chunk)
         records = [
-            MemoryRecord(id=f"m_{conv.sample_id}_{dia_id.replace(':', '_')}", person=person,
-                         kind=MemoryKind.EPISODE, text=doc, evidence=(doc,),
-                         sources=(Source("locomo", conv.sample_id, dia_id, when),), scope=Scope.DM,
-                         created_at=when, updated_at=when)
-            for dia_id, doc, when in chunk]
+            MemoryRecord(id=memory_id(conv, fmt, turn), person=person, kind=MemoryKind.EPISODE, text=doc,
+                         evidence=(doc,), sources=(Source("locomo", conv.sample_id, turn.dia_id, turn.said_at),),
+                         scope=Scope.DM, created_at=turn.said_at, updated_at=turn.said_at)
+            for turn, doc in chunk]
         await store.add_memories(records, vectors)
     return fallback
 
 
+# --- asking -----------------------------------------------------------------------------
 @dataclass
 class Scores:
     by_k: dict[int, dict[int, list[float]]] = dataclasses.field(
@@ -166,12 +330,12 @@ class Scores:
         return 100 * sum(everything) / max(1, len(everything))
 
 
-async def ask_all(engine: RecallEngine, clock: MutableClock, convs: Sequence[Conversation], *,
+async def ask_all(engine: RecallEngine, clock: MutableClock, convs: Sequence[Conversation], fmt: DocumentFormat, *,
                   use_vectors: bool, latencies: list[float] | None = None) -> Scores:
     scores = Scores()
     for conv in convs:
         clock.now = conv.last_session
-        person = f"locomo:{conv.sample_id}"
+        person = person_of(conv, fmt)
         for q in conv.questions:
             started = time.perf_counter()
             result = await engine.search(person, q.text, limit=max(KS), shared_only=False, budget_s=None,
@@ -181,6 +345,179 @@ async def ask_all(engine: RecallEngine, clock: MutableClock, convs: Sequence[Con
             ids = [r.record.sources[0].message_id for r in result.items]
             scores.add(q.category, ids, q.evidence)
     return scores
+
+
+# --- the grid and leave-one-conversation-out -------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Way:
+    """One way to rank: a document format, the vector path or BM25 alone, and a grid point."""
+
+    fmt: str
+    vectors: bool
+    point: Point
+
+    def describe(self) -> str:
+        return (f"{self.fmt}, {'vectors+BM25' if self.vectors else 'BM25 alone'}, "
+                f"{self.point.label(blend=self.vectors)}")
+
+
+@dataclass
+class Measured:
+    """Every question's recall@k under every way of ranking, and whose question it is."""
+
+    conversation: IntArray  # [questions] conversation index
+    category: IntArray  # [questions]
+    ways: list[Way] = dataclasses.field(default_factory=list)
+    tables: list[np.ndarray] = dataclasses.field(default_factory=list)  # [questions, ways of one pass, len(KS)]
+    checked: int = 0
+    differing: int = 0
+    _results: np.ndarray | None = None
+
+    @property
+    def results(self) -> np.ndarray:
+        """[ways, questions, len(KS)]."""
+        if self._results is None or len(self._results) != len(self.ways):
+            self._results = np.concatenate([t.transpose(1, 0, 2) for t in self.tables]).astype(np.float64)
+        return self._results
+
+    def where(self, keep: Callable[[Way], bool]) -> list[int]:
+        return [i for i, way in enumerate(self.ways) if keep(way)]
+
+
+def axes_for(vectors: bool) -> Axes:
+    # Without an embedder the blend has nothing to weigh.
+    return Axes(VECTOR_WEIGHTS if vectors else (1.0,), HALF_LIVES, NEIGHBOUR_SHARES, NEIGHBOUR_WIDTHS,
+                DATE_BOOSTS)
+
+
+async def measure_grid(engine: RecallEngine, clock: MutableClock, convs: Sequence[Conversation],
+                       fmt: DocumentFormat, measured: Measured, *, vectors: bool, rng: random.Random) -> None:
+    """Gather each question once, rank it under every grid point, and check a sample against the engine."""
+    base = RecallSettings()
+    axes = axes_for(vectors)
+    points = axes.points()
+    # Gathering fetches the neighbours the widest point uses; ``order`` keeps those each point reaches.
+    engine.settings = dataclasses.replace(base, neighbour_share=max(NEIGHBOUR_SHARES),
+                                          neighbour_width=max(NEIGHBOUR_WIDTHS))
+    rows: list[np.ndarray] = []
+    total = len(points) * sum(len(c.questions) for c in convs)
+    check_every = max(1, total // CHECK_PAIRS)
+    pair = rng.randrange(check_every)  # which pairs are checked: the seed's choice
+    for conv in convs:
+        clock.now = conv.last_session
+        person = person_of(conv, fmt)
+        turn_of = {memory_id(conv, fmt, t): t.dia_id for t in conv.turns}
+        for q in conv.questions:
+            found = await engine.gather(person, q.text, limit=max(KS), shared_only=False, budget_s=None,
+                                        use_vectors=vectors)
+            arrays = question_arrays(found, base, set(q.evidence), lambda i, m=turn_of: m.get(i, ""))
+            rankings = rank_grid(arrays, axes)
+            rows.append(grid_recall(arrays, rankings).reshape(len(points), len(KS)).astype(np.float32))
+            orders = rankings.order.reshape(len(points), -1)
+            valid = rankings.valid.reshape(len(points), -1)
+            while pair < len(rows) * len(points):
+                at = pair - (len(rows) - 1) * len(points)
+                got = [arrays.ids[i] for i in orders[at][valid[at]]]
+                expected = [r.record.id for r in engine.order(found, points[at].settings(base))[:max(KS)]]
+                measured.checked += 1
+                measured.differing += expected != got
+                pair += check_every
+    engine.settings = base
+    measured.tables.append(np.stack(rows))
+    measured.ways.extend(Way(fmt.name, vectors, point) for point in points)
+
+
+@dataclass(frozen=True, slots=True)
+class LooSummary:
+    per_conversation: np.ndarray  # [conversations, len(KS)] held-out recall, percent
+    multi_hop: np.ndarray  # [conversations] held-out multi-hop recall@10, percent (nan: none asked)
+    pooled: np.ndarray  # [len(KS)] over every held-out question, percent
+    pooled_multi_hop: float
+    result: LooResult
+
+
+def loo(measured: Measured, offered: Sequence[int]) -> LooSummary:
+    result = leave_one_out(measured.results, measured.conversation, offered)
+    convs = sorted(set(measured.conversation.tolist()))
+    held = result.held_out * 100
+    k10 = KS.index(10)
+    multi: list[float] = []
+    for c in convs:
+        asked = (measured.conversation == c) & (measured.category == MULTI_HOP)
+        multi.append(float(held[asked, k10].mean()) if asked.any() else math.nan)
+    per = np.array([held[measured.conversation == c].mean(axis=0) for c in convs])
+    mh = measured.category == MULTI_HOP
+    return LooSummary(per, np.array(multi), held.mean(axis=0), float(held[mh, k10].mean()) if mh.any() else math.nan,
+                      result)
+
+
+def spread(values: np.ndarray) -> str:
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return "n/a"
+    std = statistics.pstdev(values.tolist()) if len(values) > 1 else 0.0
+    return f"{values.mean():.1f} (min {values.min():.1f} max {values.max():.1f} std {std:.1f})"
+
+
+def loo_lines(summary: LooSummary) -> list[str]:
+    lines = [f"  held-out recall@{k}: mean {spread(summary.per_conversation[:, j])}; pooled {summary.pooled[j]:.1f}"
+             for j, k in enumerate(KS)]
+    lines.append(f"  held-out multi-hop@10: mean {spread(summary.multi_hop)}; pooled {summary.pooled_multi_hop:.1f}")
+    return lines
+
+
+Row = tuple[str, str, LooSummary, LooSummary]
+
+
+def ablation_rows(measured: Measured, vectors: bool) -> list[Row]:
+    """(lever, what 'on' means, LOO with it on, LOO with it off); everything else chosen by LOO too, within
+    the default document format unless the lever is the format. ``vectors``: the embedder ran."""
+    default = DEFAULT_FORMAT.name
+    rows: list[Row] = []
+
+    def row(lever: str, meaning: str, on: Callable[[Way], bool], off: Callable[[Way], bool]) -> None:
+        on_ways, off_ways = measured.where(on), measured.where(off)
+        if on_ways and off_ways:
+            rows.append((lever, meaning, loo(measured, on_ways), loo(measured, off_ways)))
+
+    def main(way: Way) -> bool:
+        return way.fmt == default and way.vectors == vectors
+
+    row("neighbours", "share of a neighbour's score > 0",
+        lambda w: main(w) and w.point.neighbour_share > 0, lambda w: main(w) and w.point.neighbour_share == 0)
+    row("neighbours two or more away", "width >= 2 (vs width 1)",
+        lambda w: main(w) and w.point.neighbour_share > 0 and w.point.neighbour_width >= 2,
+        lambda w: main(w) and w.point.neighbour_share > 0 and w.point.neighbour_width == 1)
+    row("query dates", "date boost > 1",
+        lambda w: main(w) and w.point.date_boost > 1, lambda w: main(w) and w.point.date_boost == 1)
+    row("recency", "half-life > 0",
+        lambda w: main(w) and w.point.half_life_days > 0, lambda w: main(w) and w.point.half_life_days == 0)
+    if vectors:
+        row("BM25 in the blend", "bm25 weight > 0",
+            lambda w: main(w) and w.point.vector_weight < 1, lambda w: main(w) and w.point.vector_weight == 1)
+        row("embedder", "vectors+BM25 (vs BM25 alone)", main, lambda w: w.fmt == default and not w.vectors)
+
+    def formatted(name: str) -> Callable[[Way], bool]:
+        return lambda w: w.fmt == name and w.vectors == vectors
+
+    # Each part of the default document format, taken out alone.
+    for lever, off in (("speaker in the text", "date+previous"), ("session date in the text", "speaker+previous"),
+                       ("previous turn in the text", "date+speaker")):
+        row(lever, f"{default} vs {off}", formatted(default), formatted(off))
+    return rows
+
+
+def ablation_table(rows: Sequence[Row]) -> list[str]:
+    out = [f"  {'lever':<28} {'on means':<46} {'LOO on: @5 @10 @25 @50 mh@10':<30} {'LOO off':<30} "
+           "effect @10 / mean@k"]
+    for lever, meaning, on, off in rows:
+        cells = [" ".join(f"{s.pooled[j]:.1f}" for j in range(len(KS))) + f" {s.pooled_multi_hop:.1f}"
+                 for s in (on, off)]
+        k10 = KS.index(10)
+        effect = on.pooled[k10] - off.pooled[k10]
+        mean_effect = float(on.pooled.mean() - off.pooled.mean())
+        out.append(f"  {lever:<28} {meaning:<46} {cells[0]:<30} {cells[1]:<30} {effect:+.1f} / {mean_effect:+.1f}")
+    return out
 
 
 # --- the 10,000-memory person -----------------------------------------------------------
@@ -196,6 +533,7 @@ _PLACES = ("in Lisbon", "at the lake house", "near the harbour", "in Kraków", "
            "at school", "in the mountains", "at the office", "on the island")
 _WHEN = ("last spring", "over the weekend", "after work", "in the morning", "during the holidays",
          "before the storm", "on her birthday", "with friends", "for the first time", "again")
+_ASKED_WHEN = ("", " last week", " yesterday", " in May", "")
 
 
 def synthetic_texts(n: int, rng: random.Random) -> list[str]:
@@ -203,16 +541,23 @@ def synthetic_texts(n: int, rng: random.Random) -> list[str]:
             f"{rng.choice(_WHEN)} (note {i})" for i in range(n)]
 
 
-async def synthetic_latency(store: MemoryStore, settings: RecallSettings, n: int, queries: int
-                            ) -> tuple[list[float], list[float], list[float]]:
+def random_unit_vectors(n: int, dim: int, rng: random.Random) -> list[Vector]:
+    values = np.random.default_rng(rng.randrange(2**32)).standard_normal((n, dim))
+    values /= np.linalg.norm(values, axis=1, keepdims=True)
+    return values.tolist()
+
+
+async def synthetic_latency(store: MemoryStore, settings: RecallSettings, n: int, queries: int, dim: int,
+                            seed: int) -> tuple[list[float], list[float], list[float]]:
     """Times (ms) of ``queries`` recalls for one person with ``n`` memories: (whole, embedding, search)."""
-    rng = random.Random(10_000)
+    rng = random.Random(seed)
     now = datetime(2026, 11, 20, 12, tzinfo=UTC)
     person = "synthetic:10k"
     texts = synthetic_texts(n, rng)
+    space = store.vector_source.space
     for start in range(0, n, EMBED_CHUNK * 4):
         chunk = texts[start:start + EMBED_CHUNK * 4]
-        vectors = await store.vectors(chunk)
+        vectors = Vectors(random_unit_vectors(len(chunk), dim, rng), space)
         records = []
         for offset, text in enumerate(chunk):
             when = now - timedelta(days=rng.uniform(0, 720))
@@ -227,13 +572,15 @@ async def synthetic_latency(store: MemoryStore, settings: RecallSettings, n: int
     embed: list[float] = []
     search: list[float] = []
     for i in range(queries):
-        query = f"what did {rng.choice(_NAMES)} do with {rng.choice(_THINGS)} {rng.choice(_PLACES)}? ({i})"
+        query = (f"what did {rng.choice(_NAMES)} do with {rng.choice(_THINGS)} {rng.choice(_PLACES)}"
+                 f"{rng.choice(_ASKED_WHEN)}? ({i})")
         for times, step in ((whole, engine.search), (embed, None), (search, engine.search)):
             started = time.perf_counter()
             if step is None:  # the embedding alone, past the query cache
-                await store.vectors([query])
+                await store.vectors([query + " "])
             else:  # the first search embeds the new query; the second finds it cached
-                await step(person, query, limit=settings.max_items, shared_only=bool(i % 2), budget_s=None)
+                await step(person, query, limit=settings.max_items + settings.pinned_max, shared_only=bool(i % 2),
+                           budget_s=None)
             times.append((time.perf_counter() - started) * 1000)
     await engine.close()
     return whole, embed, search
@@ -243,35 +590,56 @@ def latency_line(label: str, values: Sequence[float]) -> str:
     return (f"{label} p50={percentile(values, 50):.1f} ms p95={percentile(values, 95):.1f} ms n={len(values)}")
 
 
+# --- the run ----------------------------------------------------------------------------
+async def open_embedders(args: argparse.Namespace) -> tuple[CachedEmbedder | None, EmbedderStatus]:
+    settings = Settings(memory=MemorySettings(embedder=args.embedder))
+    embedder, status = await open_embedder(settings)
+    if embedder is None:
+        return None, status
+    extra = []
+    for _ in range(max(0, args.embed_workers - 1)):
+        more, more_status = await open_embedder(settings)
+        if more is not None and more_status.ready:
+            extra.append(more)
+    return CachedEmbedder([embedder, *extra], read_vector_cache(args.vector_cache, embedder.name)), status
+
+
 async def run(args: argparse.Namespace) -> int:
+    started_run = time.perf_counter()
     convs = load(Path(args.data), args.limit_conversations)
     questions = sum(len(c.questions) for c in convs)
     turns = sum(len(c.turns) for c in convs)
     print(f"LoCoMo: {len(convs)} conversations, {turns} turns, {questions} questions with evidence; "
-          f"embedder {args.embedder}", flush=True)
-    settings = Settings(memory=MemorySettings(embedder=args.embedder))
-    embedder, status = await open_embedder(settings)
+          f"embedder {args.embedder}; reranker none; seed {args.seed}", flush=True)
+    embedder, status = await open_embedders(args)
     print(status.line(), flush=True)
-    if args.embedder != "none" and not status.ready:
+    if args.embedder != "none" and embedder is None:
         print("the embedder is not ready; measuring it would measure BM25 twice", file=sys.stderr)
         return 2
+    if embedder is not None and args.vector_cache is not None:
+        print(f"vectors cached from earlier runs: {len(embedder.cache)} (document embedding time not measured)",
+              flush=True)
+    settings = Settings(memory=MemorySettings(embedder=args.embedder))
     recall = RecallSettings()
+    rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="kith-locomo-") as tmp:
         db = Database(f"sqlite:///{Path(tmp) / 'kith.db'}")
         create_schema(db)
         store = await MemoryStore.open(settings.memory, Path(tmp), embedder, status, changes=ChangeLog(db))
         try:
             started = time.perf_counter()
+            if embedder is not None:  # every document at once: the copies of the embedder share the work
+                await embedder.prepare([d for c in convs for d in documents(c, DEFAULT_FORMAT)])
             fallback = 0
             for conv in convs:
-                fallback += await store_turns(store, f"locomo:{conv.sample_id}", conv)
+                fallback += await store_turns(store, conv, DEFAULT_FORMAT)
             print(f"stored {turns} turns in {time.perf_counter() - started:.0f} s"
                   + (f" ({fallback} with the hashed fallback vector)" if fallback else ""), flush=True)
             clock = MutableClock(datetime.now(UTC))
             engine = RecallEngine(store, recall, clock, query_cache=max(512, questions + 16))
             latencies: list[float] = []
-            scores = await ask_all(engine, clock, convs, use_vectors=True, latencies=latencies)
-            lexical = await ask_all(engine, clock, convs, use_vectors=False)
+            scores = await ask_all(engine, clock, convs, DEFAULT_FORMAT, use_vectors=True, latencies=latencies)
+            lexical = await ask_all(engine, clock, convs, DEFAULT_FORMAT, use_vectors=False)
             for k in KS:
                 print(scores.line(k), flush=True)
             for k in KS:
@@ -280,16 +648,19 @@ async def run(args: argparse.Namespace) -> int:
             print("vs DRAGON: " + " ".join(
                 f"@{k} {scores.overall(k) - DRAGON[k]:+.1f}" for k in KS))
             print(latency_line("recall latency (LoCoMo, top 50, query embedding included)", latencies), flush=True)
-            if args.ablations:
-                await ablations(engine, clock, convs, recall)
+            defaults = Way(DEFAULT_FORMAT.name, embedder is not None, default_point(recall))
+            print(f"kith's defaults: {defaults.describe()}", flush=True)
+            if not args.no_loo and len(convs) > 1:
+                await leave_one_out_report(engine, clock, store, embedder, convs, rng)
             await engine.close()
             if args.synthetic > 0:
                 started = time.perf_counter()
+                dim = status.dim or 384
                 total, embed, search = await synthetic_latency(store, recall, args.synthetic,
-                                                               args.synthetic_queries)
+                                                               args.synthetic_queries, dim, args.seed)
                 p95 = percentile(total, 95)
                 print(latency_line(f"recall latency ({args.synthetic} memories of one person, top "
-                                   f"{recall.max_items}, query embedding included)", total)
+                                   f"{recall.max_items + recall.pinned_max}, query embedding included)", total)
                       + f" target p95<={LATENCY_TARGET_MS:.0f} ms: {verdict(p95, LATENCY_TARGET_MS)}"
                       + f" (setup {time.perf_counter() - started:.0f} s)", flush=True)
                 print("  apart: " + latency_line("query embedding", embed) + "; "
@@ -297,23 +668,65 @@ async def run(args: argparse.Namespace) -> int:
         finally:
             await store.close()
             db.close()
+            if embedder is not None:
+                write_vector_cache(args.vector_cache, embedder.name, embedder.cache)
+    print(f"whole run {time.perf_counter() - started_run:.0f} s", flush=True)
     return 0
 
 
-async def ablations(engine: RecallEngine, clock: MutableClock, convs: Sequence[Conversation],
-                    base: RecallSettings) -> None:
-    """The same questions under other settings (the query embeddings are cached by now)."""
-    variants = {
-        "no-recency": dataclasses.replace(base, half_life_days=0.0),
-        "blend-50/50": dataclasses.replace(base, vector_weight=0.5, bm25_weight=0.5),
-        "blend-85/15": dataclasses.replace(base, vector_weight=0.85, bm25_weight=0.15),
-        "vector-only": dataclasses.replace(base, vector_weight=1.0, bm25_weight=0.0),
-    }
-    for name, settings in variants.items():
-        engine.settings = settings
-        scores = await ask_all(engine, clock, convs, use_vectors=True)
-        print(f"[{name}] " + " ".join(f"@{k}={scores.overall(k):.1f}" for k in KS), flush=True)
-    engine.settings = base
+def default_point(recall: RecallSettings) -> Point:
+    return Point(recall.vector_weight / max(1e-9, recall.vector_weight + recall.bm25_weight),
+                 recall.half_life_days, recall.neighbour_share, recall.neighbour_width, recall.date_boost)
+
+
+async def leave_one_out_report(engine: RecallEngine, clock: MutableClock, store: MemoryStore,
+                               embedder: CachedEmbedder | None, convs: Sequence[Conversation], rng: random.Random
+                               ) -> None:
+    started = time.perf_counter()
+    conversation = np.array([i for i, c in enumerate(convs) for _q in c.questions])
+    category = np.array([q.category for c in convs for q in c.questions])
+    measured = Measured(conversation, category)
+    vectors = embedder is not None
+    for fmt in FORMATS:
+        if fmt != DEFAULT_FORMAT:
+            if embedder is not None:
+                await embedder.prepare([d for c in convs for d in documents(c, fmt)])
+            for conv in convs:
+                await store_turns(store, conv, fmt)
+        await measure_grid(engine, clock, convs, fmt, measured, vectors=vectors, rng=rng)
+        if fmt == DEFAULT_FORMAT and vectors:
+            await measure_grid(engine, clock, convs, fmt, measured, vectors=False, rng=rng)
+        print(f"  measured {fmt.name}: {time.perf_counter() - started:.0f} s", flush=True)
+    print(f"leave-one-conversation-out: {len(convs)} folds; grid: vector weight {VECTOR_WEIGHTS} (BM25 = 1 - it), "
+          f"half-life {HALF_LIVES} days, neighbour share {NEIGHBOUR_SHARES} x width {NEIGHBOUR_WIDTHS}, date boost "
+          f"{DATE_BOOSTS}; document formats {', '.join(f.name for f in FORMATS)}; objective: mean "
+          f"recall@5/10/25/50 on the other conversations' questions; {len(measured.ways)} ways ranked "
+          f"({time.perf_counter() - started:.0f} s)", flush=True)
+    print(f"  fast ranking checked against RecallEngine.order on {measured.checked} (question, setting) pairs: "
+          f"{measured.differing} differ", flush=True)
+    everything = measured.where(lambda w: w.vectors == vectors)
+    summary = loo(measured, everything)
+    print("LOO, every lever and document format chosen on the other conversations:", flush=True)
+    for line in loo_lines(summary):
+        print(line, flush=True)
+    for held, way in summary.result.chosen.items():
+        print(f"  chosen for {convs[held].sample_id} (held out): {measured.ways[way].describe()}", flush=True)
+    print(f"  best on all {len(convs)} conversations at once: "
+          f"{measured.ways[best_on_all(measured.results, everything)].describe()}", flush=True)
+    defaults = Way(DEFAULT_FORMAT.name, vectors, default_point(engine.settings))
+    if defaults in measured.ways:
+        fixed = measured.results[measured.ways.index(defaults)].mean(axis=0) * 100
+        print("  kith's defaults, fixed (no choice): " + " ".join(f"@{k}={fixed[j]:.1f}" for j, k in enumerate(KS)),
+              flush=True)
+    print("targets (LOO pooled): " + " ".join(
+        f"@{k}>={TARGETS[k]:.0f}: {'met' if summary.pooled[j] >= TARGETS[k] else 'not met'}"
+        for j, k in enumerate(KS))
+        + f"; multi-hop@10>={MULTI_HOP_TARGET:.0f}: "
+        + ("met" if summary.pooled_multi_hop >= MULTI_HOP_TARGET else "not met"), flush=True)
+    print("ablation (LOO pooled with the lever on vs off, everything else chosen on the other conversations; "
+          "reranker: none ran, kith ships no cross-encoder):", flush=True)
+    for line in ablation_table(ablation_rows(measured, vectors)):
+        print(line, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -321,10 +734,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER,
                         help="a memory.embedder value, or none for BM25 only")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help="the latency person's memories and queries, and which rankings are checked")
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--synthetic", type=int, default=10_000, help="memories of the latency person (0: skip)")
     parser.add_argument("--synthetic-queries", type=int, default=200)
-    parser.add_argument("--ablations", action="store_true", help="also rank under a few other settings")
+    parser.add_argument("--no-loo", action="store_true", help="skip leave-one-conversation-out and the ablations")
+    parser.add_argument("--embed-workers", type=int, default=2, help="copies of the embedder embedding documents")
+    parser.add_argument("--vector-cache", type=Path, default=None,
+                        help="a file keeping document vectors across runs (development)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     return loop.run(run(args))

@@ -330,7 +330,7 @@ class RecallEngine:
         anchors = set(heapq.nlargest(limit, found.cosines, key=found.cosines.__getitem__))
         anchors.update(heapq.nlargest(limit, found.bm25, key=found.bm25.__getitem__))
         fetched: dict[str, MemoryRecord] = {}
-        for memory_id in anchors:
+        for memory_id in (i for i in found.records if i in anchors):  # the lookup's order, not a set's
             for record, _steps in near.get(memory_id, ()):
                 if (record.id not in found.records and record.id not in fetched
                         and visible(record, person, now, shared_only=shared_only)):
