@@ -109,8 +109,12 @@ async def _as_sole_bot(settings: Settings, body: Body) -> int:
         await take_for_bot(lock, lambda line: print(f"kith: {line}", file=sys.stderr, flush=True))
         # The model process loads litellm (seconds) on the other core while this one imports and opens the rest.
         model_process = new_model_process(settings)
-        start_early(model_process)
-        return await body(settings, model_process)
+        early = start_early(model_process)  # held here: the loop keeps only a weak reference to a task
+        try:
+            return await body(settings, model_process)
+        finally:
+            if early is not None:
+                early.cancel()
 
     try:
         return await until_signalled(locked())

@@ -21,7 +21,12 @@ async def _run_bot(*args: str, stdin: str = "", env: dict[str, str] | None = Non
         *prefix, sys.executable, str(ROOT / "bot.py"), *args, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(ROOT),
         env={**os.environ, **(env or {})})
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
+    except TimeoutError:
+        proc.kill()  # never left running past its test
+        await proc.wait()
+        raise
     return proc.returncode or 0, out.decode(), err.decode()
 
 
