@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 from ground.config import LLMSettings
 from llm.client import LLMError
 
@@ -18,5 +20,13 @@ def llm_failure_hint(settings: LLMSettings, error: LLMError) -> str:
     if error.kind == "timeout":
         return (f"the model {settings.model}{where} did not answer within {settings.timeout_s:g} s: "
                 "raise [llm] timeout_s or check the server")
-    return (f"cannot reach the model {settings.model}{where} ({error.kind}): start it (e.g. `ollama serve`) or "
-            "set [llm] model, api_base and api_key_env in your config")
+    local = settings.model.startswith(("ollama/", "ollama_chat/")) or _is_loopback(settings.api_base)
+    what_to_do = ("start it (e.g. `ollama serve`)" if local
+                  else "check the network and the provider's status")
+    return (f"cannot reach the model {settings.model}{where} ({error.kind}): {what_to_do}, or "
+            "set [llm] model, api_base and api_key_env in your config (`scripts/run setup` asks for them)")
+
+
+def _is_loopback(api_base: str) -> bool:
+    host = urllib.parse.urlsplit(api_base).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
