@@ -327,7 +327,8 @@ async def reembed_body(parts: Parts, _args: argparse.Namespace, console: Console
         try:
             chroma = await ChromaCollections.connect(settings.memory, settings.storage.data_path())
         except Exception as exc:
-            console.err.write(f"kith: cannot open the memory store ({type(exc).__name__}); bot.py doctor says why\n")
+            console.err.write(f"kith: cannot open the memory store ({type(exc).__name__}); "
+                              "scripts/run doctor says why\n")
             return 1
         try:
             return await _migrate(chroma, source, console)

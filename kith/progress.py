@@ -1,12 +1,13 @@
 """A long operator command's progress on standard error: a live bar on a terminal, else a line now and then.
 
-On a terminal the bar is one line redrawn in place (``\\r``), at most every ``PROGRESS_BAR_REDRAW_S``;
+On a terminal the bar (drawn by rich) is one line redrawn in place (``\\r``), at most every ``PROGRESS_BAR_REDRAW_S``;
 anywhere else (a log file, a pipe, a service manager's journal) a plain line every
 ``PROGRESS_LINE_EVERY_S``, so the output stays readable and small however long the command runs.
 """
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,8 +34,14 @@ def progress_text(done: int, total: int, elapsed_s: float, unit: str = "records"
 
 
 def bar(done: int, total: int, width: int = BAR_WIDTH) -> str:
-    filled = width if not total else min(width, width * done // total)
-    return "[" + "#" * filled + "-" * (width - filled) + "]"
+    """The bar as rich draws it for a colour terminal, ``width`` cells wide."""
+    from rich.console import Console
+    from rich.progress_bar import ProgressBar
+
+    out = io.StringIO()
+    Console(file=out, width=width, force_terminal=True, color_system="standard").print(
+        ProgressBar(total=max(total, 1), completed=min(done, total) if total else 1, width=width), end="")
+    return out.getvalue()
 
 
 def is_terminal(stream: Any) -> bool:
@@ -84,9 +91,9 @@ class ProgressShown:
         self._last_shown = now
         text = progress_text(done, total, now - self.started, self.unit)
         if self.tty:
-            line = f"{bar(done, total)} {text}"
-            self.stream.write("\r" + line.ljust(self._width))
-            self._width = len(line)
+            # What a shorter line than the last leaves on screen is blanked (the bar's colour codes take no cells).
+            self.stream.write(f"\r{bar(done, total)} {text.ljust(self._width)}")
+            self._width = len(text)
         else:
             self.stream.write(f"kith: {text}\n")
         self.stream.flush()

@@ -372,7 +372,8 @@ def test_a_terminal_gets_one_live_bar_and_a_log_gets_a_line_every_few_seconds() 
     drawn = terminal.getvalue()
     assert drawn.endswith("\n") and drawn.count("\n") == 1  # one line, redrawn in place
     assert 8 <= drawn.count("\r") <= 13  # about every 0.1 s, not every batch
-    assert "\r[########################] 1,000/1,000 records  100%" in drawn
+    assert drawn.rstrip("\n").rsplit("\r", 1)[1].endswith("1,000/1,000 records  100%  1,000/s  ETA 0:00")
+    assert "\x1b[" in drawn and "━" in drawn  # rich's bar, in the terminal's colours
 
     now[0] = 0.0
     log = io.StringIO()
