@@ -77,10 +77,10 @@ RECALL_IMPORTANCE_WEIGHT = 0.3
 RECALL_USE_CREDIT = 0.05  # per citation, capped below
 RECALL_USE_CREDIT_CAP = 0.2
 RECALL_EMBED_BUDGET_MS = 150
-# With [memory] reranker set: the cross-encoder rescores this many of recall's best (about 5 ms each here, one
+# With [memory] reranker set: the cross-encoder rescores this many of recall's best (5 to 7 ms each here, one
 # thread), and recall keeps its own order if the scores take longer than the budget.
-RECALL_RERANK_TOP = 10
-RECALL_RERANK_BUDGET_MS = 60
+RECALL_RERANK_TOP = 8
+RECALL_RERANK_BUDGET_MS = 50
 RECALL_TOOL_MAX_ITEMS = 10
 
 # --- Memory: horizons, decay, notes ----------------------------------------------

@@ -205,6 +205,7 @@ class RecallEngine:
         self.settings = settings
         self.clock = clock
         self.reranker = reranker  # rereads the query with each of the best and reorders them ([memory] reranker)
+        self._reranking: asyncio.Future[list[float]] | None = None  # the cross-encoder's job under way, if any
         self.queries = QueryVectors(store, query_cache)
         self._note_vectors = _LRU(note_cache)
         self._note_jobs: set[asyncio.Task[None]] = set()
@@ -248,13 +249,18 @@ class RecallEngine:
         """``ranked`` with its best few reordered by the cross-encoder; as it was when the reranker fails or
         takes longer than its budget (it runs on, and the next query waits its turn behind it)."""
         assert self.reranker is not None
+        if self._reranking is not None and not self._reranking.done():
+            # An earlier query's scores are still being computed past their budget: queueing behind them
+            # would put this reply over its budget too.
+            log.info("rerank skipped: the cross-encoder is still busy")
+            return ranked
         top = ranked[: self.settings.rerank_top]
         started = time.perf_counter()
+        job = self._reranking = asyncio.ensure_future(
+            self.reranker.scores(query[:RECALL_QUERY_MAX_CHARS], [r.record.text for r in top]))
+        job.add_done_callback(_retrieve_quietly)
         try:
-            scores = await asyncio.wait_for(
-                self.reranker.scores(query[:RECALL_QUERY_MAX_CHARS], [r.record.text for r in top]),
-                self.settings.rerank_budget_ms / 1000,
-            )
+            scores = await asyncio.wait_for(asyncio.shield(job), self.settings.rerank_budget_ms / 1000)
         except TimeoutError:
             log.info("rerank over budget candidates=%d ms=%.0f", len(top), (time.perf_counter() - started) * 1000)
             return ranked
@@ -518,3 +524,8 @@ class UseRecorder:
             except RevisionConflict:
                 continue
         log.warning("use credit lost a race %d times memory=%s", USE_CAS_RETRIES, memory_id)
+
+
+def _retrieve_quietly(job: asyncio.Future[list[float]]) -> None:
+    if not job.cancelled():
+        job.exception()  # a job that ran past its budget is not awaited: its failure is not news

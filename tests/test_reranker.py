@@ -122,8 +122,10 @@ class _Stuck:
 
     def __init__(self, fail: bool) -> None:
         self.fail = fail
+        self.asked = 0
 
     async def scores(self, query: str, passages: list[str]) -> list[float]:
+        self.asked += 1
         if self.fail:
             raise RuntimeError("model crashed")
         await asyncio.sleep(5)
@@ -135,15 +137,20 @@ async def test_a_slow_or_failing_reranker_leaves_recalls_own_order(tmp_path: Pat
     store, _ids = await _store_with_cello_memories(tmp_path)
     settings = RecallSettings(rerank_top=3, rerank_budget_ms=50)
     plain = RecallEngine(store, settings, lambda: T0)
-    stuck = RecallEngine(store, settings, lambda: T0, reranker=_Stuck(fail))  # type: ignore[arg-type]
+    reranker = _Stuck(fail)
+    stuck = RecallEngine(store, settings, lambda: T0, reranker=reranker)  # type: ignore[arg-type]
     try:
         before = await plain.search("p_ana", "cello", limit=5, shared_only=False, budget_s=None)
         started = asyncio.get_running_loop().time()
         after = await stuck.search("p_ana", "cello", limit=5, shared_only=False, budget_s=None)
+        # The next query does not queue more work behind the one still running past its budget.
+        again = await stuck.search("p_ana", "cello", limit=5, shared_only=False, budget_s=None)
         waited = asyncio.get_running_loop().time() - started
     finally:
         await plain.close()
         await stuck.close()
         await store.close()
     assert [r.record.id for r in after.items] == [r.record.id for r in before.items]
-    assert waited < 2  # the reply went on without it (its budget is 50 ms)
+    assert [r.record.id for r in again.items] == [r.record.id for r in before.items]
+    assert waited < 2  # both replies went on without it (its budget is 50 ms; it takes 5 s)
+    assert reranker.asked == (2 if fail else 1)
