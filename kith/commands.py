@@ -14,16 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from types import ModuleType
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ground.instance import AlreadyRunning, DataDirLock, take_for_bot
 from ground.types import Channel
-from kith.control.serve import serve_control
 from kith.hints import llm_failure_hint
 from kith.logs import log_to_file
 from kith.model_start import new_model_process, start_early
@@ -33,6 +31,7 @@ from llm.process import ModelProcess
 
 if TYPE_CHECKING:
     from kith.app import App
+    from kith.control.server import ControlServer
 
 PLATFORM_ENV_HINT = (
     "no platform credentials found; set {telegram} for Telegram, {slack} (and {slack_app} for Socket Mode) "
@@ -40,10 +39,24 @@ PLATFORM_ENV_HINT = (
 )
 
 
-async def _import_wiring() -> ModuleType:
-    """kith.app, which imports Chroma and every part (about a second), on a thread: the event loop meanwhile
-    spawns the model process, which loads litellm on the other core."""
-    return await asyncio.to_thread(importlib.import_module, "kith.app")
+@dataclass(frozen=True)
+class Wiring:
+    build_app: Callable[..., Awaitable[App]]
+    freeze_startup_heap: Callable[[], None]
+    serve_control: Callable[[App], Awaitable[ControlServer | None]]
+
+
+def _load_wiring() -> Wiring:
+    # Chroma and every part come in with these (about a second): imported here, on a thread, not when this
+    # module is, so the model process is already loading litellm on the other core meanwhile.
+    from kith.app import build_app, freeze_startup_heap
+    from kith.control.serve import serve_control
+
+    return Wiring(build_app, freeze_startup_heap, serve_control)
+
+
+async def _import_wiring() -> Wiring:
+    return await asyncio.to_thread(_load_wiring)
 
 
 def _hint_once(settings: Settings) -> Callable[[LLMError], None]:
@@ -176,7 +189,7 @@ async def _chat_with(settings: Settings, model_process: ModelProcess | None) -> 
     control = None
     try:
         await app.start_channels([terminal])
-        control = await serve_control(app)  # operator commands now run here, never beside
+        control = await wiring.serve_control(app)  # operator commands now run here, never beside
         wiring.freeze_startup_heap()
         await terminal.closed.wait()  # the end of input; Ctrl-C and SIGTERM cancel this wait
     finally:
@@ -202,7 +215,7 @@ async def _run_all(settings: Settings, model_process: ModelProcess | None, *, ve
         if not started:
             print("kith: no channel could start; see the log above", file=sys.stderr)
             return 1
-        control = await serve_control(app)  # operator commands now run here, never beside
+        control = await wiring.serve_control(app)  # operator commands now run here, never beside
         wiring.freeze_startup_heap()
         print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
         await asyncio.Event().wait()  # until Ctrl-C or SIGTERM cancels it (until_signalled)
