@@ -128,6 +128,10 @@ async def _as_sole_bot(settings: Settings, body: Body) -> int:
         finally:
             if early is not None:
                 early.cancel()
+            if model_process is not None:
+                # Ended before the lock is released, however the body ended: stopped while it still imported,
+                # the app that would close it does not exist yet (closing it twice is harmless).
+                await model_process.close()
 
     try:
         return await until_signalled(locked())
