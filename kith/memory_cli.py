@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ground.types import printable_name
+from ground.wording import counted
 from memory.wording import person_facing
 
 if TYPE_CHECKING:
@@ -176,12 +177,12 @@ async def list_body(parts: Parts, args: argparse.Namespace, console: Console) ->
     now = service.clock()
     if not args.all:
         memories = [m for m in memories if m.is_live(now)]
-    out.write(f"{len(memories)} memories of {person}\n")
+    out.write(f"{counted(len(memories), 'memory', 'memories')} of {person}\n")
     for memory in memories:
         _print(out, memory_lines(memory, name=name))
     if args.notes:
         notes = await service.list_notes(person)
-        out.write(f"{len(notes)} staged notes\n")
+        out.write(f"{counted(len(notes), 'staged note', 'staged notes')}\n")
         for note in notes:
             _print(out, note_lines(note, name=name))
     return 0
@@ -216,7 +217,7 @@ async def search_body(parts: Parts, args: argparse.Namespace, console: Console) 
     name = await _name_of(service, person)
     if result.lexical_only:
         out.write(f"note: keyword search only ({result.reason})\n")
-    out.write(f"{len(result.hits)} matches\n")
+    out.write(f"{counted(len(result.hits), 'match', 'matches')}\n")
     for hit in result.hits:
         lines = memory_lines(hit.record, name=name)
         lines[0] += f"  score {hit.score:.2f}"

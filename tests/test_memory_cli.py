@@ -8,6 +8,7 @@ import dataclasses
 import errno
 import io
 import json
+import logging
 import os
 import stat
 import subprocess
@@ -94,7 +95,7 @@ def test_list_shows_evidence_and_provenance(seeded: tuple[Settings, str, dict[st
     assert 'evidence: "I use Postgres"' in out and 'evidence: "Database is Postgres"' in out
     assert "source: console chat ana message 101" in out and "message 102" in out
     assert f"conflicts with: {ids['emacs']}" in out
-    assert "1 staged notes" in out and "Ana is learning Rust" in out
+    assert "1 staged note\n" in out and "Ana is learning Rust" in out
     assert "Bob" not in out
 
 
@@ -107,11 +108,15 @@ def test_show_one_memory_and_what_it_conflicts_with(seeded: tuple[Settings, str,
     assert code == 1  # Bob's selection cannot read Ana's memory
 
 
-def test_search_says_when_it_is_keyword_only(seeded: tuple[Settings, str, dict[str, str]]) -> None:
+def test_search_says_when_it_is_keyword_only(seeded: tuple[Settings, str, dict[str, str]],
+                                            caplog: pytest.LogCaptureFixture) -> None:
     settings, _ana, _ids = seeded
+    caplog.set_level(logging.INFO)
     code, out = run(settings, "search", "--account", "telegram:42", "postgres")
     assert code == 0 and "note: keyword search only" in out
-    assert "1 matches" in out and "I use Postgres" in out
+    assert "1 match\n" in out and "I use Postgres" in out
+    # Said once, in the output: not again as a log line beside it.
+    assert not any("lexical" in r.getMessage() for r in caplog.records)
 
 
 def test_export_is_everything_about_that_person(

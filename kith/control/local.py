@@ -50,8 +50,10 @@ class LocalParts:
             # Only search needs the embedder; the rest need not load (or fetch) a model.
             status = None if embedder else EmbedderStatus(self.settings.memory.embedder, ready=False,
                                                           reason=NOT_NEEDED)
+            # Not announced: a command that needs the embedder prints its state itself (memory search's
+            # "note:"), and a log line saying the same would show it twice.
             self._memory = await MemoryService.open(self.settings, self.db, self.llm(), status=status,
-                                                    announce=embedder)
+                                                    announce=False)
         return self._memory
 
     async def heartbeat(self) -> Heartbeat:
