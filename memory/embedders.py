@@ -52,6 +52,7 @@ from memory.encoder_files import (
     default_cache_dir,
     encoder_graph,
     locate,
+    open_graph,
 )
 from memory.onnx_encoder import EncoderBuildError
 from memory.text import content_words, tokens
@@ -207,8 +208,8 @@ class OnnxEmbedder(_ThreadedEmbedder):
 
     def _load(self) -> Any:
         try:
-            import onnxruntime
-            from tokenizers import Tokenizer
+            import onnxruntime  # noqa: F401  (a broken environment is named here, not deep in a load)
+            import tokenizers  # noqa: F401
         except ImportError as exc:  # both come with chromadb; a broken environment says which
             raise EmbedderUnavailable(f"cannot import {exc.name}; reinstall kith's dependencies") from None
         try:
@@ -221,21 +222,10 @@ class OnnxEmbedder(_ThreadedEmbedder):
                 f"cannot write the built encoder under {self._cache_dir} ({type(exc).__name__}); "
                 "free space there or set XDG_CACHE_HOME"
             ) from None
-        options = onnxruntime.SessionOptions()
-        # One short query at a time: a second thread only fights the event loop for the other core.
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3  # ONNX Runtime's shape-merge warnings are not the operator's concern
         try:
-            session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            # A cached graph that does not load (a disk error, say) is rebuilt at the next start.
-            graph.unlink(missing_ok=True)
-            raise EmbedderUnavailable(f"the built encoder did not load ({type(exc).__name__})") from None
-        tokenizer = Tokenizer.from_file(str(files.tokenizer))
-        tokenizer.enable_truncation(MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest text
-        return session, tokenizer
+            return open_graph(graph, files.tokenizer, MAX_TOKENS)
+        except EncoderBuildError as exc:
+            raise EmbedderUnavailable(f"{exc}; the next start builds it again") from None
 
     def _encode(self, model: Any, texts: list[str]) -> list[Vector]:
         import numpy as np

@@ -24,6 +24,7 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ground.private_files import write_private_atomically
 from memory.onnx_encoder import (
@@ -156,3 +157,26 @@ def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str, *, pair: boo
         raise EncoderBuildError(f"cannot read the checkpoint in {files.directory} ({type(exc).__name__})") from None
     write_private_atomically(cached, blob)
     return cached
+
+
+def open_graph(graph: Path, tokenizer_file: Path, max_tokens: int) -> tuple[Any, Any]:
+    """An ONNX Runtime session for ``graph`` and its tokenizer (cutting at ``max_tokens``, padding to a batch's
+    longest text). A cached graph that does not load (a disk error, say) is removed, so the next start builds it
+    again, and EncoderBuildError says so."""
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    options = onnxruntime.SessionOptions()
+    # One query at a time: a second thread only fights the event loop for the other core.
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # ONNX Runtime's shape-merge warnings are not the operator's concern
+    try:
+        session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        graph.unlink(missing_ok=True)
+        raise EncoderBuildError(f"the built graph did not load ({type(exc).__name__})") from None
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer.enable_truncation(max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return session, tokenizer

@@ -30,6 +30,7 @@ from memory.encoder_files import (
     default_cache_dir,
     encoder_graph,
     locate,
+    open_graph,
 )
 from memory.onnx_encoder import EncoderBuildError
 
@@ -55,9 +56,6 @@ class CrossEncoderReranker:
         """Load (building the graph the first time); RerankerUnavailable with the reason."""
         if self._model is not None:
             return
-        import onnxruntime
-        from tokenizers import Tokenizer
-
         try:
             files = locate(self.directory)
             graph = encoder_graph(files, self._cache_dir, self.directory, pair=True)
@@ -67,19 +65,10 @@ class CrossEncoderReranker:
             raise RerankerUnavailable(
                 f"cannot write the built reranker under {self._cache_dir} ({type(exc).__name__})"
             ) from None
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
         try:
-            session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            graph.unlink(missing_ok=True)
-            raise RerankerUnavailable(f"the built reranker did not load ({type(exc).__name__})") from None
-        tokenizer = Tokenizer.from_file(str(files.tokenizer))
-        tokenizer.enable_truncation(PAIR_MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._model = (session, tokenizer)
+            self._model = open_graph(graph, files.tokenizer, PAIR_MAX_TOKENS)
+        except EncoderBuildError as exc:
+            raise RerankerUnavailable(f"{exc}; the next start builds it again") from None
 
     def _scores_sync(self, query: str, passages: list[str]) -> list[float]:
         import numpy as np
