@@ -18,6 +18,7 @@ from channels.slack.settings import SlackSettings
 from channels.telegram.settings import TelegramSettings
 from ground.config import LLMSettings
 from ground.tunables import SETUP_OLLAMA_LOOK_TIMEOUT_S
+from kith.setup_files import environment_restored
 from llm.probe import DEFAULT_OLLAMA_BASE, OLLAMA_PROVIDERS
 
 OLLAMA_PORT = 11434
@@ -68,16 +69,9 @@ async def look_for_ollama(base: str) -> OllamaFound:
 def environment(values: Mapping[str, str]) -> Iterator[None]:
     """``values`` set in this process's environment for a check (the model code reads its key there), then
     the environment as it was: nothing typed during setup outlives it unless it is written."""
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update({k: v for k, v in values.items() if v})
-    try:
+    with environment_restored(values):
+        os.environ.update({k: v for k, v in values.items() if v})
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 async def check_model(llm: LLMSettings) -> tuple[bool, str]:

@@ -9,13 +9,14 @@ changes (:class:`Plan`), and each file is written whole or not at all.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import re
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,16 +191,22 @@ def check_loads(plan: Plan) -> None:
     """ConfigError when kith could not start on the planned files: they are loaded from a scratch copy before
     anything is written. This process's environment is as it was afterwards."""
     planned = parse_env(plan.env_after)
-    saved = {key: os.environ.get(key) for key in planned}
+    with environment_restored(planned), tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / plan.config.name
+        copy.write_text(plan.config_after, encoding="utf-8")
+        env_file_beside(copy).write_text(plan.env_after, encoding="utf-8")
+        try:
+            load_settings(copy)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace(str(copy), str(plan.config))) from None
+
+
+@contextlib.contextmanager
+def environment_restored(keys: Iterable[str]) -> Iterator[None]:
+    """This process's environment, for ``keys``, as it was before the block, whatever the block set."""
+    saved = {key: os.environ.get(key) for key in keys}
     try:
-        with tempfile.TemporaryDirectory() as scratch:
-            copy = Path(scratch) / plan.config.name
-            copy.write_text(plan.config_after, encoding="utf-8")
-            env_file_beside(copy).write_text(plan.env_after, encoding="utf-8")
-            try:
-                load_settings(copy)
-            except ConfigError as exc:
-                raise ConfigError(str(exc).replace(str(copy), str(plan.config))) from None
+        yield
     finally:
         for key, value in saved.items():
             if value is None:
