@@ -659,7 +659,6 @@ async def run(args: argparse.Namespace) -> int:
             print(f"kith's defaults: {defaults.describe()}", flush=True)
             if not args.no_loo and len(convs) > 1:
                 await leave_one_out_report(engine, clock, store, embedder, convs, rng)
-            await engine.close()
             if args.synthetic > 0:
                 started = time.perf_counter()
                 dim = status.dim or 384
@@ -674,6 +673,7 @@ async def run(args: argparse.Namespace) -> int:
                       + f" (setup {time.perf_counter() - started:.0f} s)", flush=True)
                 print("  apart: " + latency_line("query embedding", embed) + "; "
                       + latency_line("search, embedding cached", search), flush=True)
+            await engine.close()  # last: closing an engine closes its reranker, which the latency person uses too
         finally:
             if reranker is not None:
                 await reranker.close()

@@ -42,6 +42,7 @@ from memory.memory_context import RecallMemoryContext
 from memory.questions import QuestionBook
 from memory.recall import RecallEngine, UseRecorder
 from memory.recall_tool import RecallTool
+from memory.reranker import open_reranker
 from memory.service import MemoryService
 from persona.instructions import MEMORY_CONTROLS_HINT
 from policy.gate import PolicyGate
@@ -191,7 +192,10 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     pauses = PauseBook(db)
     await pauses.load()
     memory = await MemoryService.open(settings, db, llm, clock=clock, is_paused=pauses.is_paused)
-    recall = RecallEngine(memory.store, settings.recall, clock, reranker=memory.reranker)
+    # Only the prompt's and the tool's recall reorders by the cross-encoder; commands that act rank by matching
+    # alone, so the model is loaded here, not with memory (operator commands never load it).
+    reranker, _status = await open_reranker(settings.memory.reranker)
+    recall = RecallEngine(memory.store, settings.recall, clock, reranker=reranker)
     goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
     core.memory = GoalsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), goals,
                                  settings.budget.goals_chars)

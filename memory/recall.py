@@ -204,7 +204,8 @@ class RecallEngine:
         self.store = store
         self.settings = settings
         self.clock = clock
-        self.reranker = reranker  # rereads the query with each of the best and reorders them ([memory] reranker)
+        # Rereads the query with each of the best and reorders them ([memory] reranker); closed with the engine.
+        self.reranker = reranker
         self._reranking: asyncio.Future[list[float]] | None = None  # the cross-encoder's job under way, if any
         self.queries = QueryVectors(store, query_cache)
         self._note_vectors = _LRU(note_cache)
@@ -214,6 +215,8 @@ class RecallEngine:
         self._pinned_jobs: dict[str, asyncio.Task[list[MemoryRecord]]] = {}
 
     async def close(self) -> None:
+        if self.reranker is not None:
+            await self.reranker.close()
         await self.queries.close()
         jobs = [*self._note_jobs, *self._pinned_jobs.values()]
         for job in jobs:

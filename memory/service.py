@@ -29,7 +29,6 @@ from memory.notes import Note
 from memory.ranking import lookup_matches, memory_matches, rank
 from memory.recall import visible
 from memory.records import MemoryRecord, Status
-from memory.reranker import CrossEncoderReranker, open_reranker
 from memory.store import MemoryStore
 from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
 from memory.wording import person_facing
@@ -114,7 +113,6 @@ class MemoryService:
         capture: Capture,
         forgetter: Forgetter,
         clock: Callable[[], datetime],
-        reranker: CrossEncoderReranker | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -124,7 +122,6 @@ class MemoryService:
         self.capture = capture
         self.forgetter = forgetter
         self.clock = clock
-        self.reranker = reranker  # reorders recall's top candidates when [memory] reranker is set
 
     @classmethod
     async def open(
@@ -163,7 +160,6 @@ class MemoryService:
         entails = (await asyncio.to_thread(optional_entailment, ms.entailment_model, ms.entailment_threshold)
                    if ms.entailment_model else None)
         capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused, entails=entails)
-        reranker, _status = await open_reranker(ms.reranker)  # None unless configured and loadable
         return cls(
             settings=settings,
             db=db,
@@ -173,7 +169,6 @@ class MemoryService:
             capture=capture,
             forgetter=Forgetter(store, book, clock, db=db),
             clock=clock,
-            reranker=reranker,
         )
 
     @property
@@ -187,8 +182,6 @@ class MemoryService:
         return self.capture
 
     async def close(self) -> None:
-        if self.reranker is not None:
-            await self.reranker.close()
         await self.store.close()
 
     # --- reading ------------------------------------------------------------------------

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from ground.config import RecallSettings
+from kith.app import build_app
 from memory.encoder_files import locate
 from memory.recall import RecallEngine
 from memory.reranker import CrossEncoderReranker, RerankerUnavailable, check_reranker, reranked
 from memory.store import MemoryStore
 from tests.support.cross_encoder import make_cross_encoder
-from tests.support.memory import T0
+from tests.support.memory import T0, memory_settings
 from tests.support.recall import open_store, remember
 
 REFERENCE = json.loads(
@@ -131,6 +132,9 @@ class _Stuck:
         await asyncio.sleep(5)
         return [1.0] * len(passages)
 
+    async def close(self) -> None:
+        return None
+
 
 @pytest.mark.parametrize("fail", [False, True])
 async def test_a_slow_or_failing_reranker_leaves_recalls_own_order(tmp_path: Path, fail: bool) -> None:
@@ -154,3 +158,17 @@ async def test_a_slow_or_failing_reranker_leaves_recalls_own_order(tmp_path: Pat
     assert [r.record.id for r in again.items] == [r.record.id for r in before.items]
     assert waited < 2  # both replies went on without it (its budget is 50 ms; it takes 5 s)
     assert reranker.asked == (2 if fail else 1)
+
+
+async def test_the_bot_reranks_its_recall_when_a_reranker_is_configured(cross_encoder: Path, tmp_path: Path) -> None:
+    settings = memory_settings(tmp_path, reranker=str(cross_encoder))
+    app = await build_app(settings, warm_llm=False, model_process=None)
+    try:
+        assert isinstance(app.recall.reranker, CrossEncoderReranker)
+    finally:
+        await app.close()
+    plain = await build_app(memory_settings(tmp_path / "other"), warm_llm=False, model_process=None)
+    try:
+        assert plain.recall.reranker is None
+    finally:
+        await plain.close()
