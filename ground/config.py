@@ -71,6 +71,10 @@ class StorageSettings:
     def data_path(self) -> Path:
         return Path(os.path.expanduser(self.data_dir))
 
+    def exports_path(self) -> Path:
+        """Where the terminal chat saves a reply's file (an /export); forget reaches the files there too."""
+        return self.data_path() / "exports"
+
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_path() / 'kith.db'}"
 

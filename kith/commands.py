@@ -189,7 +189,7 @@ async def _chat_with(settings: Settings, model_process: ModelProcess | None) -> 
     app = await wiring.build_app(settings, model_process=model_process)
     app.core.on_llm_error = _hint_once(settings)
     # A file a reply carries (an /export) is saved here: a terminal cannot show one.
-    terminal = TerminalChannel(persona_name=settings.persona.name, files_dir=settings.storage.data_path() / "exports")
+    terminal = TerminalChannel(persona_name=settings.persona.name, files_dir=settings.storage.exports_path())
     control = None
     try:
         await app.start_channels([terminal])

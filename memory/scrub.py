@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,6 +32,7 @@ from delivery import inbox as inbox_table
 from delivery.inbox import PayloadError, from_payload, to_payload
 from delivery.outbox import outbox
 from ground.db import metadata
+from ground.private_files import write_private_atomically
 from memory.text import content_words, normalize, words_match
 from people import directory, history
 
@@ -121,10 +123,35 @@ class Places:
     summaries: int = 0
     outbox: int = 0
     inbox: int = 0
+    saved_exports: int = 0  # export files the terminal chat saved under the data directory
 
     @property
     def total(self) -> int:
         return sum(getattr(self, f.name) for f in fields(self))
+
+
+def scrub_saved_exports(directory: Path | None, person: str, redactor: Redactor, *, apply: bool) -> int:
+    """The person's export files saved under ``directory`` (the terminal chat's ``/export``) that hold the words:
+    counted, and on ``apply`` rewritten with the words marked forgotten (whole or not at all). Files of other
+    people, and files that are not an export, are left alone."""
+    if directory is None or not directory.is_dir():
+        return 0
+    touched = 0
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = path.read_bytes()
+            owner = json.loads(data.decode("utf-8")).get("person")
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            continue
+        if owner != person:
+            continue
+        cleaned = redact_json(data, redactor.redact)
+        if cleaned is None or cleaned == data:
+            continue
+        touched += 1
+        if apply:
+            write_private_atomically(path, cleaned)
+    return touched
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,7 @@ class MemoryService:
             book=book,
             gate=gate,
             capture=capture,
-            forgetter=Forgetter(store, book, clock, db=db),
+            forgetter=Forgetter(store, book, clock, db=db, saved_exports=settings.storage.exports_path()),
             clock=clock,
         )
 

@@ -16,11 +16,13 @@ forgetting: a person who says it again afterwards is heard again.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
+from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -30,7 +32,16 @@ from ground.tunables import FORGET_CAS_RETRIES
 from ground.wording import counted
 from memory.notes import Note
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
-from memory.scrub import Places, Redactor, Scanned, checkpoint, kept_sentences, phrases_of, scan
+from memory.scrub import (
+    Places,
+    Redactor,
+    Scanned,
+    checkpoint,
+    kept_sentences,
+    phrases_of,
+    scan,
+    scrub_saved_exports,
+)
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
 
@@ -206,7 +217,8 @@ def _place_parts(places: Places) -> list[str]:
     parts = []
     for n, one, many in ((places.history, "history row", "history rows"), (places.summaries, "summary", "summaries"),
                          (places.outbox, "outbox row", "outbox rows"),
-                         (places.inbox, "waiting message", "waiting messages")):
+                         (places.inbox, "waiting message", "waiting messages"),
+                         (places.saved_exports, "saved export file", "saved export files")):
         if n:
             parts.append(counted(n, one, many))
     return parts
@@ -228,12 +240,14 @@ class Forgetter:
     """Plans and applies forgetting over the memory store."""
 
     def __init__(self, store: MemoryStore, book: TombstoneBook, clock: Callable[[], datetime], *,
-                 db: Database | None = None) -> None:
+                 db: Database | None = None, saved_exports: Path | None = None) -> None:
         self.store = store
         self.book = book
         self.clock = clock
         # Where history, summaries, the outbox and the inbox live: a forget reaches them too.
         self.db = db
+        # Where the terminal chat saves /export files: a forget reaches those too.
+        self.saved_exports = saved_exports
 
     async def plan(self, person: str, query: str) -> ForgetPlan:
         """Records of ``person`` whose text or evidence holds every word of ``query``, or whose id it is."""
@@ -265,6 +279,8 @@ class Forgetter:
         places = Places()
         if self.db is not None:
             places = (await self.db.run(scan, person, redactor, apply=False)).places
+        saved = await asyncio.to_thread(scrub_saved_exports, self.saved_exports, person, redactor, apply=False)
+        places = replace(places, saved_exports=saved)
         return ForgetPlan(
             person,
             query,
@@ -317,12 +333,15 @@ class Forgetter:
             busy, _frames, _copied = await self.db.run(checkpoint)
             if busy:
                 log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
-        result = ForgetResult(len(notes), len(memories), links, added, leftover, scanned.places, scrubbed,
+        files = await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, redactor, apply=True)
+        leftover += await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, redactor,
+                                            apply=False)
+        places = replace(scanned.places, saved_exports=files)
+        result = ForgetResult(len(notes), len(memories), links, added, leftover, places, scrubbed,
                               scanned.conversations, receipts)
-        places = scanned.places
         log.info(
             "forget applied person=%s notes=%d memories=%d receipts=%d links=%d tombstones=%d history=%d "
-            "summaries=%d outbox=%d inbox=%d chroma_log=%d leftover=%d",
+            "summaries=%d outbox=%d inbox=%d saved_exports=%d chroma_log=%d leftover=%d",
             plan.person,
             result.notes_deleted,
             result.memories_deleted,
@@ -333,6 +352,7 @@ class Forgetter:
             places.summaries,
             places.outbox,
             places.inbox,
+            places.saved_exports,
             scrubbed,
             leftover,
         )

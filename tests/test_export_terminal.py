@@ -71,3 +71,17 @@ async def test_a_file_that_cannot_be_written_is_said_so_not_dropped(tmp_path: Pa
     assert out.getvalue().splitlines() == [
         "Here it is. (the file kith-export.json could not be saved: File exists)",
         "Here it is. (the file kith-export.json cannot be shown in this terminal)"]
+
+
+async def test_forget_reaches_the_export_files_the_terminal_saved(fake_llm, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    cfg = write_config(tmp_path / "kith.toml", fake_llm, data_dir)
+    script = "My cat is Miso. I live in Porto.\n/export\n/forget Miso\nyes\n"
+    code, out, err = await _run_bot("--config", str(cfg), "chat", stdin=script)
+    assert code == 0, err
+    (saved,) = [Path(m.group(1)) for line in out.splitlines() if (m := SAVED.search(line))]
+    assert "1 saved export file" in out  # the plan counts it before anything changes
+    text = saved.read_text(encoding="utf-8")
+    assert "Miso" not in text and "[forgotten]" in text and "Porto" in text  # only the words forgotten go
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    json.loads(text)  # still a whole export document
