@@ -178,8 +178,6 @@ async def test_slack_socket_mode_asks_again_until_slack_takes_both_tokens_and_ke
     assert (settings.bot_token(), settings.app_token()) == (FAKE_BOT_TOKEN, FAKE_APP_TOKEN)
 
 
-@pytest.mark.xfail(strict=True, reason="setup takes any token Slack's auth.test accepts as the bot token: a "
-                                       "person's own xoxp- token is saved as SLACK_BOT_TOKEN, nothing checks xoxb-")
 async def test_slack_refuses_a_working_token_that_is_not_a_bot_token(ollama: FakeOllama, tmp_path: Path) -> None:
     config = tmp_path / "mine" / "kith.toml"
     # auth.test answers a user token as it answers a bot token (it is a valid token): this fake Slack takes it.

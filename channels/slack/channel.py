@@ -728,6 +728,9 @@ async def check_token(settings: SlackSettings, token: str | None = None, *, app_
         return False, f"environment variable {settings.bot_token_env} is not set"
     if settings.mode not in ("socket", "http"):
         return False, f"slack.mode must be 'socket' or 'http', not {settings.mode!r}"
+    if not token.startswith("xoxb-"):
+        # A user token (xoxp-) passes auth.test too, but kith would then speak as that person.
+        return False, f"the token in {settings.bot_token_env} is not a bot token (xoxb-)"
     where = api_url_of(settings)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=SLACK_HTTP_TIMEOUT_S)) as session:
         web_client = AsyncWebClient(token=token, base_url=where, session=session, retry_handlers=[])
