@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from ground import loop
 from ground.config import ConfigError, LLMSettings
+from ground.private_files import write_private_atomically
 from kith.settings import Settings, default_config_path, env_file_beside, load_settings, read_env_file
 from kith.setup_checks import (
     OllamaFound,
@@ -37,6 +38,8 @@ from kith.setup_checks import (
     ollama_base,
 )
 from kith.setup_files import check_loads, make_plan, write_plan
+
+log = logging.getLogger("kith.setup")
 
 OLLAMA_DOWNLOAD = "https://ollama.com/download"
 SUGGESTED_OLLAMA_MODEL = "llama3.2"
@@ -389,10 +392,24 @@ def run_setup(explicit: str | None, d: Dialogue | None = None, *, next_step: str
         root.setLevel(level)
 
 
+DECLINED_MARK = "setup-declined"  # beside where the config would be: the offer was answered no
+
+
+def declined_mark() -> Path:
+    return default_config_path().parent / DECLINED_MARK
+
+
 def offer_setup() -> int | None:
     """Before ``bot.py run`` with no config anywhere and a person at the terminal: offer setup. None: go on
-    (on the config setup wrote, or the defaults); else the exit code to stop with."""
+    (on the config setup wrote, or the defaults); else the exit code to stop with.
+
+    Asked once: a no is remembered (:func:`declined_mark`), so every later start says one line instead of
+    asking again; ``bot.py setup`` still works any time."""
     d = Dialogue()
+    if declined_mark().exists():
+        d.say(f"kith has no config ({default_config_path()}): starting on the defaults; "
+              "`scripts/run setup` sets kith up.")
+        return None
     d.say(f"kith has no config yet ({default_config_path()}), so it would start on the defaults: the model "
           f"{LLMSettings().model} and this terminal only.")
     try:
@@ -400,7 +417,11 @@ def offer_setup() -> int | None:
     except (SetupStopped, KeyboardInterrupt):
         return 130
     if not wanted:
-        d.say("Starting on the defaults; `scripts/run setup` sets kith up any time.")
+        try:
+            write_private_atomically(declined_mark(), b"")
+        except OSError as exc:  # not remembered: the next start asks again, nothing else changes
+            log.warning("cannot remember the declined setup error=%s", type(exc).__name__)
+        d.say("Starting on the defaults; `scripts/run setup` sets kith up any time (this is not asked again).")
         return None
     code = run_setup(None, d, next_step="Starting kith.")
     return code or None

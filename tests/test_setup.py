@@ -350,6 +350,28 @@ async def test_run_with_no_config_offers_setup_at_a_terminal_only(fake_llm: Fake
     assert load_settings(_config_dir(home) / "config.toml").llm.model == "openai/fake-model"
 
 
+async def test_a_declined_offer_is_not_asked_again_at_the_next_start(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".local").mkdir(parents=True)
+    (home / ".local" / "share").write_text("")  # the default data directory cannot be made: run stops at once
+    env = _env(home, OLLAMA_HOST=f"127.0.0.1:{_closed_port()}")
+    s = await Session.start("run", env=env, tty=True)
+    try:
+        await s.answer("Set it up now (a few questions)? [Y/n] ", "n")
+        assert await s.end() == 1  # on to start on the defaults (and met the data directory)
+    finally:
+        await s.kill()
+    assert "not asked again" in s.seen and not (_config_dir(home) / "config.toml").exists()
+
+    s = await Session.start("run", env=env, tty=True)
+    try:
+        assert await s.end() == 1  # no question: a waiting prompt would hang here
+    finally:
+        await s.kill()
+    assert "Set it up" not in s.seen and "`scripts/run setup` sets kith up" in s.seen
+    assert "kith: cannot create the data directory" in s.seen
+
+
 # --- the .env format ---------------------------------------------------------------------------------------
 
 def test_a_hand_written_env_file_reads_as_a_shell_would() -> None:
