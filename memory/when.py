@@ -1,7 +1,9 @@
 """Dates a query names, resolved against the clock into time windows: pure, no I/O.
 
 "yesterday", "two days ago", "last week", "last month", "in May", "on 8 May", "May 2023",
-"in 2023", "last summer", "on Monday"... each becomes a :class:`Window`. Recall boosts the
+"in 2023", "last summer", "on Monday"... each becomes a :class:`Window`; so do the same kinds of
+phrase in German, French, Spanish, Portuguese, Italian and Dutch ("letzte Woche", "il y a deux
+jours", "en mayo"; :mod:`memory.when_languages`). Recall boosts the
 memories said inside one (``RecallSettings.date_boost``): a person asking what they said
 "last week" means what they said then, whatever words they used.
 
@@ -16,9 +18,12 @@ with a preposition or a day or year beside them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from memory.when_languages import LANGUAGES, DateWords
 
 DAY = timedelta(days=1)
 
@@ -174,11 +179,12 @@ def _int(match: re.Match[str], group: str) -> int | None:
 
 def _dated(match: re.Match[str], now: datetime) -> Window | None:
     """A day of a month, its year given or the latest such day up to now."""
-    month = MONTHS[match.group("month").lower()]
-    day = _int(match, "day")
+    return _dated_month(MONTHS[match.group("month").lower()], _int(match, "day"), _int(match, "year"), now)
+
+
+def _dated_month(month: int, day: int | None, year: int | None, now: datetime) -> Window | None:
     if day is None or not 1 <= day <= 31:
         return None
-    year = _int(match, "year")
     try:
         if year is not None:
             return _day(now.replace(year=year, month=month, day=day))
@@ -248,16 +254,109 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def query_windows(query: str, now: datetime) -> tuple[Window, ...]:
-    """The time windows ``query`` names, resolved against ``now`` (none: it names no date)."""
-    text = query
-    found: list[Window] = []
-    for pattern, resolve in RULES:
+def plain(text: str) -> str:
+    """Lower case without accents (and with one apostrophe), as :mod:`memory.when_languages` writes words."""
+    decomposed = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _alternation(words: Iterable[str]) -> str:
+    return "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+
+
+def _top_level(template: str) -> list[str]:
+    """A template's alternatives outside any group: each becomes a rule of its own, so each may name its parts."""
+    out, depth, start = [], 0, 0
+    for i, char in enumerate(template):
+        if char == "(" and template[i - 1:i] != "\\":
+            depth += 1
+        elif char == ")" and template[i - 1:i] != "\\":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            out.append(template[start:i])
+            start = i + 1
+    out.append(template[start:])
+    return out
+
+
+def _language_rules(words: DateWords) -> tuple[Rule, ...]:
+    parts = {
+        "n": f"(?P<n>{_alternation(words.numbers)}|\\d{{1,3}})",
+        "unit": f"(?P<unit>{_alternation(words.units)})",
+        "month": f"(?P<month>{_alternation(words.months)})\\.?",
+        "day": r"(?P<day>[0-3]?\d)",
+        "year": _YEAR,
+        "weekday": f"(?P<weekday>{_alternation(words.weekdays)})",
+    }
+    months: Mapping[str, int] = words.months
+
+    def month_of(match: re.Match[str]) -> int:
+        return months[match.group("month")]
+
+    def amount(match: re.Match[str]) -> int:
+        text = " ".join(match.group("n").split())
+        return words.numbers[text] if text in words.numbers else int(text)
+
+    def unit(match: re.Match[str]) -> str:
+        return words.units[" ".join(match.group("unit").split())]
+
+    def dated(match: re.Match[str], now: datetime) -> Window | None:
+        return _dated_month(month_of(match), _int(match, "day"), _int(match, "year"), now)
+
+    def month_phrase(match: re.Match[str], now: datetime) -> Window:
+        year = _int(match, "year")
+        return _month(year, month_of(match), now) if year is not None else _latest_month(month_of(match), now)
+
+    def counted(span: Callable[[int, str, datetime], Window]) -> Callable[[re.Match[str], datetime], Window | None]:
+        return lambda m, now: None if unit(m) == "weekend" else span(amount(m), unit(m), now)
+
+    shapes: list[tuple[str, Callable[[re.Match[str], datetime], Window | None]]] = [
+        (words.day_month, dated),
+        (words.month_year, month_phrase),
+        (f"(?:{words.month_prepositions})[ -]{{month}}", month_phrase),
+        (f"(?:{words.year_prepositions}) {{year}}", lambda m, now: _year(int(m.group("year")), now)),
+        (words.day_before_yesterday, lambda _m, now: _day(now - 2 * DAY)),
+        (words.yesterday, lambda _m, now: _day(now - DAY)),
+        (words.today, lambda _m, now: _day(now)),
+        (words.ago, counted(_ago)),
+        (words.past, counted(_past)),
+        (words.last, lambda m, now: _last(unit(m), now)),
+        (words.this, lambda m, now: _this(unit(m), now)),
+        (words.weekday, lambda m, now: _day(_latest_weekday(words.weekdays[m.group("weekday")], now))),
+    ]
+    return tuple(_rule(alternative.format(**parts), resolve)
+                 for template, resolve in shapes for alternative in _top_level(template))
+
+
+def _markers(words: DateWords) -> frozenset[str]:
+    """The words that make a message read as this language: its markers, and its month and weekday names
+    (a name alone names no time; it only lets the language's phrases be looked for)."""
+    return words.markers | {w for name in (*words.months, *words.weekdays) for w in re.findall(r"\w+", name)}
+
+
+LANGUAGE_RULES: tuple[tuple[frozenset[str], tuple[Rule, ...]], ...] = tuple(
+    (_markers(w), _language_rules(w)) for w in LANGUAGES)
+
+
+def _resolve(rules: Iterable[Rule], text: str, now: datetime, found: list[Window]) -> str:
+    """Add the windows ``rules`` find in ``text``; the text with each match blanked out."""
+    for pattern, resolve in rules:
         for match in pattern.finditer(text):
             window = resolve(match, now)
             if window is not None:
                 found.append(window)
         text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+def query_windows(query: str, now: datetime) -> tuple[Window, ...]:
+    """The time windows ``query`` names, resolved against ``now`` (none: it names no date)."""
+    found: list[Window] = []
+    rest = plain(_resolve(RULES, query, now, found))
+    words = set(re.findall(r"\w+", rest))
+    for markers, rules in LANGUAGE_RULES:
+        if words & markers:
+            rest = _resolve(rules, rest, now, found)
     return tuple(dict.fromkeys(found))
 
 

@@ -81,6 +81,50 @@ def test_every_time_a_message_names_counts() -> None:
     assert all(isinstance(w, Window) for w in windows)
 
 
+@pytest.mark.parametrize(("query", "inside", "outside"), [
+    ("Was habe ich dir gestern erzählt?", ("2023-11-14",), ("2023-11-10",)),
+    ("vorgestern war ich beim Arzt", ("2023-11-13",), ("2023-11-10",)),
+    ("Was habe ich vor zwei Wochen gesagt?", ("2023-11-01",), ("2023-10-15",)),
+    ("Was hast du letzte Woche gehört?", ("2023-11-08",), ("2023-10-25",)),
+    ("Was war im März?", ("2023-03-20",), ("2023-05-20",)),
+    ("am 8. Mai 2023 war ich in Berlin", ("2023-05-08",), ("2023-05-20",)),
+    ("Qu'est-ce que je t'ai dit hier ?", ("2023-11-14",), ("2023-11-10",)),
+    ("il y a trois jours j'ai vu Paul", ("2023-11-12",), ("2023-11-05",)),
+    ("l'année dernière, où suis-je allé ?", ("2022-06-01",), ("2021-06-01",)),
+    ("Qu'ai-je fait en août ?", ("2023-08-10",), ("2023-10-10",)),
+    ("¿Qué te dije ayer?", ("2023-11-14",), ("2023-11-10",)),
+    ("hace dos semanas fui al médico", ("2023-11-01",), ("2023-10-15",)),
+    ("el 8 de mayo de 2023 fui a Madrid", ("2023-05-08",), ("2023-05-20",)),
+    ("¿Dónde estuve el sábado pasado?", ("2023-11-11",), ("2023-11-04",)),
+    ("O que eu disse ontem?", ("2023-11-14",), ("2023-11-10",)),
+    ("há duas semanas eu viajei", ("2023-11-01",), ("2023-10-15",)),
+    ("no mês passado eu mudei de casa", ("2023-10-15",), ("2023-09-15",)),
+    ("Cosa ti ho detto ieri?", ("2023-11-14",), ("2023-11-10",)),
+    ("due settimane fa ho visto Luca", ("2023-11-01",), ("2023-10-15",)),
+    ("a maggio ho cambiato lavoro", ("2023-05-10",), ("2023-07-10",)),
+    ("Wat heb ik gisteren gezegd?", ("2023-11-14",), ("2023-11-10",)),
+    ("twee weken geleden was ik ziek", ("2023-11-01",), ("2023-10-15",)),
+    ("vorige maand heb ik verhuisd", ("2023-10-15",), ("2023-09-15",)),
+])
+def test_other_languages_name_times_the_same_way(query: str, inside: tuple[str, ...],
+                                                 outside: tuple[str, ...]) -> None:
+    covers(query, *inside, outside=outside)
+
+
+def test_accents_or_none_read_the_same() -> None:
+    assert query_windows("la semaine dernière", NOW) == query_windows("la semaine derniere", NOW) != ()
+    assert query_windows("im März", NOW) == query_windows("im Marz", NOW) != ()
+
+
+@pytest.mark.parametrize("query", [
+    "ich bin hier", "ik ben hier, en jij?", "I was here", "Mai Tai please", "mars is red", "more mayo please",
+    "vor zwei Wochenenden habe ich gekocht",  # a count of weekends is no span this reads
+])
+def test_a_word_that_names_a_time_in_one_language_only_counts_in_that_language(query: str) -> None:
+    # German and Dutch "hier" is here, not French "yesterday"; a month name alone names no time.
+    assert query_windows(query, NOW) == (), query
+
+
 def memory(memory_id: str, said: datetime) -> MemoryRecord:
     return MemoryRecord(id=memory_id, person="p", kind=MemoryKind.FACT, text="a fact", evidence=("a fact",),
                         sources=(Source("telegram", "c", memory_id, said),), scope=Scope.DM, created_at=said,
