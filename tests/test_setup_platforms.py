@@ -85,6 +85,14 @@ async def _refused(s: Session, reason: str, *, pattern: bool = False) -> None:
     assert re.fullmatch(rf"\n  failed: {line}\n  {re.escape(TRY_AGAIN)}", said), said
 
 
+async def _on_to_slack(s: Session) -> None:
+    """Keep the model, skip Telegram and Discord, and say yes to Slack."""
+    await s.answer(KEEP_MODEL, "")
+    await s.answer("Connect Telegram? [y/N] ", "n")
+    await s.answer("Connect Discord? [y/N] ", "n")
+    await s.answer("Connect Slack? [y/N] ", "y")
+
+
 def _files_holding(root: Path, secret: str) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes())
 
@@ -134,12 +142,9 @@ async def test_slack_socket_mode_asks_again_until_slack_takes_both_tokens_and_ke
                                                   '"KITH_SLACK_BOT"\napp_token_env = "KITH_SLACK_APP"\n')
         s = await _setup(config, _env(tmp_path / "home"))
         try:
-            await s.answer(KEEP_MODEL, "")
-            await s.answer("Connect Telegram? [y/N] ", "n")
-            await s.answer("Connect Discord? [y/N] ", "n")
-            await s.answer("Connect Slack? [y/N] ", "y")
-            # The app-level token where the bot token goes: not an xoxb- token. Slack refuses it today; a check
-            # of the prefix before any call would say so in its own words, naming the same variable.
+            await _on_to_slack(s)
+            # The app-level token where the bot token goes: not an xoxb- token, refused before any call to Slack,
+            # naming the config's own variable.
             await s.answer("  Bot token (xoxb-...) (KITH_SLACK_BOT; not shown as you type): ", FAKE_APP_TOKEN)
             await s.answer("  App-level token (xapp-..., scope connections:write) (KITH_SLACK_APP; "
                            "not shown as you type): ", FAKE_APP_TOKEN)
@@ -207,10 +212,7 @@ async def test_slack_http_mode_asks_for_the_signing_secret_instead_of_an_app_tok
         before = _existing_config(config, ollama, f'[slack]\nmode = "http"\napi_url = "{slack.api_url}"\n')
         s = await _setup(config, _env(tmp_path / "home"))
         try:
-            await s.answer(KEEP_MODEL, "")
-            await s.answer("Connect Telegram? [y/N] ", "n")
-            await s.answer("Connect Discord? [y/N] ", "n")
-            await s.answer("Connect Slack? [y/N] ", "y")
+            await _on_to_slack(s)
             await s.answer("  Bot token (xoxb-...) (SLACK_BOT_TOKEN; not shown as you type): ", FAKE_BOT_TOKEN)
             await s.answer("  Signing secret (Basic Information) (SLACK_SIGNING_SECRET; not shown as you type): ", "")
             await _refused(s, "a token is missing")  # no secret: not checked, asked again
