@@ -274,6 +274,9 @@ DEFAULT_IMPORTANCE = 0.5
 # --- Memory: the store (memory/store.py) --------------------------------------
 CHROMA_CHECK_TIMEOUT_S = 10.0
 STORE_PAGE = 500  # records per Chroma round trip when scanning
+# Chroma's own default: writes to a collection between two saves of its vector index to disk (a collection's
+# configuration may say otherwise; what it says is used).
+CHROMA_SYNC_THRESHOLD = 1000
 # Records embedded and written per step of a migration to another embedder (memory/reembed.py): the most a
 # kill makes it embed again, and how often its progress moves.
 REEMBED_BATCH = 64

@@ -1,4 +1,5 @@
-"""Taking forgotten words out of embedded Chroma's own SQLite file, after the records themselves are gone.
+"""Taking forgotten words out of embedded Chroma's files: its vector index before a record is deleted, its own
+SQLite file after.
 
 Chroma keeps every add and update in its ``embeddings_queue`` table, metadata (our text and
 evidence) and vector included, long after the record is deleted or rewritten; and its deletes
@@ -16,8 +17,12 @@ from __future__ import annotations
 import sqlite3
 import struct
 from pathlib import Path
+from typing import Any
 
-from ground.tunables import SQLITE_BUSY_TIMEOUT_MS, STORE_PAGE
+from ground.tunables import CHROMA_SYNC_THRESHOLD, HASH_DIM, SQLITE_BUSY_TIMEOUT_MS, STORE_PAGE
+from memory.reembed import DIM_KEY
+
+SAVE_BY_REWRITING_MIN = 100  # live records below which a save writes blank records instead
 
 
 def scrub_queue_sync(path: Path, ids: list[str], kept: list[str]) -> int:
@@ -61,9 +66,81 @@ def scrub_queue_sync(path: Path, ids: list[str], kept: list[str]) -> int:
         conn.close()
 
 
+def meaningless_vector(dim: int) -> list[float]:
+    """A unit vector that says nothing: 1 then zeros (a zero vector has no direction, which Chroma refuses)."""
+    return [1.0] + [0.0] * (dim - 1)
+
+
 def unit_vector(size: int | None) -> bytes | None:
-    """A float32 vector of ``size`` bytes that says nothing: 1 then zeros (a zero vector has no direction)."""
+    """:func:`meaningless_vector` as ``size`` bytes of float32, as the queue stores vectors."""
     if not size:
         return None
     dim = size // 4
-    return struct.pack(f"<{dim}f", 1.0, *([0.0] * (dim - 1)))
+    return struct.pack(f"<{dim}f", *meaningless_vector(dim))
+
+
+def blank_vectors_sync(col: Any, ids: list[str]) -> None:
+    """Overwrite the vectors of those ``ids`` still stored with :func:`meaningless_vector` (their own size).
+
+    Chroma's vector index frees a deleted record's slot without clearing it, and saves the index to
+    disk with the old vector in it; overwritten before the delete, the slot keeps nothing once Chroma
+    saves the index again.
+    """
+    for start in range(0, len(ids), STORE_PAGE):
+        page = col.get(ids=ids[start : start + STORE_PAGE], include=["embeddings"])
+        found = list(page["ids"])
+        if found:
+            dims = [len(v) for v in page["embeddings"]]
+            col.update(ids=found, embeddings=[meaningless_vector(d) for d in dims])
+
+
+def index_save_writes(col: Any) -> int:
+    """How many writes make Chroma save this collection's vector index (its ``sync_threshold``)."""
+    config = getattr(col, "configuration", None) or {}
+    hnsw = config.get("hnsw") if isinstance(config, dict) else None
+    threshold = hnsw.get("sync_threshold") if isinstance(hnsw, dict) else None
+    return int(threshold) if isinstance(threshold, int) and threshold > 0 else CHROMA_SYNC_THRESHOLD
+
+
+def save_index_sync(col: Any, ids: list[str], writes: int) -> int:
+    """Make embedded Chroma save the collection's vector index now; returns the writes it took.
+
+    Chroma saves the index after every ``writes`` (its sync threshold) writes to the collection, not
+    when a record is deleted or the client closes: till then the file on disk holds every vector it
+    held at the last save, those of records deleted since included. Rewriting live records' vectors
+    with their own values (``ids``, over and over when there are fewer) changes nothing they hold and
+    makes Chroma save. With few live records, blank records are written and deleted instead (the index
+    keeps their freed slots, which hold nothing).
+    """
+    done = 0
+    if len(ids) < SAVE_BY_REWRITING_MIN:
+        # Rewriting a few records over and over would take a round trip per few writes.
+        while done < writes:
+            batch = [f"kith-index-save-{i}" for i in range(min(STORE_PAGE, writes - done))]
+            col.add(ids=batch, embeddings=[meaningless_vector(_dim(col))] * len(batch))
+            col.delete(ids=batch)
+            done += 2 * len(batch)
+        return done
+    while done < writes:
+        for start in range(0, len(ids), STORE_PAGE):
+            page = col.get(ids=ids[start : start + STORE_PAGE], include=["embeddings"])
+            if len(page["ids"]):
+                col.update(ids=list(page["ids"]), embeddings=[list(v) for v in page["embeddings"]])
+            done += max(1, len(page["ids"]))
+            if done >= writes:
+                break
+    return done
+
+
+def index_saved(chroma_dir: Path) -> bool:
+    """Whether embedded Chroma has saved a vector index yet: each lives in a directory of its own beside its
+    SQLite file, made at the first save."""
+    try:
+        return any(entry.is_dir() and any(entry.iterdir()) for entry in chroma_dir.iterdir())
+    except FileNotFoundError:
+        return False
+
+
+def _dim(col: Any) -> int:
+    meta = dict(col.metadata or {})
+    return int(meta.get(DIM_KEY) or HASH_DIM)

@@ -26,6 +26,7 @@ reads by metadata (the heartbeat's sweeps).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -40,7 +41,13 @@ from ground.tunables import FILTERED_QUERY_MAX, STORE_PAGE
 from memory.catch_up import CatchUp
 from memory.changes import ChangeLog
 from memory.chroma import VECTOR_KEY, ChromaCollections, Collection, space_of, where
-from memory.chroma_scrub import scrub_queue_sync
+from memory.chroma_scrub import (
+    blank_vectors_sync,
+    index_save_writes,
+    index_saved,
+    save_index_sync,
+    scrub_queue_sync,
+)
 from memory.embedders import Embedder, EmbedderStatus, Vector
 from memory.index_search import IndexSearch
 from memory.keyed_locks import KeyedLocks
@@ -438,11 +445,18 @@ class MemoryStore:
         await self.catch_up.log([(stored.person, stored.id)])
         return stored
 
+    async def _blank_vectors(self, kind: Collection, ids: Sequence[str]) -> None:
+        """Before ``ids`` are deleted: their vectors, a trace of their text, must not outlive them in Chroma's
+        vector index file (:func:`memory.chroma_scrub.blank_vectors_sync`)."""
+        if ids:
+            await self.chroma.run(blank_vectors_sync, self.chroma.collection(kind), list(ids))
+
     async def delete_memories(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0
         async with self._cas.hold(ids):
             rows = await self._get(Collection.MEMORIES, ids)
+            await self._blank_vectors(Collection.MEMORIES, [str(md["id"]) for md in rows])
             await self.chroma.run(self._memories().delete, ids=list(ids))
         self._memory_total -= len(rows)
         for md in rows:
@@ -454,6 +468,7 @@ class MemoryStore:
         if not ids:
             return 0
         rows = await self._get(Collection.NOTES, ids)
+        await self._blank_vectors(Collection.NOTES, [str(md["id"]) for md in rows])
         await self.chroma.run(self._notes().delete, ids=list(ids))
         await self.catch_up.log_notes((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)
@@ -485,7 +500,23 @@ class MemoryStore:
         path = self.sqlite_path
         if path is None or not (ids or kept) or not path.exists():
             return 0
+        if ids and index_saved(path.parent):
+            # The deleted records' vectors were blanked, but the index file on disk is the last one Chroma
+            # saved: have it saved now, so theirs are gone from it too.
+            for kind in Collection:
+                await self._save_vector_index(kind)
         return await self.chroma.run(scrub_queue_sync, path, list(dict.fromkeys(ids)), kept)
+
+    async def _save_vector_index(self, kind: Collection) -> None:
+        col = self.chroma.collection(kind)
+        writes = index_save_writes(col)
+        ids = (await self.chroma.run(self.chroma.ids_sync, kind, None))[:writes]
+        started = time.perf_counter()
+        # Rewriting a memory's vector with what was just read must not undo a write made in between.
+        async with self._cas.hold(ids if kind is Collection.MEMORIES else []):
+            done = await self.chroma.run(save_index_sync, col, ids, writes)
+        log.info("vector index saved collection=%s writes=%d ms=%.0f", kind.value, done,
+                 (time.perf_counter() - started) * 1000)
 
     async def reassign(self, old: str, new: str, now: datetime | None = None) -> tuple[int, int]:
         """Move every note and memory of person ``old`` to ``new``; returns (notes, memories) moved."""
