@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,12 @@ def locate(model: str) -> EncoderFiles:
     for needed in (weights, directory / "config.json", directory / "tokenizer.json"):
         if not needed.is_file():
             raise EncoderFilesUnavailable(f"{directory} has no {needed.name}")
+    # The owner's files are not hash-checked: a tokenizer that does not load is refused here, before a graph is
+    # built for it (seconds) and in the same words as a missing file.
+    try:
+        load_tokenizer(directory / "tokenizer.json", MAX_TOKENS)
+    except TokenizerUnreadable as exc:
+        raise EncoderFilesUnavailable(str(exc)) from None
     stat = weights.stat()
     identity = hashlib.sha256(f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
     return EncoderFiles(directory, directory / "tokenizer.json", identity)
@@ -153,7 +160,7 @@ def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str, *, pair: boo
         shape = BertShape.from_files(files.directory / "config.json", files.directory / "1_Pooling" / "config.json")
         weights = read_safetensors(weights_path)
         blob = build_cross_encoder(weights, shape) if pair else build_encoder(weights, shape)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a JSON file of the wrong shape, too
         raise EncoderBuildError(f"cannot read the checkpoint in {files.directory} ({type(exc).__name__})") from None
     write_private_atomically(cached, blob)
     return cached
@@ -162,10 +169,14 @@ def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str, *, pair: boo
 def open_graph(graph: Path, tokenizer_file: Path, max_tokens: int) -> tuple[Any, Any]:
     """An ONNX Runtime session for ``graph`` and its tokenizer (cutting at ``max_tokens``, padding to a batch's
     longest text). A cached graph that does not load (a disk error, say) is removed, so the next start builds it
-    again, and EncoderBuildError says so."""
+    again, and EncoderBuildError says so; a tokenizer that does not load is EncoderBuildError too, and leaves the
+    graph alone."""
     import onnxruntime
-    from tokenizers import Tokenizer
 
+    try:
+        tokenizer = load_tokenizer(tokenizer_file, max_tokens)
+    except TokenizerUnreadable as exc:
+        raise EncoderBuildError(str(exc)) from None
     options = onnxruntime.SessionOptions()
     # One query at a time: a second thread only fights the event loop for the other core.
     options.intra_op_num_threads = 1
@@ -176,7 +187,38 @@ def open_graph(graph: Path, tokenizer_file: Path, max_tokens: int) -> tuple[Any,
     except Exception as exc:
         graph.unlink(missing_ok=True)
         raise EncoderBuildError(f"the built graph did not load ({type(exc).__name__})") from None
-    tokenizer = Tokenizer.from_file(str(tokenizer_file))
-    tokenizer.enable_truncation(max_tokens)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     return session, tokenizer
+
+
+class TokenizerUnreadable(Exception):
+    """A tokenizer.json that does not load or cannot tokenize; the message is the one-line reason."""
+
+
+# A word and a symbol a word-piece vocabulary lacks: a tokenizer that cannot say "unknown" fails here, at load.
+_TRIAL_TEXT = "kith \u2603"
+_QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"")
+
+
+def load_tokenizer(path: Path, max_tokens: int) -> Any:
+    """The tokenizer in ``path``, set to cut at ``max_tokens`` and pad to a batch's longest text, and tried on one
+    text; TokenizerUnreadable otherwise."""
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+        tokenizer.enable_truncation(max_tokens)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        tokenizer.encode(_TRIAL_TEXT)
+    except Exception as exc:  # the tokenizers library raises a bare Exception for every kind of bad file
+        raise TokenizerUnreadable(
+            f"{path.name} in {path.parent} does not load as a tokenizer ({_reason(exc)})"
+        ) from None
+    return tokenizer
+
+
+def _reason(exc: Exception) -> str:
+    """The parser's words, on one line, with any text it quotes from the file left out."""
+    # The parser quotes punctuation it expected (`,`) and text it found (a value could be anything): only the first.
+    text = _QUOTED.sub(lambda m: m[0] if len(m[0]) <= 3 else f"{m[0][0]}...{m[0][0]}",
+                       (str(exc).strip().splitlines() or [""])[0])
+    return (text[:157] + "...") if len(text) > 160 else text or type(exc).__name__

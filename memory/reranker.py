@@ -70,6 +70,17 @@ class CrossEncoderReranker:
         except EncoderBuildError as exc:
             raise RerankerUnavailable(f"{exc}; the next start builds it again") from None
 
+    def _load_or_say_why(self) -> None:
+        # The reranker is optional: whatever else goes wrong in the owner's files or the libraries reading them is
+        # the same one line at start-up and in doctor, not a traceback that stops kith.
+        try:
+            self.load_sync()
+        except RerankerUnavailable:
+            raise
+        except Exception as exc:
+            log.debug("reranker load failed", exc_info=True)
+            raise RerankerUnavailable(f"{self.directory} did not load ({type(exc).__name__})") from None
+
     def _scores_sync(self, query: str, passages: list[str]) -> list[float]:
         import numpy as np
 
@@ -85,7 +96,7 @@ class CrossEncoderReranker:
         return [float(s) for s in scores]
 
     async def load(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._executor, self.load_sync)
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._load_or_say_why)
 
     async def scores(self, query: str, passages: Sequence[str]) -> list[float]:
         """One score per passage, higher is more relevant (the model's logit)."""

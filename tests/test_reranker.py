@@ -12,9 +12,11 @@ import pytest
 
 from ground.config import RecallSettings
 from kith.app import build_app
-from memory.encoder_files import locate
+from memory.embedders import EmbedderUnavailable, OnnxEmbedder
+from memory.encoder_files import locate, open_graph
+from memory.onnx_encoder import EncoderBuildError
 from memory.recall import RecallEngine
-from memory.reranker import CrossEncoderReranker, RerankerUnavailable, check_reranker, reranked
+from memory.reranker import CrossEncoderReranker, RerankerUnavailable, check_reranker, open_reranker, reranked
 from memory.store import MemoryStore
 from tests.support.cross_encoder import make_cross_encoder
 from tests.support.memory import T0, memory_settings
@@ -60,6 +62,74 @@ async def test_a_missing_directory_is_one_line(tmp_path: Path) -> None:
         await reranker.load()
     await reranker.close()
     assert "nowhere" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def _beside(source: Path, directory: Path, tokenizer: str | None = None, config: str | None = None) -> Path:
+    """A checkpoint directory sharing ``source``'s weights, with its own tokenizer.json or config.json text."""
+    directory.mkdir()
+    (directory / "model.safetensors").symlink_to(source / "model.safetensors")
+    for name, text in (("tokenizer.json", tokenizer), ("config.json", config)):
+        if text is None:
+            (directory / name).symlink_to(source / name)
+        else:
+            (directory / name).write_text(text, encoding="utf-8")
+    return directory
+
+
+async def test_a_tokenizer_that_does_not_load_is_one_line_at_start_and_in_doctor(
+    cross_encoder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    broken = _beside(cross_encoder, tmp_path / "ce", tokenizer='{"truncated": ')
+    reranker, status = await open_reranker(str(broken))
+    assert reranker is None
+    assert status == (f"tokenizer.json in {broken} does not load as a tokenizer "
+                      "(expected `,` or `}` at line 1 column 13)")
+    doctor = await check_reranker(str(broken))
+    assert doctor.ok and doctor.warn and doctor.detail == f"{status}; recall keeps its own order"
+    assert not (tmp_path / "cache").exists()  # refused before seconds went into building a graph for it
+
+
+async def test_a_tokenizer_error_does_not_repeat_what_the_file_says(cross_encoder: Path, tmp_path: Path) -> None:
+    broken = _beside(cross_encoder, tmp_path / "ce", tokenizer='{"version": "1.0", "truncation": "sk-not-for-logs"}')
+    reranker = CrossEncoderReranker(str(broken), cache_dir=tmp_path / "cache")
+    with pytest.raises(RerankerUnavailable) as caught:
+        await reranker.load()
+    await reranker.close()
+    assert "sk-not-for-logs" not in str(caught.value) and "line 1 column" in str(caught.value)
+
+
+async def test_a_tokenizer_that_cannot_say_unknown_is_refused_at_load(cross_encoder: Path, tmp_path: Path) -> None:
+    tokenizer = json.loads((cross_encoder / "tokenizer.json").read_text(encoding="utf-8"))
+    del tokenizer["model"]["vocab"]["[UNK]"]  # loads, then fails on the first word it does not know
+    broken = _beside(cross_encoder, tmp_path / "ce", tokenizer=json.dumps(tokenizer))
+    reranker, status = await open_reranker(str(broken), cache_dir=tmp_path / "cache")
+    assert reranker is None and "Missing [UNK] token" in status and "\n" not in status
+
+
+def test_a_bad_tokenizer_beside_a_cached_graph_leaves_the_graph(tmp_path: Path) -> None:
+    graph = tmp_path / "built.onnx"
+    graph.write_bytes(b"a graph built earlier")
+    tokenizer = tmp_path / "tokenizer.json"
+    tokenizer.write_text('{"truncated": ', encoding="utf-8")
+    with pytest.raises(EncoderBuildError, match=r"^tokenizer\.json in .* does not load as a tokenizer \(expected"):
+        open_graph(graph, tokenizer, 256)
+    assert graph.exists()  # the graph was not at fault: the next start does not rebuild it
+
+
+async def test_an_encoder_directory_with_a_bad_tokenizer_or_config_is_one_line(tmp_path: Path) -> None:
+    source = locate("all-MiniLM-L6-v2").directory
+    for name, broken in (
+        ("tokenizer", _beside(source, tmp_path / "tok", tokenizer="")),
+        ("config", _beside(source, tmp_path / "cfg", config="[1, 2]")),
+    ):
+        embedder = OnnxEmbedder(str(broken), cache_dir=tmp_path / "cache")
+        with pytest.raises(EmbedderUnavailable) as caught:
+            await embedder.embed(["x"])
+        await embedder.close()
+        reason = str(caught.value)
+        assert "\n" not in reason and str(broken) in reason, name
+        assert ("tokenizer.json" in reason) if name == "tokenizer" else ("cannot read the checkpoint" in reason)
 
 
 def test_the_reranker_reorders_only_the_top_it_scored() -> None:
