@@ -19,8 +19,11 @@ Other people's words are theirs to forget.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -33,8 +36,10 @@ from delivery.inbox import PayloadError, from_payload, to_payload
 from delivery.outbox import outbox
 from ground.db import metadata
 from ground.private_files import write_private_atomically
-from memory.text import content_words, normalize, words_match
+from memory.text import content_words, is_invisible, normalize, words_match
 from people import directory, history
+
+log = logging.getLogger("kith.memory.scrub")
 
 FORGOTTEN_MARK = "[forgotten]"
 # Declared by the heartbeat, which builds on memory: found by name on the shared schema.
@@ -46,16 +51,21 @@ _MARKS = re.compile(r"(?:\[forgotten\][\s.,;:!?…]*){2,}")
 
 @dataclass(frozen=True, slots=True)
 class Redactor:
-    """What a forget removes from a text: ``query``'s sentences and ``phrases`` (forgotten texts and quotes)."""
+    """What a forget removes from a text: ``query``'s sentences and ``phrases`` (forgotten texts and quotes);
+    from an export document also every entry of the forgotten records' ``ids``."""
 
     query: str
     phrases: tuple[str, ...] = ()
+    ids: frozenset[str] = frozenset()
 
     def redact(self, text: str) -> str:
-        """``text`` with every matching stretch replaced by ``FORGOTTEN_MARK`` (pure)."""
+        """``text`` with every matching stretch replaced by ``FORGOTTEN_MARK`` (pure).
+
+        Matched as the person reads it: composed (a decomposed "Zoë" is "Zoë") and without characters that
+        show nothing; a text that holds nothing to forget comes back exactly as it was."""
         if not text:
             return text
-        out = text
+        out = readable(text)
         wanted = set(content_words(self.query))
         if wanted:
             parts = []
@@ -69,7 +79,7 @@ class Redactor:
         # Whole sentences first: a quote taken out first could leave its sentence without the query's words.
         for pattern in self._patterns():
             out = pattern.sub(FORGOTTEN_MARK, out)
-        if out == text:
+        if out == readable(text):
             return text
         return _MARKS.sub(FORGOTTEN_MARK + " ", out).strip()
 
@@ -84,6 +94,11 @@ class Redactor:
         return patterns
 
 
+def readable(text: str) -> str:
+    """``text`` composed (NFC) and without the characters that render as nothing, as a reader sees it."""
+    return "".join(c for c in unicodedata.normalize("NFC", text) if not is_invisible(c))
+
+
 def _holds(sentence: str, wanted: set[str]) -> bool:
     if FORGOTTEN_MARK == sentence.strip():
         return False
@@ -91,20 +106,26 @@ def _holds(sentence: str, wanted: set[str]) -> bool:
     return all(any(words_match(w, h) for h in have) for w in wanted)
 
 
-def redact_json(data: bytes, redact: Callable[[str], str]) -> bytes | None:
-    """An attachment with ``redact`` applied to every string in it (JSON, as ``/export`` writes), or None
-    when it is not JSON and holds matching text (dropped whole: its words cannot be told apart)."""
+def redact_json(data: bytes, redactor: Redactor) -> bytes | None:
+    """An attachment with the redactor applied to every string in it (JSON, as ``/export`` writes), each entry
+    of a forgotten record taken out whole (an export words a memory for its reader, "You live in Lisbon",
+    which no stored phrase matches); or None when it is not JSON and holds matching text (dropped whole:
+    its words cannot be told apart)."""
+    redact = redactor.redact
     try:
         parsed = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         text = data.decode("utf-8", errors="replace")
         return None if redact(text) != text else data
 
+    def forgotten(value: Any) -> bool:
+        return isinstance(value, dict) and isinstance(value.get("id"), str) and value["id"] in redactor.ids
+
     def walk(value: Any) -> Any:
         if isinstance(value, str):
             return redact(value)
         if isinstance(value, list):
-            return [walk(v) for v in value]
+            return [walk(v) for v in value if not forgotten(v)]
         if isinstance(value, dict):
             return {k: walk(v) for k, v in value.items()}
         return value
@@ -137,6 +158,20 @@ def scrub_saved_exports(directory: Path | None, person: str, redactor: Redactor,
     if directory is None or not directory.is_dir():
         return 0
     touched = 0
+    for path in sorted(directory.glob(".*.json.*.tmp")):
+        # A save cut short (killed mid-write) leaves its temporary copy: the whole export, unredacted, never
+        # completed. One of a save under way in this process is left to finish (and be scrubbed as the file).
+        if path.name.rsplit(".", 2)[-2] == str(os.getpid()):
+            continue
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        if redactor.redact(text) == text and not any(i in text for i in redactor.ids):
+            continue
+        touched += 1
+        if apply:
+            _apply_to_file(path, None)
     for path in sorted(directory.glob("*.json")):
         try:
             data = path.read_bytes()
@@ -145,13 +180,44 @@ def scrub_saved_exports(directory: Path | None, person: str, redactor: Redactor,
             continue
         if owner != person:
             continue
-        cleaned = redact_json(data, redactor.redact)
+        cleaned = redact_json(data, redactor)
         if cleaned is None or cleaned == data:
             continue
         touched += 1
         if apply:
-            write_private_atomically(path, cleaned)
+            _apply_to_file(path, cleaned)
     return touched
+
+
+def _apply_to_file(path: Path, cleaned: bytes | None) -> None:
+    """Write ``cleaned`` over the file (None: remove it). A file that cannot be changed (a full or read-only
+    disk) is logged and left: the forget's count of what is left after it names it, and the rest goes on."""
+    try:
+        if cleaned is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_private_atomically(path, cleaned)
+    except OSError as exc:
+        log.warning("forget could not rewrite a saved export error=%s", type(exc).__name__)
+
+
+def reassign_saved_exports(directory: Path | None, old: str, new: str) -> int:
+    """The export files saved for person ``old`` now name ``new`` (a link or merge moved them): a later forget
+    by ``new`` reaches them. Returns how many files changed."""
+    if directory is None or not directory.is_dir():
+        return 0
+    moved = 0
+    for path in sorted(directory.glob("*.json")):
+        try:
+            document = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if not isinstance(document, dict) or document.get("person") != old:
+            continue
+        document["person"] = new
+        write_private_atomically(path, json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8"))
+        moved += 1
+    return moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +252,7 @@ def _outbox(conn: Connection, chats: set[tuple[str, str]], recipients: set[tuple
         text = redactor.redact(row.text)
         attachment = row.attachment
         if attachment is not None:
-            attachment = redact_json(bytes(attachment), redactor.redact)
+            attachment = redact_json(bytes(attachment), redactor)
         if text == row.text and attachment == row.attachment:
             continue
         found += 1
@@ -282,4 +348,4 @@ def kept_sentences(sentences: Sequence[str], quotes: Sequence[str], redactor: Re
 
 
 __all__ = ["FORGOTTEN_MARK", "Places", "Redactor", "Scanned", "checkpoint", "kept_sentences", "phrases_of",
-           "redact_json", "scan"]
+           "reassign_saved_exports", "redact_json", "scan"]

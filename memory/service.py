@@ -29,6 +29,7 @@ from memory.notes import Note
 from memory.ranking import lookup_matches, memory_matches, rank
 from memory.recall import visible
 from memory.records import MemoryRecord, Status
+from memory.scrub import reassign_saved_exports
 from memory.store import MemoryStore
 from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
 from memory.wording import person_facing
@@ -258,10 +259,13 @@ class MemoryService:
     async def reassign(self, old_person: str, new_person: str) -> dict[str, int]:
         """Memory follows the person: move everything of ``old_person`` to ``new_person``."""
         if old_person == new_person:
-            return {"notes": 0, "memories": 0, "tombstones": 0}
+            return {"notes": 0, "memories": 0, "tombstones": 0, "saved_exports": 0}
         notes, memories = await self.store.reassign(old_person, new_person, self.clock())
         tombstones = await self.book.reassign(old_person, new_person)
-        return {"notes": notes, "memories": memories, "tombstones": tombstones}
+        # Their saved export files follow too, or a forget by the person they became would pass them by.
+        exports = await asyncio.to_thread(reassign_saved_exports, self.forgetter.saved_exports, old_person,
+                                          new_person)
+        return {"notes": notes, "memories": memories, "tombstones": tombstones, "saved_exports": exports}
 
     async def export(self, person: str, *, you: bool = False, name: str = "") -> dict[str, Any]:
         """Everything stored about ``person``: memories (every status) and staged notes.

@@ -51,6 +51,11 @@ def normalize(text: str) -> str:
 _INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u3164\uffa0")
 
 
+def is_invisible(char: str) -> bool:
+    """Whether ``char`` renders as nothing (and so only splits what a reader sees as one word)."""
+    return unicodedata.category(char) == "Cf" or char in _INVISIBLE_EXTRA
+
+
 @functools.cache
 def _confusable_folds() -> dict[int, str]:
     """Every non-ASCII character Unicode lists as confusable with one ASCII letter or digit -> that
@@ -71,7 +76,7 @@ def fold(text: str) -> str:
     """``text`` as a matcher should read it: invisible characters dropped, NFKC, ASCII look-alikes folded
     to ASCII, case-folded, curly apostrophes straightened, whitespace folded. For recognising, never
     for storing or quoting."""
-    visible = "".join(c for c in text if unicodedata.category(c) != "Cf" and c not in _INVISIBLE_EXTRA)
+    visible = "".join(c for c in text if not is_invisible(c))
     folded = unicodedata.normalize("NFKC", visible).translate(_confusable_folds()).casefold()
     return " ".join(folded.replace("’", "'").replace("‘", "'").split())
 

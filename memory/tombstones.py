@@ -44,6 +44,7 @@ from memory.scrub import (
 )
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
+from memory.wording import person_facing
 
 log = logging.getLogger("kith.memory.forget")
 
@@ -178,7 +179,7 @@ class ForgetPlan:
 
     @property
     def redactor(self) -> Redactor:
-        return Redactor(self.query, self.phrases)
+        return Redactor(self.query, self.phrases, frozenset((*self.memory_ids, *self.note_ids)))
 
     def describe(self) -> str:
         """Every place the plan touches, counted: "1 memory, 2 notes, 4 history rows, 1 summary"."""
@@ -270,8 +271,10 @@ class Forgetter:
             if dangling:
                 unlink[memory.id] = dangling
         records = [*matched_memories, *(n.record for n in matched_notes)]
-        phrases = phrases_of([t for r in records for t in (r.text, *r.evidence, *r.evidence_sentences)])
-        redactor = Redactor(query, phrases)
+        # A fact is also written to the person as they read it ("You live in Lisbon"): replies and exports.
+        phrases = phrases_of([t for r in records
+                              for t in (r.text, person_facing(r.text, you=True), *r.evidence, *r.evidence_sentences)])
+        redactor = Redactor(query, phrases, frozenset(r.id for r in records))
         gone = {r.id for r in records}
         receipts = [r for r in [*memories, *(n.record for n in notes)]
                     if r.id not in gone and _receipt_matches(r, redactor)]
