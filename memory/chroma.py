@@ -136,6 +136,12 @@ class ChromaCollections:
         """The size of a hashed vector in ``kind``: the collection's own, so it fits there."""
         return self._hash_dims.get(kind, HASH_DIM)
 
+    def rebuild_copy_sync(self, kind: Collection) -> Any | None:
+        """The copy of ``kind`` a migration to another vector size began and has not swapped in yet, if any."""
+        name = self._name(kind) + REBUILD_SUFFIX
+        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        return self.client.get_collection(name, embedding_function=None) if name in names else None
+
     def _name(self, kind: Collection) -> str:
         return f"{self.namespace}{kind.value}"
 

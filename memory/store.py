@@ -451,6 +451,15 @@ class MemoryStore:
         if ids:
             await self.chroma.run(blank_vectors_sync, self.chroma.collection(kind), list(ids))
 
+    async def _drop_from_rebuild(self, kind: Collection, ids: Sequence[str]) -> None:
+        """Take ``ids`` out of a migration's unfinished copy of ``kind`` too: the copy is kept on disk until a
+        start with the new embedder resumes it, which may never come. The migration copies again whatever
+        it then lacks."""
+        copy = await self.chroma.run(self.chroma.rebuild_copy_sync, kind)
+        if copy is not None and ids:
+            await self.chroma.run(blank_vectors_sync, copy, list(ids))
+            await self.chroma.run(copy.delete, ids=list(ids))
+
     async def delete_memories(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0
@@ -458,6 +467,7 @@ class MemoryStore:
             rows = await self._get(Collection.MEMORIES, ids)
             await self._blank_vectors(Collection.MEMORIES, [str(md["id"]) for md in rows])
             await self.chroma.run(self._memories().delete, ids=list(ids))
+            await self._drop_from_rebuild(Collection.MEMORIES, ids)
         self._memory_total -= len(rows)
         for md in rows:
             self.indexes.touched(None, person=str(md["person"]), dropped=str(md["id"]))
@@ -470,6 +480,7 @@ class MemoryStore:
         rows = await self._get(Collection.NOTES, ids)
         await self._blank_vectors(Collection.NOTES, [str(md["id"]) for md in rows])
         await self.chroma.run(self._notes().delete, ids=list(ids))
+        await self._drop_from_rebuild(Collection.NOTES, ids)
         await self.catch_up.log_notes((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)
 
@@ -500,6 +511,8 @@ class MemoryStore:
         path = self.sqlite_path
         if path is None or not (ids or kept) or not path.exists():
             return 0
+        for kind in Collection:
+            await self._drop_from_rebuild(kind, kept)  # their copies there hold the old words
         if ids and index_saved(path.parent):
             # The deleted records' vectors were blanked, but the index file on disk is the last one Chroma
             # saved: have it saved now, so theirs are gone from it too.
@@ -508,15 +521,18 @@ class MemoryStore:
         return await self.chroma.run(scrub_queue_sync, path, list(dict.fromkeys(ids)), kept)
 
     async def _save_vector_index(self, kind: Collection) -> None:
-        col = self.chroma.collection(kind)
-        writes = index_save_writes(col)
-        ids = (await self.chroma.run(self.chroma.ids_sync, kind, None))[:writes]
-        started = time.perf_counter()
-        # Rewriting a memory's vector with what was just read must not undo a write made in between.
-        async with self._cas.hold(ids if kind is Collection.MEMORIES else []):
-            done = await self.chroma.run(save_index_sync, col, ids, writes)
-        log.info("vector index saved collection=%s writes=%d ms=%.0f", kind.value, done,
-                 (time.perf_counter() - started) * 1000)
+        """Have Chroma save the vector index of ``kind``, and of a migration's unfinished copy of it."""
+        copy = await self.chroma.run(self.chroma.rebuild_copy_sync, kind)
+        for col in (self.chroma.collection(kind), *([copy] if copy is not None else [])):
+            writes = index_save_writes(col)
+            ids = (await self.chroma.run(_ids_of, col))[:writes]
+            started = time.perf_counter()
+            # Rewriting a memory's vector with what was just read must not undo a write made in between (the
+            # copy is written only by a migration, which runs before the store serves).
+            async with self._cas.hold(ids if col is self._memories() else []):
+                done = await self.chroma.run(save_index_sync, col, ids, writes)
+            log.info("vector index saved collection=%s writes=%d ms=%.0f", col.name, done,
+                     (time.perf_counter() - started) * 1000)
 
     async def reassign(self, old: str, new: str, now: datetime | None = None) -> tuple[int, int]:
         """Move every note and memory of person ``old`` to ``new``; returns (notes, memories) moved."""
@@ -561,3 +577,7 @@ class MemoryStore:
             moved_memories += len(rows)
         log.info("memory reassigned notes=%d memories=%d", moved_notes, moved_memories)
         return moved_notes, moved_memories
+
+
+def _ids_of(col: Any) -> list[str]:
+    return list(col.get(include=[])["ids"])
