@@ -3,7 +3,9 @@
 The format is the common one (python-dotenv's, Docker Compose's, what ``set -a; . .env`` reads for simple values):
 blank lines and ``#`` comments are skipped, ``export KEY=value`` is accepted, a value may be bare (a ``#`` after
 whitespace starts a comment), in single quotes (taken literally) or in double quotes (``\\"``, ``\\\\``, ``\\n``,
-``\\t`` and ``\\r`` escapes). One value per line: a multi-line value is an error.
+``\\t`` and ``\\r`` escapes). One value per line: a multi-line value is an error. Lines end at a line feed (with
+or without a carriage return before it) and nowhere else, as for a shell: a form feed or a Unicode line separator
+inside a quoted value is part of the value.
 
 An error names the line by its number only: the line may hold a secret.
 """
@@ -25,11 +27,20 @@ class EnvFileError(ValueError):
 def parse_env(text: str) -> dict[str, str]:
     """Every ``KEY=value`` of ``text`` in order; a key given twice keeps its last value."""
     values: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         parsed = _parse_line(line, number)
         if parsed is not None:
             values[parsed[0]] = parsed[1]
     return values
+
+
+def _lines(text: str) -> list[str]:
+    # Not str.splitlines(): it also ends a line at \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029, which a quoted
+    # value may hold (and which format_env_line writes as they are).
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _parse_line(line: str, number: int) -> tuple[str, str] | None:
@@ -94,7 +105,7 @@ def update_env_text(text: str, changes: Mapping[str, str | None]) -> str:
     pending = dict(changes)
     done: set[str] = set()
     lines: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         parsed = _parse_line(line, number)
         key = parsed[0] if parsed else None
         if key is None or key not in pending:

@@ -17,6 +17,7 @@ import getpass
 import logging
 import os
 import sys
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,15 @@ class Dialogue:
         return self._line(f"{prompt} [{default}]: " if default else f"{prompt}: ") or default
 
     def secret(self, prompt: str) -> str:
+        """A key or token, asked again while it holds a character no key has (a paste can bring one along)."""
+        while True:
+            answer = self._secret_once(prompt)
+            unwanted = unwanted_in_secret(answer)
+            if unwanted is None:
+                return answer
+            self.say(f"  That has {unwanted} in it, which no key or token has: please enter it again.")
+
+    def _secret_once(self, prompt: str) -> str:
         if self.interactive:
             try:
                 return getpass.getpass(f"{prompt}: ", stream=self.stdout).strip()
@@ -104,6 +114,20 @@ class Dialogue:
             if answer.isdigit() and 1 <= int(answer) <= len(options):
                 return int(answer) - 1
             self.say(f"  Please answer with a number from 1 to {len(options)}.")
+
+
+_UNWANTED = {"Cc": "a control character", "Cf": "an invisible formatting character", "Cs": "a byte that is not text",
+             "Zl": "a line separator", "Zp": "a paragraph separator"}
+
+
+def unwanted_in_secret(text: str) -> str | None:
+    """What kind of character ``text`` holds that no key or token has, in words (never which, nor where: the text
+    is a secret); None when it has none."""
+    for char in text:
+        kind = _UNWANTED.get(unicodedata.category(char))
+        if kind is not None:
+            return kind
+    return None
 
 
 @dataclass

@@ -265,6 +265,26 @@ async def test_a_hosted_key_is_checked_kept_in_env_and_read_from_there(fake_llm:
     assert fake_llm.authorizations[-1] == f"Bearer {WRONG_KEY}"
 
 
+@pytest.mark.parametrize("stray", ["\x0c", "\u2028", "\u200b", "\x1b"])
+async def test_a_pasted_key_with_a_stray_character_is_asked_again(fake_llm: FakeOpenAI, tmp_path: Path,
+                                                                  stray: str) -> None:
+    fake_llm.required_key = RIGHT_KEY
+    home = tmp_path / "home"
+    s = await Session.start("setup", env=_env(home, OLLAMA_HOST=f"127.0.0.1:{_closed_port()}"))
+    try:
+        await _choose_compatible_server(s, fake_llm, RIGHT_KEY[:8] + stray + RIGHT_KEY[8:])
+        refused = await s.answer("not shown as you type; Enter for none): ", RIGHT_KEY)
+        assert "which no key or token has: please enter it again." in refused
+        assert "ok: openai/fake-model answered" in await s.answer("Connect Telegram? [y/N] ", "n")
+        await s.answer("Connect Discord? [y/N] ", "n")
+        await s.answer("Connect Slack? [y/N] ", "n")
+        assert await s.end() == 0
+    finally:
+        await s.kill()
+    assert fake_llm.authorizations == [f"Bearer {RIGHT_KEY}"]  # the stray one was never tried
+    assert parse_env((_config_dir(home) / ".env").read_text()) == {"LLM_API_KEY": RIGHT_KEY}
+
+
 async def _telegram_pass(s: Session, token_first: str | None = None) -> str:
     """Choose qwen, connect Telegram (a bad token first, if given), no Discord, no Slack: what was said."""
     said = await s.answer("Which model should kith use? [1]: ", "2")  # the configured llama3.2 is the default
@@ -400,12 +420,28 @@ def test_a_bad_env_line_is_named_by_number_never_by_its_secret(line: str, tmp_pa
     assert "sk-secret" not in str(caught_config.value)
 
 
-@pytest.mark.parametrize("value", ["123:abc-DEF_g", "with space", 'quote " and \\ slash', "tab\there", "#hash", ""])
+@pytest.mark.parametrize("value", ["123:abc-DEF_g", "with space", 'quote " and \\ slash', "tab\there", "#hash", "",
+                                   "form\x0cfeed", "v\x0btab", "\x1c\x1d\x1e", "next\x85line", "line\u2028para\u2029",
+                                   "cr\rlf\n"])
 def test_what_setup_writes_reads_back_the_same(value: str) -> None:
     assert parse_env(format_env_line("KEY", value)) == {"KEY": value}
     edited = update_env_text("# mine\nKEY=old\nOTHER=1\nKEY=older\n", {"KEY": value, "NEW": "n", "OTHER": None})
     assert edited.startswith("# mine\n")
     assert parse_env(edited) == {"KEY": value, "NEW": "n"}
+
+
+def test_every_character_setup_may_write_reads_back_the_same() -> None:
+    # Everything str.splitlines() would end a line at, and every other character up to the CJK block.
+    for code in [*range(1, 0x3000), 0xFEFF, 0x1F600]:
+        value = f"a{chr(code)}b{chr(code)}"
+        text = update_env_text("KEY=old\n", {"KEY": value, "NEXT": "n"})
+        assert parse_env(text) == {"KEY": value, "NEXT": "n"}, hex(code)
+
+
+def test_a_crlf_env_file_reads_and_edits_as_lines() -> None:
+    text = "# mine\r\nA='x y'\r\nB=\"q\"\r\n"
+    assert parse_env(text) == {"A": "x y", "B": "q"}
+    assert update_env_text(text, {"B": "r"}) == "# mine\nA='x y'\nB=r\n"
 
 
 # --- editing an existing config ----------------------------------------------------------------------------
