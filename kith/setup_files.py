@@ -188,13 +188,17 @@ def _read(path: Path) -> str | None:
 
 
 def check_loads(plan: Plan) -> None:
-    """ConfigError when kith could not start on the planned files: they are loaded from a scratch copy before
-    anything is written. This process's environment is as it was afterwards."""
+    """ConfigError when kith could not start on the planned files, found before anything is written. The config
+    is loaded from a scratch copy (it holds no secret); the planned secrets are put only into this process's
+    environment, as loading a ``.env`` would, never into a second file, and the environment is as it was
+    afterwards. OSError when the scratch copy cannot be written."""
     planned = parse_env(plan.env_after)
     with environment_restored(planned), tempfile.TemporaryDirectory() as scratch:
-        copy = Path(scratch) / plan.config.name
+        for key, value in planned.items():
+            if not os.environ.get(key):  # as loading applies a .env: a variable already set wins
+                os.environ[key] = value
+        copy = Path(scratch) / "config.toml"  # nothing beside it: no .env is read for it
         copy.write_text(plan.config_after, encoding="utf-8")
-        env_file_beside(copy).write_text(plan.env_after, encoding="utf-8")
         try:
             load_settings(copy)
         except ConfigError as exc:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import pty
 import re
 import socket
 import stat
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,7 +21,9 @@ import pytest
 
 from ground.config import ConfigError
 from ground.env_file import EnvFileError, format_env_line, parse_env, update_env_text
+from kith import setup_files
 from kith.settings import load_settings
+from kith.setup_cli import Dialogue, run_setup
 from kith.setup_files import edit_config_text
 from tests.conftest import ROOT
 from tests.fakes.ollama_api import FakeOllama
@@ -283,6 +287,36 @@ async def test_a_pasted_key_with_a_stray_character_is_asked_again(fake_llm: Fake
         await s.kill()
     assert fake_llm.authorizations == [f"Bearer {RIGHT_KEY}"]  # the stray one was never tried
     assert parse_env((_config_dir(home) / ".env").read_text()) == {"LLM_API_KEY": RIGHT_KEY}
+
+
+def _setup_in_process(config: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """Setup with a compatible server that does not answer (kept unchecked), a key, and no platform."""
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{_closed_port()}")
+    answers = ["5", f"http://127.0.0.1:{_closed_port()}/v1", "m", RIGHT_KEY, "n", "n", "n", "n"]
+    out = io.StringIO()
+    code = run_setup(str(config), Dialogue(io.StringIO("\n".join(answers) + "\n"), out))
+    return code, out.getvalue()
+
+
+def test_trying_the_config_before_writing_puts_no_secret_in_another_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch_space = tmp_path / "tmp"
+    scratch_space.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_space))
+    seen: list[str] = []
+    real_load = setup_files.load_settings
+
+    def load_and_look(path: Path) -> object:
+        seen.extend(f.read_text(errors="replace") for f in scratch_space.rglob("*") if f.is_file())
+        return real_load(path)
+
+    monkeypatch.setattr(setup_files, "load_settings", load_and_look)
+    code, _said = _setup_in_process(tmp_path / "config.toml", monkeypatch)
+    assert code == 0 and seen  # the config was tried from a scratch copy ...
+    assert not any(RIGHT_KEY in text for text in seen)  # ... with the key nowhere but the .env setup writes
+    assert parse_env((tmp_path / ".env").read_text()) == {"LLM_API_KEY": RIGHT_KEY}
+    assert not any(scratch_space.iterdir())
 
 
 async def _telegram_pass(s: Session, token_first: str | None = None) -> str:
