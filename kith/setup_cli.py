@@ -38,7 +38,7 @@ from kith.setup_checks import (
     look_for_ollama,
     ollama_base,
 )
-from kith.setup_files import check_loads, make_plan, write_plan
+from kith.setup_files import WriteFailed, check_loads, make_plan, write_plan
 
 log = logging.getLogger("kith.setup")
 
@@ -356,6 +356,9 @@ def _write(d: Dialogue, path: Path, answers: Answers, next_step: str) -> int:
     except ValueError as exc:
         d.say(f"Nothing written: {exc}")
         return 1
+    except OSError as exc:
+        d.say(f"Nothing written: cannot read {exc.filename or path} ({_why(exc)})")
+        return 1
     if not plan.config_changes and not plan.env_changes:
         d.say(f"{path} and its .env already say this: nothing to write.")
     else:
@@ -363,6 +366,9 @@ def _write(d: Dialogue, path: Path, answers: Answers, next_step: str) -> int:
             check_loads(plan)
         except ConfigError as exc:
             d.say(f"Nothing written: kith could not start on this config: {exc}")
+            return 1
+        except (OSError, ValueError) as exc:  # a full or read-only temporary directory, say
+            d.say(f"Nothing written: cannot try the config before writing it ({_why(exc)})")
             return 1
         if plan.config_before is not None or plan.env_before is not None:
             if plan.config_changes:
@@ -376,7 +382,15 @@ def _write(d: Dialogue, path: Path, answers: Answers, next_step: str) -> int:
             if not d.yes("Write these changes?", default=False):
                 d.say("Nothing written.")
                 return 0
-        write_plan(plan)
+        try:
+            write_plan(plan)
+        except WriteFailed as exc:
+            if not exc.written:
+                d.say(f"Nothing written: {exc}.")
+            else:  # the .env, whose new variables the old config does not name yet
+                d.say(f"Written: {' and '.join(map(str, exc.written))}, but not {exc.path} ({exc.reason}): run setup "
+                      "again once it can be written.")
+            return 1
         written = [str(plan.config)] if plan.config_changes else []
         written += [f"{plan.env} (readable by you only)"] if plan.env_changes else []
         d.say(f"Written: {' and '.join(written)}.")
@@ -385,6 +399,10 @@ def _write(d: Dialogue, path: Path, answers: Answers, next_step: str) -> int:
               "code: approve it with `scripts/run pairing approve CODE --owner`.")
     d.say(next_step)
     return 0
+
+
+def _why(exc: Exception) -> str:
+    return getattr(exc, "strerror", None) or type(exc).__name__
 
 
 def _next_step(path: Path, explicit: str | None) -> str:

@@ -219,10 +219,32 @@ def environment_restored(keys: Iterable[str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+class WriteFailed(Exception):
+    """A file of the plan could not be written: which, why in a few words, and what was written before it."""
+
+    def __init__(self, path: Path, reason: str, written: list[Path]) -> None:
+        super().__init__(f"cannot write {path} ({reason})")
+        self.path = path
+        self.reason = reason
+        self.written = written
+
+
 def write_plan(plan: Plan) -> None:
     """The ``.env`` first, then the config: stopped between the two, the old config still names only
-    variables that are set."""
-    if plan.env_changes:
-        write_private_atomically(plan.env, plan.env_after.encode("utf-8"))
-    if plan.config_changes:
-        write_private_atomically(plan.config, plan.config_after.encode("utf-8"))
+    variables that are set. Each file is written whole or not at all; WriteFailed when one cannot be."""
+    files = [(path, text) for path, text, changes in ((plan.env, plan.env_after, plan.env_changes),
+                                                      (plan.config, plan.config_after, plan.config_changes))
+             if changes]
+    encoded: list[tuple[Path, bytes]] = []
+    for path, text in files:  # both before either is written: a text that cannot be written stops both
+        try:
+            encoded.append((path, text.encode("utf-8")))
+        except UnicodeEncodeError:
+            raise WriteFailed(path, "it would hold a character that is not text", []) from None
+    written: list[Path] = []
+    for path, data in encoded:
+        try:
+            write_private_atomically(path, data)
+        except OSError as exc:
+            raise WriteFailed(path, exc.strerror or type(exc).__name__, written) from None
+        written.append(path)

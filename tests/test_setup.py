@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import io
 import os
 import pty
@@ -296,6 +297,42 @@ def _setup_in_process(config: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[in
     out = io.StringIO()
     code = run_setup(str(config), Dialogue(io.StringIO("\n".join(answers) + "\n"), out))
     return code, out.getvalue()
+
+
+@pytest.mark.parametrize("unwritable", [".env", "config.toml"])
+def test_a_file_setup_cannot_write_is_one_line_that_says_what_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unwritable: str
+) -> None:
+    # The file cannot be created (a read-only or full disk says so the same way): its temporary name is taken.
+    (tmp_path / f".{unwritable}.{os.getpid()}.tmp").mkdir()
+    code, said = _setup_in_process(tmp_path / "config.toml", monkeypatch)
+    assert code == 1
+    last = said.rstrip("\n").splitlines()[-1]
+    why = os.strerror(errno.EISDIR)
+    if unwritable == ".env":
+        assert last == f"Nothing written: cannot write {tmp_path / '.env'} ({why})."
+        assert not (tmp_path / ".env").exists()
+    else:
+        assert last == (f"Written: {tmp_path / '.env'}, but not {tmp_path / 'config.toml'} ({why}): run setup again "
+                        "once it can be written.")
+        assert parse_env((tmp_path / ".env").read_text()) == {"LLM_API_KEY": RIGHT_KEY}
+    assert not (tmp_path / "config.toml").exists()
+    assert RIGHT_KEY not in said
+
+
+def test_a_config_it_cannot_read_or_try_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "dir" / "config.toml").mkdir(parents=True)
+    code, said = _setup_in_process(tmp_path / "dir" / "config.toml", monkeypatch)
+    assert code == 1
+    assert said.rstrip("\n").splitlines()[-1] == \
+        f"Nothing written: cannot read {tmp_path / 'dir' / 'config.toml'} ({os.strerror(errno.EISDIR)})"
+    (tmp_path / "not-a-directory").write_text("")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "not-a-directory"))  # a scratch space kith cannot use
+    code, said = _setup_in_process(tmp_path / "config.toml", monkeypatch)
+    assert code == 1
+    assert said.rstrip("\n").splitlines()[-1] == \
+        f"Nothing written: cannot try the config before writing it ({os.strerror(errno.ENOTDIR)})"
+    assert not (tmp_path / "config.toml").exists() and not (tmp_path / ".env").exists()
 
 
 def test_trying_the_config_before_writing_puts_no_secret_in_another_file(
