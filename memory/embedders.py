@@ -225,7 +225,7 @@ class OnnxEmbedder(_ThreadedEmbedder):
         try:
             return open_graph(graph, files.tokenizer, MAX_TOKENS)
         except EncoderBuildError as exc:
-            raise EmbedderUnavailable(f"{exc}; the next start builds it again") from None
+            raise EmbedderUnavailable(str(exc)) from None
 
     def _encode(self, model: Any, texts: list[str]) -> list[Vector]:
         import numpy as np

@@ -186,7 +186,8 @@ def open_graph(graph: Path, tokenizer_file: Path, max_tokens: int) -> tuple[Any,
         session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
         graph.unlink(missing_ok=True)
-        raise EncoderBuildError(f"the built graph did not load ({type(exc).__name__})") from None
+        raise EncoderBuildError(f"the built graph did not load ({type(exc).__name__}); the next start builds it "
+                                "again") from None
     return session, tokenizer
 
 

@@ -68,7 +68,7 @@ class CrossEncoderReranker:
         try:
             self._model = open_graph(graph, files.tokenizer, PAIR_MAX_TOKENS)
         except EncoderBuildError as exc:
-            raise RerankerUnavailable(f"{exc}; the next start builds it again") from None
+            raise RerankerUnavailable(str(exc)) from None
 
     def _load_or_say_why(self) -> None:
         # The reranker is optional: whatever else goes wrong in the owner's files or the libraries reading them is
