@@ -124,7 +124,7 @@ def _week_start(when: datetime) -> datetime:
 
 
 def _amount(text: str) -> int:
-    text = " ".join(text.split())
+    text = " ".join(text.casefold().split())
     return NUMBERS[text] if text in NUMBERS else int(text)
 
 
@@ -324,25 +324,25 @@ def _language_rules(words: DateWords) -> tuple[Rule, ...]:
         (words.this, lambda m, now: _this(unit(m), now)),
         (words.weekday, lambda m, now: _day(_latest_weekday(words.weekdays[m.group("weekday")], now))),
     ]
-    return tuple(_rule(alternative.format(**parts), resolve)
+    # A match may not stop before a hyphen either: "segunda" is not the start of "segunda-feira que vem".
+    return tuple(_rule(alternative.format(**parts) + r"(?!-)", resolve)
                  for template, resolve in shapes for alternative in _top_level(template))
 
 
-def _markers(words: DateWords) -> frozenset[str]:
-    """The words that make a message read as this language: its markers, and its month and weekday names
-    (a name alone names no time; it only lets the language's phrases be looked for)."""
-    return words.markers | {w for name in (*words.months, *words.weekdays) for w in re.findall(r"\w+", name)}
-
-
 LANGUAGE_RULES: tuple[tuple[frozenset[str], tuple[Rule, ...]], ...] = tuple(
-    (_markers(w), _language_rules(w)) for w in LANGUAGES)
+    (w.markers, _language_rules(w)) for w in LANGUAGES)
 
 
 def _resolve(rules: Iterable[Rule], text: str, now: datetime, found: list[Window]) -> str:
     """Add the windows ``rules`` find in ``text``; the text with each match blanked out."""
     for pattern, resolve in rules:
         for match in pattern.finditer(text):
-            window = resolve(match, now)
+            try:
+                window = resolve(match, now)
+            except (KeyError, ValueError, OverflowError):
+                # A look-alike the case-blind pattern took ("ſept", "frıday") names no time it can read; the
+                # message is still recalled for, only without this window.
+                window = None
             if window is not None:
                 found.append(window)
         text = pattern.sub(lambda m: " " * len(m.group(0)), text)
@@ -353,10 +353,13 @@ def query_windows(query: str, now: datetime) -> tuple[Window, ...]:
     """The time windows ``query`` names, resolved against ``now`` (none: it names no date)."""
     found: list[Window] = []
     rest = plain(_resolve(RULES, query, now, found))
-    words = set(re.findall(r"\w+", rest))
-    for markers, rules in LANGUAGE_RULES:
-        if words & markers:
-            rest = _resolve(rules, rest, now, found)
+    words = re.findall(r"\w+", rest)
+    hits = [sum(w in markers for w in words) for markers, _rules in LANGUAGE_RULES]
+    best = max(hits, default=0)
+    # The one language the message reads as most: a word shared by two ("je", "du") decides nothing, and a
+    # message that reads as two alike names no time in either ("Ben je hier?" is Dutch or French).
+    if best and hits.count(best) == 1:
+        _resolve(LANGUAGE_RULES[hits.index(best)][1], rest, now, found)
     return tuple(dict.fromkeys(found))
 
 

@@ -5,9 +5,10 @@ the phrase shapes it uses ("vor zwei Wochen", "il y a deux semaines", "hace dos 
 word is written as :func:`memory.when.plain` leaves text: lower case, accents dropped ("fevrier",
 "sabado"), so a message typed with or without accents reads the same.
 
-A language's phrases are looked for only in a message holding one of its ``markers`` (everyday
-words of that language and its own date words): a word that names a time in one language can mean
-something else in another (French "hier" is yesterday, German and Dutch "hier" is here).
+A language's phrases are looked for only in a message that holds more of its ``markers`` (everyday
+words of that language and its own date words) than of any other's: a word that names a time in one
+language can mean something else in another (French "hier" is yesterday, German and Dutch "hier" is
+here). Abbreviations that are also everyday words ("out", "set", "sept", "dez") are left out.
 
 Templates name their parts in braces: ``{n}`` a number, ``{unit}`` a unit word, ``{month}``,
 ``{day}``, ``{year}``, ``{weekday}``.
@@ -84,7 +85,7 @@ FRENCH = DateWords(
                        "quand", "ou", "le", "les", "du", "des", "et", "une", "avec", "pour", "ce", "cette", "mon",
                        "ma", "mes", "il", "y", "avant", "aujourd", "dernier", "derniere"}),
     months=_names(("janvier", "janv"), ("fevrier", "fevr"), ("mars",), ("avril",), ("mai",), ("juin",),
-                  ("juillet",), ("aout",), ("septembre", "sept"), ("octobre", "oct"), ("novembre", "nov"),
+                  ("juillet",), ("aout",), ("septembre",), ("octobre", "oct"), ("novembre", "nov"),
                   ("decembre", "dec")),
     weekdays=_days(("lundi",), ("mardi",), ("mercredi",), ("jeudi",), ("vendredi",), ("samedi",), ("dimanche",)),
     numbers={"un": 1, "une": 1, "deux": 2, "trois": 3, "quatre": 4, "cinq": 5, "six": 6, "sept": 7, "huit": 8,
@@ -108,7 +109,8 @@ FRENCH = DateWords(
 SPANISH = DateWords(
     name="es",
     markers=frozenset({"yo", "que", "el", "los", "las", "del", "lo", "es", "una", "con", "por", "para", "donde",
-                       "cuando", "como", "mi", "dije", "hice", "fue", "hace", "ayer", "hoy", "anteayer",
+                       "cuando", "como", "mi", "dije", "dijiste", "hice", "hicimos", "fue", "fui", "fuimos", "estuve",
+                       "tuve", "hace", "ayer", "hoy", "anteayer",
                        "pasado", "pasada"}),
     months=_names(("enero", "ene"), ("febrero", "feb"), ("marzo",), ("abril",), ("mayo",), ("junio",), ("julio",),
                   ("agosto",), ("septiembre", "setiembre", "sept"), ("octubre", "oct"), ("noviembre", "nov"),
@@ -136,12 +138,11 @@ PORTUGUESE = DateWords(
     name="pt",
     markers=frozenset({"eu", "que", "os", "da", "dos", "das", "uma", "foi", "fiz", "disse", "quando",
                        "onde", "voce", "meu", "minha", "com", "para", "em", "na", "nao", "ontem", "hoje",
-                       "anteontem", "passado", "passada", "atras"}),
+                       "anteontem", "passado", "passada", "atras", "duas", "dois", "tenho", "tinha", "estive", "falei",
+                       "voces", "ela", "ele"}),
     months=_names(("janeiro", "jan"), ("fevereiro", "fev"), ("marco",), ("abril",), ("maio",), ("junho",),
-                  ("julho",), ("agosto",), ("setembro", "set"), ("outubro", "out"), ("novembro", "nov"),
-                  ("dezembro", "dez")),
-    weekdays=_days(("segunda-feira", "segunda"), ("terca-feira", "terca"), ("quarta-feira", "quarta"),
-                   ("quinta-feira", "quinta"), ("sexta-feira", "sexta"), ("sabado",), ("domingo",)),
+                  ("julho",), ("agosto",), ("setembro",), ("outubro",), ("novembro", "nov"), ("dezembro",)),
+    weekdays=_days(("segunda",), ("terca",), ("quarta",), ("quinta",), ("sexta",), ("sabado",), ("domingo",)),
     numbers={"um": 1, "uma": 1, "dois": 2, "duas": 2, "tres": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7,
              "oito": 8, "nove": 9, "dez": 10, "uns": 3, "umas": 3, "alguns": 3, "algumas": 3},
     units={"dia": "day", "dias": "day", "semana": "week", "semanas": "week", "mes": "month", "meses": "month",
@@ -151,13 +152,14 @@ PORTUGUESE = DateWords(
     today=r"hoje|esta (?:manha|tarde|noite)",
     day_month=r"(?:em |no dia )?{day} de {month}(?: de {year})?",
     month_year=r"{month} de {year}",
-    month_prepositions=r"em|desde|durante|no inicio de|em meados de|no final de|ate",
-    year_prepositions=r"em|desde|durante|ate",
+    month_prepositions=r"em|desde|durante|no inicio de|em meados de|no final de",
+    year_prepositions=r"em|desde|durante",
     ago=r"(?:ha|faz) {n} {unit}|{n} {unit} atras",
     last=r"(?:a |o |na |no )?{unit} passad[oa]|(?:a |o |na |no )?(?:ultim[oa]|passad[oa]) {unit}",
     this=r"(?:n?esta|n?este) {unit}",
     past=r"(?:n?os|n?as) ultim[oa]s {n} {unit}",
-    weekday=r"(?:na |no |na ultima |no ultimo )?{weekday} passad[oa]|(?:na|no) {weekday}(?! que vem)",
+    weekday=(r"(?:na |no |na ultima |no ultimo )?{weekday}(?:-feira)? passad[oa]"
+             r"|(?:na|no) {weekday}(?:-feira)?(?! que vem)"),
 )
 
 ITALIAN = DateWords(

@@ -119,6 +119,10 @@ def test_accents_or_none_read_the_same() -> None:
 @pytest.mark.parametrize("query", [
     "ich bin hier", "ik ben hier, en jij?", "I was here", "Mai Tai please", "mars is red", "more mayo please",
     "vor zwei Wochenenden habe ich gekocht",  # a count of weekends is no span this reads
+    "Kannst du mir hier helfen?", "Ben je hier?", "Ik ben hier met je broer",  # "du", "je": shared words
+    "I ate out with Sam", "we ate set menus", "I ate 2 mars bars",  # month abbreviations that are words
+    "Je le connais depuis sept ans", "Eu volto em dez minutos",  # numbers that abbreviate months
+    "na segunda-feira que vem tenho médico",  # next Monday: recall looks back only
 ])
 def test_a_word_that_names_a_time_in_one_language_only_counts_in_that_language(query: str) -> None:
     # German and Dutch "hier" is here, not French "yesterday"; a month name alone names no time.
@@ -148,3 +152,13 @@ def test_asking_about_yesterday_lifts_what_was_said_yesterday_over_an_equal_matc
     off = dataclasses.replace(settings, date_boost=1.0)
     assert [r.record.id for r in rank(matches, NOW, off, vector_path=True, windows=asked)] == [
         "a-last-month", "b-yesterday"]
+
+
+@pytest.mark.parametrize("query", ["Two days ago I went hiking", "A few weeks ago", "The last Three weeks"])
+def test_a_number_word_reads_the_same_in_capitals(query: str) -> None:
+    assert query_windows(query, NOW) == query_windows(query.lower(), NOW) != ()
+
+
+@pytest.mark.parametrize("query", ["on frıday", "3 ſept", "Auguſt 3", "am Freıtag habe ich", "vor zweı Wochen"])
+def test_a_look_alike_letter_never_fails_the_message(query: str) -> None:
+    query_windows(query, NOW)  # recall runs this on every message: it must not raise
