@@ -61,11 +61,21 @@ class Redactor:
     def redact(self, text: str) -> str:
         """``text`` with every matching stretch replaced by ``FORGOTTEN_MARK`` (pure).
 
-        Matched as the person reads it: composed (a decomposed "Zoë" is "Zoë") and without characters that
-        show nothing; a text that holds nothing to forget comes back exactly as it was."""
+        Matched as written first; a text that holds the words only as the person reads them (composed, a
+        decomposed "Zoë" being "Zoë", and without characters that show nothing) is matched in that form,
+        and comes back in it. A text that holds nothing to forget comes back exactly as it was."""
         if not text:
             return text
-        out = readable(text)
+        out = self._redacted(text)
+        if out == text:
+            seen = readable(text)
+            out = self._redacted(seen)
+            if out == seen:
+                return text
+        return _MARKS.sub(FORGOTTEN_MARK + " ", out).strip()
+
+    def _redacted(self, text: str) -> str:
+        out = text
         wanted = set(content_words(self.query))
         if wanted:
             parts = []
@@ -79,18 +89,18 @@ class Redactor:
         # Whole sentences first: a quote taken out first could leave its sentence without the query's words.
         for pattern in self._patterns():
             out = pattern.sub(FORGOTTEN_MARK, out)
-        if out == readable(text):
-            return text
-        return _MARKS.sub(FORGOTTEN_MARK + " ", out).strip()
+        return out
 
     def matches(self, text: str) -> bool:
         return self.redact(text) != text
 
     def _patterns(self) -> list[re.Pattern[str]]:
         patterns = []
-        for phrase in sorted({normalize(p) for p in self.phrases if p.strip()}, key=len, reverse=True):
+        forms = {form for p in self.phrases if p.strip() for form in (normalize(p), readable(normalize(p)))}
+        for phrase in sorted(forms, key=len, reverse=True):
             words = [re.escape(w) for w in phrase.split(" ")]
-            patterns.append(re.compile(r"\s+".join(words), re.IGNORECASE))
+            # Whole words only: a quote is never taken out of the middle of a longer word.
+            patterns.append(re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE))
         return patterns
 
 

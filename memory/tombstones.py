@@ -44,7 +44,6 @@ from memory.scrub import (
 )
 from memory.store import MemoryStore, RevisionConflict
 from memory.text import content_words, normalize, words_match
-from memory.wording import person_facing
 
 log = logging.getLogger("kith.memory.forget")
 
@@ -271,9 +270,8 @@ class Forgetter:
             if dangling:
                 unlink[memory.id] = dangling
         records = [*matched_memories, *(n.record for n in matched_notes)]
-        # A fact is also written to the person as they read it ("You live in Lisbon"): replies and exports.
-        phrases = phrases_of([t for r in records
-                              for t in (r.text, person_facing(r.text, you=True), *r.evidence, *r.evidence_sentences)])
+        # An export words a fact for its reader ("You live in Lisbon"): its entry goes by id (redact_json).
+        phrases = phrases_of([t for r in records for t in (r.text, *r.evidence, *r.evidence_sentences)])
         redactor = Redactor(query, phrases, frozenset(r.id for r in records))
         gone = {r.id for r in records}
         receipts = [r for r in [*memories, *(n.record for n in notes)]
