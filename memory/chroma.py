@@ -37,6 +37,7 @@ from ground.checks import CheckResult
 from ground.config import MemorySettings, Settings
 from ground.tunables import CHROMA_CHECK_TIMEOUT_S, HASH_DIM, STORE_PAGE
 from memory import reembed
+from memory.chroma_scrub import index_save_ids, index_save_writes
 from memory.embedders import Vector
 from memory.records import MetadataValue, Scope, Status
 from memory.reembed import DIM_KEY, REBUILD_SUFFIX, VECTOR_KEY, ProgressFn, collection_metadata
@@ -152,9 +153,14 @@ class ChromaCollections:
             # The original is dropped only once its copy is complete: finish the swap. A copy beside its
             # original is a rebuild cut short; the next migration carries it on (memory.reembed).
             self.client.get_collection(rebuild, embedding_function=None).modify(name=name)
-        return self.client.get_or_create_collection(
+        col = self.client.get_or_create_collection(
             name, embedding_function=None, metadata=collection_metadata(space, dim)
         )
+        # Blank records a forget killed while it saved the index left behind (they have no metadata).
+        left = list(col.get(ids=index_save_ids(index_save_writes(col)), include=[])["ids"])
+        if left:  # a delete of ids that are not there still writes to Chroma's queue: only when some are
+            col.delete(ids=left)
+        return col
 
     async def prepare(self, source: VectorSource) -> None:
         """Open both collections in the embedder's vector space (re-embedding or rebuilding as needed);

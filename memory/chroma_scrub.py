@@ -14,15 +14,19 @@ reaches it.
 
 from __future__ import annotations
 
+import logging
+import shutil
 import sqlite3
 import struct
+import uuid
 from pathlib import Path
 from typing import Any
 
 from ground.tunables import CHROMA_SYNC_THRESHOLD, HASH_DIM, SQLITE_BUSY_TIMEOUT_MS, STORE_PAGE
 from memory.reembed import DIM_KEY
 
-SAVE_BY_REWRITING_MIN = 100  # live records below which a save writes blank records instead
+log = logging.getLogger("kith.memory.chroma_scrub")
+INDEX_SAVE_PREFIX = "kith-index-save-"  # the ids of the blank records a save writes and deletes
 
 
 def scrub_queue_sync(path: Path, ids: list[str], kept: list[str]) -> int:
@@ -61,6 +65,9 @@ def scrub_queue_sync(path: Path, ids: list[str], kept: list[str]) -> int:
             conn.execute("ROLLBACK")
             raise
         conn.execute("VACUUM")
+        orphans = remove_orphan_indexes(path.parent, conn)
+        if orphans:
+            log.info("vector indexes of deleted collections removed count=%d", orphans)
         return blanked
     finally:
         conn.close()
@@ -79,19 +86,28 @@ def unit_vector(size: int | None) -> bytes | None:
     return struct.pack(f"<{dim}f", *meaningless_vector(dim))
 
 
-def blank_vectors_sync(col: Any, ids: list[str]) -> None:
-    """Overwrite the vectors of those ``ids`` still stored with :func:`meaningless_vector` (their own size).
+def delete_blanked_sync(col: Any, ids: list[str]) -> None:
+    """Delete ``ids``, each vector overwritten with :func:`meaningless_vector` (of its own size) first.
 
     Chroma's vector index frees a deleted record's slot without clearing it, and saves the index to
     disk with the old vector in it; overwritten before the delete, the slot keeps nothing once Chroma
-    saves the index again.
+    saves the index again. A delete that fails puts the vectors back: the records stay as they were.
     """
+    originals: dict[str, list[float]] = {}
     for start in range(0, len(ids), STORE_PAGE):
         page = col.get(ids=ids[start : start + STORE_PAGE], include=["embeddings"])
-        found = list(page["ids"])
-        if found:
-            dims = [len(v) for v in page["embeddings"]]
-            col.update(ids=found, embeddings=[meaningless_vector(d) for d in dims])
+        originals.update((i, [float(x) for x in v]) for i, v in zip(page["ids"], page["embeddings"], strict=True))
+    found = list(originals)
+    for start in range(0, len(found), STORE_PAGE):
+        chunk = found[start : start + STORE_PAGE]
+        col.update(ids=chunk, embeddings=[meaningless_vector(len(originals[i])) for i in chunk])
+    try:
+        col.delete(ids=ids)
+    except BaseException:
+        for start in range(0, len(found), STORE_PAGE):
+            chunk = found[start : start + STORE_PAGE]
+            col.update(ids=chunk, embeddings=[originals[i] for i in chunk])
+        raise
 
 
 def index_save_writes(col: Any) -> int:
@@ -108,15 +124,16 @@ def save_index_sync(col: Any, ids: list[str], writes: int) -> int:
     Chroma saves the index after every ``writes`` (its sync threshold) writes to the collection, not
     when a record is deleted or the client closes: till then the file on disk holds every vector it
     held at the last save, those of records deleted since included. Rewriting live records' vectors
-    with their own values (``ids``, over and over when there are fewer) changes nothing they hold and
-    makes Chroma save. With few live records, blank records are written and deleted instead (the index
-    keeps their freed slots, which hold nothing).
+    with their own values (``ids``) changes nothing they hold and makes Chroma save. With too few live
+    records for that to take a few round trips, blank records (:func:`index_save_ids`) are written and
+    deleted instead: their freed slots stay in the index, holding nothing (so a small store's index
+    file grows by that many slots a forget); blank records a kill leaves behind are removed when the
+    collection is next opened.
     """
     done = 0
-    if len(ids) < SAVE_BY_REWRITING_MIN:
-        # Rewriting a few records over and over would take a round trip per few writes.
-        while done < writes:
-            batch = [f"kith-index-save-{i}" for i in range(min(STORE_PAGE, writes - done))]
+    if len(ids) < STORE_PAGE:
+        for start in range(0, writes, STORE_PAGE):
+            batch = index_save_ids(writes)[start : start + STORE_PAGE]
             col.add(ids=batch, embeddings=[meaningless_vector(_dim(col))] * len(batch))
             col.delete(ids=batch)
             done += 2 * len(batch)
@@ -130,6 +147,30 @@ def save_index_sync(col: Any, ids: list[str], writes: int) -> int:
             if done >= writes:
                 break
     return done
+
+
+def index_save_ids(writes: int) -> list[str]:
+    """The ids of the blank records a save may write (``writes`` at most)."""
+    return [f"{INDEX_SAVE_PREFIX}{i}" for i in range(writes)]
+
+
+def remove_orphan_indexes(chroma_dir: Path, conn: sqlite3.Connection) -> int:
+    """Remove the vector index directories no collection uses any more; how many went.
+
+    Chroma keeps each collection's vector index in a directory named by its segment's id, and leaves
+    it on disk when the collection is deleted (a migration's swap deletes the original): with every
+    vector it held, those of records forgotten since among them."""
+    live = {str(row[0]) for row in conn.execute("SELECT id FROM segments")}
+    removed = 0
+    for entry in chroma_dir.iterdir():
+        try:
+            uuid.UUID(entry.name)
+        except ValueError:
+            continue
+        if entry.is_dir() and not entry.is_symlink() and entry.name not in live:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def index_saved(chroma_dir: Path) -> bool:

@@ -225,7 +225,11 @@ def reassign_saved_exports(directory: Path | None, old: str, new: str) -> int:
         if not isinstance(document, dict) or document.get("person") != old:
             continue
         document["person"] = new
-        write_private_atomically(path, json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8"))
+        try:
+            write_private_atomically(path, json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8"))
+        except OSError as exc:  # the rest still move; this one keeps the old id until it can be written
+            log.warning("saved export not moved to its new person error=%s", type(exc).__name__)
+            continue
         moved += 1
     return moved
 

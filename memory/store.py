@@ -42,7 +42,7 @@ from memory.catch_up import CatchUp
 from memory.changes import ChangeLog
 from memory.chroma import VECTOR_KEY, ChromaCollections, Collection, space_of, where
 from memory.chroma_scrub import (
-    blank_vectors_sync,
+    delete_blanked_sync,
     index_save_writes,
     index_saved,
     save_index_sync,
@@ -445,28 +445,21 @@ class MemoryStore:
         await self.catch_up.log([(stored.person, stored.id)])
         return stored
 
-    async def _blank_vectors(self, kind: Collection, ids: Sequence[str]) -> None:
-        """Before ``ids`` are deleted: their vectors, a trace of their text, must not outlive them in Chroma's
-        vector index file (:func:`memory.chroma_scrub.blank_vectors_sync`)."""
-        if ids:
-            await self.chroma.run(blank_vectors_sync, self.chroma.collection(kind), list(ids))
-
     async def _drop_from_rebuild(self, kind: Collection, ids: Sequence[str]) -> None:
         """Take ``ids`` out of a migration's unfinished copy of ``kind`` too: the copy is kept on disk until a
         start with the new embedder resumes it, which may never come. The migration copies again whatever
         it then lacks."""
         copy = await self.chroma.run(self.chroma.rebuild_copy_sync, kind)
         if copy is not None and ids:
-            await self.chroma.run(blank_vectors_sync, copy, list(ids))
-            await self.chroma.run(copy.delete, ids=list(ids))
+            await self.chroma.run(delete_blanked_sync, copy, list(ids))
 
     async def delete_memories(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0
         async with self._cas.hold(ids):
             rows = await self._get(Collection.MEMORIES, ids)
-            await self._blank_vectors(Collection.MEMORIES, [str(md["id"]) for md in rows])
-            await self.chroma.run(self._memories().delete, ids=list(ids))
+            # Their vectors, a trace of their text, must not outlive them in Chroma's index file.
+            await self.chroma.run(delete_blanked_sync, self._memories(), list(ids))
             await self._drop_from_rebuild(Collection.MEMORIES, ids)
         self._memory_total -= len(rows)
         for md in rows:
@@ -478,8 +471,7 @@ class MemoryStore:
         if not ids:
             return 0
         rows = await self._get(Collection.NOTES, ids)
-        await self._blank_vectors(Collection.NOTES, [str(md["id"]) for md in rows])
-        await self.chroma.run(self._notes().delete, ids=list(ids))
+        await self.chroma.run(delete_blanked_sync, self._notes(), list(ids))
         await self._drop_from_rebuild(Collection.NOTES, ids)
         await self.catch_up.log_notes((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)

@@ -8,6 +8,7 @@ Chroma's directory for the deleted vectors' bytes.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from memory.changes import ChangeLog
 from memory.chroma import Collection
+from memory.chroma_scrub import index_save_ids
 from memory.embedders import EmbedderStatus
 from memory.notes import Note
 from memory.store import MemoryStore
@@ -117,8 +119,57 @@ async def test_a_forget_leaves_no_deleted_vector_in_the_index_files_at_once(
     await store.scrub_log(gone)
 
     assert [copies_on_disk(chroma_dir, rows[i]) for i in (forgotten[0], forgotten[-1])] == [0, 0]
+    # Nor their words: no entry of Chroma's own queue keeps a forgotten record's metadata.
+    with sqlite3.connect(chroma_dir / "chroma.sqlite3") as conn:
+        marks = ",".join("?" * len(gone))
+        assert conn.execute(f"SELECT count(*) FROM embeddings_queue WHERE id IN ({marks}) AND metadata IS NOT NULL",
+                            gone).fetchone() == (0,)
     assert copies_on_disk(chroma_dir, rows[kept[0]]) >= 1
     # Every other memory keeps its own vector: the nearest to a memory's vector is that memory.
     for i in (kept[0], kept[len(kept) // 2], kept[-1]):
         found, _distances = await store.chroma.run(store.chroma.nearest_sync, None, rows[i].tolist(), 3)
         assert found[0] == ids[i]
+
+
+async def test_a_forget_removes_the_index_files_a_deleted_collection_left(opened: tuple[MemoryStore, Path]) -> None:
+    store, chroma_dir = opened
+    rng = np.random.default_rng(10)
+    # A migration to another vector size swaps in its copy and deletes the original collection; Chroma keeps the
+    # original's index directory, every vector in it.
+    old = await store.chroma.run(store.chroma.client.create_collection, "memories-before", embedding_function=None)
+    rows = unit_rows(rng, BEFORE, 32)
+    for start in range(0, BEFORE, PAGE):
+        await store.chroma.run(old.add, ids=[f"o{i}" for i in range(start, min(BEFORE, start + PAGE))],
+                               embeddings=[r.tolist() for r in rows[start:start + PAGE]])
+    await store.chroma.run(store.chroma.client.delete_collection, "memories-before")
+    assert copies_on_disk(chroma_dir, rows[5]) >= 1
+    ids, _rows = await store_many(store, Collection.MEMORIES, rng, 3, "a")
+
+    assert await store.delete_memories([ids[0]]) == 1
+    await store.scrub_log([ids[0]])
+
+    assert copies_on_disk(chroma_dir, rows[5]) == 0
+    assert await store.get_memory(ids[1]) is not None
+
+
+async def test_blank_records_a_killed_save_left_are_gone_at_the_next_open(tmp_path: Path) -> None:
+    settings = memory_settings(tmp_path)
+    db = open_db(tmp_path)
+    store = await MemoryStore.open(settings.memory, settings.storage.data_path(), None, NONE_STATUS,
+                                   changes=ChangeLog(db))
+    try:
+        await store_many(store, Collection.NOTES, np.random.default_rng(11), 2, "a")
+        notes = store.chroma.collection(Collection.NOTES)
+        blank = [1.0] + [0.0] * (store.chroma.hash_dim(Collection.NOTES) - 1)
+        # What a kill between a save's add and its delete leaves: records with a vector and no metadata.
+        await store.chroma.run(notes.add, ids=index_save_ids(3), embeddings=[blank] * 3)
+    finally:
+        await store.close()
+    store = await MemoryStore.open(settings.memory, settings.storage.data_path(), None, NONE_STATUS,
+                                   changes=ChangeLog(db))
+    try:
+        assert await store.count(Collection.NOTES) == 2
+        assert len(await store.notes_of("p_ana")) == 2
+    finally:
+        await store.close()
+        db.close()
