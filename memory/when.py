@@ -233,9 +233,10 @@ RULES: tuple[Rule, ...] = (
     _rule(_MONTH + " " + _DAY_NUM + r"(?:,? " + _YEAR + ")?", _dated),
     _rule(r"(?:(?P<which>last|this|past) )?" + _SEASON + r"(?: of)?(?: " + _YEAR + ")?",
           lambda m, now: _season_phrase(m, now) if m.group("which") or m.group("year") else None),
-    _rule(_MONTH + r",? " + _YEAR, _month_phrase),
-    _rule(_PREP + r"[ -]" + _FULL_MONTH, _month_phrase),
-    _rule(r"(?:in|during|since|from|of|around|by|until|till|through) " + _YEAR,
+    _rule(_MONTH + r",? (?:of )?" + _YEAR, _month_phrase),
+    # "this may take a while" is no month; "of 2000 people" and "around 2000 dollars" no year.
+    _rule(r"(?!this[ -]may(?!\w))" + _PREP + r"[ -]" + _FULL_MONTH, _month_phrase),
+    _rule(r"(?:in|during|since|from|until|till|through) " + _YEAR,
           lambda m, now: _year(int(m.group("year")), now)),
     _rule(r"(?:the )?day before yesterday", lambda _m, now: _day(now - 2 * DAY)),
     _rule(r"yesterday|last night", lambda _m, now: _day(now - DAY)),

@@ -44,6 +44,7 @@ def covers(query: str, *inside: str, outside: tuple[str, ...] = ()) -> None:
     ("What did Audrey eat for dinner on October 24, 2023?", ("2023-10-24",), ("2023-10-30",)),
     ("news from 9th December 2023", ("2023-12-09",), ("2023-12-20",)),
     ("what happened in 2022", ("2022-06-01",), ("2023-06-01",)),
+    ("What did Sam do in May of 2022?", ("2022-05-10",), ("2023-05-10",)),
     ("last summer", ("2023-07-15",), ("2022-07-15", "2023-11-01")),
     ("towards the end of summer 2022", ("2022-08-20",), ("2023-08-20",)),
     ("on Monday", ("2023-11-13",), ("2023-11-06",)),
@@ -62,7 +63,8 @@ def test_a_window_reaches_a_little_past_the_span_because_things_are_told_after_t
 
 @pytest.mark.parametrize("query", [
     "I may go swimming", "March on, soldiers", "June said hi", "how are you?", "the 2 of us went", "I have 3 dogs",
-    "what happened recently", "a Monday before July",
+    "what happened recently", "a Monday before July", "this may take a while", "A crowd of 2000 people came",
+    "I saved around 2000 dollars",
 ])
 def test_words_that_only_look_like_dates_name_no_time(query: str) -> None:
     assert query_windows(query, NOW) == (), query
