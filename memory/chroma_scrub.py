@@ -27,6 +27,7 @@ from memory.reembed import DIM_KEY
 
 log = logging.getLogger("kith.memory.chroma_scrub")
 INDEX_SAVE_PREFIX = "kith-index-save-"  # the ids of the blank records a save writes and deletes
+SAVE_BATCH = 200  # records a job of an index save writes: other Chroma work waits at most that long
 
 
 def scrub_queue_sync(path: Path, ids: list[str], kept: list[str]) -> int:
@@ -118,8 +119,8 @@ def index_save_writes(col: Any) -> int:
     return int(threshold) if isinstance(threshold, int) and threshold > 0 else CHROMA_SYNC_THRESHOLD
 
 
-def save_index_sync(col: Any, ids: list[str], writes: int) -> int:
-    """Make embedded Chroma save the collection's vector index now; returns the writes it took.
+def index_save_batches(ids: list[str], writes: int) -> list[tuple[bool, list[str]]]:
+    """How a save of a collection's vector index is written, one Chroma job a batch: ``(blank, ids)``.
 
     Chroma saves the index after every ``writes`` (its sync threshold) writes to the collection, not
     when a record is deleted or the client closes: till then the file on disk holds every vector it
@@ -128,25 +129,36 @@ def save_index_sync(col: Any, ids: list[str], writes: int) -> int:
     records for that to take a few round trips, blank records (:func:`index_save_ids`) are written and
     deleted instead: their freed slots stay in the index, holding nothing (so a small store's index
     file grows by that many slots a forget); blank records a kill leaves behind are removed when the
-    collection is next opened.
+    collection is next opened. Batches are small so that other work on Chroma's one thread is not held
+    up for long (pure).
     """
-    done = 0
     if len(ids) < STORE_PAGE:
-        for start in range(0, writes, STORE_PAGE):
-            batch = index_save_ids(writes)[start : start + STORE_PAGE]
-            col.add(ids=batch, embeddings=[meaningless_vector(_dim(col))] * len(batch))
-            col.delete(ids=batch)
-            done += 2 * len(batch)
-        return done
+        blanks = index_save_ids(writes)
+        return [(True, blanks[start : start + SAVE_BATCH]) for start in range(0, len(blanks), SAVE_BATCH)]
+    out: list[tuple[bool, list[str]]] = []
+    done = 0
     while done < writes:
-        for start in range(0, len(ids), STORE_PAGE):
-            page = col.get(ids=ids[start : start + STORE_PAGE], include=["embeddings"])
-            if len(page["ids"]):
-                col.update(ids=list(page["ids"]), embeddings=[list(v) for v in page["embeddings"]])
-            done += max(1, len(page["ids"]))
+        for start in range(0, len(ids), SAVE_BATCH):
+            page = ids[start : start + SAVE_BATCH]
+            out.append((False, page))
+            done += len(page)
             if done >= writes:
                 break
-    return done
+    return out
+
+
+def save_batch_sync(col: Any, blank: bool, ids: list[str]) -> int:
+    """One batch of a save (:func:`index_save_batches`), as one job: blank records written and deleted (never
+    seen by another job), or live records' vectors rewritten as they are (a write between the read and the
+    rewrite cannot come in). The writes it made."""
+    if blank:
+        col.add(ids=ids, embeddings=[meaningless_vector(_dim(col))] * len(ids))
+        col.delete(ids=ids)
+        return 2 * len(ids)
+    page = col.get(ids=ids, include=["embeddings"])
+    if len(page["ids"]):
+        col.update(ids=list(page["ids"]), embeddings=[list(v) for v in page["embeddings"]])
+    return max(1, len(page["ids"]))
 
 
 def index_save_ids(writes: int) -> list[str]:

@@ -43,9 +43,10 @@ from memory.changes import ChangeLog
 from memory.chroma import VECTOR_KEY, ChromaCollections, Collection, space_of, where
 from memory.chroma_scrub import (
     delete_blanked_sync,
+    index_save_batches,
     index_save_writes,
     index_saved,
-    save_index_sync,
+    save_batch_sync,
     scrub_queue_sync,
 )
 from memory.embedders import Embedder, EmbedderStatus, Vector
@@ -102,6 +103,8 @@ class MemoryStore:
         )
         self._cas = KeyedLocks()
         self._memory_total = 0  # records in the memories collection, kept in step by this store
+        # Collections records were deleted from since the last forget's scrub: their vector indexes are saved.
+        self._deleted_from: set[Collection] = set()
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -460,6 +463,7 @@ class MemoryStore:
             rows = await self._get(Collection.MEMORIES, ids)
             # Their vectors, a trace of their text, must not outlive them in Chroma's index file.
             await self.chroma.run(delete_blanked_sync, self._memories(), list(ids))
+            self._deleted_from.add(Collection.MEMORIES)
             await self._drop_from_rebuild(Collection.MEMORIES, ids)
         self._memory_total -= len(rows)
         for md in rows:
@@ -472,6 +476,7 @@ class MemoryStore:
             return 0
         rows = await self._get(Collection.NOTES, ids)
         await self.chroma.run(delete_blanked_sync, self._notes(), list(ids))
+        self._deleted_from.add(Collection.NOTES)
         await self._drop_from_rebuild(Collection.NOTES, ids)
         await self.catch_up.log_notes((str(md["person"]), str(md["id"])) for md in rows)
         return len(rows)
@@ -507,9 +512,10 @@ class MemoryStore:
             await self._drop_from_rebuild(kind, kept)  # their copies there hold the old words
         if ids and index_saved(path.parent):
             # The deleted records' vectors were blanked, but the index file on disk is the last one Chroma
-            # saved: have it saved now, so theirs are gone from it too.
-            for kind in Collection:
+            # saved: have the index of each collection they left saved now, so theirs are gone from it too.
+            for kind in [k for k in Collection if k in self._deleted_from]:
                 await self._save_vector_index(kind)
+        self._deleted_from.clear()
         return await self.chroma.run(scrub_queue_sync, path, list(dict.fromkeys(ids)), kept)
 
     async def _save_vector_index(self, kind: Collection) -> None:
@@ -519,10 +525,12 @@ class MemoryStore:
             writes = index_save_writes(col)
             ids = (await self.chroma.run(_ids_of, col))[:writes]
             started = time.perf_counter()
+            done = 0
             # Rewriting a memory's vector with what was just read must not undo a write made in between (the
             # copy is written only by a migration, which runs before the store serves).
             async with self._cas.hold(ids if col is self._memories() else []):
-                done = await self.chroma.run(save_index_sync, col, ids, writes)
+                for blank, batch in index_save_batches(ids, writes):
+                    done += await self.chroma.run(save_batch_sync, col, blank, batch)
             log.info("vector index saved collection=%s writes=%d ms=%.0f", col.name, done,
                      (time.perf_counter() - started) * 1000)
 

@@ -18,7 +18,7 @@ import pytest
 
 from memory.changes import ChangeLog
 from memory.chroma import Collection
-from memory.chroma_scrub import index_save_ids
+from memory.chroma_scrub import SAVE_BATCH, index_save_batches, index_save_ids
 from memory.embedders import EmbedderStatus
 from memory.notes import Note
 from memory.store import MemoryStore
@@ -173,3 +173,13 @@ async def test_blank_records_a_killed_save_left_are_gone_at_the_next_open(tmp_pa
     finally:
         await store.close()
         db.close()
+
+
+@pytest.mark.parametrize("live", [0, 3, 499, 500, 2_500])
+def test_an_index_save_writes_enough_in_batches_that_hold_others_up_briefly(live: int) -> None:
+    ids = [f"m_{i}" for i in range(live)]
+    batches = index_save_batches(ids, 1_000)
+    assert all(0 < len(batch) <= SAVE_BATCH for _blank, batch in batches)
+    writes = sum(2 * len(batch) if blank else len(batch) for blank, batch in batches)
+    assert writes >= 1_000
+    assert all(blank for blank, _b in batches) == (live < 500)  # blank records only where live ones are few

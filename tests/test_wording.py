@@ -46,6 +46,6 @@ def test_a_forget_redacts_the_sentences_and_quotes_that_match_and_keeps_the_rest
     assert quoted.redact("so   I have a LIGHTHOUSE\ntattoo, and more") == f"so   {FORGOTTEN_MARK}, and more"
     export = json.dumps({"memories": [{"text": "Ana has an SSN", "evidence": ["my SSN is 123-45-6789"]},
                                       {"text": "Ana keeps bees"}]}).encode()
-    cleaned = redact_json(export, redactor.redact)
+    cleaned = redact_json(export, redactor)
     assert cleaned is not None and b"6789" not in cleaned and b"keeps bees" in cleaned
-    assert redact_json(b"\xff\xfe my SSN is 123-45-6789", redactor.redact) is None
+    assert redact_json(b"\xff\xfe my SSN is 123-45-6789", redactor) is None
