@@ -172,7 +172,11 @@ def remove_orphan_indexes(chroma_dir: Path, conn: sqlite3.Connection) -> int:
     Chroma keeps each collection's vector index in a directory named by its segment's id, and leaves
     it on disk when the collection is deleted (a migration's swap deletes the original): with every
     vector it held, those of records forgotten since among them."""
-    live = {str(row[0]) for row in conn.execute("SELECT id FROM segments")}
+    try:
+        live = {str(row[0]) for row in conn.execute("SELECT id FROM segments")}
+    except sqlite3.Error as exc:  # another Chroma's layout: which directories are in use is not known, keep all
+        log.warning("vector index directories not checked error=%s", type(exc).__name__)
+        return 0
     removed = 0
     for entry in chroma_dir.iterdir():
         try:
