@@ -140,14 +140,15 @@ class ChromaCollections:
     def rebuild_copy_sync(self, kind: Collection) -> Any | None:
         """The copy of ``kind`` a migration to another vector size began and has not swapped in yet, if any."""
         name = self._name(kind) + REBUILD_SUFFIX
-        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
-        return self.client.get_collection(name, embedding_function=None) if name in names else None
+        if name not in reembed.collection_names_sync(self.client):
+            return None
+        return self.client.get_collection(name, embedding_function=None)
 
     def _name(self, kind: Collection) -> str:
         return f"{self.namespace}{kind.value}"
 
     def _open_collection(self, name: str, space: str, dim: int) -> Any:
-        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        names = reembed.collection_names_sync(self.client)
         rebuild = name + REBUILD_SUFFIX
         if rebuild in names and name not in names:
             # The original is dropped only once its copy is complete: finish the swap. A copy beside its

@@ -135,10 +135,10 @@ async def _plan(chroma: OnChromaThread, col: Any, space: str, dim: int) -> _Step
     stored_dim = int(meta.get(DIM_KEY) or dim)
     if stored_dim == dim:
         # A record with no tag predates tagging and counts as hashed: $ne matches it too.
-        todo = await chroma.run(_ids_sync, col, {VECTOR_KEY: {"$ne": space}})
+        todo = await chroma.run(record_ids_sync, col, {VECTOR_KEY: {"$ne": space}})
         relabel = meta.get(SPACE_KEY) != space or meta.get(DIM_KEY) != dim
         return _Step(col, todo, resize=False, relabel=relabel)
-    ids = await chroma.run(_ids_sync, col, None)
+    ids = await chroma.run(record_ids_sync, col, None)
     rebuild = await chroma.run(_partial_copy_sync, chroma.client, col.name + REBUILD_SUFFIX, space, dim)
     if rebuild is None:
         return _Step(col, ids, resize=True)
@@ -202,7 +202,8 @@ async def _embed_into(
 
 
 # --- jobs for the Chroma thread ------------------------------------------------------------
-def _ids_sync(col: Any, condition: dict[str, Any] | None) -> list[str]:
+def record_ids_sync(col: Any, condition: dict[str, Any] | None) -> list[str]:
+    """Ids of the collection's records matching ``condition`` (None: all), without their metadata."""
     return list(col.get(where=condition, include=[])["ids"])
 
 
@@ -211,13 +212,14 @@ def _metadata_sync(col: Any, ids: list[str]) -> tuple[list[str], list[dict[str, 
     return list(page["ids"]), [dict(md) for md in page["metadatas"]]
 
 
-def _names_sync(client: Any) -> set[str]:
+def collection_names_sync(client: Any) -> set[str]:
+    """The names of the client's collections."""
     return {c.name if hasattr(c, "name") else str(c) for c in client.list_collections()}
 
 
 def _partial_copy_sync(client: Any, name: str, space: str, dim: int) -> Any | None:
     """The rebuild begun for exactly this space and size, if one is there."""
-    if name not in _names_sync(client):
+    if name not in collection_names_sync(client):
         return None
     copy = client.get_collection(name, embedding_function=None)
     meta = dict(copy.metadata or {})
@@ -225,7 +227,7 @@ def _partial_copy_sync(client: Any, name: str, space: str, dim: int) -> Any | No
 
 
 def _drop_sync(client: Any, name: str) -> None:
-    if name in _names_sync(client):
+    if name in collection_names_sync(client):
         client.delete_collection(name)
 
 

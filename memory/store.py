@@ -55,6 +55,7 @@ from memory.keyed_locks import KeyedLocks
 from memory.notes import Note, note_from_metadata, note_metadata, read_notes
 from memory.person_index import IndexHit, PersonIndexes
 from memory.records import MemoryRecord, MetadataValue, Scope, Status, from_metadata, to_metadata
+from memory.reembed import record_ids_sync
 from memory.vectors import VectorHit, Vectors, VectorSource
 
 log = logging.getLogger("kith.memory.store")
@@ -452,8 +453,10 @@ class MemoryStore:
         """Take ``ids`` out of a migration's unfinished copy of ``kind`` too: the copy is kept on disk until a
         start with the new embedder resumes it, which may never come. The migration copies again whatever
         it then lacks."""
+        if not ids:
+            return
         copy = await self.chroma.run(self.chroma.rebuild_copy_sync, kind)
-        if copy is not None and ids:
+        if copy is not None:
             await self.chroma.run(delete_blanked_sync, copy, list(ids))
 
     async def delete_memories(self, ids: Sequence[str]) -> int:
@@ -523,7 +526,7 @@ class MemoryStore:
         copy = await self.chroma.run(self.chroma.rebuild_copy_sync, kind)
         for col in (self.chroma.collection(kind), *([copy] if copy is not None else [])):
             writes = index_save_writes(col)
-            ids = (await self.chroma.run(_ids_of, col))[:writes]
+            ids = (await self.chroma.run(record_ids_sync, col, None))[:writes]
             started = time.perf_counter()
             done = 0
             # Rewriting a memory's vector with what was just read must not undo a write made in between (the
@@ -578,6 +581,3 @@ class MemoryStore:
         log.info("memory reassigned notes=%d memories=%d", moved_notes, moved_memories)
         return moved_notes, moved_memories
 
-
-def _ids_of(col: Any) -> list[str]:
-    return list(col.get(include=[])["ids"])
