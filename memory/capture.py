@@ -14,6 +14,11 @@ answer with a tool call, or that is not JSON, is discarded whole and counted. Th
 moves past a chunk once its answer was judged, good or not, so no chunk is retried forever;
 a model that cannot be reached gets ``CAPTURE_MAX_ATTEMPTS`` tries at the same chunk.
 Logs carry ids and counts only.
+
+A forget can land while a run waits on its model: the run read the words before they were rewritten. Its
+notes are staged under the forget's per-person lock, and any that hold words forgotten since the run read
+its rows are dropped (a receipt sentence alone loses them, as a kept memory's does). A reply whose turn
+began before a forget and was recorded after it loses the words here too, before capture reads it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import hashlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -43,9 +48,10 @@ from llm.client import LLMClient, LLMError
 from memory.entailment import Entails
 from memory.notes import Note
 from memory.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
+from memory.scrub import kept_sentences
 from memory.store import MemoryStore
 from memory.text import normalize
-from memory.tombstones import TombstoneBook
+from memory.tombstones import Forgetter, TombstoneBook
 from memory.validation import ValidationLimits, validate_off_the_loop
 from people import directory, history
 from persona.instructions import capture_instruction
@@ -277,8 +283,10 @@ class Capture:
         *,
         is_paused: PausedHook | None = None,
         entails: Entails | None = None,
+        forgetter: Forgetter | None = None,
     ) -> None:
         self.db = db
+        self.forgetter = forgetter
         self.entails = entails  # the optional local NLI check (memory.entailment)
         self.store = store
         self.book = book
@@ -290,6 +298,10 @@ class Capture:
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def after_reply(self, turn: CompletedTurn) -> None:
+        try:
+            await self.forgotten_meanwhile(turn)
+        except Exception as exc:  # logged; the forget's own scan already ran, this is its late twin
+            log.warning("late forget scrub failed person=%s error=%s", turn.speaker.person, type(exc).__name__)
         if not self.settings.memory.capture:
             return
         try:
@@ -297,6 +309,26 @@ class Capture:
         except Exception as exc:  # capture must never disturb the conversation
             self.totals["errors"] += 1
             log.warning("capture failed person=%s error=%s", turn.speaker.person, type(exc).__name__)
+
+    async def forgotten_meanwhile(self, turn: CompletedTurn) -> int:
+        """A forget applied after this turn's message was recorded and before its reply was: the reply, written
+        from a prompt that may have recalled the words, loses them where it is stored. Returns rows rewritten."""
+        if self.forgetter is None:
+            return 0
+        changed = 0
+        for applied in self.forgetter.recent.recent():
+            if not turn.user_message_id <= applied.through_id < turn.reply_message_id:
+                continue
+            if applied.person != turn.speaker.person and turn.message.conversation_key not in applied.conversations:
+                continue
+            if not applied.redactor.matches(turn.reply_text):
+                continue
+            message = turn.message
+            changed += await self.forgetter.scrub_late_reply(turn.reply_message_id, message.platform,
+                                                             message.chat_id, message.message_id, applied.redactor)
+        if changed:
+            log.info("late forget scrub person=%s rows=%d", turn.speaker.person, changed)
+        return changed
 
     async def reset(self, conversation: str) -> None:
         """Forget the cursor: the next run reads the thread's newest turns again (operators, tests)."""
@@ -320,6 +352,7 @@ class Capture:
 
     async def _next_chunk(self, conversation: str, through_id: int | None, report: CaptureReport) -> bool:
         """Process one chunk; False when there is nothing more to do now."""
+        mark = self.forgetter.recent.mark() if self.forgetter is not None else 0
         cursor = await self.db.run(_get_cursor, conversation)
         rows = await self.db.run(_pending, conversation, cursor, through_id)
         if not rows:
@@ -338,7 +371,7 @@ class Capture:
         )
         failed = False
         for person in persons:
-            failed |= not await self._capture_person(conversation, pairs, person, names, report)
+            failed |= not await self._capture_person(conversation, pairs, person, names, report, mark)
         last = chunk[-1].id
         if failed and cursor.failures + 1 < CAPTURE_MAX_ATTEMPTS:
             await self.db.run(
@@ -366,6 +399,7 @@ class Capture:
         person: str,
         names: dict[str, str],
         report: CaptureReport,
+        mark: int = 0,
     ) -> bool:
         """One model call about ``person``; False only when the model could not be reached."""
         shown = await shown_for(self.store, person, [t for _r, t in pairs])
@@ -427,8 +461,35 @@ class Capture:
                 )
             )
         unique = list({n.record.id: n for n in notes}.values())
-        added = await self.store.add_notes(unique)
+        if self.forgetter is None:
+            added = await self.store.add_notes(unique)
+        else:
+            # Under the forget's lock: a forget either ran before (and is checked here) or sees these notes.
+            async with self.forgetter.recent.locks.hold([person]):
+                kept = self._not_forgotten(unique, person, mark)
+                report.tombstoned += len(unique) - len(kept)
+                added = await self.store.add_notes(kept)
         report.written += len(added)
         report.duplicates += len(notes) - len(added)
         report.note_ids.extend(added)
         return True
+
+    def _not_forgotten(self, notes: list[Note], person: str, mark: int) -> list[Note]:
+        """``notes`` without the words of forgets applied since ``mark``: a note holding them in its text or
+        quotes goes; one holding them only in a receipt sentence keeps its fact and loses that sentence."""
+        assert self.forgetter is not None
+        redactors = [a.redactor for a in self.forgetter.recent.since(mark) if a.person == person]
+        if not redactors:
+            return notes
+        kept: list[Note] = []
+        for note in notes:
+            r = note.record
+            if any(x.matches(t) for x in redactors for t in (r.text, *r.evidence)):
+                continue
+            sentences = r.evidence_sentences
+            for x in redactors:
+                sentences = kept_sentences(sentences, r.evidence, x)
+            kept.append(note if sentences == r.evidence_sentences
+                        else Note(replace(r, evidence_sentences=sentences), horizon=note.horizon,
+                                  corrects=note.corrects, conversation=note.conversation))
+        return kept

@@ -238,6 +238,8 @@ def reassign_saved_exports(directory: Path | None, old: str, new: str) -> int:
 class Scanned:
     places: Places
     conversations: tuple[str, ...]  # threads whose history or summary changed (their cached windows are stale)
+    # The newest history row the scan saw: a reply recorded after it was written without this scan's redaction.
+    through_id: int = 0
 
 
 def scan(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> Scanned:
@@ -249,7 +251,28 @@ def scan(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> S
     recipients = {tuple(a.split(":", 1)) for a in accounts if ":" in a}
     sent = _outbox(conn, chats, recipients, redactor, apply=apply)
     waiting = _inbox(conn, set(accounts), chats, redactor, apply=apply)
-    return Scanned(Places(rows, summaries + consolidated, sent, waiting), tuple(sorted(conversations)))
+    through = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(history.messages.c.id), 0))).scalar_one())
+    return Scanned(Places(rows, summaries + consolidated, sent, waiting), tuple(sorted(conversations)), through)
+
+
+def scrub_late_reply(conn: Connection, reply_id: int, platform: str, chat_id: str, source: str,
+                     redactor: Redactor) -> int:
+    """A reply whose turn began before a forget but was recorded after its scan: its history row and the outbox
+    rows carrying it (found by the message they answer) lose the matching text. Nothing else is touched: a
+    message said after the forget is heard again. Returns the rows rewritten."""
+    m = history.messages
+    changed = 0
+    row = conn.execute(sa.select(m.c.text).where(m.c.id == reply_id, m.c.role != "user")).first()
+    if row is not None and (text := redactor.redact(row.text)) != row.text:
+        conn.execute(m.update().where(m.c.id == reply_id).values(text=text))
+        changed += 1
+    for sent in conn.execute(sa.select(outbox.c.id, outbox.c.text).where(
+            outbox.c.platform == platform, outbox.c.chat_id == chat_id, outbox.c.source == source)).all():
+        text = redactor.redact(sent.text)
+        if text != sent.text:
+            conn.execute(outbox.update().where(outbox.c.id == sent.id).values(text=text))
+            changed += 1
+    return changed
 
 
 def _outbox(conn: Connection, chats: set[tuple[str, str]], recipients: set[tuple[str, ...]],
@@ -362,4 +385,4 @@ def kept_sentences(sentences: Sequence[str], quotes: Sequence[str], redactor: Re
 
 
 __all__ = ["FORGOTTEN_MARK", "Places", "Redactor", "Scanned", "checkpoint", "kept_sentences", "phrases_of",
-           "reassign_saved_exports", "redact_json", "scan"]
+           "reassign_saved_exports", "redact_json", "scan", "scrub_late_reply"]

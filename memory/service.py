@@ -29,9 +29,9 @@ from memory.notes import Note
 from memory.ranking import lookup_matches, memory_matches, rank
 from memory.recall import visible
 from memory.records import MemoryRecord, Status
-from memory.scrub import reassign_saved_exports
+from memory.scrub import checkpoint, reassign_saved_exports
 from memory.store import MemoryStore
-from memory.tombstones import ForgetPlan, ForgetResult, Forgetter, TombstoneBook
+from memory.tombstones import JOURNAL_DIR, ForgetPlan, ForgetResult, Forgetter, RecentForgets, TombstoneBook
 from memory.wording import person_facing
 
 log = logging.getLogger("kith.memory")
@@ -160,7 +160,14 @@ class MemoryService:
         # Loading a model takes seconds: off the event loop, and only when one is configured.
         entails = (await asyncio.to_thread(optional_entailment, ms.entailment_model, ms.entailment_threshold)
                    if ms.entailment_model else None)
-        capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused, entails=entails)
+        forgetter = Forgetter(store, book, clock, db=db, saved_exports=settings.storage.exports_path(),
+                              recent=RecentForgets(), journal=settings.storage.data_path() / JOURNAL_DIR)
+        capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused, entails=entails,
+                          forgetter=forgetter)
+        # A forget the last process was killed in the middle of is finished before anything is served; and the
+        # log is emptied, in case it was killed after the forget's last commit but before its checkpoint.
+        await forgetter.resume()
+        await db.run(checkpoint)
         return cls(
             settings=settings,
             db=db,
@@ -168,7 +175,7 @@ class MemoryService:
             book=book,
             gate=gate,
             capture=capture,
-            forgetter=Forgetter(store, book, clock, db=db, saved_exports=settings.storage.exports_path()),
+            forgetter=forgetter,
             clock=clock,
         )
 

@@ -9,6 +9,13 @@ conflicts that would dangle, checks that nothing is left, and logs counts only.
 
 It also leaves a tombstone per forgotten text, evidence quote and receipt sentence, so that a
 later capture or promotion over the same old transcript cannot resurrect the fact.
+
+Work that was under way when a forget landed must not bring the words back either: a capture waiting on
+its model, a reply or an export being written. :class:`RecentForgets` keeps, for as long as a shown plan
+would be kept, each applied forget's redactor, so such work can check what it is about to store against the
+forgets applied since it began; a capture stages its notes under the same per-person lock a forget holds.
+And a confirmed forget is journalled (a file under ``JOURNAL_DIR``) until it is done: killed half-way, it is
+finished by the next start before anything is served (:meth:`Forgetter.resume`).
 A tombstone holds a salted SHA-256 of the normalised text and the time of forgetting, never
 the text. It blocks a candidate only when none of the candidate's sources is newer than the
 forgetting: a person who says it again afterwards is heard again.
@@ -18,7 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
+import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
@@ -28,8 +38,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, as_utc, metadata
-from ground.tunables import FORGET_CAS_RETRIES
+from ground.private_files import write_private_atomically
+from ground.tunables import FORGET_CAS_RETRIES, FORGET_PLAN_TTL_S
 from ground.wording import counted
+from memory.keyed_locks import KeyedLocks
 from memory.notes import Note
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
 from memory.scrub import (
@@ -40,6 +52,7 @@ from memory.scrub import (
     kept_sentences,
     phrases_of,
     scan,
+    scrub_late_reply,
     scrub_saved_exports,
 )
 from memory.store import MemoryStore, RevisionConflict
@@ -58,7 +71,6 @@ tombstones = sa.Table(
     sa.Column("forgotten_at", UtcDateTime(), nullable=False),
     sa.Index("ix_memory_tombstones_person_digest", "person", "digest"),
 )
-
 
 def digest(text: str) -> str:
     """The tombstone key of a text or quote: case and spacing do not matter, the words do."""
@@ -90,7 +102,12 @@ def is_blocked(forgotten_at: datetime | None, source_times: Sequence[datetime]) 
 
 # --- relational access -------------------------------------------------------------------
 def _add(conn: Connection, person: str, digests: Iterable[str], now: datetime) -> int:
-    rows = [{"person": person, "digest": d, "forgotten_at": now} for d in sorted(set(digests))]
+    wanted = sorted(set(digests))
+    # A forget finished after a restart leaves its tombstones once, not twice.
+    there = set(conn.execute(sa.select(tombstones.c.digest).where(
+        tombstones.c.person == person, tombstones.c.forgotten_at == now,
+        tombstones.c.digest.in_(wanted))).scalars()) if wanted else set()
+    rows = [{"person": person, "digest": d, "forgotten_at": now} for d in wanted if d not in there]
     if rows:
         conn.execute(tombstones.insert(), rows)
     return len(rows)
@@ -236,11 +253,96 @@ def query_matches(query: str, texts: Sequence[str]) -> bool:
     return False
 
 
+# A confirmed forget under way is journalled in a file of this directory (under the data directory) until it is
+# done, so that one killed half-way is finished at the next start. The file holds the words (a forget cannot be
+# finished without them), and only while they are still in the rows it rewrites: it is overwritten and removed
+# once they are gone. Not a table: a row's old bytes would stay in the database's free pages and log until the
+# next checkpoint, and a journal must outlive exactly the commit that would take them out.
+JOURNAL_DIR = "forgetting"
+
+
+def plan_document(plan: ForgetPlan, started: datetime) -> bytes:
+    return json.dumps({"person": plan.person, "query": plan.query, "note_ids": list(plan.note_ids),
+                       "memory_ids": list(plan.memory_ids), "unlink": {k: list(v) for k, v in plan.unlink.items()},
+                       "phrases": list(plan.phrases), "receipt_ids": list(plan.receipt_ids),
+                       "started_at": started.isoformat()}, ensure_ascii=False).encode("utf-8")
+
+
+def plan_from_document(data: bytes) -> tuple[ForgetPlan, datetime]:
+    d = json.loads(data.decode("utf-8"))
+    plan = ForgetPlan(str(d["person"]), str(d["query"]), tuple(map(str, d["note_ids"])),
+                      tuple(map(str, d["memory_ids"])), {str(k): tuple(v) for k, v in d["unlink"].items()}, {},
+                      tuple(map(str, d["phrases"])), Places(), tuple(map(str, d["receipt_ids"])))
+    return plan, datetime.fromisoformat(str(d["started_at"]))
+
+
+def wipe(path: Path) -> None:
+    """Overwrite ``path`` with zeros, then remove it: its words do not stay in the file's old blocks where the
+    file system reuses them in place. Best effort: a copy-on-write disk keeps what it keeps."""
+    try:
+        size = path.stat().st_size
+        with path.open("r+b") as f:
+            f.write(b"\0" * size)
+            f.flush()
+            os.fsync(f.fileno())
+        path.unlink()
+    except FileNotFoundError:
+        return
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A forget applied in this process, kept a while so work that was under way can be held to it."""
+
+    seq: int
+    person: str
+    redactor: Redactor
+    conversations: tuple[str, ...]
+    through_id: int  # the newest history row its scan saw
+    at: float  # time.monotonic()
+
+
+class RecentForgets:
+    """The forgets applied lately, in order, and the per-person lock a forget and a capture's staging share.
+
+    Kept as long as a shown plan is (the words are in this process's memory no longer than a plan keeps them):
+    capture, replies and exports take longer than that only when their model is already past its deadline."""
+
+    def __init__(self, keep_s: float = FORGET_PLAN_TTL_S, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.keep_s = keep_s
+        self.monotonic = monotonic
+        self.locks = KeyedLocks()
+        self._seq = 0
+        self._applied: list[Applied] = []
+
+    def mark(self) -> int:
+        """Where the forgets stand now; :meth:`since` with it names those applied later."""
+        return self._seq
+
+    def since(self, mark: int) -> list[Applied]:
+        self._prune()
+        return [a for a in self._applied if a.seq > mark]
+
+    def recent(self) -> list[Applied]:
+        self._prune()
+        return list(self._applied)
+
+    def record(self, person: str, redactor: Redactor, conversations: tuple[str, ...], through_id: int) -> None:
+        self._seq += 1
+        self._applied.append(Applied(self._seq, person, redactor, conversations, through_id, self.monotonic()))
+        self._prune()
+
+    def _prune(self) -> None:
+        cutoff = self.monotonic() - self.keep_s
+        self._applied = [a for a in self._applied if a.at > cutoff]
+
+
 class Forgetter:
     """Plans and applies forgetting over the memory store."""
 
     def __init__(self, store: MemoryStore, book: TombstoneBook, clock: Callable[[], datetime], *,
-                 db: Database | None = None, saved_exports: Path | None = None) -> None:
+                 db: Database | None = None, saved_exports: Path | None = None,
+                 recent: RecentForgets | None = None, journal: Path | None = None) -> None:
         self.store = store
         self.book = book
         self.clock = clock
@@ -248,27 +350,22 @@ class Forgetter:
         self.db = db
         # Where the terminal chat saves /export files: a forget reaches those too.
         self.saved_exports = saved_exports
+        self.recent = recent or RecentForgets()
+        # Where a confirmed forget is journalled until it is done (JOURNAL_DIR); None: not journalled.
+        self.journal = journal
+        # Forgets a start finished after the process that confirmed them was killed: person -> what went.
+        self.resumed: dict[str, ForgetResult] = {}
 
     async def plan(self, person: str, query: str) -> ForgetPlan:
         """Records of ``person`` whose text or evidence holds every word of ``query``, or whose id it is."""
         query = query.strip()
         notes = await self.store.notes_of(person)
         memories = await self.store.memories_of(person, statuses=None)
-
-        def hit(record: MemoryRecord) -> bool:
-            return record.id == query or query_matches(query, [record.text, *record.evidence])
-
-        matched_memories = [m for m in memories if hit(m)]
+        matched_memories = [m for m in memories if _hit(query, m)]
         matched_ids = {m.id for m in matched_memories}
         # A note promoted into a forgotten memory holds the same fact: it goes too.
-        matched_notes = [n for n in notes if hit(n.record) or (n.promoted_to in matched_ids)]
-        unlink: dict[str, tuple[str, ...]] = {}
-        for memory in memories:
-            if memory.id in matched_ids:
-                continue
-            dangling = tuple(i for i in memory.conflicts_with if i in matched_ids)
-            if dangling:
-                unlink[memory.id] = dangling
+        matched_notes = [n for n in notes if _hit(query, n.record) or (n.promoted_to in matched_ids)]
+        unlink = _dangling(memories, matched_ids)
         records = [*matched_memories, *(n.record for n in matched_notes)]
         # An export words a fact for its reader ("You live in Lisbon"): its entry goes by id (redact_json).
         phrases = phrases_of([t for r in records for t in (r.text, *r.evidence, *r.evidence_sentences)])
@@ -294,9 +391,68 @@ class Forgetter:
             tuple(dict.fromkeys(r.id for r in receipts)),
         )
 
+    async def _widened(self, plan: ForgetPlan) -> ForgetPlan:
+        """``plan`` with what matches its words now and did not when it was shown: a note a capture staged from
+        the very message being forgotten, or a memory promoted from one, in the meantime. Leaving them would
+        keep the words the person asked to forget; everything the plan showed goes as shown."""
+        notes = await self.store.notes_of(plan.person)
+        memories = await self.store.memories_of(plan.person, statuses=None)
+        had = set(plan.memory_ids) | set(plan.note_ids)
+        new_memories = [m for m in memories if m.id not in had and _hit(plan.query, m)]
+        gone_ids = set(plan.memory_ids) | {m.id for m in new_memories}
+        new_notes = [n for n in notes if n.record.id not in had
+                     and (_hit(plan.query, n.record) or n.promoted_to in gone_ids)]
+        if not new_memories and not new_notes:
+            return plan
+        records = [*new_memories, *(n.record for n in new_notes)]
+        phrases = phrases_of([*plan.phrases, *(t for r in records for t in (r.text, *r.evidence,
+                                                                          *r.evidence_sentences))])
+        log.info("forget widened person=%s notes=%d memories=%d", plan.person, len(new_notes), len(new_memories))
+        added = {r.id for r in records}
+        return replace(plan, note_ids=(*plan.note_ids, *(n.record.id for n in new_notes)),
+                       memory_ids=(*plan.memory_ids, *(m.id for m in new_memories)),
+                       unlink=_dangling(memories, gone_ids), phrases=phrases,
+                       receipt_ids=tuple(i for i in plan.receipt_ids if i not in added))
+
     async def apply(self, plan: ForgetPlan) -> ForgetResult:
-        """Delete exactly ``plan``, unlink what would dangle, leave tombstones, verify, log counts."""
-        now = self.clock()
+        """Delete exactly ``plan`` (and what matched its words since it was shown), unlink what would dangle,
+        leave tombstones, verify, log counts."""
+        async with self.recent.locks.hold([plan.person]):
+            plan = await self._widened(plan)
+            now = self.clock()
+            entry = None
+            if self.journal is not None:
+                entry = self.journal / f"{time.time_ns()}-{os.getpid()}.json"
+                await asyncio.to_thread(write_private_atomically, entry, plan_document(plan, now))
+            result = await self._apply(plan, now)
+            if entry is not None:
+                await asyncio.to_thread(wipe, entry)
+            return result
+
+    async def resume(self) -> int:
+        """Finish every forget a killed process confirmed and did not finish; how many there were."""
+        if self.journal is None or not self.journal.is_dir():
+            return 0
+        # A journal entry whose write was cut short: that forget had not begun, and its words go.
+        for path in sorted(self.journal.glob(".*.tmp")):
+            await asyncio.to_thread(wipe, path)
+        finished = 0
+        for path in sorted(self.journal.glob("*.json")):
+            try:
+                plan, started = plan_from_document(await asyncio.to_thread(path.read_bytes))
+            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+                # Unreadable, it cannot be finished; kept, it would hold its words for good.
+                log.error("forget journal entry unreadable: removed")
+                await asyncio.to_thread(wipe, path)
+                continue
+            log.warning("forget resumed after a restart person=%s", plan.person)
+            async with self.recent.locks.hold([plan.person]):
+                self.resumed[plan.person] = await self._apply(plan, started)
+            await asyncio.to_thread(wipe, path)
+            finished += 1
+        return finished
+
+    async def _apply(self, plan: ForgetPlan, now: datetime) -> ForgetResult:
         redactor = plan.redactor
         notes = await self.store.get_notes(plan.note_ids)
         memories = await self.store.get_memories(plan.memory_ids)
@@ -317,8 +473,8 @@ class Forgetter:
                                                    if _receipt_matches(n.record, redactor)])
         for record in kept_memories:
             receipts += await self._narrow(record.id, redactor)
-        await self.store.delete_notes([n.record.id for n in notes])
-        await self.store.delete_memories([m.id for m in memories])
+        await self.store.delete_notes(list(plan.note_ids))
+        await self.store.delete_memories(list(plan.memory_ids))
         scrubbed = await self.store.scrub_log([*plan.note_ids, *plan.memory_ids], kept=plan.receipt_ids)
         leftover = len(await self.store.get_notes(plan.note_ids)) + len(
             await self.store.get_memories(plan.memory_ids)
@@ -326,17 +482,18 @@ class Forgetter:
         still = [n.record for n in await self.store.get_notes(plan.receipt_ids)]
         still += await self.store.get_memories(plan.receipt_ids)
         leftover += sum(_receipt_matches(r, redactor) for r in still)
-        scanned = Scanned(Places(), ())
-        if self.db is not None:
-            # Every place outside the store, in one transaction; then the log holding the old pages is emptied.
-            scanned = await self.db.run(scan, plan.person, plan.redactor, apply=True)
-            leftover += (await self.db.run(scan, plan.person, plan.redactor, apply=False)).places.total
-            busy, _frames, _copied = await self.db.run(checkpoint)
-            if busy:
-                log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
         files = await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, redactor, apply=True)
         leftover += await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, redactor,
                                             apply=False)
+        scanned = Scanned(Places(), ())
+        if self.db is not None:
+            # Every place outside the store, in one transaction; then the log holding the old pages is emptied.
+            scanned = await self.db.run(scan, plan.person, redactor, apply=True)
+            leftover += (await self.db.run(scan, plan.person, redactor, apply=False)).places.total
+            busy, _frames, _copied = await self.db.run(checkpoint)
+            if busy:
+                log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
+        self.recent.record(plan.person, redactor, scanned.conversations, scanned.through_id)
         places = replace(scanned.places, saved_exports=files)
         result = ForgetResult(len(notes), len(memories), links, added, leftover, places, scrubbed,
                               scanned.conversations, receipts)
@@ -358,6 +515,16 @@ class Forgetter:
             leftover,
         )
         return result
+
+    async def scrub_late_reply(self, reply_id: int, platform: str, chat_id: str, source: str,
+                               redactor: Redactor) -> int:
+        """A reply recorded after a forget's scan, by a turn that began before it, loses the words too."""
+        if self.db is None:
+            return 0
+        changed = await self.db.run(scrub_late_reply, reply_id, platform, chat_id, source, redactor)
+        if changed:
+            await self.db.run(checkpoint)
+        return changed
 
     async def _unlink(self, memory_id: str, gone: set[str]) -> int:
         for _attempt in range(FORGET_CAS_RETRIES):
@@ -391,6 +558,22 @@ class Forgetter:
         raise RuntimeError(f"could not rewrite the receipts of {memory_id} after {FORGET_CAS_RETRIES} attempts")
 
 
+def _hit(query: str, record: MemoryRecord) -> bool:
+    return record.id == query or query_matches(query, [record.text, *record.evidence])
+
+
+def _dangling(memories: Sequence[MemoryRecord], gone: set[str]) -> dict[str, tuple[str, ...]]:
+    """memory id -> the links it holds to records that go, for every memory that stays."""
+    unlink: dict[str, tuple[str, ...]] = {}
+    for memory in memories:
+        if memory.id in gone:
+            continue
+        dangling = tuple(i for i in memory.conflicts_with if i in gone)
+        if dangling:
+            unlink[memory.id] = dangling
+    return unlink
+
+
 def _with_links(record: MemoryRecord, links: tuple[str, ...], now: datetime) -> MemoryRecord:
     return replace(record, conflicts_with=links, updated_at=now)
 
@@ -405,9 +588,11 @@ def _narrowed_note(note: Note, redactor: Redactor) -> Note:
 
 
 __all__ = [
+    "Applied",
     "ForgetPlan",
     "ForgetResult",
     "Forgetter",
+    "RecentForgets",
     "Status",
     "TombstoneBook",
     "describe_counts",
