@@ -132,6 +132,16 @@ def questions_since(conn: Connection, since: datetime) -> int:
         heartbeat_items.c.item_key.like("conflict:%"), heartbeat_items.c.handled_at > since)).scalar_one())
 
 
+def handled_since(conn: Connection, person: str, keys: Iterable[str], since: datetime) -> bool:
+    """Whether any of ``person``'s ``keys`` was marked handled at or after ``since``."""
+    keys = list(keys)
+    if not keys:
+        return False
+    return conn.execute(sa.select(heartbeat_items.c.item_key).where(
+        heartbeat_items.c.person == person, heartbeat_items.c.item_key.in_(keys),
+        heartbeat_items.c.handled_at >= since).limit(1)).first() is not None
+
+
 def mark_handled(conn: Connection, person: str, keys: Iterable[str], now: datetime) -> None:
     for key in keys:
         updated = conn.execute(heartbeat_items.update().where(

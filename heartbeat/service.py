@@ -6,9 +6,11 @@ the wiring starts it with its scheduler.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
 from delivery.posting import Outbound
@@ -19,7 +21,7 @@ from heartbeat.consolidation import ConsolidationReport, Consolidator, Progress
 from heartbeat.decay import Decay, DecayReport, UndoReport
 from heartbeat.due import DueFinder, DueItem, ItemKind
 from heartbeat.goals import GoalBook
-from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB
+from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB, HEARTBEAT_JOB
 from heartbeat.settings import HeartbeatSettings, resolve_timezone
 from heartbeat.turns import FollowUps, HeartbeatTurns, TickReport, TurnOutcome
 from llm.client import LLMClient
@@ -56,12 +58,32 @@ class Heartbeat:
     decayer: Decay
     goals: GoalBook
     questions: Sweep | None = None  # QuestionSender.sweep: asks flagged conflicts within its caps
+    # One run of each job at a time. The bot's scheduler and an operator command sent to the bot call the same
+    # Heartbeat at any moment: two ticks at once would both find a person's due items and both write to them,
+    # two consolidations would send every day to the model twice, and two decay passes would record the same
+    # retirements, so that undo-decay could not tell whose they were. The second caller waits, then finds the
+    # first one's work done. Turns of one person (a deferred or retried one) share the tick's lock.
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False, repr=False)
+
+    def running(self, job: str) -> bool:
+        """Whether a run of ``job`` (``consolidation``, ``heartbeat``, ``decay``) is under way in this process."""
+        lock = self._locks.get(job)
+        return lock is not None and lock.locked()
+
+    @asynccontextmanager
+    async def _one_at_a_time(self, job: str) -> AsyncIterator[None]:
+        async with self._locks.setdefault(job, asyncio.Lock()):
+            yield
 
     def attach(self, follow_ups: FollowUps) -> None:
         """Deferrals and retries go to ``follow_ups`` (the scheduler, once it exists)."""
         self.turns.follow_ups = follow_ups
 
     async def consolidate(self, progress: Progress | None = None) -> ConsolidationReport:
+        async with self._one_at_a_time(CONSOLIDATION_JOB):
+            return await self._consolidate(progress)
+
+    async def _consolidate(self, progress: Progress | None) -> ConsolidationReport:
         run_id = await self.db.run(runs.start, CONSOLIDATION_JOB, self.clock())
         try:
             report = await self.consolidator.run(progress)
@@ -74,6 +96,10 @@ class Heartbeat:
     async def tick(self, *, any_hour: bool = False) -> TickReport:
         if not self.hb.enabled:
             return TickReport(quiet=True)
+        async with self._one_at_a_time(HEARTBEAT_JOB):
+            return await self._tick(any_hour)
+
+    async def _tick(self, any_hour: bool) -> TickReport:
         report = await self.turns.tick(any_hour=any_hour)
         if report.quiet or self.questions is None:
             return report
@@ -90,6 +116,10 @@ class Heartbeat:
         return report
 
     async def decay(self) -> DecayReport:
+        async with self._one_at_a_time(DECAY_JOB):
+            return await self._decay()
+
+    async def _decay(self) -> DecayReport:
         run_id = await self.db.run(runs.start, DECAY_JOB, self.clock())
         try:
             report = await self.decayer.run()
@@ -102,12 +132,14 @@ class Heartbeat:
         return report
 
     async def undo_decay(self) -> UndoReport:
-        return await self.decayer.undo_last()
+        async with self._one_at_a_time(DECAY_JOB):
+            return await self.decayer.undo_last()
 
     async def person_turn(self, person: str, attempt: int) -> TurnOutcome:
         if not self.hb.enabled:
             return TurnOutcome.QUIET_HOURS
-        return await self.turns.person_turn(person, attempt)
+        async with self._one_at_a_time(HEARTBEAT_JOB):
+            return await self.turns.person_turn(person, attempt)
 
 
 def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory: MemoryService,

@@ -55,8 +55,18 @@ def add_undo_decay_action(memory_actions: Any) -> argparse.ArgumentParser:
 
 
 # --- the bodies, run by the bot or by a command holding the lock (kith.control.operations) ----------
+def _say_if_running(running: bool, what: str, console: Console) -> None:
+    """One line when the bot's own run of the same job is under way: this one waits for it, then finds its work
+    done (the counts that follow are this run's, not the bot's)."""
+    if running:
+        console.err.write(f"kith: the bot's own {what} is under way; this one runs when it has finished\n")
+
+
 async def consolidate_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
+    from heartbeat.scheduler import CONSOLIDATION_JOB
+
     heartbeat = await parts.heartbeat()
+    _say_if_running(heartbeat.running(CONSOLIDATION_JOB), "consolidation", console)
     progress = ProgressShown(console.err, unit="chunks")
     report = await heartbeat.consolidate(progress.update)
     progress.finish()
@@ -78,10 +88,12 @@ async def consolidate_body(parts: Parts, _args: argparse.Namespace, console: Con
 
 
 async def heartbeat_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    from heartbeat.scheduler import HEARTBEAT_JOB
     from heartbeat.service import QUESTIONS_ASKED
     from heartbeat.turns import count_outcomes
 
     heartbeat = await parts.heartbeat()
+    _say_if_running(heartbeat.running(HEARTBEAT_JOB), "heartbeat tick", console)
     report = await heartbeat.tick(any_hour=bool(args.any_hour))
     out = console.out
     if report.quiet:
@@ -99,7 +111,10 @@ async def heartbeat_body(parts: Parts, args: argparse.Namespace, console: Consol
 
 
 async def decay_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
+    from heartbeat.scheduler import DECAY_JOB
+
     heartbeat = await parts.heartbeat()
+    _say_if_running(heartbeat.running(DECAY_JOB), "decay pass", console)
     report = await heartbeat.decay()
     kept = ", ".join(f"{k} {v}" for k, v in sorted(report.kept.items())) or "none"
     console.out.write(f"decay run {report.run_id}: retired {report.retired_total} "
