@@ -198,7 +198,10 @@ class _Retirement:
 
 
 def _last_run(conn: Connection) -> tuple[int, list[_Retirement]] | None:
-    run_id = conn.execute(sa.select(decay_runs.c.id).where(decay_runs.c.undone_at.is_(None))
+    # A pass that retired nothing (the weekly one with nothing due, or a "decay --now" that waited behind the
+    # bot's own pass) is not what an operator means to reverse: undo reaches past it to the last pass that did.
+    retired_any = sa.exists().where(decay_retirements.c.run_id == decay_runs.c.id)
+    run_id = conn.execute(sa.select(decay_runs.c.id).where(decay_runs.c.undone_at.is_(None), retired_any)
                           .order_by(decay_runs.c.id.desc()).limit(1)).scalar()
     if run_id is None:
         return None

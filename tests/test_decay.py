@@ -87,6 +87,22 @@ async def test_undo_decay_puts_back_exactly_what_the_last_run_retired(
     assert (await decay.undo_last()).run_id is None  # nothing left to undo
 
 
+async def test_undo_reaches_past_passes_that_retired_nothing(
+    db: Database, memory: MemoryService, clock: FakeClock
+) -> None:
+    onions = await said(memory, "Ana wants no onions in tonight's order", MemoryKind.PREFERENCE, Horizon.ONE_OFF)
+    clock.advance(days=31)
+    decay = decay_of(db, memory, clock)
+    retiring = await decay.run()
+    clock.advance(minutes=5)
+    assert (await decay.run()).retired_total == 0  # a second pass finds nothing left to retire
+
+    undo = await decay.undo_last()
+
+    assert (undo.run_id, undo.restored) == (retiring.run_id, 1)
+    assert (await stored(memory, onions)).status is Status.ACTIVE
+
+
 async def test_undo_leaves_alone_a_memory_written_to_since(
     db: Database, memory: MemoryService, clock: FakeClock
 ) -> None:
