@@ -3,7 +3,7 @@
     bot.py consolidate --now           sweep the days not consolidated yet (a progress bar on stderr)
     bot.py heartbeat --now [--any-hour] one heartbeat tick (active hours apply unless --any-hour)
     bot.py decay --now                  one decay pass
-    bot.py memory undo-decay            put back what the last decay pass that retired anything retired
+    bot.py memory undo-decay            put back what the last decay pass retired (empty passes skipped)
 
 Each body runs in the running bot, over its own heartbeat, memory and delivery worker, or in this
 process holding the data directory's lock when no bot runs (:mod:`kith.control`). A message a
