@@ -57,6 +57,7 @@ from memory.questions import (
     said_at,
 )
 from memory.records import MemoryRecord, Origin, Scope, Source, Status
+from memory.scrub import redact_json
 from memory.service import MemoryService
 from memory.tombstones import describe_places
 from memory.wording import person_facing
@@ -490,8 +491,16 @@ class MemoryCommands:
         return reply_to(message, "\n".join(lines), buttons=buttons)
 
     async def export(self, message: InboundMessage, _args: str) -> OutboundMessage:
-        file = await self.controls.export(await self._requester(message))
-        return reply_to(message, export_text(file.counts), attachment_name=file.name, attachment_bytes=file.data)
+        recent = self.controls.memory.forgetter.recent
+        mark = recent.mark()
+        requester = await self._requester(message)
+        file = await self.controls.export(requester)
+        data = file.data
+        # A forget of theirs that landed while the file was being put together: its words leave the file too.
+        for applied in recent.since(mark):
+            if applied.person == requester.person:
+                data = redact_json(data, applied.redactor) or b""
+        return reply_to(message, export_text(file.counts), attachment_name=file.name, attachment_bytes=data)
 
     async def pause(self, message: InboundMessage, _args: str) -> OutboundMessage:
         await self.controls.pause(await self._requester(message))
@@ -521,8 +530,18 @@ class MemoryCommands:
                 return None
             return reply_to(message, await self._answer(requester, question.id, answer))
         if self.controls.pending_forget(person) is None:
-            return None
+            finished = self._finished_after_restart(person) if confirm else None
+            return None if finished is None else reply_to(message, finished)
         return reply_to(message, await self._confirm(requester, None, bool(confirm)))
+
+    def _finished_after_restart(self, person: str | None) -> str | None:
+        """What a forget confirmed just before kith was stopped, and finished by its next start, removed: the
+        person's yes is answered with it once, though the plan it answered is gone."""
+        result = self.controls.memory.forgetter.resumed.pop(person or "", None)
+        if result is None:
+            return None
+        return (f"Forgotten (I was restarted while doing it, and finished it when I came back): {result.describe()}."
+                " They won't come back from old messages; if you tell me again later, I'll hear it again.")
 
     async def press_question(self, press: ButtonPress, rest: str) -> OutboundMessage | None:
         question_id, _, value = rest.rpartition(":")
@@ -555,7 +574,8 @@ class MemoryCommands:
             result = await self.controls.confirm_forget(requester, token)
         except Refused as refused:
             log.info("forget confirmation refused reason=%s", refused.reason.value)
-            return refusal_text(refused)
+            finished = self._finished_after_restart(requester.person) if yes else None
+            return finished or refusal_text(refused)
         return (f"Forgotten: {result.describe()}. They won't come back from old messages; if you tell me again "
                 "later, I'll hear it again.")
 

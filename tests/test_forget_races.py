@@ -2,9 +2,16 @@
 under way (a capture waiting on its model, a reply being written, an export being built) and when the bot is
 killed in the middle of it."""
 
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import sqlite3
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,17 +21,22 @@ import sqlalchemy as sa
 
 from conversation.turns import ConversationCore
 from ground.background import BackgroundTasks
+from ground.config import MemorySettings
 from ground.db import Database
 from ground.types import ChatKind
 from llm.client import LLMClient
 from memory.service import MemoryService
 from memory.tombstones import JOURNAL_DIR, tombstones
-from people import history
+from people import directory, history
+from tests.conftest import ROOT
 from tests.fakes.openai_api import FakeOpenAI, Scripted
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import FakeClock, inbound
 from tests.support.memory import answer, fact, memory_settings, reply, say
+from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 CONV = "console:ana"
+ANA = 7301
 CAPTURE_PROMPT_START = "The transcript and the stored memories"
 SAID = "My cat is called Mruczek."
 WORD = "Mruczek"
@@ -178,3 +190,107 @@ async def test_a_forget_cut_off_half_way_is_finished_by_the_next_start(
         assert len(digests) == len(set(digests)) > 0
     finally:
         await again.close()
+
+
+def _tg_config(path: Path, fake: FakeOpenAI, tg: FakeTelegramApi, data: Path) -> Path:
+    path.write_text(
+        f'[llm]\nmodel = "openai/fake-model"\napi_base = "{fake.base_url}"\ntimeout_s = 600.0\nmax_retries = 0\n'
+        f'[storage]\ndata_dir = "{data}"\n[memory]\nembedder = "none"\ncapture = false\n'
+        f'[telegram]\nbase_url = "{tg.base_url}"\npoll_timeout_s = 1\n[policy.telegram]\ndm = "open"\n'
+        '[delivery]\ndebounce_ms = 100\n[heartbeat]\nenabled = false\n', encoding="utf-8")
+    return path
+
+
+async def _start_bot(cfg: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "run", cwd=str(ROOT),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TELEGRAM_BOT_TOKEN": FAKE_BOT_TOKEN})
+
+
+def _every_row(db_file: Path) -> str:
+    """Every row of every table, as text, read as another process would (the log included)."""
+    conn = sqlite3.connect(db_file)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return "\n".join(repr(row) for name in names for row in conn.execute(f'SELECT * FROM "{name}"'))
+    finally:
+        conn.close()
+
+
+def _files_holding(directory: Path, needle: bytes) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*")
+                  if p.is_file() and needle in p.read_bytes().lower())
+
+
+async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_start_and_says_so(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    cfg = _tg_config(tmp_path / "kith.toml", fake_llm, telegram_api, data)
+    journal = data / JOURNAL_DIR
+
+    def texts() -> list[str]:
+        return [m.visible_text for m in telegram_api.sent if m.chat_id == ANA]
+
+    bot = await _start_bot(cfg)
+    try:
+        telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
+        await telegram_api.wait_until(lambda: len(texts()) == 1, timeout=60)
+        telegram_api.push_text(ANA, ANA, f"{WORD} sleeps on my keyboard all day.")
+        await telegram_api.wait_until(lambda: len(texts()) == 2, timeout=30)
+        telegram_api.push_text(ANA, ANA, f"/forget {WORD}")
+        await telegram_api.wait_until(lambda: len(texts()) == 3, timeout=30)
+        assert texts()[-1].startswith("If I forget")
+        telegram_api.push_text(ANA, ANA, "yes")
+        # Killed inside the confirmed forget: from its journal entry's appearance on, before it is done.
+        await _until(lambda: journal.is_dir() and any(journal.glob("*.json")), timeout=30)
+    finally:
+        bot.send_signal(signal.SIGKILL)
+        await bot.wait()
+    assert list(journal.glob("*.json")) and not any(t.startswith("Forgotten") for t in texts())
+
+    bot = await _start_bot(cfg)
+    try:
+        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in texts()), timeout=60)
+        assert texts()[-1].startswith("Forgotten (I was restarted while doing it, and finished it when I came back)")
+        assert list(journal.iterdir()) == []
+        assert WORD.lower() not in _every_row(data / "kith.db").lower()
+        # The raw bytes: the database, its write-ahead log, every file of Chroma's directory and the journal's.
+        assert _files_holding(data, WORD.lower().encode()) == []
+        telegram_api.push_text(ANA, ANA, "What is my cat called?")
+        await telegram_api.wait_until(lambda: texts()[-1] == "echo: What is my cat called?", timeout=30)
+        assert WORD.lower() not in json.dumps(fake_llm.requests[-1]).lower()
+    finally:
+        bot.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.wait_for(bot.communicate(), 30)
+    assert b"Traceback" not in err
+
+
+async def test_an_export_put_together_while_the_words_were_forgotten_does_not_carry_them(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = telegram_settings(make_settings(fake_llm), telegram_api,
+                                 memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+    app = await start_telegram_app(settings, monkeypatch)
+    try:
+        telegram_api.push_text(ANA, ANA, f"{SAID} My sister lives in Lisbon.")
+        await telegram_api.wait_until(lambda: len(telegram_api.sent) == 1)
+        commands, memory = app.memory_commands, app.memory
+        assert commands is not None and memory is not None
+        ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
+        built = commands.controls.export
+
+        async def forgotten_meanwhile(requester: Any) -> Any:
+            file = await built(requester)  # read before the forget: it holds the words
+            assert WORD.encode() in file.data
+            await memory.apply_forget(await memory.plan_forget(ana, WORD))
+            return file
+
+        monkeypatch.setattr(commands.controls, "export", forgotten_meanwhile)
+        out = await commands.export(inbound("/export", platform="telegram", chat_id=str(ANA), sender_id=str(ANA),
+                                            sender_name="Ana"), "")
+        assert out.attachment_bytes is not None
+        assert WORD.encode() not in out.attachment_bytes and b"Lisbon" in out.attachment_bytes
+        json.loads(out.attachment_bytes)  # still the whole document
+    finally:
+        await app.close()
