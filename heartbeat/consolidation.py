@@ -230,6 +230,8 @@ class Consolidator:
         self.clock = clock
         self.tz = tz
         self.summarizer = Summarizer(db, llm, settings, clock)
+        # Where the forgets stood when this run read its transcripts (memory.tombstones.RecentForgets.mark).
+        self._mark = 0
 
     async def pending_days(self) -> list[date]:
         last, first = await self.db.run(_progress)
@@ -257,6 +259,9 @@ class Consolidator:
     async def run(self, progress: Progress | None = None) -> ConsolidationReport:
         started = time.perf_counter()
         report = ConsolidationReport()
+        # Every day's rows are read now and sent to the model for minutes after: a forget landing meanwhile
+        # is held against what comes back.
+        self._mark = self.memory.forgetter.recent.mark()
         days = await self.pending_days()
         plan = [(day, await self.chunks_of(day)) for day in days]
         report.days = len(days)
@@ -366,7 +371,14 @@ class Consolidator:
                                   updated_at=now, evidence_sentences=candidate.evidence_sentences)
             notes[record.id] = Note(record, horizon=candidate.horizon, corrects=candidate.corrects,
                                     conversation=chunk.conversation)
-        added = await self.memory.store.add_notes(list(notes.values()))
+        recent = self.memory.forgetter.recent
+        async with recent.locks.hold([person]):  # a forget either ran before (checked here) or sees these notes
+            kept = self.memory.capture.not_forgotten(list(notes.values()), person, self._mark)
+            report.tombstoned += len(notes) - len(kept)
+            added = await self.memory.store.add_notes(kept)
         report.notes_staged += len(added)
         summary = clip(validation.summary or "", self.settings.budget.summary_chars)
-        return list(notes), summary, counts
+        for applied in recent.since(self._mark):
+            if applied.person == person:
+                summary = applied.redactor.redact(summary)
+        return [n.record.id for n in kept], summary, counts

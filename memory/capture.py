@@ -466,7 +466,7 @@ class Capture:
         else:
             # Under the forget's lock: a forget either ran before (and is checked here) or sees these notes.
             async with self.forgetter.recent.locks.hold([person]):
-                kept = self._not_forgotten(unique, person, mark)
+                kept = self.not_forgotten(unique, person, mark)
                 report.tombstoned += len(unique) - len(kept)
                 added = await self.store.add_notes(kept)
         report.written += len(added)
@@ -474,7 +474,7 @@ class Capture:
         report.note_ids.extend(added)
         return True
 
-    def _not_forgotten(self, notes: list[Note], person: str, mark: int) -> list[Note]:
+    def not_forgotten(self, notes: list[Note], person: str, mark: int) -> list[Note]:
         """``notes`` without the words of forgets applied since ``mark``: a note holding them in its text or
         quotes goes; one holding them only in a receipt sentence keeps its fact and loses that sentence."""
         assert self.forgetter is not None

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from ground.background import BackgroundTasks
 from ground.config import MemorySettings
 from ground.db import Database
 from ground.types import ChatKind
+from heartbeat.consolidation import day_summaries
 from llm.client import LLMClient
 from memory.service import MemoryService
 from memory.tombstones import JOURNAL_DIR, tombstones
@@ -32,6 +34,7 @@ from tests.conftest import ROOT
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import FakeClock, inbound
+from tests.support.heartbeat import close_rig, make_rig
 from tests.support.memory import answer, fact, memory_settings, reply, say
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 
@@ -294,3 +297,33 @@ async def test_an_export_put_together_while_the_words_were_forgotten_does_not_ca
         json.loads(out.attachment_bytes)  # still the whole document
     finally:
         await app.close()
+
+
+async def test_the_nightly_consolidation_waiting_on_its_model_while_the_words_are_forgotten_keeps_none(
+        tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    night = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
+    rig = await make_rig(tmp_path, fake_llm, start=night)
+    try:
+        ana, _said = await say(rig.db, CONV, f"{SAID} My sister lives in Lisbon.", name="Ana",
+                               when=night - timedelta(hours=13))
+        await reply(rig.db, "Lovely.", when=night - timedelta(hours=13))
+
+        def route(body: dict[str, Any]) -> Scripted | None:
+            if "You consolidate" in body["messages"][0]["content"]:
+                return Scripted(text=json.dumps({
+                    "summary": f"Ana's cat is called {WORD}; her sister lives in Lisbon.",
+                    "memories": [fact("Ana's cat is called Mruczek", "My cat is called Mruczek"),
+                                 fact("Ana's sister lives in Lisbon", "My sister lives in Lisbon")]}), delay_s=0.6)
+            return None
+
+        fake_llm.route = route
+        run = asyncio.create_task(rig.heartbeat.consolidate())
+        await _until(lambda: any("You consolidate" in r["messages"][0]["content"] for r in fake_llm.requests))
+        await rig.memory.apply_forget(await rig.memory.plan_forget(ana, WORD))
+        report = await run
+        assert report.days_completed == 1
+        kept = await _everything_of(rig.memory, ana)
+        assert WORD not in kept and "Lisbon" in kept  # the rest of the day is still remembered
+        assert WORD not in " ".join(await rig.db.run(day_summaries, (night - timedelta(days=1)).date(), ana))
+    finally:
+        await close_rig(rig)
