@@ -30,8 +30,9 @@ Per item (a failing item is dropped and counted; the rest stand):
   :class:`~memory.records.Horizon` value; ``corrects`` (optional) an id in ``known_ids``;
 * *memory carries no order and no authority (see below);
 * *the quotes support the text (:mod:`memory.support`): whole words and a clause from its start, no
-  negation, condition, modal, question or reported speech governing them within their sentence that
-  the memory drops, and every content word of the memory grounded in them. The candidate keeps the
+  negation, limiter, condition, modal or wish, question, reported, quoted or forwarded speech, sarcasm
+  marker or past tense governing them within their sentence that the memory drops, nobody else's fact,
+  and every content word of the memory grounded in them. The candidate keeps the
   whole sentence each quote stands in (``evidence_sentences``), so a receipt reads as it was said;
 * secrets in text, evidence and sentences are then redacted (after the quote check, which needs the
   original words).
@@ -119,6 +120,7 @@ class RejectReason(enum.StrEnum):
     EVIDENCE_QUESTION = "evidence_question"
     EVIDENCE_REPORTED = "evidence_reported"
     NOT_GROUNDED = "not_grounded"
+    EVIDENCE_PAST = "evidence_past"  # the quote tells what was, the memory what is
     NOT_ENTAILED = "not_entailed"  # the optional local NLI model (memory.entailment) did not find it said
     DUPLICATE_IN_RUN = "duplicate_in_run"  # the same fact as an earlier item of this answer
 
