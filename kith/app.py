@@ -204,8 +204,8 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
     background.spawn(memory.store.warm(), name="memory-warm")
     background.spawn(goals.warm(), name="goals-warm")
-    if settings.memory.capture:
-        core.observers.append(memory.observer)
+    # Always watched, capture on or off: a reply written while a forget landed loses the words there too.
+    core.observers.append(memory.observer)
     questions = QuestionBook(db, clock)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
                               on_change=recall.forget_pinned, drop_window=core.windows.drop,

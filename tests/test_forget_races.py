@@ -299,6 +299,37 @@ async def test_an_export_put_together_while_the_words_were_forgotten_does_not_ca
         await app.close()
 
 
+async def test_with_capture_off_a_reply_that_raced_a_forget_still_loses_the_words(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = telegram_settings(make_settings(fake_llm), telegram_api,
+                                 memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+
+    def route(body: dict[str, Any]) -> Scripted:
+        asked = body["messages"][-1]["content"]
+        if asked == "What is my cat called?":  # written from a window that still holds the name
+            return Scripted(text="Your cat is called Mruczek, of course.", delay_s=0.8)
+        return Scripted(text="Noted.")
+
+    fake_llm.route = route
+    app = await start_telegram_app(settings, monkeypatch)
+    try:
+        telegram_api.push_text(ANA, ANA, SAID)
+        await telegram_api.wait_until(lambda: len(telegram_api.sent) == 1)
+        memory = app.memory
+        assert memory is not None
+        ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
+        telegram_api.push_text(ANA, ANA, "What is my cat called?")
+        await _until(lambda: any(r["messages"][-1]["content"] == "What is my cat called?"
+                                 for r in fake_llm.requests))
+        await memory.apply_forget(await memory.plan_forget(ana, WORD))
+        await telegram_api.wait_until(lambda: len(telegram_api.sent) == 2)
+        await app.background.drain()
+        assert not [t for t in app.db.run_sync(_history_texts) if WORD in t]
+    finally:
+        await app.close()
+
+
 async def test_the_nightly_consolidation_waiting_on_its_model_while_the_words_are_forgotten_keeps_none(
         tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     night = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
