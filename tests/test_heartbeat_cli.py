@@ -115,11 +115,11 @@ async def test_heartbeat_now_writes_the_message_to_the_outbox(
 async def test_decay_now_and_undo_decay(fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> None:
     settings = make_settings(fake_llm)
     code, out = await run("memory.undo-decay", settings)
-    assert code == 1 and out == "no decay run to undo\n"
+    assert code == 0 and out == "no decay run to undo\n"
     code, out = await run("decay", settings)
     assert code == 0 and out.startswith("decay run 1: retired 0")
     code, out = await run("memory.undo-decay", settings)
-    assert code == 1 and out == "no decay run to undo\n"  # a pass that retired nothing is not one to undo
+    assert code == 0 and out == "no decay run to undo\n"  # a pass that retired nothing is not one to undo
 
 
 async def test_heartbeat_now_asks_a_flagged_conflict_with_buttons_not_in_a_free_text_turn(
