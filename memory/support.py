@@ -391,8 +391,23 @@ def _has_phrase(words: Sequence[str], phrases: Iterable[tuple[str, ...]]) -> boo
 _CLITIC_MODAL = re.compile(r"\w['’](?:ll|d(?!\s+(?:been|had|gone|done|never|already|just|\w+ed)\b))\b", re.IGNORECASE)
 
 
+# Polish "by" standing alone is also English "by", one of its commonest words ("I go to work by bike", "Dune by
+# Herbert"): it counts as a modal only in a clause that reads as Polish, by its letters or its everyday words.
+_AMBIGUOUS_MODALS = frozenset({"by"})
+_POLISH_LETTERS = frozenset("ąćęłńóśźż")
+_POLISH_MARKERS = _set("nie się że żeby aby jest jestem jesteś są mam masz ma mój moja moje ja ty on ona oni też "
+                       "już bardzo tak tylko")
+
+
+def _reads_polish(words: Sequence[str]) -> bool:
+    return any(w in _POLISH_MARKERS or not _POLISH_LETTERS.isdisjoint(w) for w in words)
+
+
 def _modal_words(words: Sequence[str]) -> set[str]:
-    return {w for w in words if w in MODALS or _POLISH_CONDITIONAL.search(w)}
+    found = {w for w in words if w in MODALS or _POLISH_CONDITIONAL.search(w)}
+    if found & _AMBIGUOUS_MODALS and not _reads_polish(words):
+        found -= _AMBIGUOUS_MODALS
+    return found
 
 
 def _modal(text: str, memory: str) -> bool:
@@ -435,10 +450,43 @@ SUBJECT_PRONOUNS = _set("i you we he she they it my", "ich du er sie es wir ihr"
 _QUESTION_MARKS = "?¿؟"
 
 
+# A statement handed over to the listener ends with a short question about them: "I love sushi, do you?", "I'm a
+# nurse, and you?", "Mieszkam w Krakowie, a ty?", "Ich wohne in Berlin, und du?". That question asks about the
+# listener, not about what was said before it, so its mark does not make the statement a question.
+_TAG_LEADS = _set("and but what how so a i und", "about")
+_TAG_AUXILIARIES = _set("do does did not have are can will would", "czy")
+_TAG_LISTENERS = _set("you u ya yours ty wy pan pani du ihr sie")
+_TAG_ENDS = _set("too also either guys then też auch denn")
+_TAG_BOUNDARY = re.compile(r"[,;:—–]|\s-\s")
+
+
+def _listener_tag(words: Sequence[str]) -> bool:
+    """``words`` (a clause before a question mark) only turn the question to the listener."""
+    rest = list(words)
+    while rest and rest[0] in _TAG_LEADS:
+        rest = rest[1:]
+    while rest and rest[0] in _TAG_AUXILIARIES:
+        rest = rest[1:]
+    while rest and rest[-1] in _TAG_ENDS:
+        rest = rest[:-1]
+    return len(rest) == 1 and rest[0] in _TAG_LISTENERS
+
+
+def _asks(tail: str) -> bool:
+    """A question mark in ``tail`` (the sentence from the quote on) that asks about what the quote says."""
+    for mark in re.finditer("[" + _QUESTION_MARKS + "]", tail):
+        before = tail[:mark.start()]
+        cuts = list(_TAG_BOUNDARY.finditer(before))
+        if not cuts or not _listener_tag(tokens(before[cuts[-1].end():])):
+            return True
+    return False
+
+
 def _question(sentence: str, start: int) -> bool:
     """Rule 5: a question mark from the quote on (or "¿" anywhere), "czy" first, or an inverted auxiliary
-    first. A question mark followed by an emoji ("...Lisbon?🤔") ends no sentence, so it is searched for."""
-    if "¿" in sentence or any(mark in sentence[start:] for mark in _QUESTION_MARKS):
+    first. A question mark followed by an emoji ("...Lisbon?🤔") ends no sentence, so it is searched for. A
+    question turned to the listener after the statement ("..., do you?") asks nothing about it."""
+    if "¿" in sentence or _asks(sentence[start:]):
         return True
     words = tokens(sentence)
     while words and words[0] in OPENERS:

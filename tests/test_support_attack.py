@@ -197,6 +197,21 @@ CASES = [
          KEEP),
     Case("keep-pl-mam-psa", "Mam psa", "PERSON ma psa", "Mam psa", KEEP),
     Case("keep-es-vivo", "Vivo en Madrid", "PERSON vive en Madrid", "Vivo en Madrid", KEEP),
+    # English "by" is not Polish "by": a fact that leaves it out is still said.
+    Case("keep-en-by-author", "My favourite book is Dune by Herbert", "PERSON's favourite book is Dune",
+         "My favourite book is Dune", KEEP),
+    Case("keep-en-cycle-by-bike", "I cycle to work by bike", "PERSON cycles to work", "I cycle to work", KEEP),
+    Case("pl-by-still-conditional", "Ja by nie jadł mięsa", "PERSON nie je mięsa", "Ja by nie jadł mięsa",
+         HYPOTHETICAL),
+    # A question turned to the listener after a statement asks about them, not about it.
+    Case("keep-en-do-you", "I love sushi, do you?", "PERSON loves sushi", "I love sushi", KEEP),
+    Case("keep-en-and-you", "I'm a nurse, and you?", "PERSON is a nurse", "I'm a nurse", KEEP),
+    Case("keep-en-what-about-you", "I live in Porto, what about you?", "PERSON lives in Porto", "I live in Porto",
+         KEEP),
+    Case("keep-de-und-du", "Ich wohne in Berlin, und du?", "PERSON wohnt in Berlin", "Ich wohne in Berlin", KEEP),
+    Case("keep-pl-a-ty", "Mieszkam w Krakowie, a ty?", "PERSON mieszka w Krakowie", "Mieszkam w Krakowie", KEEP),
+    Case("en-dont-i", "I love sushi, don't I?", "PERSON loves sushi", "I love sushi", QUESTION),
+    Case("en-is-that-weird", "I love sushi, is that weird?", "PERSON loves sushi", "I love sushi", QUESTION),
 ]
 
 ADVERSARIAL = [c for c in CASES if c.refused_as is not None]
