@@ -169,6 +169,8 @@ OPENERS = COORDINATORS | _set(
     "so though still besides",
     "że iż też także no tak cóż właściwie szczerze teraz hej cześć proszę",
     "dass auch ja nein naja übrigens eigentlich ehrlich jetzt hallo bitte also",
+    # Interjections open a chat message without governing it: "OMG I just adopted a puppy".
+    "omg wow lol lmao haha hehe yay ugh aww hmm gosh jeez whoa ooh ah finally ojej och ach mensch krass",
 )
 PREPOSITIONS = _set(
     "at in on since during after before for with from by until around about",
@@ -318,6 +320,7 @@ def _clause_starts_at(text: str, sentence_start: int, start: int) -> bool:
     return (head[0] in PREPOSITIONS or head[0] in TIME_OPENERS) and len(head) <= LEADING_PHRASE_MAX_WORDS
 
 
+RELATIVES = _set("that who which whose whom", "który która które którzy którego której", "welche welcher welches")
 _BOUNDARY_RE = re.compile(r"[,;:()]|\s[-–—]\s")
 # Where a clause may open: punctuation, a dash between spaces, an opening quotation mark.
 _HEAD_BOUNDARY_RE = re.compile(r"[,;:()…\"“„«]|\s[-–—]\s|(?:^|\s)['‘]")
@@ -344,7 +347,9 @@ def _clause_around(sentence: str, start: int, end: int) -> str:
     if boundary is not None:
         stop = boundary.start()
     for m in re.finditer(r"\w+(?:['’]\w+)*", tail[:stop]):
-        if m.group().casefold() in COORDINATORS:
+        # A relative clause after the quote tells of a thing the quote names, not of the quote: "I have a cat
+        # that needs a lot of attention" still says "has a cat".
+        if m.group().casefold() in COORDINATORS or m.group().casefold() in RELATIVES:
             stop = m.start()
             break
     return sentence[cut:start] + sentence[start:end] + tail[:stop]

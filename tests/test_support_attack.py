@@ -210,6 +210,15 @@ CASES = [
          KEEP),
     Case("keep-de-und-du", "Ich wohne in Berlin, und du?", "PERSON wohnt in Berlin", "Ich wohne in Berlin", KEEP),
     Case("keep-pl-a-ty", "Mieszkam w Krakowie, a ty?", "PERSON mieszka w Krakowie", "Mieszkam w Krakowie", KEEP),
+    # A relative clause after the quote tells of the thing it names; an interjection governs nothing.
+    Case("keep-en-cat-that-needs", "I have a cat that needs a lot of attention", "PERSON has a cat", "I have a cat",
+         KEEP),
+    Case("keep-en-teacher-who-wants", "I'm a teacher who wants to change schools", "PERSON is a teacher",
+         "I'm a teacher", KEEP),
+    Case("keep-en-omg", "OMG I just adopted a puppy!!", "PERSON just adopted a puppy", "I just adopted a puppy",
+         KEEP),
+    Case("en-relative-keeps-the-negation-before", "I don't have a dog that barks", "PERSON has a dog",
+         "have a dog", NEGATED),
     Case("en-dont-i", "I love sushi, don't I?", "PERSON loves sushi", "I love sushi", QUESTION),
     Case("en-is-that-weird", "I love sushi, is that weird?", "PERSON loves sushi", "I love sushi", QUESTION),
 ]
