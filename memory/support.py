@@ -12,13 +12,14 @@ fullwidth and look-alike letters folded to what they look like ("nоt" with a Cy
 1. **Whole words**: the quote neither starts nor ends inside a word ("vegan" out of "vegans").
 2. **A clause from its start**: the quote begins where a clause begins (the turn's or a sentence's
    start, after punctuation, or after a connective such as "and", "but", "that", "i", "że", "und",
-   "dass"), or leaves off only grammar words ("I was", "ich bin"), one adverb in -ly, or one leading
-   phrase of place or time ("at work", "these days", "w pracy", "seit 2019"), so whatever governs it
+   "dass"), or leaves off only grammar words ("I was", "ich bin"), an interjection ("OMG"), one adverb in
+   -ly, or one leading phrase of place or time ("at work", "these days", "w pracy", "seit 2019"), so whatever governs it
    is not cut off ("I am vegan" out of "I doubt I am vegan" is refused).
 3. **Polarity**: the clause the quote stands in is negated ("not", "never", "n't", "nie", "nigdy",
    "nicht", "kein", ...) exactly when the memory is. Words that cut a clause down or undo it count as
    negations ("rarely", "almost", "quit", "lost", "kaum", "rzadko"). The clause runs from the previous
-   clause boundary (punctuation or a coordinating conjunction) to the next one, so "I'm not a fan of cats,
+   clause boundary (punctuation or a coordinating conjunction) to the next one or to a relative pronoun after
+   the quote ("I have a cat that needs ..." is about the cat), so "I'm not a fan of cats,
    but I love dogs" supports "loves dogs", while "I would never say I am vegan" does not support "is vegan".
    A comma before "that", "że", "dass" does not end the clause before it ("Nigdy nie powiedziałbym, że
    jestem weganinem").
@@ -30,7 +31,8 @@ fullwidth and look-alike letters folded to what they look like ("nоt" with a Cy
    or says no more than what the clause's possessives name ("my dog Luna").
 5. **Not a question**: no question mark from the quote on (also one followed by an emoji, or fullwidth),
    and the sentence opens neither with "czy" nor with an auxiliary before its subject ("Do I have ...",
-   "Should I ...", "Bin ich ...").
+   "Should I ...", "Bin ich ..."). A question turned to the listener after it ("..., do you?", "und du?")
+   asks nothing about the statement.
 6. **Not reported**: no verb of saying, thinking, claiming or denying, nor a hearsay word, comes before
    the quote in its sentence or inside the quote ("my friend says I am vegan", "I think", "I deny",
    "apparently", "podobno", "angeblich"), nor trails it ("..., says my mum"), unless introduced by "as"
