@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, tzinfo
 
 import sqlalchemy as sa
@@ -65,6 +65,8 @@ class DueItem:
     kind: ItemKind
     key: str  # stable identity, recorded once handled
     text: str  # as the heartbeat prompt shows it (stored data)
+    # When it was last handled as the finder read it (None: never). The turn writes only while it is still so.
+    handled_at: datetime | None = None
 
 
 def _short(text: str) -> str:
@@ -115,7 +117,7 @@ def select_due(candidates: Sequence[DueItem], handled: Mapping[tuple[str, str], 
                 continue
             questions[item.person] += 1
             questions_left -= 1
-        out[item.person].append(item)
+        out[item.person].append(replace(item, handled_at=last))
     return {person: items for person, items in out.items() if items}
 
 
@@ -132,14 +134,27 @@ def questions_since(conn: Connection, since: datetime) -> int:
         heartbeat_items.c.item_key.like("conflict:%"), heartbeat_items.c.handled_at > since)).scalar_one())
 
 
-def handled_since(conn: Connection, person: str, keys: Iterable[str], since: datetime) -> bool:
-    """Whether any of ``person``'s ``keys`` was marked handled at or after ``since``."""
-    keys = list(keys)
-    if not keys:
-        return False
-    return conn.execute(sa.select(heartbeat_items.c.item_key).where(
-        heartbeat_items.c.person == person, heartbeat_items.c.item_key.in_(keys),
-        heartbeat_items.c.handled_at >= since).limit(1)).first() is not None
+def claim(conn: Connection, person: str, items: Iterable[DueItem], now: datetime) -> bool:
+    """Mark ``person``'s ``items`` handled at ``now``, each only if its mark is still the one the finder read.
+
+    False when one was handled since (the caller's transaction must then write nothing). The comparison is
+    made by the writing statements themselves, so a turn in another process committing in between is seen
+    (a read first would run outside SQLite's write transaction), and on stored values, never on clocks:
+    another machine on a shared database may run behind this one, and a mark is stamped before it commits.
+    """
+    for item in items:
+        if item.handled_at is None:
+            try:
+                conn.execute(heartbeat_items.insert().values(person=person, item_key=item.key, handled_at=now))
+            except sa.exc.IntegrityError:
+                return False
+            continue
+        updated = conn.execute(heartbeat_items.update().where(
+            heartbeat_items.c.person == person, heartbeat_items.c.item_key == item.key,
+            heartbeat_items.c.handled_at == item.handled_at).values(handled_at=now))
+        if updated.rowcount == 0:
+            return False
+    return True
 
 
 def mark_handled(conn: Connection, person: str, keys: Iterable[str], now: datetime) -> None:

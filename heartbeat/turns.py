@@ -41,7 +41,7 @@ from ground.config import Settings
 from ground.db import Database
 from ground.tunables import CHARS_PER_TOKEN, HEARTBEAT_CONCURRENCY, HEARTBEAT_REPLY_TOKENS
 from ground.types import ChatKind, OutboundMessage
-from heartbeat.due import DueFinder, DueItem, handled_since, mark_handled
+from heartbeat.due import DueFinder, DueItem, claim
 from heartbeat.settings import HeartbeatSettings, in_active_hours, parse_active_hours, retry_delay
 from llm.client import LLMClient, LLMError
 from people import directory, history
@@ -142,19 +142,18 @@ class HandledElsewhere(Exception):
     """A turn found an item due, and before it could write, another turn handled it."""
 
 
-def _record(conn: Connection, person: str, dest: Destination, text: str | None, keys: Sequence[str],
-            now: datetime, posting: Posting, found_at: datetime) -> OutboundMessage | None:
+def _record(conn: Connection, person: str, dest: Destination, text: str | None, items: Sequence[DueItem],
+            now: datetime, posting: Posting) -> OutboundMessage | None:
     """Transcript row, outbox row and handled marks, in the caller's one transaction.
 
-    ``HandledElsewhere`` (nothing written) when any of ``keys`` was marked handled at or after ``found_at``: a
-    turn that ran beside this one (another process's, or a tick and a retry at once) already wrote to the
-    person about it, and a second message would say it twice. The rest stay due for a later tick.
+    ``HandledElsewhere`` (nothing written) when any of ``items`` was marked handled since it was found: a turn
+    that ran beside this one (another process's, or a tick and a retry at once) already wrote to the person
+    about it, and a second message would say it twice. The rest stay due for a later tick.
     """
-    if handled_since(conn, person, keys, found_at):
+    if not claim(conn, person, items, now):
         raise HandledElsewhere
     row = {"conversation": dest.conversation, "author": "kith", "platform": dest.platform,
              "chat_id": dest.chat_id, "thread_id": dest.thread_id, "chat_kind": ChatKind.DM.value, "created_at": now}
-    mark_handled(conn, person, keys, now)
     if text is None:
         history.append(conn, role="heartbeat", text=SILENT_TOKEN, silent=True, **row)
         return None
@@ -206,7 +205,7 @@ class HeartbeatTurns:
                     report.outcomes[TurnOutcome.RETRY_PENDING.value] += 1
                     return
                 async with gate:
-                    outcome = await self._turn(person, items, dests.get(person), 0, report, now)
+                    outcome = await self._turn(person, items, dests.get(person), 0, report)
                 report.outcomes[outcome.value] += 1
 
             await asyncio.gather(*(one(p, items) for p, items in sorted(due.items())))
@@ -217,17 +216,16 @@ class HeartbeatTurns:
 
     async def person_turn(self, person: str, attempt: int = 0) -> TurnOutcome:
         """A deferred or retried heartbeat of one person; what is due is looked up afresh."""
-        found_at = self.clock()
-        if not self.is_active_hour(found_at):
+        if not self.is_active_hour(self.clock()):
             return TurnOutcome.QUIET_HOURS  # the items stay due: the first tick in active hours has them
         items = (await self.finder.find(person)).get(person)
         if not items:
             return TurnOutcome.NOTHING_DUE
         dest = (await self.db.run(destinations, [person])).get(person)
-        return await self._turn(person, items, dest, attempt, TickReport(), found_at)
+        return await self._turn(person, items, dest, attempt, TickReport())
 
     async def _turn(self, person: str, items: list[DueItem], dest: Destination | None, attempt: int,
-                    report: TickReport, found_at: datetime) -> TurnOutcome:
+                    report: TickReport) -> TurnOutcome:
         if dest is None:
             return TurnOutcome.NO_DESTINATION
         if person in self.busy:
@@ -248,8 +246,7 @@ class HeartbeatTurns:
         text = strip_silent(reply.text)
         posting = self.outbound.posting()
         try:
-            message = await self.db.run(_record, person, dest, text, [i.key for i in items], self.clock(), posting,
-                                        found_at)
+            message = await self.db.run(_record, person, dest, text, items, self.clock(), posting)
         except HandledElsewhere:
             log.info("heartbeat turn person=%s items=%d attempt=%d outcome=handled_elsewhere", person, len(items),
                      attempt)

@@ -14,11 +14,13 @@ import sqlalchemy as sa
 from heartbeat.due import DueItem, ItemKind, select_due
 from heartbeat.goals import GoalStatus
 from heartbeat.scheduler import PERSON_JOB_PREFIX
+from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
 from memory.records import Horizon, MemoryCandidate, MemoryKind, Source
 from people import history
-from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.openai_api import FakeOpenAI, Scripted
+from tests.helpers import FakeClock
 from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig, recent_morning
 
 
@@ -279,3 +281,32 @@ async def test_a_conflict_flagged_between_ticks_is_found_without_another_full_sc
     await rig.memory.clear_conflict(flagged.memory_id or "", flagged.linked[0])
     rig.clock.advance(minutes=30)
     assert await rig.heartbeat.turns.finder.disputes.current() == []
+
+
+async def test_two_kiths_on_one_database_whose_clocks_disagree_send_one_check_in(rig: Rig) -> None:
+    """Two machines on one shared database, one clock half a minute behind the other: the one behind writes its
+    check-in while the other, which found the same goal before that, still waits for its model. A second message
+    about the goal would say it twice, whatever the clocks say."""
+    ana = await rig.ana_says("Exam next week.")
+    await rig.heartbeat.goals.add(ana, "Pass the exam", rig.clock.now.date())
+    asked = 0
+
+    def route(_body: dict[str, Any]) -> Scripted:
+        nonlocal asked
+        asked += 1  # the first to ask (the machine behind) is answered first
+        return Scripted(text="How did the exam go?", delay_s=0.6 if asked == 1 else 1.0)
+
+    rig.fake.route = route
+    behind = FakeClock(rig.clock.now - timedelta(seconds=30))
+    other = build_heartbeat(settings=rig.heartbeat.settings, db=rig.db, llm=rig.heartbeat.turns.llm,
+                            memory=rig.memory, clock=behind, outbound=rig.worker, hb=rig.heartbeat.hb)
+    first = asyncio.create_task(other.tick())
+    for _ in range(200):
+        if rig.fake.requests:
+            break
+        await asyncio.sleep(0.01)
+    second = await rig.heartbeat.tick()  # found the goal before the first one wrote
+    await rig.worker.wait_idle()
+
+    assert sorted([*(await first).outcomes, *second.outcomes]) == ["handled_elsewhere", "posted"]
+    assert rig.channel.texts("ana") == ["<b>How did the exam go?</b>"]
