@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ log = logging.getLogger("kith.heartbeat")
 
 QUESTIONS_ASKED = "questions asked"  # a tick's conflict questions, counted beside its turns' outcomes
 Sweep = Callable[[], Awaitable[int]]
+Waiting = Callable[[], None]  # told, before it waits, that a caller waits for another run of its job
 
 
 class QuestionsAskedApart(DueFinder):
@@ -64,23 +66,33 @@ class Heartbeat:
     # retirements, so that undo-decay could not tell whose they were. The second caller waits, then finds the
     # first one's work done. Turns of one person (a deferred or retried one) share the tick's lock.
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False, repr=False)
+    # Runs of each job holding or waiting for its lock. Not ``Lock.locked()``: a lock just let go still has its
+    # queued waiter to wake, and a newcomer then waits behind it while ``locked()`` says it is free.
+    _inside: Counter[str] = field(default_factory=Counter, init=False, repr=False)
 
     def running(self, job: str) -> bool:
-        """Whether a run of ``job`` (``consolidation``, ``heartbeat``, ``decay``) is under way in this process."""
-        lock = self._locks.get(job)
-        return lock is not None and lock.locked()
+        """Whether a run of ``job`` (``consolidation``, ``heartbeat``, ``decay``) is under way or waiting its
+        turn in this process: one more would wait."""
+        return self._inside[job] > 0
 
     @asynccontextmanager
-    async def _one_at_a_time(self, job: str) -> AsyncIterator[None]:
-        async with self._locks.setdefault(job, asyncio.Lock()):
-            yield
+    async def _one_at_a_time(self, job: str, waiting: Waiting | None = None) -> AsyncIterator[None]:
+        if waiting is not None and self._inside[job]:
+            waiting()
+        self._inside[job] += 1
+        try:
+            async with self._locks.setdefault(job, asyncio.Lock()):
+                yield
+        finally:
+            self._inside[job] -= 1
 
     def attach(self, follow_ups: FollowUps) -> None:
         """Deferrals and retries go to ``follow_ups`` (the scheduler, once it exists)."""
         self.turns.follow_ups = follow_ups
 
-    async def consolidate(self, progress: Progress | None = None) -> ConsolidationReport:
-        async with self._one_at_a_time(CONSOLIDATION_JOB):
+    async def consolidate(self, progress: Progress | None = None, *,
+                          waiting: Waiting | None = None) -> ConsolidationReport:
+        async with self._one_at_a_time(CONSOLIDATION_JOB, waiting):
             return await self._consolidate(progress)
 
     async def _consolidate(self, progress: Progress | None) -> ConsolidationReport:
@@ -93,10 +105,10 @@ class Heartbeat:
         await self.db.run(runs.finish, run_id, not report.interrupted, report.as_counts(), self.clock())
         return report
 
-    async def tick(self, *, any_hour: bool = False) -> TickReport:
+    async def tick(self, *, any_hour: bool = False, waiting: Waiting | None = None) -> TickReport:
         if not self.hb.enabled:
             return TickReport(quiet=True)
-        async with self._one_at_a_time(HEARTBEAT_JOB):
+        async with self._one_at_a_time(HEARTBEAT_JOB, waiting):
             return await self._tick(any_hour)
 
     async def _tick(self, any_hour: bool) -> TickReport:
@@ -115,8 +127,8 @@ class Heartbeat:
             log.info("heartbeat questions asked=%d", asked)
         return report
 
-    async def decay(self) -> DecayReport:
-        async with self._one_at_a_time(DECAY_JOB):
+    async def decay(self, *, waiting: Waiting | None = None) -> DecayReport:
+        async with self._one_at_a_time(DECAY_JOB, waiting):
             return await self._decay()
 
     async def _decay(self) -> DecayReport:
@@ -131,8 +143,8 @@ class Heartbeat:
                           self.clock())
         return report
 
-    async def undo_decay(self) -> UndoReport:
-        async with self._one_at_a_time(DECAY_JOB):
+    async def undo_decay(self, *, waiting: Waiting | None = None) -> UndoReport:
+        async with self._one_at_a_time(DECAY_JOB, waiting):
             return await self.decayer.undo_last()
 
     async def person_turn(self, person: str, attempt: int) -> TurnOutcome:

@@ -15,6 +15,7 @@ bot's scheduler). Nothing heavy is imported until a body runs, so ``bot.py --hel
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ground.wording import counted
@@ -55,20 +56,21 @@ def add_undo_decay_action(memory_actions: Any) -> argparse.ArgumentParser:
 
 
 # --- the bodies, run by the bot or by a command holding the lock (kith.control.operations) ----------
-def _say_if_running(running: bool, what: str, console: Console) -> None:
-    """One line when the bot's own run of the same job is under way: this one waits for it, then finds its work
-    done (the counts that follow are this run's, not the bot's)."""
-    if running:
+def _waiting(what: str, console: Console) -> Callable[[], None]:
+    """One line, said by the heartbeat just before this run waits behind the bot's own run of the same job (or
+    one queued for it): this one then finds its work done (the counts that follow are this run's, not the
+    bot's). Said when it is known to wait, not from a look taken before: a run queued behind one that just
+    ended waits as well."""
+    def say() -> None:
         console.err.write(f"kith: the bot's own {what} is under way; this one runs when it has finished\n")
+
+    return say
 
 
 async def consolidate_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
-    from heartbeat.scheduler import CONSOLIDATION_JOB
-
     heartbeat = await parts.heartbeat()
-    _say_if_running(heartbeat.running(CONSOLIDATION_JOB), "consolidation", console)
     progress = ProgressShown(console.err, unit="chunks")
-    report = await heartbeat.consolidate(progress.update)
+    report = await heartbeat.consolidate(progress.update, waiting=_waiting("consolidation", console))
     progress.finish()
     if report.days == 0:
         console.out.write("nothing to consolidate: only days before today are folded into memory, and none is "
@@ -88,13 +90,11 @@ async def consolidate_body(parts: Parts, _args: argparse.Namespace, console: Con
 
 
 async def heartbeat_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
-    from heartbeat.scheduler import HEARTBEAT_JOB
     from heartbeat.service import QUESTIONS_ASKED
     from heartbeat.turns import count_outcomes
 
     heartbeat = await parts.heartbeat()
-    _say_if_running(heartbeat.running(HEARTBEAT_JOB), "heartbeat tick", console)
-    report = await heartbeat.tick(any_hour=bool(args.any_hour))
+    report = await heartbeat.tick(any_hour=bool(args.any_hour), waiting=_waiting("heartbeat run", console))
     out = console.out
     if report.quiet:
         out.write("outside [heartbeat] active_hours (or the heartbeat is disabled): nothing done; --any-hour "
@@ -111,11 +111,8 @@ async def heartbeat_body(parts: Parts, args: argparse.Namespace, console: Consol
 
 
 async def decay_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
-    from heartbeat.scheduler import DECAY_JOB
-
     heartbeat = await parts.heartbeat()
-    _say_if_running(heartbeat.running(DECAY_JOB), "decay pass", console)
-    report = await heartbeat.decay()
+    report = await heartbeat.decay(waiting=_waiting("decay pass", console))
     kept = ", ".join(f"{k} {v}" for k, v in sorted(report.kept.items())) or "none"
     console.out.write(f"decay run {report.run_id}: retired {report.retired_total} "
                       f"({', '.join(f'{k} {v}' for k, v in sorted(report.retired.items())) or 'none'}); "
@@ -125,7 +122,8 @@ async def decay_body(parts: Parts, _args: argparse.Namespace, console: Console) 
 
 async def undo_decay_body(parts: Parts, _args: argparse.Namespace, console: Console) -> int:
     heartbeat = await parts.heartbeat()
-    report = await heartbeat.undo_decay()
+    # Behind the bot's own pass it then undoes that pass, which is the last one: the line says why.
+    report = await heartbeat.undo_decay(waiting=_waiting("decay pass", console))
     if report.run_id is None:
         # Not a failure: nothing retired is waiting to be put back (a script running it after every decay
         # must not stop on a pass that retired nothing).

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import dataclasses
+import io
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -11,6 +14,10 @@ import pytest
 
 from ground.db import Database
 from heartbeat.decay import Decay, SensitiveTopics
+from heartbeat.service import Heartbeat, build_heartbeat
+from heartbeat.settings import HeartbeatSettings
+from kith.control.parts import Console
+from kith.heartbeat_cli import undo_decay_body
 from llm.client import LLMClient
 from memory.gate import Outcome
 from memory.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
@@ -178,3 +185,33 @@ async def test_sensitive_topics_in_polish_and_configured_names_are_kept(
 )
 def test_sensitive_topics_are_matched_on_whole_words_and_stems(text: str, topic: str | None) -> None:
     assert SensitiveTopics().topic(text) == topic
+
+
+async def test_undo_decay_sent_during_the_bots_decay_pass_says_it_waits_then_undoes_that_pass(
+    tmp_path: Path, db: Database, memory: MemoryService, clock: FakeClock
+) -> None:
+    onions = await said(memory, "Ana wants no onions in tonight's order", MemoryKind.PREFERENCE, Horizon.ONE_OFF)
+    clock.advance(days=31)
+    settings = memory_settings(tmp_path)
+    heartbeat = build_heartbeat(settings=settings, db=db, llm=LLMClient(settings.llm), memory=memory, clock=clock,
+                                hb=HeartbeatSettings(timezone="UTC"))
+    out, err = io.StringIO(), io.StringIO()
+
+    weekly = asyncio.create_task(heartbeat.decay())  # the bot's own pass...
+    await asyncio.sleep(0)  # ...has begun when the operator's undo-decay comes in
+    code = await undo_decay_body(_BotParts(heartbeat), argparse.Namespace(), Console(out, err))  # type: ignore[arg-type]
+
+    assert code == 0 and (await weekly).retired_total == 1
+    assert err.getvalue() == "kith: the bot's own decay pass is under way; this one runs when it has finished\n"
+    assert out.getvalue().startswith(f"undid decay run {(await weekly).run_id}: restored 1;")
+    assert (await stored(memory, onions)).status is Status.ACTIVE
+
+
+class _BotParts:
+    live = True
+
+    def __init__(self, heartbeat: Heartbeat) -> None:
+        self._heartbeat = heartbeat
+
+    async def heartbeat(self) -> Heartbeat:
+        return self._heartbeat

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import io
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,9 +16,11 @@ import sqlalchemy as sa
 from heartbeat.due import DueItem, ItemKind, select_due
 from heartbeat.goals import GoalStatus
 from heartbeat.scheduler import PERSON_JOB_PREFIX
-from heartbeat.service import build_heartbeat
+from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
+from kith.control.parts import Console
+from kith.heartbeat_cli import heartbeat_body
 from memory.records import Horizon, MemoryCandidate, MemoryKind, Source
 from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
@@ -310,3 +314,42 @@ async def test_two_kiths_on_one_database_whose_clocks_disagree_send_one_check_in
 
     assert sorted([*(await first).outcomes, *second.outcomes]) == ["handled_elsewhere", "posted"]
     assert rig.channel.texts("ana") == ["<b>How did the exam go?</b>"]
+
+
+class _BotParts:
+    """What a heartbeat command's body reads of the bot it runs in: its heartbeat, and that the bot is live."""
+
+    live = True
+
+    def __init__(self, heartbeat: Heartbeat) -> None:
+        self._heartbeat = heartbeat
+
+    async def heartbeat(self) -> Heartbeat:
+        return self._heartbeat
+
+
+async def test_a_heartbeat_command_queued_behind_a_retry_says_it_waits(rig: Rig) -> None:
+    """The bot's tick has just finished and a person's retry, queued behind it, has not started yet: a
+    'heartbeat --now' arriving at that moment waits for the retry, and says so."""
+    ana = await rig.ana_says("Exam next week.")
+    await rig.heartbeat.goals.add(ana, "Pass the exam", rig.clock.now.date())
+    rig.fake.route = lambda _body: Scripted(text="How did the exam go?", delay_s=0.3)
+    err = io.StringIO()
+
+    async def tick_then_command() -> int:
+        await rig.heartbeat.tick()
+        # Right as the tick lets go, before the queued retry has run:
+        return await heartbeat_body(_BotParts(rig.heartbeat), argparse.Namespace(any_hour=False),  # type: ignore[arg-type]
+                                    Console(io.StringIO(), err))
+
+    ticked = asyncio.create_task(tick_then_command())
+    for _ in range(200):
+        if rig.fake.requests:
+            break
+        await asyncio.sleep(0.01)
+    retry = asyncio.create_task(rig.heartbeat.person_turn(ana, 1))
+    await asyncio.sleep(0.05)  # queued behind the tick
+
+    assert await ticked == 0
+    assert await retry is TurnOutcome.NOTHING_DUE
+    assert "is under way; this one runs when it has finished" in err.getvalue()
