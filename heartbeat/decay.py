@@ -197,18 +197,23 @@ class _Retirement:
     revision_after: int
 
 
-def _last_run(conn: Connection) -> tuple[int, list[_Retirement]] | None:
+def _last_run(conn: Connection, before: int | None = None) -> tuple[int, bool, list[_Retirement]] | None:
+    """The last run not undone (before run ``before``) that recorded a retirement: its id, whether it finished,
+    and what it recorded."""
     # A pass that retired nothing (the weekly one with nothing due, or a "decay --now" that waited behind the
     # bot's own pass) is not what an operator means to reverse: undo reaches past it to the last pass that did.
     retired_any = sa.exists().where(decay_retirements.c.run_id == decay_runs.c.id)
-    run_id = conn.execute(sa.select(decay_runs.c.id).where(decay_runs.c.undone_at.is_(None), retired_any)
-                          .order_by(decay_runs.c.id.desc()).limit(1)).scalar()
-    if run_id is None:
+    query = sa.select(decay_runs.c.id, decay_runs.c.finished_at).where(decay_runs.c.undone_at.is_(None), retired_any)
+    if before is not None:
+        query = query.where(decay_runs.c.id < before)
+    run = conn.execute(query.order_by(decay_runs.c.id.desc()).limit(1)).first()
+    if run is None:
         return None
-    rows = conn.execute(sa.select(decay_retirements).where(decay_retirements.c.run_id == run_id)
+    rows = conn.execute(sa.select(decay_retirements).where(decay_retirements.c.run_id == run.id)
                         .order_by(decay_retirements.c.id)).all()
-    return int(run_id), [_Retirement(r.memory_id, Status(r.prev_status), r.prev_valid_to,
-                                     r.prev_updated_at, r.revision_after) for r in rows]
+    return int(run.id), run.finished_at is not None, [
+        _Retirement(r.memory_id, Status(r.prev_status), r.prev_valid_to, r.prev_updated_at, r.revision_after)
+        for r in rows]
 
 
 def _mark_undone(conn: Connection, run_id: int, now: datetime) -> None:
@@ -291,18 +296,30 @@ class Decay:
 
     async def undo_last(self) -> UndoReport:
         """Put back what the last run (not undone yet) retired, unless it was written to since."""
-        last = await self.db.run(_last_run)
-        if last is None:
-            return UndoReport()
-        run_id, retirements = last
+        before = None
+        while True:
+            last = await self.db.run(_last_run, before)
+            if last is None:
+                return UndoReport()
+            run_id, finished, retirements = last
+            current = {r.memory_id: await self.store.get_memory(r.memory_id) for r in retirements}
+            # A pass killed between recording a retirement and writing it left the record of a write that never
+            # happened (the memory's revision never reached the one recorded). One that died before any write
+            # landed retired nothing: reach past it, as past an empty pass. It is left as it is, not marked
+            # undone: on a database shared with another machine it may be a pass still running there.
+            if not finished and all(_never_written(current[r.memory_id], r) for r in retirements):
+                before = run_id
+                continue
+            break
         report = UndoReport(run_id=run_id)
         for r in retirements:
-            current = await self.store.get_memory(r.memory_id)
-            if current is None or current.status is not Status.RETIRED or current.revision != r.revision_after:
-                report.changed_since += 1  # never retired by this run after all, or touched since
+            record = current[r.memory_id]
+            if record is not None and _never_written(record, r):
+                continue  # the pass died before retiring it: nothing to put back, nothing changed
+            if record is None or record.status is not Status.RETIRED or record.revision != r.revision_after:
+                report.changed_since += 1  # touched since
                 continue
-            restored = replace(current, status=r.prev_status, valid_to=r.prev_valid_to,
-                               updated_at=r.prev_updated_at)
+            restored = replace(record, status=r.prev_status, valid_to=r.prev_valid_to, updated_at=r.prev_updated_at)
             try:
                 await self.store.replace_memory(restored)
                 report.restored += 1
@@ -311,3 +328,9 @@ class Decay:
         await self.db.run(_mark_undone, run_id, self.clock())
         log.info("decay undone run=%d restored=%d changed_since=%d", run_id, report.restored, report.changed_since)
         return report
+
+
+def _never_written(record: MemoryRecord | None, retirement: _Retirement) -> bool:
+    """Whether the retiring write ``retirement`` records never happened: every write moves the revision on by
+    one, and this one would have made it ``revision_after``. A memory gone since (forgotten) cannot tell."""
+    return record is not None and record.revision < retirement.revision_after

@@ -215,3 +215,32 @@ class _BotParts:
 
     async def heartbeat(self) -> Heartbeat:
         return self._heartbeat
+
+
+async def test_undo_reaches_past_a_pass_that_died_before_its_first_retirement_landed(
+    db: Database, memory: MemoryService, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass killed between recording what it meant to retire and writing it retired nothing: undo reverses
+    the pass before it, the one that did, and leaves the memory the dead pass never reached as it is."""
+    onions = await said(memory, "Ana wants no onions in tonight's order", MemoryKind.PREFERENCE, Horizon.ONE_OFF)
+    clock.advance(days=31)
+    decay = decay_of(db, memory, clock)
+    retiring = await decay.run()
+    clock.advance(days=3)
+    seat = await said(memory, "Ana prefers the window seat this trip", MemoryKind.PREFERENCE, Horizon.ONE_OFF)
+    clock.advance(days=31)
+
+    async def killed(_record: MemoryRecord) -> MemoryRecord:
+        raise RuntimeError("the process died here")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(memory.store, "replace_memory", killed)
+        with pytest.raises(RuntimeError):
+            await decay.run()
+
+    undo = await decay.undo_last()
+
+    assert (undo.run_id, undo.restored, undo.changed_since) == (retiring.run_id, 1, 0)
+    assert (await stored(memory, onions)).status is Status.ACTIVE
+    assert (await stored(memory, seat)).status is Status.ACTIVE  # never retired, nothing to put back
+    assert dict((await decay.run()).retired) == {"expired": 2}  # the next pass retires both as usual
