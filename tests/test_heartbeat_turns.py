@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import io
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from heartbeat.settings import HeartbeatSettings
 from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
 from kith.control.parts import Console
 from kith.heartbeat_cli import heartbeat_body
+from llm.client import LLMClient
 from memory.records import Horizon, MemoryCandidate, MemoryKind, Source
 from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
@@ -353,3 +355,30 @@ async def test_a_heartbeat_command_queued_behind_a_retry_says_it_waits(rig: Rig)
     assert await ticked == 0
     assert await retry is TurnOutcome.NOTHING_DUE
     assert "is under way; this one runs when it has finished" in err.getvalue()
+
+
+async def test_a_model_that_never_answers_holds_the_tick_no_longer_than_its_timeout(rig: Rig) -> None:
+    """The tick's lock is not held forever by a hung model: the call gives up after [llm] timeout_s, the person's
+    retry is scheduled, and a 'heartbeat --now' that waited behind the tick then runs."""
+    ana = await rig.ana_says("Exam next week.")
+    await rig.heartbeat.goals.add(ana, "Pass the exam", rig.clock.now.date())
+    settings = rig.heartbeat.settings
+    llm = LLMClient(dataclasses.replace(settings.llm, timeout_s=0.3))
+    heartbeat = build_heartbeat(settings=settings, db=rig.db, llm=llm, memory=rig.memory, clock=rig.clock,
+                                outbound=rig.worker, hb=rig.heartbeat.hb)
+    scheduler = await rig.scheduler(paused=True)
+    heartbeat.attach(scheduler)
+    rig.fake.route = lambda _body: Scripted(text="too late", delay_s=1.5)
+    err = io.StringIO()
+
+    hung = asyncio.create_task(heartbeat.tick())
+    for _ in range(200):
+        if rig.fake.requests:
+            break
+        await asyncio.sleep(0.01)
+    command = asyncio.create_task(heartbeat_body(
+        _BotParts(heartbeat), argparse.Namespace(any_hour=False), Console(io.StringIO(), err)))  # type: ignore[arg-type]
+    async with asyncio.timeout(3.5):
+        assert (await hung).outcomes == {"retry_scheduled": 1}
+        assert await command == 0
+    assert "is under way" in err.getvalue() and scheduler.has_pending(ana)
