@@ -166,84 +166,33 @@ def _to(api: FakeTelegramApi, chat: int) -> list[str]:
     return [m.visible_text for m in api.sent if m.chat_id == chat]
 
 
-async def test_the_bots_own_tick_and_a_heartbeat_command_at_the_same_moment_send_one_check_in(
+async def test_commands_killed_half_way_leave_nothing_and_the_bot_then_runs_each_job_once_beside_its_commands(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    """One data directory, one bot start, every check on it: a ``heartbeat --now`` and a ``consolidate --now``
+    run with no bot are SIGKILLed while the model answers; the bot started after them runs the tick and the night
+    it owes, and the same commands sent from another shell while those runs wait for the model wait for them and
+    find the work done. One check-in, each day folded once, the day cut short by the kill folded again."""
     cfg = _config(tmp_path, fake_llm, telegram_api)
     telegram_api.add_chat(ANA, first_name="Ana")
-    await _seed(cfg, goal=True)
-    await _owe(cfg, HEARTBEAT_JOB)
-    fake_llm.route = _route(check_in_delay_s=2.0)  # the bot's tick is still waiting for its check-in...
-    log = tmp_path / "bot.log"
-    bot = await _bot(cfg, log)
-    try:
-        await _until(lambda: any(map(_is_check_in, fake_llm.requests)), "the bot's own tick to ask the model")
-        # ...when the operator asks for one more tick from another shell.
-        code, out, err = await _command(cfg, "heartbeat", "--now", "--any-hour")
-        assert code == 0, out + err
-        await telegram_api.wait_for_sent(1, timeout=WAIT_S)
-        await asyncio.sleep(1.5)  # time for a second check-in to show up
-        assert _to(telegram_api, ANA) == [CHECK_IN]
-        assert sum(map(_is_check_in, fake_llm.requests)) == 1  # the command's tick found nothing left to do
-    finally:
-        await _stop(bot, log)
+    await _seed(cfg, goal=True, pets=((2, "cat called Mruczek"), (1, "dog called Burek")))
     data = tmp_path / "data"
-    assert _rows(data, "SELECT count(*) FROM outbox") == [(1,)]
-    assert _rows(data, "SELECT count(*) FROM messages WHERE role = 'assistant'") == [(1,)]
 
-
-async def test_a_consolidate_command_during_the_bots_nightly_run_folds_each_day_once(
-        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
-    cfg = _config(tmp_path, fake_llm, telegram_api)
-    await _seed(cfg, pets=((2, "cat called Mruczek"), (1, "dog called Burek")))
-    await _owe(cfg, CONSOLIDATION_JOB)
-    fake_llm.route = _route(consolidation_delay_s=1.5)
-    log = tmp_path / "bot.log"
-    bot = await _bot(cfg, log)
-    try:
-        await _until(lambda: any(map(_is_consolidation, fake_llm.requests)), "the nightly run to ask the model")
-        code, out, err = await _command(cfg, "consolidate", "--now")
-        assert code == 0, out + err
-        # It waited for the bot's own run and found every day folded; it says so rather than claim the work.
-        assert "the bot's own consolidation is under way" in err
-        assert out.startswith("nothing to consolidate"), out
-        code, listed, err = await _command(cfg, "memory", "list", "--account", f"telegram:{ANA}")
-        assert code == 0, err
-    finally:
-        await _stop(bot, log)
-    assert sum(map(_is_consolidation, fake_llm.requests)) == 2, "each day is sent to the model once"
-    assert listed.startswith("2 memories") and "has a cat called Mruczek" in listed and \
-        "has a dog called Burek" in listed, listed
-    assert _rows(tmp_path / "data", "SELECT count(*) FROM consolidation_days") == [(2,)]
-
-
-async def test_a_heartbeat_command_killed_while_the_model_answers_leaves_nothing_and_the_next_one_sends_once(
-        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
-    cfg = _config(tmp_path, fake_llm, telegram_api)
-    await _seed(cfg, goal=True)
+    # A heartbeat command holding the data directory, killed while the model writes the check-in: nothing of it
+    # is left to send.
     fake_llm.route = _route(check_in_delay_s=3.0)
-    command = await _started(cfg, "heartbeat", "--now", "--any-hour")  # no bot: it holds the data directory
+    command = await _started(cfg, "heartbeat", "--now", "--any-hour")
     await _until(lambda: any(map(_is_check_in, fake_llm.requests)), "the command to ask the model")
     command.send_signal(signal.SIGKILL)
     await command.wait()
-    data = tmp_path / "data"
     assert _rows(data, "SELECT count(*) FROM outbox") == [(0,)]
 
-    fake_llm.route = _route()
-    code, out, err = await _command(cfg, "heartbeat", "--now", "--any-hour")  # the lock went with the killed one
-    assert code == 0 and "1 person with something due, 1 model call: posted 1" in out, out + err
-    assert _rows(data, "SELECT text FROM outbox") == [(CHECK_IN,)]  # what the next start sends, once
-
-
-async def test_a_consolidate_command_killed_half_way_resumes_without_doubling_or_losing_a_day(
-        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
-    cfg = _config(tmp_path, fake_llm, telegram_api)
-    await _seed(cfg, pets=((2, "cat called Mruczek"), (1, "dog called Burek")))
+    # A consolidate command killed while the second day waits for its answer: the first day stays folded.
     answer = _route()
 
     def burek_is_slow(request: dict[str, Any]) -> Scripted | None:
         script = answer(request)
         if script is not None and "Burek" in request["messages"][-1]["content"]:
-            script.delay_s = 3.0  # the kill comes while the second day waits for its answer
+            script.delay_s = 3.0
         return script
 
     fake_llm.route = burek_is_slow
@@ -251,13 +200,37 @@ async def test_a_consolidate_command_killed_half_way_resumes_without_doubling_or
     await _until(lambda: sum(map(_is_consolidation, fake_llm.requests)) == 2, "the second day's model call")
     command.send_signal(signal.SIGKILL)
     await command.wait()
+    assert _rows(data, "SELECT count(*) FROM consolidation_days") == [(1,)]
 
-    fake_llm.route = answer
-    code, out, err = await _command(cfg, "consolidate", "--now")
-    assert code == 0 and out.startswith("consolidated 1/1 days, 1 chunk"), out + err
-    code, listed, err = await _command(cfg, "memory", "list", "--account", f"telegram:{ANA}")
-    assert code == 0, err
-    assert listed.startswith("2 memories") and listed.count("has a cat") == 1 and listed.count("has a dog") == 1, listed
+    # The bot starts owing its tick and its night; both are still waiting for the model...
+    await _owe(cfg, HEARTBEAT_JOB, CONSOLIDATION_JOB)
+    fake_llm.route = _route(check_in_delay_s=1.5, consolidation_delay_s=4.0)
+    log = tmp_path / "bot.log"
+    bot = await _bot(cfg, log)
+    try:
+        await _until(lambda: sum(map(_is_check_in, fake_llm.requests)) == 2
+                     and sum(map(_is_consolidation, fake_llm.requests)) == 3, "the bot's own runs to ask the model")
+        # ...when the operator sends the same two jobs from another shell.
+        (hb_code, hb_out, hb_err), (code, out, err) = await asyncio.gather(
+            _command(cfg, "heartbeat", "--now", "--any-hour"), _command(cfg, "consolidate", "--now"))
+        assert hb_code == 0, hb_out + hb_err
+        assert code == 0, out + err
+        # It waited for the bot's own run and found every day folded; it says so rather than claim the work.
+        assert "the bot's own consolidation is under way" in err
+        assert out.startswith("nothing to consolidate"), out
+        await telegram_api.wait_for_sent(1, timeout=WAIT_S)
+        await asyncio.sleep(1.0)  # time for a second check-in to show up
+        assert _to(telegram_api, ANA) == [CHECK_IN]
+        code, listed, err = await _command(cfg, "memory", "list", "--account", f"telegram:{ANA}")
+        assert code == 0, err
+    finally:
+        await _stop(bot, log)
+    assert sum(map(_is_check_in, fake_llm.requests)) == 2  # the killed command's, and the bot's: none by the command
+    assert _rows(data, "SELECT count(*) FROM outbox") == [(1,)]
+    assert _rows(data, "SELECT count(*) FROM messages WHERE role = 'assistant'") == [(1,)]
+    assert listed.startswith("2 memories") and listed.count("has a cat called Mruczek") == 1 and \
+        listed.count("has a dog called Burek") == 1, listed
+    assert _rows(data, "SELECT count(*) FROM consolidation_days") == [(2,)]
     asked = [r["messages"][-1]["content"] for r in fake_llm.requests if _is_consolidation(r)]
     assert ["Burek" in a for a in asked] == [False, True, True]  # the first day once; the second again after the kill
 
