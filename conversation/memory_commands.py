@@ -21,6 +21,7 @@ translates between chat and those operations.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ from memory.questions import (
 from memory.records import MemoryRecord, Origin, Scope, Source, Status
 from memory.scrub import redact_json
 from memory.service import MemoryService
-from memory.tombstones import describe_places
+from memory.tombstones import JournalUnwritable, describe_places
 from memory.wording import person_facing
 from people import directory, history
 
@@ -492,15 +493,23 @@ class MemoryCommands:
 
     async def export(self, message: InboundMessage, _args: str) -> OutboundMessage:
         recent = self.controls.memory.forgetter.recent
-        mark = recent.mark()
-        requester = await self._requester(message)
-        file = await self.controls.export(requester)
-        data = file.data
-        # A forget of theirs that landed while the file was being put together: its words leave the file too.
-        for applied in recent.since(mark):
-            if applied.person == requester.person:
-                data = redact_json(data, applied.redactor) or b""
-        return reply_to(message, export_text(file.counts), attachment_name=file.name, attachment_bytes=data)
+        with recent.watching() as mark:
+            requester = await self._requester(message)
+            file = await self.controls.export(requester)
+            data: bytes | None = file.data
+            counts = file.counts
+            # A forget of theirs that landed while the file was being put together: its words leave the file
+            # too, and the reply counts what the file then holds.
+            for applied in recent.since(mark):
+                if applied.person == requester.person and data is not None:
+                    data = redact_json(data, applied.redactor)
+        if data is None:  # cannot happen to a JSON export; an empty ".json" would be worse than none
+            return reply_to(message, "I could not put your file together just now; send /export again.")
+        if data is not file.data:
+            document = json.loads(data)
+            counts = {k: len(v) for k, v in document.items() if isinstance(v, list)} if isinstance(
+                document, dict) else counts
+        return reply_to(message, export_text(counts), attachment_name=file.name, attachment_bytes=data)
 
     async def pause(self, message: InboundMessage, _args: str) -> OutboundMessage:
         await self.controls.pause(await self._requester(message))
@@ -530,14 +539,15 @@ class MemoryCommands:
                 return None
             return reply_to(message, await self._answer(requester, question.id, answer))
         if self.controls.pending_forget(person) is None:
-            finished = self._finished_after_restart(person) if confirm else None
+            finished = self._finished_after_restart(person, message.timestamp) if confirm else None
             return None if finished is None else reply_to(message, finished)
-        return reply_to(message, await self._confirm(requester, None, bool(confirm)))
+        return reply_to(message, await self._confirm(requester, None, bool(confirm), message.timestamp))
 
-    def _finished_after_restart(self, person: str | None) -> str | None:
+    def _finished_after_restart(self, person: str | None, said_at: datetime | None) -> str | None:
         """What a forget confirmed just before kith was stopped, and finished by its next start, removed: the
-        person's yes is answered with it once, though the plan it answered is gone."""
-        result = self.controls.memory.forgetter.resumed.pop(person or "", None)
+        person's yes (said before that forget began, or a press of its button) is answered with it once, though
+        the plan it answered is gone."""
+        result = self.controls.memory.forgetter.answer_owed(person or "", said_at)
         if result is None:
             return None
         return (f"Forgotten (I was restarted while doing it, and finished it when I came back): {result.describe()}."
@@ -566,7 +576,8 @@ class MemoryCommands:
             log.info("question answer refused id=%s reason=%s", question_id, refused.reason.value)
             return refusal_text(refused)
 
-    async def _confirm(self, requester: Requester, token: str | None, yes: bool) -> str:
+    async def _confirm(self, requester: Requester, token: str | None, yes: bool,
+                       said_at: datetime | None = None) -> str:
         try:
             if not yes:
                 self.controls.cancel_forget(requester, token)
@@ -574,8 +585,11 @@ class MemoryCommands:
             result = await self.controls.confirm_forget(requester, token)
         except Refused as refused:
             log.info("forget confirmation refused reason=%s", refused.reason.value)
-            finished = self._finished_after_restart(requester.person) if yes else None
+            finished = self._finished_after_restart(requester.person, said_at) if yes else None
             return finished or refusal_text(refused)
+        except JournalUnwritable as unwritable:
+            return (f"I couldn't forget that: {unwritable.disk}, so I could not safely begin. Nothing was removed;"
+                    " send /forget again once that is fixed.")
         return (f"Forgotten: {result.describe()}. They won't come back from old messages; if you tell me again "
                 "later, I'll hear it again.")
 

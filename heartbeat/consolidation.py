@@ -260,8 +260,13 @@ class Consolidator:
         started = time.perf_counter()
         report = ConsolidationReport()
         # Every day's rows are read now and sent to the model for minutes after: a forget landing meanwhile
-        # is held against what comes back.
-        self._mark = self.memory.forgetter.recent.mark()
+        # is held against what comes back, however long the run takes.
+        with self.memory.forgetter.recent.watching() as mark:
+            self._mark = mark
+            return await self._run(report, started, progress)
+
+    async def _run(self, report: ConsolidationReport, started: float, progress: Progress | None
+                   ) -> ConsolidationReport:
         days = await self.pending_days()
         plan = [(day, await self.chunks_of(day)) for day in days]
         report.days = len(days)

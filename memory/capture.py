@@ -352,7 +352,14 @@ class Capture:
 
     async def _next_chunk(self, conversation: str, through_id: int | None, report: CaptureReport) -> bool:
         """Process one chunk; False when there is nothing more to do now."""
-        mark = self.forgetter.recent.mark() if self.forgetter is not None else 0
+        if self.forgetter is None:
+            return await self._chunk_from(conversation, through_id, report, 0)
+        # Forgets applied from here on are held (with their words) until this chunk's notes are staged.
+        with self.forgetter.recent.watching() as mark:
+            return await self._chunk_from(conversation, through_id, report, mark)
+
+    async def _chunk_from(self, conversation: str, through_id: int | None, report: CaptureReport,
+                          mark: int) -> bool:
         cursor = await self.db.run(_get_cursor, conversation)
         rows = await self.db.run(_pending, conversation, cursor, through_id)
         if not rows:

@@ -24,12 +24,14 @@ forgetting: a person who says it again afterwards is heard again.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -276,18 +278,59 @@ def plan_from_document(data: bytes) -> tuple[ForgetPlan, datetime]:
     return plan, datetime.fromisoformat(str(d["started_at"]))
 
 
-def wipe(path: Path) -> None:
+def wipe(path: Path) -> bool:
     """Overwrite ``path`` with zeros, then remove it: its words do not stay in the file's old blocks where the
-    file system reuses them in place. Best effort: a copy-on-write disk keeps what it keeps."""
+    file system reuses them in place. Best effort: a copy-on-write disk keeps what it keeps. Never raises: a
+    disk that turned read-only or full keeps the file, which is logged (no path, no words) and left to the next
+    start. True when the file is gone."""
     try:
         size = path.stat().st_size
         with path.open("r+b") as f:
             f.write(b"\0" * size)
             f.flush()
             os.fsync(f.fileno())
-        path.unlink()
     except FileNotFoundError:
-        return
+        return True
+    except OSError as exc:  # removed all the same: a file that is gone cannot be read back by name
+        log.warning("forget journal entry not overwritten error=%s", _errno_name(exc))
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("forget journal entry not removed error=%s: the next start removes it", _errno_name(exc))
+        return False
+    return True
+
+
+def _errno_name(exc: OSError) -> str:
+    return errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+
+
+class JournalUnwritable(Exception):
+    """A confirmed forget could not be journalled (a full or read-only disk): it was not begun, nothing changed."""
+
+    def __init__(self, cause: OSError) -> None:
+        self.errno = cause.errno
+        super().__init__(f"nothing was forgotten: the forget could not be recorded before starting it "
+                         f"({_errno_name(cause)}); free the data directory's disk and ask again")
+
+    @property
+    def disk(self) -> str:
+        """What is wrong with the disk, in a few plain words."""
+        if self.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "my disk is full"
+        if self.errno == errno.EROFS:
+            return "my disk is read-only"
+        if self.errno in (errno.EACCES, errno.EPERM):
+            return "I may not write to my data folder"
+        return "I could not write to my data folder"
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A forget a start finished for a process killed inside it: what went, and when it had been confirmed."""
+
+    result: ForgetResult
+    confirmed_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,10 +357,33 @@ class RecentForgets:
         self.locks = KeyedLocks()
         self._seq = 0
         self._applied: list[Applied] = []
+        # Marks of work under way (:meth:`watching`) -> how many: a forget applied after the oldest is kept
+        # until that work is done, however long its model takes.
+        self._watching: dict[int, int] = {}
+        self._timer: asyncio.TimerHandle | None = None
 
     def mark(self) -> int:
         """Where the forgets stand now; :meth:`since` with it names those applied later."""
         return self._seq
+
+    @contextmanager
+    def watching(self) -> Iterator[int]:
+        """A mark for work that reads words now and stores what it made of them later: every forget applied
+        after it is kept (with its words) until the work is done, however long that takes."""
+        mark = self._seq
+        self._watching[mark] = self._watching.get(mark, 0) + 1
+        try:
+            yield mark
+        finally:
+            left = self._watching.pop(mark) - 1
+            if left:
+                self._watching[mark] = left
+            self._prune()
+
+    @property
+    def held(self) -> int:
+        """How many applied forgets (and so their words) this process holds now."""
+        return len(self._applied)
 
     def since(self, mark: int) -> list[Applied]:
         self._prune()
@@ -334,7 +400,28 @@ class RecentForgets:
 
     def _prune(self) -> None:
         cutoff = self.monotonic() - self.keep_s
-        self._applied = [a for a in self._applied if a.at > cutoff]
+        oldest = min(self._watching, default=None)
+        self._applied = [a for a in self._applied if a.at > cutoff or self._watched(a, oldest)]
+        self._schedule(oldest)
+
+    @staticmethod
+    def _watched(applied: Applied, oldest: int | None) -> bool:
+        return oldest is not None and applied.seq > oldest
+
+    def _schedule(self, oldest: int | None) -> None:
+        """Let the words go when their time is up, whether or not anything asks again: held until some later
+        call would otherwise keep them in this process for as long as the bot stays quiet."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        due = [a.at for a in self._applied if not self._watched(a, oldest)]
+        if not due:
+            return  # nothing, or only what running work holds: its end prunes
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._timer = loop.call_later(max(0.0, min(due) + self.keep_s - self.monotonic()) + 0.001, self._prune)
 
 
 class Forgetter:
@@ -354,7 +441,7 @@ class Forgetter:
         # Where a confirmed forget is journalled until it is done (JOURNAL_DIR); None: not journalled.
         self.journal = journal
         # Forgets a start finished after the process that confirmed them was killed: person -> what went.
-        self.resumed: dict[str, ForgetResult] = {}
+        self.resumed: dict[str, Resumed] = {}
 
     async def plan(self, person: str, query: str) -> ForgetPlan:
         """Records of ``person`` whose text or evidence holds every word of ``query``, or whose id it is."""
@@ -423,11 +510,28 @@ class Forgetter:
             entry = None
             if self.journal is not None:
                 entry = self.journal / f"{time.time_ns()}-{os.getpid()}.json"
-                await asyncio.to_thread(write_private_atomically, entry, plan_document(plan, now))
+                try:
+                    await asyncio.to_thread(write_private_atomically, entry, plan_document(plan, now))
+                except OSError as exc:
+                    # Begun unjournalled, a kill half-way would leave the words with nothing to finish it.
+                    log.warning("forget not begun person=%s: its journal entry could not be written error=%s",
+                                plan.person, _errno_name(exc))
+                    raise JournalUnwritable(exc) from None
             result = await self._apply(plan, now)
             if entry is not None:
+                # Done: an entry that cannot be removed now is finished again (a no-op) and removed next start.
                 await asyncio.to_thread(wipe, entry)
             return result
+
+    def answer_owed(self, person: str, said_at: datetime | None) -> ForgetResult | None:
+        """What a forget finished at this start removed, for ``person``'s yes that confirmed it: one said before
+        it was begun (taken up again after the restart), or a press of its button (``said_at`` None). A yes
+        said later answers something else; a forget the operator confirmed is owed to nobody in chat."""
+        resumed = self.resumed.get(person)
+        if resumed is None or (said_at is not None and as_utc(said_at) > as_utc(resumed.confirmed_at)):
+            return None
+        del self.resumed[person]
+        return resumed.result
 
     async def resume(self) -> int:
         """Finish every forget a killed process confirmed and did not finish; how many there were."""
@@ -446,8 +550,18 @@ class Forgetter:
                 await asyncio.to_thread(wipe, path)
                 continue
             log.warning("forget resumed after a restart person=%s", plan.person)
-            async with self.recent.locks.hold([plan.person]):
-                self.resumed[plan.person] = await self._apply(plan, started)
+            try:
+                async with self.recent.locks.hold([plan.person]):
+                    result = await self._apply(plan, started)
+            except Exception as exc:
+                # Kept for the next start: failing every start here would keep kith from ever starting.
+                log.error("forget could not be finished at this start person=%s error=%s: kept, tried again at "
+                          "the next start", plan.person, type(exc).__name__)
+                continue
+            # The killed process had deleted some records already: the answer names all the plan removed.
+            result = replace(result, notes_deleted=max(result.notes_deleted, len(plan.note_ids)),
+                             memories_deleted=max(result.memories_deleted, len(plan.memory_ids)))
+            self.resumed[plan.person] = Resumed(result, started)
             await asyncio.to_thread(wipe, path)
             finished += 1
         return finished
@@ -592,7 +706,9 @@ __all__ = [
     "ForgetPlan",
     "ForgetResult",
     "Forgetter",
+    "JournalUnwritable",
     "RecentForgets",
+    "Resumed",
     "Status",
     "TombstoneBook",
     "describe_counts",
