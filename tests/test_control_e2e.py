@@ -34,6 +34,7 @@ BEN = 502
 CARL = 701
 WAIT_S = 60.0  # generous: the machine may be busy; nothing here is a timing claim
 CAPTURE = "The transcript and the stored memories"
+CONSOLIDATE = "You consolidate one part of a past day"
 HEAVY = ("litellm", "chromadb", "sqlalchemy", "telegram", "discord", "slack_bolt")
 
 
@@ -226,3 +227,33 @@ async def test_a_bot_started_during_a_command_waits_for_it_before_opening_the_st
     text = log.read_text(errors="replace")
     assert text.index("waiting for an operator command") < text.index("embedder")
     assert "Traceback" not in text and len(re.findall(r"control command command=people.list exit=0", text)) == 1
+
+
+async def test_a_long_consolidate_does_not_hold_up_other_commands(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    """A heartbeat job waits in the heartbeat's own line: a link or a forget sent meanwhile is not queued behind
+    it (a nightly fold of many days takes minutes)."""
+    cfg = _config(tmp_path, fake_llm, telegram_api)
+    await _seed(cfg)
+
+    def route(request: dict[str, Any]) -> Scripted | None:
+        if CONSOLIDATE in str(request["messages"][0]["content"]):
+            return Scripted(text=json.dumps({"summary": "Cello.", "memories": []}), delay_s=6.0)
+        return None
+
+    fake_llm.route = route
+    log = tmp_path / "bot.log"
+    bot = await _bot(cfg, log)
+    try:
+        await _until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), "the bot to start")
+        folding = asyncio.ensure_future(_command(cfg, "consolidate", "--now"))
+        await _until(lambda: any(CONSOLIDATE in str(r["messages"][0]["content"]) for r in fake_llm.requests),
+                     "the consolidation to reach the model")
+        code, out, err = await _command(cfg, "people", "link", f"telegram:{CARL}", "--to", f"telegram:{BEN}")
+        assert code == 0 and "linked telegram:701 to" in out, out + err
+        assert not folding.done()  # the link went through while the fold still waited on its model
+        code, out, err = await folding
+        assert code == 0 and "Traceback" not in err, out + err
+    finally:
+        bot.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(bot.wait(), WAIT_S)

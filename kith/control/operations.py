@@ -38,6 +38,10 @@ class Operation:
     body: str  # "module:function", an async function (parts, args, console) -> exit code
     fields: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
     writes: bool = True  # runs one at a time with the other writers in the bot
+    # A heartbeat job (consolidate, a tick, decay, its undo) waits in the heartbeat's own line, one job at a time
+    # beside the bot's scheduled runs, as those run beside every command: queued with the other writers too, a
+    # fold of many days would hold up a link or a forget for minutes.
+    heartbeat_job: bool = False
 
     def load(self) -> Body:
         module, _, function = self.body.partition(":")
@@ -59,16 +63,16 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
                                                    "expect": MAYBE_WORDS}),
     Operation("memory.export", M + "export_body", WHO, writes=False),
     Operation("memory.reembed", M + "reembed_body"),
-    Operation("memory.undo-decay", H + "undo_decay_body"),
+    Operation("memory.undo-decay", H + "undo_decay_body", heartbeat_job=True),
     Operation("people.list", P + "list_body", writes=False),
     Operation("people.link", P + "link_body", {"account": TEXT, "to": TEXT}),
     Operation("people.unlink", P + "unlink_body", {"account": TEXT}),
     Operation("pairing.list", "kith.policy_cli:pairing_body", {"pairing_action": TEXT}, writes=False),
     Operation("pairing.approve", "kith.policy_cli:pairing_body", {"pairing_action": TEXT, "code": TEXT, "owner": FLAG}),
     Operation("pairing.revoke", "kith.policy_cli:pairing_body", {"pairing_action": TEXT, "account": TEXT}),
-    Operation("consolidate", H + "consolidate_body"),
-    Operation("heartbeat", H + "heartbeat_body", {"any_hour": FLAG}),
-    Operation("decay", H + "decay_body"),
+    Operation("consolidate", H + "consolidate_body", heartbeat_job=True),
+    Operation("heartbeat", H + "heartbeat_body", {"any_hour": FLAG}, heartbeat_job=True),
+    Operation("decay", H + "decay_body", heartbeat_job=True),
     Operation("doctor.stores", "kith.control.operations:store_checks_body", writes=False),
 )}
 

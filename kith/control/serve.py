@@ -25,7 +25,7 @@ async def serve_control(app: App) -> ControlServer | None:
 
     def writes(request: Request) -> bool:
         op = OPERATIONS.get(request.command)
-        return op is None or op.writes
+        return op is None or (op.writes and not op.heartbeat_job)
 
     server = ControlServer(app.settings.storage.data_path(), handle, writes=writes)
     try:
