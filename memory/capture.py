@@ -315,6 +315,13 @@ class Capture:
         from a prompt that may have recalled the words, loses them where it is stored. Returns rows rewritten."""
         if self.forgetter is None:
             return 0
+        # A forget of this person under way may have rewritten history before this reply was recorded and not be
+        # listed yet: waited for, under the lock it holds until it is done.
+        async with self.forgetter.recent.locks.hold([turn.speaker.person]):
+            return await self._forgotten_meanwhile(turn)
+
+    async def _forgotten_meanwhile(self, turn: CompletedTurn) -> int:
+        assert self.forgetter is not None
         changed = 0
         for applied in self.forgetter.recent.recent():
             if not turn.user_message_id <= applied.through_id < turn.reply_message_id:

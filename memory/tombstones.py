@@ -603,11 +603,15 @@ class Forgetter:
         if self.db is not None:
             # Every place outside the store, in one transaction; then the log holding the old pages is emptied.
             scanned = await self.db.run(scan, plan.person, redactor, apply=True)
+            # Listed at once: a reply recorded from here on was written without this rewrite (capture's
+            # after-reply check), and a person's own waits on the lock held here until the forget is done.
+            self.recent.record(plan.person, redactor, scanned.conversations, scanned.through_id)
             leftover += (await self.db.run(scan, plan.person, redactor, apply=False)).places.total
             busy, _frames, _copied = await self.db.run(checkpoint)
             if busy:
                 log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
-        self.recent.record(plan.person, redactor, scanned.conversations, scanned.through_id)
+        else:
+            self.recent.record(plan.person, redactor, scanned.conversations, scanned.through_id)
         places = replace(scanned.places, saved_exports=files)
         result = ForgetResult(len(notes), len(memories), links, added, leftover, places, scrubbed,
                               scanned.conversations, receipts)

@@ -26,9 +26,11 @@ from conversation.turns import ConversationCore
 from ground.background import BackgroundTasks
 from ground.config import MemorySettings
 from ground.db import Database
+from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind
 from heartbeat.consolidation import day_summaries
 from llm.client import LLMClient
+from memory import scrub as scrub_module
 from memory import tombstones as tombstones_module
 from memory.service import MemoryService
 from memory.store import MemoryStore
@@ -577,3 +579,39 @@ async def test_an_export_raced_by_a_forget_says_what_its_file_holds(
         assert "1 memory and" in out.text, out.text
     finally:
         await app.close()
+
+
+class _HeldBeforeCheckpoint:
+    """The forget's database, holding it between its rewrite and its checkpoint until let go: the moment a reply
+    recorded right after the rewrite has its after-reply check run."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.reached = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn is scrub_module.checkpoint:
+            self.reached.set()
+            await self.go.wait()
+        return await self.db.run(fn, *args, **kwargs)
+
+
+async def test_a_reply_recorded_just_after_the_forgets_rewrite_but_before_it_was_done_loses_the_words(
+        service: MemoryService, db: Database, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    ana, _said = await say(db, CONV, SAID, when=clock())
+    await reply(db, "What a lovely name.", when=clock())
+    _ana, asked = await say(db, CONV, "What is my cat called?", when=clock())
+    held = _HeldBeforeCheckpoint(db)
+    monkeypatch.setattr(service.forgetter, "db", held)
+    forget = asyncio.create_task(service.apply_forget(await service.plan_forget(ana, WORD)))
+    await asyncio.wait_for(held.reached.wait(), 10)  # rewritten, not yet done
+    answered = await reply(db, "Your cat is called Mruczek, of course.", when=clock())
+    turn = CompletedTurn(Speaker(ana, CONV, "Ana"), inbound("What is my cat called?", chat_kind=ChatKind.DM),
+                         asked, "Your cat is called Mruczek, of course.", answered)
+    check = asyncio.create_task(service.capture.forgotten_meanwhile(turn))
+    await asyncio.sleep(0.05)
+    held.go.set()
+    await asyncio.wait_for(forget, 10)
+    await asyncio.wait_for(check, 10)
+    assert not [t for t in await db.run(_history_texts) if WORD in t]
