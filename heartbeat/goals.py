@@ -33,10 +33,11 @@ from ground.tunables import (
 from ground.turns import MemoryContext, MemorySlots, Speaker
 from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
 from heartbeat.settings import local_day
+from memory.scrub import GOALS
 from people import directory
 from persona.labels import GOALS_NOTICE
 
-GOALS_TOPIC = "goals"  # Database.mark topic of this process's goal writes
+GOALS_TOPIC = GOALS  # Database.mark topic of goal writes (a forget deletes goals too, and marks it)
 
 goals = sa.Table(
     "goals",

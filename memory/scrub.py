@@ -44,6 +44,8 @@ log = logging.getLogger("kith.memory.scrub")
 FORGOTTEN_MARK = "[forgotten]"
 # Declared by the heartbeat, which builds on memory: found by name on the shared schema.
 CONSOLIDATION_CHUNKS = "consolidation_chunks"
+# The person's goals (also the Database.mark topic of writes to them, so every cached copy is read again).
+GOALS = "goals"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 _MARKS = re.compile(r"(?:\[forgotten\][\s.,;:!?…]*){2,}")
@@ -155,6 +157,7 @@ class Places:
     outbox: int = 0
     inbox: int = 0
     saved_exports: int = 0  # export files the terminal chat saved under the data directory
+    goals: int = 0  # the person's goals that hold the words: they go whole ("[forgotten]" is no goal to pursue)
 
     @property
     def total(self) -> int:
@@ -251,8 +254,10 @@ def scan(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> S
     recipients = {tuple(a.split(":", 1)) for a in accounts if ":" in a}
     sent = _outbox(conn, chats, recipients, redactor, apply=apply)
     waiting = _inbox(conn, set(accounts), chats, redactor, apply=apply)
+    goals = _goals(conn, person, redactor, apply=apply)
     through = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(history.messages.c.id), 0))).scalar_one())
-    return Scanned(Places(rows, summaries + consolidated, sent, waiting), tuple(sorted(conversations)), through)
+    return Scanned(Places(rows, summaries + consolidated, sent, waiting, goals=goals), tuple(sorted(conversations)),
+                   through)
 
 
 def scrub_late_reply(conn: Connection, reply_id: int, platform: str, chat_id: str, source: str,
@@ -323,6 +328,18 @@ def _inbox(conn: Connection, accounts: set[str], chats: set[tuple[str, str]], re
             conn.execute(table.update().where(table.c.id == row.id).values(
                 payload=json.dumps(fields_, ensure_ascii=True)))
     return found
+
+
+def _goals(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> int:
+    """The person's goals (any status) that hold the words: counted, and on ``apply`` deleted."""
+    table = metadata.tables.get(GOALS)
+    if table is None:
+        return 0
+    ids = [row.id for row in conn.execute(sa.select(table.c.id, table.c.text).where(table.c.person == person))
+           if redactor.matches(row.text)]
+    if apply and ids:
+        conn.execute(table.delete().where(table.c.id.in_(ids)))
+    return len(ids)
 
 
 def _consolidation_summaries(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> int:

@@ -47,6 +47,7 @@ from memory.keyed_locks import KeyedLocks
 from memory.notes import Note
 from memory.records import MemoryCandidate, MemoryRecord, Source, Status
 from memory.scrub import (
+    GOALS,
     Places,
     Redactor,
     Scanned,
@@ -237,7 +238,8 @@ def _place_parts(places: Places) -> list[str]:
     for n, one, many in ((places.history, "history row", "history rows"), (places.summaries, "summary", "summaries"),
                          (places.outbox, "outbox row", "outbox rows"),
                          (places.inbox, "waiting message", "waiting messages"),
-                         (places.saved_exports, "saved export file", "saved export files")):
+                         (places.saved_exports, "saved export file", "saved export files"),
+                         (places.goals, "goal", "goals")):
         if n:
             parts.append(counted(n, one, many))
     return parts
@@ -606,6 +608,8 @@ class Forgetter:
             # Listed at once: a reply recorded from here on was written without this rewrite (capture's
             # after-reply check), and a person's own waits on the lock held here until the forget is done.
             self.recent.record(plan.person, redactor, scanned.conversations, scanned.through_id)
+            if scanned.places.goals:
+                self.db.mark(GOALS)  # the goals every prompt reads are read again, without these
             leftover += (await self.db.run(scan, plan.person, redactor, apply=False)).places.total
             busy, _frames, _copied = await self.db.run(checkpoint)
             if busy:

@@ -6,19 +6,21 @@ import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator
+from datetime import UTC
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from ground.db import Database
+from heartbeat.goals import GoalBook
 from llm.client import LLMClient
 from memory.gate import Outcome
 from memory.notes import Note
 from memory.records import MemoryKind, Source
 from memory.scrub import FORGOTTEN_MARK
 from memory.service import MemoryService
-from memory.tombstones import tombstones
+from memory.tombstones import describe_places, tombstones
 from people import history
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
@@ -242,3 +244,24 @@ async def test_forgetting_a_memory_takes_the_whole_sentence_it_stood_in_from_his
     assert (result.memories_deleted, result.leftover) == (1, 0)
     # Not just the quote ("[forgotten] named Mruczek who hates the vet."): what was said with it goes too.
     assert (await db.run(history.get, row)).text == f"{FORGOTTEN_MARK} I work at the library."
+
+
+async def test_a_goal_holding_the_words_is_counted_in_the_plan_and_goes_from_every_prompt(
+    service: MemoryService, db: Database, clock: FakeClock
+) -> None:
+    book = GoalBook(db, clock, UTC)
+    marathon = await book.add("p_ana", "Run the Lisbon marathon in May")
+    await book.add("p_ana", "Learn the cello")
+    await book.add("p_bob", "Run the Lisbon marathon in May")
+    await book.warm()
+    assert marathon is not None and "marathon" in await book.slot("p_ana", 2000)  # in her prompts now
+
+    plan = await service.plan_forget("p_ana", "marathon")
+    assert plan.places.goals == 1 and "1 goal" in describe_places(plan.places)
+    result = await service.apply_forget(plan)
+
+    assert result.leftover == 0
+    assert [g.text for g in await book.list("p_ana")] == ["Learn the cello"]
+    slot = await book.slot("p_ana", 2000)
+    assert "marathon" not in slot and "cello" in slot  # gone from the very next prompt of this process
+    assert [g.text for g in await book.list("p_bob")] == ["Run the Lisbon marathon in May"]  # Bob's stays
