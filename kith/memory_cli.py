@@ -229,6 +229,8 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
     """Print the plan, then delete exactly it: with ``yes``, or when ``expect`` (the ids the operator saw and
     confirmed in their terminal, see :func:`forget_in_terminal`) is still what matches. ``preview`` only
     prints the plan and sends its ids."""
+    from memory.tombstones import JournalUnwritable  # heavy (the store's modules): only when a body runs
+
     person = await person_of(parts, args, console)
     if person is None:
         return 2
@@ -262,7 +264,11 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
         if not args.yes:
             out.write("nothing removed: re-run with --yes to forget exactly this\n")
             return 1
-    result = await service.apply_forget(plan)
+    try:
+        result = await service.apply_forget(plan)
+    except JournalUnwritable as exc:  # a full or read-only disk: not begun, nothing changed
+        console.err.write(f"kith: {exc}\n")
+        return 1
     parts.changed(person, tuple(result.conversations))
     out.write(
         f"forgotten: {result.describe()}; {result.links_removed} conflict flags cleared; {result.tombstones} "

@@ -25,6 +25,7 @@ from kith.app import open_database
 from kith.control.dispatch import run_command
 from kith.memory_cli import add_memory_parser
 from llm.client import LLMClient
+from memory import tombstones as tombstones_module
 from memory.notes import Note
 from memory.records import MemoryKind
 from memory.service import MemoryService
@@ -190,6 +191,24 @@ def test_forget_asks_first_then_removes_exactly_the_plan(
     assert "Emacs" not in listing and "conflicts with" not in listing and listing.startswith("2 memories")
     _code, bobs = run(settings, "list", "--account", "telegram:7")
     assert "Bob uses Emacs too" in bobs
+
+
+def test_a_forget_on_a_full_disk_is_one_line_and_removes_nothing(
+    seeded: tuple[Settings, str, dict[str, str]], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings, ana, _ids = seeded
+
+    def disk_full(_path: Path, _data: bytes) -> None:  # the forget's journal finds no room on the disk
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tombstones_module, "write_private_atomically", disk_full)
+    code, _out = run(settings, "forget", "--account", "telegram:42", "emacs", "--yes")
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.count("\n") == 1 and "nothing was forgotten" in err and "ENOSPC" in err, err
+    _code, listing = run(settings, "list", "--person", ana)
+    assert "Emacs" in listing  # all still there
 
 
 def test_an_unknown_account_is_an_error(
