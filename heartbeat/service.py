@@ -169,7 +169,7 @@ def build_heartbeat(*, settings: Settings, db: Database, llm: LLMClient, memory:
         settings=settings, hb=hb, tz=tz, db=db, clock=clock,
         consolidator=Consolidator(settings=settings, db=db, llm=llm, memory=memory, clock=clock, tz=tz),
         turns=HeartbeatTurns(settings=settings, hb=hb, db=db, llm=llm, finder=finder, clock=clock, tz=tz, busy=busy,
-                             outbound=outbound),
+                             outbound=outbound, forgets=memory.forgetter.recent),
         decayer=Decay(db, memory.store, clock, stale_days=hb.decay_stale_days, sensitive_words=hb.sensitive_words),
         goals=GoalBook(db, clock, tz),
         questions=questions,

@@ -44,6 +44,7 @@ from ground.types import ChatKind, OutboundMessage
 from heartbeat.due import DueFinder, DueItem, claim
 from heartbeat.settings import HeartbeatSettings, in_active_hours, parse_active_hours, retry_delay
 from llm.client import LLMClient, LLMError
+from memory.tombstones import RecentForgets
 from people import directory, history
 from persona.card import render_card
 from persona.instructions import HEARTBEAT_INSTRUCTION, SILENT_TOKEN
@@ -67,6 +68,9 @@ class TurnOutcome(enum.StrEnum):
     QUIET_HOURS = "quiet_hours"
     RETRY_PENDING = "retry_pending"  # a persisted retry owns this person for now
     HANDLED_ELSEWHERE = "handled_elsewhere"  # another turn wrote about these items since they were found
+    # The person had words forgotten while the model wrote, and the message holds them: not sent, not kept; what
+    # is still due (without those words) is written about at a later tick.
+    FORGOTTEN_MEANWHILE = "forgotten_meanwhile"
 
 
 class FollowUps(Protocol):
@@ -169,7 +173,7 @@ class HeartbeatTurns:
     def __init__(self, *, settings: Settings, hb: HeartbeatSettings, db: Database, llm: LLMClient,
                  finder: DueFinder, clock: Callable[[], datetime], tz: tzinfo, busy: Collection[str] = frozenset(),
                  outbound: Outbound | None = None,
-                 follow_ups: FollowUps | None = None) -> None:
+                 follow_ups: FollowUps | None = None, forgets: RecentForgets | None = None) -> None:
         self.settings = settings
         self.hb = hb
         self.db = db
@@ -181,6 +185,8 @@ class HeartbeatTurns:
         # No outbound given (a command run while no bot runs): the posts wait in the outbox for the next start.
         self.outbound: Outbound = outbound or PostedAtNextStart(clock)
         self.follow_ups = follow_ups
+        # The forgets this process applied: a check-in written from words forgotten meanwhile is held to them.
+        self.forgets = forgets or RecentForgets()
         self.hours = parse_active_hours(hb.active_hours)
 
     def is_active_hour(self, now: datetime) -> bool:
@@ -234,23 +240,32 @@ class HeartbeatTurns:
             self.follow_ups.schedule_person(person, self.hb.busy_defer_s, attempt)
             log.info("heartbeat deferred person=%s reason=mid_reply", person)
             return TurnOutcome.DEFERRED
-        now = self.clock()
-        card = render_card(self.settings.persona, now=now.astimezone(self.tz))
-        messages = build_messages(card, dest.name, items, self.hb.token_budget)
-        report.llm_calls += 1
-        try:
-            reply = await self.llm.complete(messages, max_tokens=reply_tokens(self.hb.token_budget), max_retries=0,
-                                            purpose="heartbeat")
-        except LLMError as exc:
-            return self._failed(person, attempt, exc)
-        text = strip_silent(reply.text)
-        posting = self.outbound.posting()
-        try:
-            message = await self.db.run(_record, person, dest, text, items, self.clock(), posting)
-        except HandledElsewhere:
-            log.info("heartbeat turn person=%s items=%d attempt=%d outcome=handled_elsewhere", person, len(items),
-                     attempt)
-            return TurnOutcome.HANDLED_ELSEWHERE
+        with self.forgets.watching() as mark:
+            now = self.clock()
+            card = render_card(self.settings.persona, now=now.astimezone(self.tz))
+            messages = build_messages(card, dest.name, items, self.hb.token_budget)
+            report.llm_calls += 1
+            try:
+                reply = await self.llm.complete(messages, max_tokens=reply_tokens(self.hb.token_budget),
+                                                max_retries=0, purpose="heartbeat")
+            except LLMError as exc:
+                return self._failed(person, attempt, exc)
+            text = strip_silent(reply.text)
+            posting = self.outbound.posting()
+            # Under the forget's per-person lock: a forget either rewrote the rows before this one is written, or
+            # applied since the prompt was built and is checked here; the message never outlives the words.
+            async with self.forgets.locks.hold([person]):
+                if text is not None and any(a.person == person and a.redactor.matches(text)
+                                            for a in self.forgets.since(mark)):
+                    log.info("heartbeat turn person=%s items=%d attempt=%d outcome=forgotten_meanwhile", person,
+                             len(items), attempt)
+                    return TurnOutcome.FORGOTTEN_MEANWHILE
+                try:
+                    message = await self.db.run(_record, person, dest, text, items, self.clock(), posting)
+                except HandledElsewhere:
+                    log.info("heartbeat turn person=%s items=%d attempt=%d outcome=handled_elsewhere", person,
+                             len(items), attempt)
+                    return TurnOutcome.HANDLED_ELSEWHERE
         posting.schedule()
         log.info("heartbeat turn person=%s items=%d attempt=%d outcome=%s chars=%d", person, len(items), attempt,
                  "posted" if message else "silent", len(text or ""))

@@ -382,3 +382,26 @@ async def test_a_model_that_never_answers_holds_the_tick_no_longer_than_its_time
         assert (await hung).outcomes == {"retry_scheduled": 1}
         assert await command == 0
     assert "is under way" in err.getvalue() and scheduler.has_pending(ana)
+
+
+async def test_a_check_in_written_from_words_forgotten_while_the_model_thought_is_not_sent_or_kept(
+        rig: Rig) -> None:
+    ana = await rig.ana_says("I am writing my thesis about moss.")
+    await rig.heartbeat.goals.add(ana, "Finish the thesis draft", rig.clock.now.date())
+    rig.fake.route = lambda _r: Scripted(text="How is the thesis draft going? Today was the day!", delay_s=0.6)
+
+    tick = asyncio.create_task(rig.heartbeat.tick())
+    deadline = asyncio.get_running_loop().time() + 10
+    while not rig.fake.requests:  # the check-in's prompt holds the goal; the model is thinking
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.01)
+    await rig.memory.apply_forget(await rig.memory.plan_forget(ana, "thesis"))
+    report = await tick
+    await rig.worker.wait_idle()
+
+    assert report.outcomes == {"forgotten_meanwhile": 1}
+    assert rig.channel.delivered == []  # nothing about it reached her
+    assert not [m for m in await rig.transcript() if "thesis" in m.text]
+    assert not [e for e in await rig.outbox_entries() if "thesis" in e.text]
+    rig.fake.route = None
+    assert (await rig.heartbeat.tick()).due_people == 0  # the goal went with the forget: nothing is due now
