@@ -306,12 +306,21 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     if person is None:
         return 2
     from kith.person_export import PersonExport
+    from memory.scrub import redact_json
 
     service = await parts.memory()
-    # The document /export gives the person, worded as `memory list` words it, with the display name: the
-    # operator reads it, or passes it on.
-    data = await PersonExport(parts.db, service, parts.clock).document(person, name=await _name_of(service, person))
-    console.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    recent = service.forgetter.recent
+    with recent.watching() as mark:
+        # The document /export gives the person, worded as `memory list` words it, with the display name: the
+        # operator reads it, or passes it on.
+        data = await PersonExport(parts.db, service, parts.clock).document(person,
+                                                                           name=await _name_of(service, person))
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+        # A forget of theirs that landed while it was put together (a bot runs both at once): its words go too.
+        for applied in recent.since(mark):
+            if applied.person == person:
+                text = (redact_json(text.encode("utf-8"), applied.redactor) or b"{}").decode("utf-8")
+    console.out.write(text + "\n")
     return 0
 
 

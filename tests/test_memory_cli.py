@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,7 @@ from ground.types import printable_name
 from kith.app import open_database
 from kith.control.dispatch import run_command
 from kith.memory_cli import add_memory_parser
+from kith.person_export import PersonExport
 from llm.client import LLMClient
 from memory import tombstones as tombstones_module
 from memory.notes import Note
@@ -209,6 +211,24 @@ def test_a_forget_on_a_full_disk_is_one_line_and_removes_nothing(
     assert err.count("\n") == 1 and "nothing was forgotten" in err and "ENOSPC" in err, err
     _code, listing = run(settings, "list", "--person", ana)
     assert "Emacs" in listing  # all still there
+
+
+def test_an_export_raced_by_a_forget_leaves_the_forgotten_words_out(
+    seeded: tuple[Settings, str, dict[str, str]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings, _ana, _ids = seeded
+    built = PersonExport.document
+
+    async def forgotten_meanwhile(self: PersonExport, person: str, **kwargs: Any) -> dict[str, Any]:
+        document = await built(self, person, **kwargs)  # put together before the forget: it holds the words
+        assert "Emacs" in json.dumps(document)
+        await self.memory.apply_forget(await self.memory.plan_forget(person, "Emacs"))
+        return document
+
+    monkeypatch.setattr(PersonExport, "document", forgotten_meanwhile)
+    code, out = run(settings, "export", "--account", "telegram:42")
+    assert code == 0 and "Emacs" not in out and "Postgres" in out
+    json.loads(out)  # still the whole document
 
 
 def test_an_unknown_account_is_an_error(
