@@ -1,7 +1,7 @@
 """The path every inbound message takes, whatever the platform: an ordered list of small named steps.
 
     admit (dedupe → policy, linked accounts included → inbox, in one transaction)
-    → rate limit → notice → debounce → the turn (commands → pending answers → conversation)
+    → rate limit → notice → unreadable → debounce → the turn (commands → pending answers → conversation)
 
 Each step does one thing and says whether the message goes on. The three parts of admission share one
 transaction so that a redelivered event, the access decision (and any pairing code it wrote) and the message's
@@ -20,7 +20,8 @@ from conversation.keeping import Keeping
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
 from ground.db import Connection, Database
-from ground.types import InboundMessage, reply_to
+from ground.types import InboundMessage, OutboundMessage, reply_to
+from ground.wording import unreadable_reply
 from policy.gate import PolicyGate
 from policy.pairing import AccessState
 from policy.rules import Decision, Reason, Verdict
@@ -153,6 +154,33 @@ class Notice:
             await self.post(notice, source=arrival.message.message_id)
             return False
         return decision.allowed
+
+
+def unreadable_answer(message: InboundMessage) -> OutboundMessage:
+    """The whole answer to a message with nothing kith can read: one fixed honest line, no model, no memory."""
+    return reply_to(message, unreadable_reply(message.unreadable))
+
+
+class Unreadable:
+    """A message with nothing kith can read (a voice message, a photo alone) is a turn of its own, answered with
+    ``unreadable_answer``. It passed the same admission, rate limit and notices as text; it is never merged into
+    a burst (whose text would reach the model without it), and it waits behind what the sender wrote before it,
+    so the answers keep the order of the messages."""
+
+    name = "unreadable"
+
+    def __init__(self, debouncer: Debouncer, resumed: asyncio.Event) -> None:
+        self.debouncer = debouncer
+        self.resumed = resumed
+
+    async def __call__(self, arrival: Arrival) -> bool:
+        message = arrival.message
+        if not message.unreadable:
+            return True
+        if not arrival.resuming and not self.resumed.is_set():
+            await self.resumed.wait()
+        self.debouncer.submit_alone(message)
+        return False
 
 
 class Debounce:

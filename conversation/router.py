@@ -13,7 +13,18 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from conversation.intake import Admit, Debounce, Dedupe, Intake, KeepInInbox, Notice, Policy, RateLimit
+from conversation.intake import (
+    Admit,
+    Debounce,
+    Dedupe,
+    Intake,
+    KeepInInbox,
+    Notice,
+    Policy,
+    RateLimit,
+    Unreadable,
+    unreadable_answer,
+)
 from conversation.keeping import Keeping
 from conversation.turns import ConversationCore
 from delivery.debounce import Debouncer
@@ -65,6 +76,7 @@ class Router:
             Admit(gate.db, gate, [Dedupe(journal), Policy(gate), KeepInInbox()]),
             RateLimit(gate),
             Notice(worker.post),
+            Unreadable(self.debouncer, self._resumed),
             Debounce(self.debouncer, self.take_turn, worker.wait_idle, self._resumed, self.immediate),
         ], keeping=self.keeping)
         # A kept message whose turn failed unexpectedly (a full disk at its commit) is tried again after these.
@@ -171,6 +183,10 @@ class Router:
         """The turn's steps in order; the first with an answer ends it. The message stays kept until its
         answer is posted, and leaves the inbox in that same transaction."""
         keeping = self.keeping(message)
+        if message.unreadable:  # nothing to read: the honest line is the whole answer
+            await self.worker.post(unreadable_answer(message), source=message.message_id,
+                                   also=keeping.answered_within)
+            return
         reply: OutboundMessage | None = None
         command = self.commands if message.text.startswith("/") else None
         if command is not None:

@@ -107,6 +107,7 @@ def from_payload(payload: str) -> InboundMessage:
         fields["chat_kind"] = ChatKind(fields["chat_kind"])
         fields["timestamp"] = datetime.fromisoformat(fields["timestamp"])
         fields["merged_ids"] = tuple(str(i) for i in fields.get("merged_ids") or ())
+        fields["unreadable"] = str(fields.get("unreadable") or "")  # a message kept before the field existed has none
         return InboundMessage(**fields)
     except (ValueError, TypeError, KeyError) as exc:
         raise PayloadError(type(exc).__name__) from None

@@ -106,9 +106,14 @@ class InboundMessage:
     # Someone else's words the sender passed on (a Telegram forward): part of the conversation, never
     # the sender's own words, so never evidence for a memory about them.
     forwarded: bool = False
+    # What the message was when it holds nothing kith can read: a fixed noun from its channel ("voice message",
+    # "photo"), never the person's words. Its text is empty, and its answer is one honest line, not a turn.
+    unreadable: str = ""
 
     def __post_init__(self) -> None:
         _well_formed_fields(self, _INBOUND_TEXT)
+        if self.unreadable and self.text:
+            raise ValueError("a message with text is not unreadable")
         name = printable_name(self.sender_name)
         if name is not self.sender_name:
             # A name of nothing but control characters is no name: the platform id stands in.
@@ -134,7 +139,7 @@ class InboundMessage:
 
 
 _INBOUND_TEXT = ("bot_account", "chat_id", "sender_id", "sender_name", "text", "message_id", "thread_id",
-                 "reply_to_message_id")
+                 "reply_to_message_id", "unreadable")
 
 
 @dataclass(frozen=True, slots=True)

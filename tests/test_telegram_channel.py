@@ -232,7 +232,7 @@ async def test_odd_and_malformed_updates_do_not_stop_intake(
         api.push_update({"message": {"message_id": 51, "chat": chat, "from": person, "text": "no date"}}),
         api.push_update({"message": {"message_id": 52, "date": 1, "chat": chat, "from": person, "text": "x",
                                      "entities": [{"type": "mention"}]}}),
-        api.push_sticker(ALICE, ALICE),
+        api.push_sticker(GROUP, ALICE, chat_type="group"),  # not addressed to kith
         api.push_new_chat_members(GROUP, ALICE, [BOB, BOT_ID]),
     ]
     edited_source = api.push_text(ALICE, ALICE, "first version")

@@ -116,7 +116,7 @@ def test_caption_is_the_text_and_its_entities_count() -> None:
 @pytest.mark.parametrize(
     ("message", "kind", "reason"),
     [
-        (_message(DM, None, sticker={"file_id": "s", "file_unique_id": "u", "width": 1, "height": 1,
+        (_message(GROUP, None, sticker={"file_id": "s", "file_unique_id": "u", "width": 1, "height": 1,
                                      "is_animated": False, "is_video": False, "type": "regular"}),
          "message", "sticker"),
         (_message(GROUP, None, new_chat_members=[ALICE]), "message", "service"),

@@ -1,8 +1,10 @@
 """Pure translation between discord.py's objects and the core's types.
 
 No I/O here: :mod:`channels.discord.channel` runs the gateway and the REST calls, and these functions decide
-what each event means and how each reply is addressed. Anything that is not a person's text becomes a
-:class:`Skipped` with a short, content-free reason the channel logs next to the event id.
+what each event means and how each reply is addressed. Anything that is not a person's message becomes a
+:class:`Skipped` with a short, content-free reason the channel logs next to the event id. A message with
+nothing kith can read (an attachment or a sticker alone, a voice message) reaches the core where a text would,
+with empty text and ``unreadable`` naming what it was, so the person hears that it did not get through.
 
 Where a message lives (:class:`Place`):
 
@@ -125,8 +127,14 @@ def translate_message(message: discord.Message, me: BotIdentity, place: Place) -
     if message.type not in _SPOKEN_TYPES:
         return Skipped("service", chat_id)  # pins, joins, thread created, boosts...
     text = readable_text(message)
+    unreadable = ""
     if not text.strip():
-        return Skipped("no_text", chat_id)  # stickers, attachments alone, forwards
+        unreadable = unreadable_kind(message)
+        # In a server only what is addressed to kith (a reply to it) is answered. A forward, whose words are in a
+        # snapshot, is none of these kinds and stays skipped.
+        if not unreadable or not (place.kind is ChatKind.DM or is_addressed_to(message, me)):
+            return Skipped("no_text", chat_id)
+        text = ""
     reply_to = replied_message_id(message)
     author = message.author
     return InboundMessage(
@@ -142,7 +150,22 @@ def translate_message(message: discord.Message, me: BotIdentity, place: Place) -
         mentioned=place.kind is ChatKind.DM or is_addressed_to(message, me),
         timestamp=message.created_at,
         reply_to_message_id=reply_to,
+        unreadable=unreadable,
     )
+
+
+def unreadable_kind(message: discord.Message) -> str:
+    """What a message without text was ("voice message", "image", "sticker"), or "" when it is none of those."""
+    if message.flags.voice:
+        return "voice message"
+    if message.attachments:
+        media = (message.attachments[0].content_type or "").partition("/")[0]
+        return {"image": "image", "video": "video", "audio": "audio file"}.get(media, "file")
+    if message.stickers:
+        return "sticker"  # a message carries a sticker's name and id, not an emoji kith could read instead
+    if message.poll is not None:
+        return "poll"
+    return ""
 
 
 def sender_skip(message: discord.Message, me: BotIdentity) -> str | None:
@@ -402,4 +425,5 @@ __all__ = [
     "start_failure",
     "translate_interaction",
     "translate_message",
+    "unreadable_kind",
 ]

@@ -10,6 +10,9 @@ What reaches the core:
 * ``app_mention`` events outside DMs: a channel message that @-mentions the bot. Plain channel messages
   are not subscribed to; if a workspace subscribes them anyway they are skipped as ``not_addressed``.
 
+A file shared with no text (an image, a voice clip) reaches the core like any message, with empty text and
+``unreadable`` naming what it was, so the person hears that it did not get through rather than nothing.
+
 Threads: a DM that is a thread reply stays in its thread; a DM at top level is answered at top level.
 A mention in a channel is always answered in a thread: the thread it was written in, or, for a mention at
 the channel's top level, a new thread under the mention itself (``thread_id`` = the mention's ``ts``).
@@ -119,8 +122,12 @@ def translate_event(body: Mapping[str, Any], me: SlackIdentity, *,
 
     raw_text = event.get("text")
     text = readable_text(raw_text, me) if isinstance(raw_text, str) else ""
+    unreadable = ""
     if not text.strip():
-        return Skipped("no_text", channel)
+        unreadable = unreadable_kind(event)
+        if not unreadable:
+            return Skipped("no_text", channel)
+        text = ""
     team = _team_of(event, body) or me.team_id
     return InboundMessage(
         platform=PLATFORM,
@@ -135,7 +142,26 @@ def translate_event(body: Mapping[str, Any], me: SlackIdentity, *,
         mentioned=True,
         timestamp=ts_to_datetime(ts, received_at),
         reply_to_message_id=None,
+        unreadable=unreadable,
     )
+
+
+# Slack's own recordings are files of these subtypes (a clip recorded in the message box).
+_CLIP_KINDS = {"slack_audio": "voice message", "slack_video": "video message"}
+_MEDIA_KINDS = {"image": "image", "video": "video", "audio": "audio file"}
+
+
+def unreadable_kind(event: Mapping[str, Any]) -> str:
+    """What a message without text shared ("image", "voice message", "file"), or "" when it shared no file."""
+    files = event.get("files")
+    first = files[0] if isinstance(files, list) and files and isinstance(files[0], Mapping) else None
+    if first is None:
+        return "file" if event.get("subtype") == "file_share" else ""
+    clip = _CLIP_KINDS.get(str(first.get("subtype")))
+    if clip is not None:
+        return clip
+    mimetype = first.get("mimetype")
+    return _MEDIA_KINDS.get(mimetype.partition("/")[0], "file") if isinstance(mimetype, str) else "file"
 
 
 def translate_block_action(body: Mapping[str, Any]) -> ButtonPress | Skipped:
@@ -325,6 +351,7 @@ __all__ = [
     "translate_block_action",
     "translate_event",
     "ts_to_datetime",
+    "unreadable_kind",
     "user_display_name",
 ]
 

@@ -1,8 +1,12 @@
 """Pure translation between Telegram's Update objects (python-telegram-bot) and the core's types.
 
 No I/O here: the channel in :mod:`channels.telegram.channel` fetches updates, and these functions decide what
-each one means. Anything that is not a person's text addressed to a chat we serve becomes a
+each one means. Anything that is not a person's message addressed to a chat we serve becomes a
 :class:`Skipped` with a short, content-free reason the channel logs next to the update id.
+
+A message with nothing kith can read (a voice message, a photo without caption, a location...) still reaches
+the core where a text would, with empty text and ``unreadable`` naming what it was, so the person hears that it
+did not get through instead of nothing. A sticker is read as its emoji: that is what the person chose it to say.
 """
 
 from __future__ import annotations
@@ -26,6 +30,15 @@ _SERVICE_FIELDS = (
     "group_chat_created", "supergroup_chat_created", "migrate_to_chat_id", "migrate_from_chat_id",
     "pinned_message", "forum_topic_created", "forum_topic_edited", "forum_topic_closed",
     "forum_topic_reopened", "video_chat_started", "video_chat_ended", "message_auto_delete_timer_changed",
+)
+# What a message kith cannot read was, by the attribute that holds it, as the person would name it. First match
+# wins: an animation carries a ``document`` too, a venue a ``location``. Anything not named here (a payment, a
+# game, a shared chat, a future kind of message) stays skipped: kith must not answer what is no one's message.
+_UNREADABLE_KINDS = (
+    ("voice", "voice message"), ("video_note", "video message"), ("audio", "audio file"), ("animation", "GIF"),
+    ("photo", "photo"), ("live_photo", "photo"), ("video", "video"), ("document", "file"), ("sticker", "sticker"),
+    ("venue", "location"), ("location", "location"), ("contact", "contact"), ("poll", "poll"),
+    ("story", "story"), ("checklist", "checklist"),
 )
 
 
@@ -126,12 +139,19 @@ def translate_message(message: Message, me: BotIdentity, *, received_at: datetim
     if sender.is_bot:
         return Skipped("from_bot", chat_id)  # bots answering bots is a loop waiting to happen
     text = message.text if message.text is not None else message.caption
+    unreadable = ""
+    typed = True  # words the person wrote, which may address kith by name; a sticker or a photo alone cannot
     if not text or not text.strip():
-        if message.sticker is not None:
-            return Skipped("sticker", chat_id)
         if any(getattr(message, name, None) for name in _SERVICE_FIELDS):
             return Skipped("service", chat_id)
-        return Skipped("no_text", chat_id)
+        typed = False
+        if message.sticker is not None and message.sticker.emoji:
+            text = message.sticker.emoji
+        else:
+            unreadable = _unreadable_kind(message)
+            if not unreadable:
+                return Skipped("no_text", chat_id)
+            text = ""
 
     entities = _entity_texts(text, message.entities if message.text is not None else message.caption_entities)
     mentioned = kind is ChatKind.DM  # everything in a private chat is addressed to the bot
@@ -151,6 +171,15 @@ def translate_message(message: Message, me: BotIdentity, *, received_at: datetim
     reply_to = _real_reply(message)
     if reply_to is not None and reply_to.from_user is not None and reply_to.from_user.id == me.id:
         mentioned = True
+    if not typed and not mentioned:
+        # In a group kith answers only what is addressed to it; a photo or a sticker among the others' talk is not.
+        return Skipped("sticker" if message.sticker is not None else "no_text", chat_id)
+    message_id = f"{chat_id}:{message.message_id}"
+    if unreadable and message.media_group_id:
+        # An album comes as one message per item: one id for its uncaptioned items makes it one message to
+        # answer (later items are dropped as its redeliveries), not one line per photo. No number in it, so
+        # a reply in a group does not quote some other message.
+        unreadable, message_id = "album", f"{chat_id}:album-{message.media_group_id}"
     thread_id = (
         str(message.message_thread_id)
         if message.is_topic_message and message.message_thread_id is not None
@@ -165,13 +194,19 @@ def translate_message(message: Message, me: BotIdentity, *, received_at: datetim
         sender_id=str(sender.id),
         sender_name=_display_name(sender.full_name, sender.username, sender.id),
         text=text,
-        message_id=f"{chat_id}:{message.message_id}",
+        message_id=message_id,
         thread_id=thread_id,
         mentioned=mentioned,
         timestamp=timestamp.astimezone(UTC),
         reply_to_message_id=None if reply_to is None else f"{chat_id}:{reply_to.message_id}",
         forwarded=message.forward_origin is not None,
+        unreadable=unreadable,
     )
+
+
+def _unreadable_kind(message: Message) -> str:
+    """What a message without text was ("voice message", "photo"), or "" when it is nothing a person said."""
+    return next((kind for name, kind in _UNREADABLE_KINDS if getattr(message, name, None)), "")
 
 
 def _translate_button(update: Update, me: BotIdentity) -> Translated:

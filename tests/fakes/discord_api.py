@@ -192,6 +192,19 @@ def member_payload(user: JsonDict | None, *, nick: str | None = None, roles: Seq
     return data
 
 
+def attachment_payload(attachment_id: int, filename: str, content_type: str, *, size: int = 48_213,
+                       channel_id: int = 0) -> JsonDict:
+    """One file on a message, as Discord describes it (the CDN URL is never fetched by kith)."""
+    url = f"https://cdn.discordapp.com/attachments/{channel_id}/{attachment_id}/{filename}"
+    return {"id": str(attachment_id), "filename": filename, "size": size, "url": url, "proxy_url": url,
+            "content_type": content_type}
+
+
+def sticker_item_payload(sticker_id: int, name: str) -> JsonDict:
+    """A sticker on a message: Discord sends its id, name and format (1: PNG), no emoji."""
+    return {"id": str(sticker_id), "name": name, "format_type": 1}
+
+
 def role_payload(role_id: int, name: str, *, bot_id: int | None = None, position: int = 0) -> JsonDict:
     data: JsonDict = {"id": str(role_id), "name": name, "color": 0, "hoist": False, "position": position,
                       "permissions": "1071698660929", "managed": bot_id is not None, "mentionable": True,
@@ -448,13 +461,18 @@ class FakeDiscord:
     def push_message(self, channel_id: int, author_id: int, content: str, *, mentions: Sequence[int] = (),
                      role_mentions: Sequence[int] = (), reply_to: int | None = None, resolve_reply: bool = True,
                      message_id: int | None = None, webhook_id: int | None = None, message_type: int | None = None,
-                     mention_everyone: bool = False) -> JsonDict:
+                     mention_everyone: bool = False, attachments: Sequence[JsonDict] = (),
+                     sticker_items: Sequence[JsonDict] = (), flags: int = 0) -> JsonDict:
         """A MESSAGE_CREATE as Discord sends it. ``reply_to`` makes it a reply (type 19) carrying the
-        ``referenced_message`` unless ``resolve_reply=False``."""
+        ``referenced_message`` unless ``resolve_reply=False``; ``attachments`` and ``sticker_items`` as
+        :func:`attachment_payload` and :func:`sticker_item_payload` make them; ``flags`` 8192 is a voice message."""
         payload = self.message_payload(channel_id, author_id, content, mentions=mentions,
                                        role_mentions=role_mentions, reply_to=reply_to, resolve_reply=resolve_reply,
                                        message_id=message_id, webhook_id=webhook_id, message_type=message_type,
-                                       mention_everyone=mention_everyone)
+                                       mention_everyone=mention_everyone, attachments=attachments)
+        if sticker_items:
+            payload["sticker_items"] = list(sticker_items)
+        payload["flags"] = flags
         self.messages[int(payload["id"])] = payload
         self._dispatch("MESSAGE_CREATE", payload)
         return payload

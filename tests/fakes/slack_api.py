@@ -29,7 +29,7 @@ import json
 import time
 import urllib.parse
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -370,11 +370,28 @@ class FakeSlack:
         return event
 
     def dm_event(self, user: str, text: str, *, thread_ts: str | None = None,
-                 with_profile: bool = False) -> JsonDict:
-        """A person writes to the bot in their DM (``message.im``)."""
+                 with_profile: bool = False, files: Sequence[JsonDict] = ()) -> JsonDict:
+        """A person writes to the bot in their DM (``message.im``); with ``files`` (see :meth:`file_payload`) it
+        is a ``file_share``, whose ``text`` may be empty."""
         event = self._message_event(self.dm_channel(user), user, text, "im", thread_ts=thread_ts,
                                     with_profile=with_profile)
+        if files:
+            event.update(subtype="file_share", files=list(files), upload=False, display_as_bot=False)
+            self._messages[(event["channel"], event["ts"])] = dict(event)
         return self.event_body(event)
+
+    def file_payload(self, user: str, name: str, mimetype: str, *, subtype: str | None = None) -> JsonDict:
+        """A file as a ``file_share`` event lists it; ``subtype`` "slack_audio" is a clip recorded in Slack."""
+        file_id = f"F{next(self._serial):08X}"
+        payload: JsonDict = {
+            "id": file_id, "created": int(time.time()), "timestamp": int(time.time()), "name": name, "title": name,
+            "mimetype": mimetype, "filetype": name.rpartition(".")[2], "user": user, "user_team": TEAM_ID,
+            "size": 48_213, "mode": "hosted", "is_external": False, "is_public": False,
+            "url_private": f"https://files.slack.com/files-pri/{TEAM_ID}-{file_id}/{name}",
+        }
+        if subtype is not None:
+            payload["subtype"] = subtype
+        return payload
 
     def mention_event(self, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> JsonDict:
         """An ``app_mention``: ``text`` should hold ``<@U0KITHBOT>`` (see :data:`MENTION`)."""

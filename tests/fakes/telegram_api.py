@@ -822,6 +822,54 @@ class FakeTelegramApi:
         message = self._build_message(chat, sender, message_thread_id=message_thread_id, sticker=sticker)
         return self.push_update({"message": message})
 
+    def push_media(
+        self,
+        chat_id: int,
+        from_id: int,
+        kind: str,
+        chat_type: str = "private",
+        *,
+        caption: str | None = None,
+        media_group_id: str | None = None,
+        chat_title: str | None = None,
+        reply_to_message_id: int | None = None,
+    ) -> JsonDict:
+        """A person's message holding ``kind`` ("voice", "photo", "video_note", "document", "location",
+        "contact", "audio", "video", "animation", "sticker" without an emoji), shaped as Telegram sends each;
+        ``caption`` only where Telegram allows one, ``media_group_id`` for an item of an album."""
+        chat, sender = self._incoming_chat(chat_id, from_id, chat_type, None, None, chat_title, None)
+        serial = next(self._file_serials)
+        file = {"file_id": f"AgACAgIAAxkBAAI{serial:06d}", "file_unique_id": f"AQAD{serial:06d}"}
+        contents: dict[str, Any] = {
+            "voice": {**file, "duration": 4, "mime_type": "audio/ogg", "file_size": 12_345},
+            "audio": {**file, "duration": 181, "performer": "Band", "title": "Song", "mime_type": "audio/mpeg",
+                      "file_size": 4_123_456},
+            "video_note": {**file, "length": 384, "duration": 6, "file_size": 345_678},
+            "video": {**file, "width": 1280, "height": 720, "duration": 12, "mime_type": "video/mp4",
+                      "file_size": 2_345_678},
+            "photo": [{**file, "file_unique_id": f"AQAD{serial:06d}{size}", "width": size, "height": size,
+                       "file_size": size * 90} for size in (90, 320, 800)],
+            "document": {**file, "file_name": "notes.pdf", "mime_type": "application/pdf", "file_size": 56_789},
+            "location": {"latitude": 52.520008, "longitude": 13.404954},
+            "contact": {"phone_number": "+4930123456", "first_name": "Lena", "user_id": 4242},
+            "sticker": {**file, "width": 512, "height": 512, "is_animated": False, "is_video": False,
+                        "type": "custom_emoji", "custom_emoji_id": f"5{serial:018d}"},
+        }
+        content: dict[str, Any] = {}
+        if kind == "animation":  # Telegram sends a GIF as a document too, for clients that predate animations
+            gif = {**file, "width": 320, "height": 240, "duration": 3, "file_name": "wave.mp4",
+                   "mime_type": "video/mp4", "file_size": 98_765}
+            content = {"animation": gif, "document": {k: gif[k] for k in ("file_id", "file_unique_id", "file_name",
+                                                                             "mime_type", "file_size")}}
+        else:
+            content = {kind: contents[kind]}
+        message = self._build_message(
+            chat, sender, reply_to_message_id=reply_to_message_id, caption=caption,
+            caption_entities=(incoming_entities(caption) or None) if caption else None,
+            media_group_id=media_group_id, **content,
+        )
+        return self.push_update({"message": message})
+
     def push_new_chat_members(
         self, chat_id: int, from_id: int, member_ids: list[int], chat_type: str = "group",
         chat_title: str | None = None,
