@@ -500,9 +500,9 @@ class MemoryCommands:
             counts = file.counts
             # A forget of theirs that landed while the file was being put together: its words leave the file
             # too, and the reply counts what the file then holds.
-            for applied in recent.since(mark):
-                if applied.person == requester.person and data is not None:
-                    data = redact_json(data, applied.redactor)
+            for redactor in recent.since(mark, requester.person or ""):
+                if data is not None:
+                    data = redact_json(data, redactor)
         if data is None:  # cannot happen to a JSON export; an empty ".json" would be worse than none
             return reply_to(message, "I could not put your file together just now; send /export again.")
         if data is not file.data:

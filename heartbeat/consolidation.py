@@ -383,7 +383,6 @@ class Consolidator:
             added = await self.memory.store.add_notes(kept)
         report.notes_staged += len(added)
         summary = clip(validation.summary or "", self.settings.budget.summary_chars)
-        for applied in recent.since(self._mark):
-            if applied.person == person:
-                summary = applied.redactor.redact(summary)
+        for redactor in recent.since(self._mark, person):
+            summary = redactor.redact(summary)
         return [n.record.id for n in kept], summary, counts

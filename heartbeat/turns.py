@@ -255,8 +255,7 @@ class HeartbeatTurns:
             # Under the forget's per-person lock: a forget either rewrote the rows before this one is written, or
             # applied since the prompt was built and is checked here; the message never outlives the words.
             async with self.forgets.locks.hold([person]):
-                if text is not None and any(a.person == person and a.redactor.matches(text)
-                                            for a in self.forgets.since(mark)):
+                if text is not None and any(r.matches(text) for r in self.forgets.since(mark, person)):
                     log.info("heartbeat turn person=%s items=%d attempt=%d outcome=forgotten_meanwhile", person,
                              len(items), attempt)
                     return TurnOutcome.FORGOTTEN_MEANWHILE

@@ -317,9 +317,8 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
                                                                            name=await _name_of(service, person))
         text = json.dumps(data, ensure_ascii=False, indent=2)
         # A forget of theirs that landed while it was put together (a bot runs both at once): its words go too.
-        for applied in recent.since(mark):
-            if applied.person == person:
-                text = (redact_json(text.encode("utf-8"), applied.redactor) or b"{}").decode("utf-8")
+        for redactor in recent.since(mark, person):
+            text = (redact_json(text.encode("utf-8"), redactor) or b"{}").decode("utf-8")
     console.out.write(text + "\n")
     return 0
 

@@ -492,7 +492,7 @@ class Capture:
         """``notes`` without the words of forgets applied since ``mark``: a note holding them in its text or
         quotes goes; one holding them only in a receipt sentence keeps its fact and loses that sentence."""
         assert self.forgetter is not None
-        redactors = [a.redactor for a in self.forgetter.recent.since(mark) if a.person == person]
+        redactors = self.forgetter.recent.since(mark, person)
         if not redactors:
             return notes
         kept: list[Note] = []

@@ -387,9 +387,10 @@ class RecentForgets:
         """How many applied forgets (and so their words) this process holds now."""
         return len(self._applied)
 
-    def since(self, mark: int) -> list[Applied]:
+    def since(self, mark: int, person: str) -> list[Redactor]:
+        """The redactors of ``person``'s forgets applied after ``mark``: what work begun at it must not keep."""
         self._prune()
-        return [a for a in self._applied if a.seq > mark]
+        return [a.redactor for a in self._applied if a.seq > mark and a.person == person]
 
     def recent(self) -> list[Applied]:
         self._prune()
