@@ -28,7 +28,7 @@ import hashlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -48,10 +48,9 @@ from llm.client import LLMClient, LLMError
 from memory.entailment import Entails
 from memory.notes import Note
 from memory.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
-from memory.scrub import kept_sentences
 from memory.store import MemoryStore
 from memory.text import normalize
-from memory.tombstones import Forgetter, TombstoneBook
+from memory.tombstones import Forgetter, TombstoneBook, narrowed_note
 from memory.validation import ValidationLimits, validate_off_the_loop
 from people import directory, history
 from persona.instructions import capture_instruction
@@ -500,10 +499,7 @@ class Capture:
             r = note.record
             if any(x.matches(t) for x in redactors for t in (r.text, *r.evidence)):
                 continue
-            sentences = r.evidence_sentences
             for x in redactors:
-                sentences = kept_sentences(sentences, r.evidence, x)
-            kept.append(note if sentences == r.evidence_sentences
-                        else Note(replace(r, evidence_sentences=sentences), horizon=note.horizon,
-                                  corrects=note.corrects, conversation=note.conversation))
+                note = narrowed_note(note, x)
+            kept.append(note)
         return kept

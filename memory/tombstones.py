@@ -586,7 +586,7 @@ class Forgetter:
         links = 0
         for memory_id, gone in plan.unlink.items():
             links += await self._unlink(memory_id, set(gone))
-        receipts = await self.store.replace_notes([_narrowed_note(n, redactor) for n in kept_notes
+        receipts = await self.store.replace_notes([narrowed_note(n, redactor) for n in kept_notes
                                                    if _receipt_matches(n.record, redactor)])
         for record in kept_memories:
             receipts += await self._narrow(record.id, redactor)
@@ -705,7 +705,8 @@ def _receipt_matches(record: MemoryRecord, redactor: Redactor) -> bool:
     return any(redactor.matches(s) for s in record.evidence_sentences)
 
 
-def _narrowed_note(note: Note, redactor: Redactor) -> Note:
+def narrowed_note(note: Note, redactor: Redactor) -> Note:
+    """``note`` whose receipt sentences lose the words ``redactor`` matches (:func:`kept_sentences`)."""
     sentences = kept_sentences(note.record.evidence_sentences, note.record.evidence, redactor)
     return replace(note, record=replace(note.record, evidence_sentences=sentences))
 
@@ -725,6 +726,7 @@ __all__ = [
     "digest",
     "digests_of",
     "is_blocked",
+    "narrowed_note",
     "query_matches",
     "tombstones",
 ]
