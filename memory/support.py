@@ -495,9 +495,7 @@ def _question(sentence: str, start: int) -> bool:
     question turned to the listener after the statement ("..., do you?") asks nothing about it."""
     if "¿" in sentence or _asks(sentence[start:]):
         return True
-    words = tokens(sentence)
-    while words and words[0] in OPENERS:
-        words = words[1:]
+    words = _without_openers(tokens(sentence))
     if words and words[0] == "czy":
         return True
     return len(words) >= 2 and words[0] in INVERTED_AUXILIARIES and words[1] in SUBJECT_PRONOUNS
