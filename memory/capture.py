@@ -412,7 +412,7 @@ class Capture:
         person: str,
         names: dict[str, str],
         report: CaptureReport,
-        mark: int = 0,
+        mark: int,
     ) -> bool:
         """One model call about ``person``; False only when the model could not be reached."""
         shown = await shown_for(self.store, person, [t for _r, t in pairs])
