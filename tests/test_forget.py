@@ -1,20 +1,19 @@
 """Forgetting: exactly the plan goes, links do not dangle, and a tombstone keeps it from coming back."""
 
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterator
 from datetime import UTC
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from ground.db import Database
 from heartbeat.goals import GoalBook
-from llm.client import LLMClient
 from memory.gate import Outcome
 from memory.notes import Note
 from memory.records import MemoryKind, Source
@@ -24,19 +23,9 @@ from memory.tombstones import describe_places, tombstones
 from people import history
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
-from tests.support.memory import T0, answer, candidate, fact, memory_settings, record, reply, say
+from tests.support.memory import T0, answer, candidate, fact, memory_settings, record, reply, say, service  # noqa: F401
 
 CONV = "console:ana"
-
-
-@pytest.fixture
-async def service(
-    tmp_path: Path, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
-) -> AsyncIterator[MemoryService]:
-    settings = memory_settings(tmp_path, llm_base=fake_llm.base_url)
-    opened = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock)
-    yield opened
-    await opened.close()
 
 
 async def test_the_plan_names_exactly_the_matching_records_and_the_links_on_them(

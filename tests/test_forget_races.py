@@ -14,7 +14,6 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import FakeClock, inbound
 from tests.support.heartbeat import close_rig, make_rig
-from tests.support.memory import answer, fact, memory_settings, reply, say
+from tests.support.memory import answer, fact, memory_settings, reply, say, service  # noqa: F401
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 CONV = "console:ana"
@@ -49,16 +48,6 @@ ANA = 7301
 CAPTURE_PROMPT_START = "The transcript and the stored memories"
 SAID = "My cat is called Mruczek."
 WORD = "Mruczek"
-
-
-@pytest.fixture
-async def service(
-    tmp_path: Path, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
-) -> AsyncIterator[MemoryService]:
-    settings = memory_settings(tmp_path, llm_base=fake_llm.base_url)
-    opened = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock)
-    yield opened
-    await opened.close()
 
 
 def _slow_capture(fake_llm: FakeOpenAI, delay_s: float) -> None:

@@ -9,24 +9,22 @@ forms. Every one must be refused for the reason named. The everyday facts next t
 None of these repeats a case of tests/test_adversarial_capture.py or tests/test_validation.py.
 """
 
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ground.db import Database
-from llm.client import LLMClient
 from memory.records import AuthorRole, Scope, Turn
 from memory.service import MemoryService
 from memory.validation import RejectReason, validate_extraction
 from tests.fakes.openai_api import FakeOpenAI, Scripted
-from tests.helpers import FakeClock
-from tests.support.memory import T0, memory_settings, reply, say
+from tests.support.memory import T0, memory_settings, reply, say, service  # noqa: F401
 
 NEGATED = RejectReason.EVIDENCE_NEGATED
 HYPOTHETICAL = RejectReason.EVIDENCE_HYPOTHETICAL
@@ -269,14 +267,6 @@ def test_a_receipt_keeps_the_sentence_as_written_not_as_the_rules_read_it() -> N
 
 THROUGH_CAPTURE = ["en-used-to", "en-cyrillic-o-in-not", "en-going-to", "en-my-therapist", "en-tone-tag",
                    "de-will", "keep-en-diagnosed", "keep-en-lived-since", "keep-en-have-to-my-dog"]
-
-
-@pytest.fixture
-async def service(tmp_path: Path, db: Database, fake_llm: FakeOpenAI) -> AsyncIterator[MemoryService]:
-    settings = memory_settings(tmp_path, llm_base=fake_llm.base_url)
-    service = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=FakeClock(T0))
-    yield service
-    await service.close()
 
 
 async def test_through_capture_only_the_supported_memories_are_staged(

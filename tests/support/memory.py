@@ -1,21 +1,26 @@
-"""Records, turns, settings and model answers that the memory test modules build alike."""
+"""Records, turns, settings, model answers and the memory service that the memory test modules build alike."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest_asyncio
+
 from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from ground.db import Database
+from llm.client import LLMClient
 from memory.embedders import Vector
 from memory.records import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.service import MemoryService
 from people import directory, history
-from tests.helpers import T0
+from tests.fakes.openai_api import FakeOpenAI
+from tests.helpers import T0, FakeClock
 
 
 def memory_settings(
@@ -28,6 +33,17 @@ def memory_settings(
         storage=StorageSettings(data_dir=str(tmp_path / "data")),
         memory=ms,
     )
+
+
+@pytest_asyncio.fixture
+async def service(tmp_path: Path, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+                  ) -> AsyncIterator[MemoryService]:
+    """The memory service over the test's database (``memory_settings``), its model the fake one, its clock the
+    test's; closed after the test. A module that imports it names its parameters ``service``."""
+    settings = memory_settings(tmp_path, llm_base=fake_llm.base_url)
+    opened = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock)
+    yield opened
+    await opened.close()
 
 
 def record(
