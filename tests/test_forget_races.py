@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import sqlite3
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,13 +34,13 @@ from memory.service import MemoryService
 from memory.store import MemoryStore
 from memory.tombstones import JOURNAL_DIR, tombstones
 from people import directory, history
-from tests.conftest import ROOT
+from tests.conftest import write_config
 from tests.fakes.openai_api import FakeOpenAI, Scripted
-from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.helpers import FakeClock, inbound
 from tests.support.heartbeat import close_rig, make_rig
 from tests.support.memory import answer, fact, memory_settings, reply, say, service  # noqa: F401
-from tests.support.telegram_app import start_telegram_app, telegram_settings
+from tests.support.telegram_app import start_telegram_app, start_telegram_bot, telegram_settings
 
 CONV = "console:ana"
 ANA = 7301
@@ -192,22 +191,6 @@ async def test_a_forget_cut_off_half_way_is_finished_by_the_next_start(
         await again.close()
 
 
-def _tg_config(path: Path, fake: FakeOpenAI, tg: FakeTelegramApi, data: Path) -> Path:
-    path.write_text(
-        f'[llm]\nmodel = "openai/fake-model"\napi_base = "{fake.base_url}"\ntimeout_s = 600.0\nmax_retries = 0\n'
-        f'[storage]\ndata_dir = "{data}"\n[memory]\nembedder = "none"\ncapture = false\n'
-        f'[telegram]\nbase_url = "{tg.base_url}"\npoll_timeout_s = 1\n[policy.telegram]\ndm = "open"\n'
-        '[delivery]\ndebounce_ms = 100\n[heartbeat]\nenabled = false\n', encoding="utf-8")
-    return path
-
-
-async def _start_bot(cfg: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "run", cwd=str(ROOT),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "TELEGRAM_BOT_TOKEN": FAKE_BOT_TOKEN})
-
-
 def _every_row(db_file: Path) -> str:
     """Every row of every table, as text, read as another process would (the log included)."""
     conn = sqlite3.connect(db_file)
@@ -226,13 +209,15 @@ def _files_holding(directory: Path, needle: bytes) -> list[str]:
 async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_start_and_says_so(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    cfg = _tg_config(tmp_path / "kith.toml", fake_llm, telegram_api, data)
+    cfg = write_config(tmp_path / "kith.toml", fake_llm, data, extra=(
+        f'[telegram]\nbase_url = "{telegram_api.base_url}"\npoll_timeout_s = 1\n[policy.telegram]\ndm = "open"\n'
+        '[delivery]\ndebounce_ms = 100\n[heartbeat]\nenabled = false\n'))
     journal = data / JOURNAL_DIR
 
     def texts() -> list[str]:
         return [m.visible_text for m in telegram_api.sent if m.chat_id == ANA]
 
-    bot = await _start_bot(cfg)
+    bot = await start_telegram_bot(cfg)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
         await telegram_api.wait_until(lambda: len(texts()) == 1, timeout=60)
@@ -249,7 +234,7 @@ async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_st
         await bot.wait()
     assert list(journal.glob("*.json")) and not any(t.startswith("Forgotten") for t in texts())
 
-    bot = await _start_bot(cfg)
+    bot = await start_telegram_bot(cfg)
     try:
         await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in texts()), timeout=60)
         assert texts()[-1].startswith("Forgotten (I was restarted while doing it, and finished it when I came back)")

@@ -7,18 +7,16 @@ once it is reached; a turn that is under way at every kill gets the honest reply
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 from delivery.inbox import UNHANDLED_REPLY
 from ground.tunables import INBOX_REPLAYS_MAX
-from tests.conftest import ROOT
 from tests.fakes.openai_api import FakeOpenAI, Scripted
-from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.telegram_app import start_telegram_bot
 
 ANA = 801
 STUCK = ("first, the one that never gets an answer", "second, just as stuck")  # the model hangs on these
@@ -36,13 +34,6 @@ def _config(path: Path, fake: FakeOpenAI, tg: FakeTelegramApi, data: Path) -> Pa
         f'[telegram]\nbase_url = "{tg.base_url}"\npoll_timeout_s = 1\n[policy.telegram]\ndm = "open"\n'
         '[delivery]\ndebounce_ms = 200\n[heartbeat]\nenabled = false\n', encoding="utf-8")
     return path
-
-
-async def _start_bot(cfg: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "run", cwd=str(ROOT),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "TELEGRAM_BOT_TOKEN": FAKE_BOT_TOKEN})
 
 
 async def _kill(bot: asyncio.subprocess.Process) -> None:
@@ -77,7 +68,7 @@ async def test_kills_before_a_message_is_reached_never_drop_it_and_a_turn_under_
     fake_llm.route = route
     data = tmp_path / "data"
     cfg = _config(tmp_path / "kith.toml", fake_llm, telegram_api, data)
-    bot = await _start_bot(cfg)
+    bot = await start_telegram_bot(cfg)
     try:
         telegram_api.push_text(ANA, ANA, STUCK[0])
         await _until(lambda: _asked(fake_llm, STUCK[0]) == 1)  # its turn is under way
@@ -92,7 +83,7 @@ async def test_kills_before_a_message_is_reached_never_drop_it_and_a_turn_under_
     for stuck in STUCK:
         while _asked(fake_llm, stuck) < INBOX_REPLAYS_MAX:
             expected = _asked(fake_llm, stuck) + 1
-            bot = await _start_bot(cfg)
+            bot = await start_telegram_bot(cfg)
             try:
                 await _until(lambda: _asked(fake_llm, stuck) == expected)  # noqa: B023
             finally:
@@ -103,7 +94,7 @@ async def test_kills_before_a_message_is_reached_never_drop_it_and_a_turn_under_
     assert _asked(fake_llm, WAITING) == 0 and len(_kept(data)) == 2
     assert [m.visible_text for m in telegram_api.sent] == [UNHANDLED_REPLY]
 
-    bot = await _start_bot(cfg)
+    bot = await start_telegram_bot(cfg)
     try:
         await telegram_api.wait_for_sent(3, timeout=60)
         await _until(lambda: _kept(data) == [])

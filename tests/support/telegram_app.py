@@ -1,8 +1,13 @@
-"""A whole kith on the fake Telegram Bot API, as ``bot.py run`` builds it: settings and start-up."""
+"""A whole kith on the fake Telegram Bot API, as ``bot.py run`` builds it: settings and start-up, in the test's
+process or as ``bot.py run`` itself."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +17,7 @@ from ground.config import DeliverySettings
 from kith.app import App, build_app
 from kith.commands import platform_channels
 from kith.settings import Settings
+from tests.conftest import ROOT
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 
 # Quick retries and a short debounce, so a test waits on behaviour rather than on production timings.
@@ -31,3 +37,12 @@ async def start_telegram_app(settings: Settings, monkeypatch: pytest.MonkeyPatch
     app = await build_app(settings, warm_llm=False)
     assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
     return app
+
+
+async def start_telegram_bot(cfg: Path) -> asyncio.subprocess.Process:
+    """``bot.py run`` over ``cfg`` as its own process, with the fake Bot API's token; stderr piped for the test
+    to read, stdout dropped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "run", cwd=str(ROOT),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TELEGRAM_BOT_TOKEN": FAKE_BOT_TOKEN})
