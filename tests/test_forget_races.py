@@ -147,10 +147,10 @@ class _Killed(BaseException):
     """Stands for the process dying: nothing after it runs, not even an except Exception."""
 
 
-async def test_a_forget_cut_off_half_way_is_finished_by_the_next_start(
-    tmp_path: Path, service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def _killed_half_way(service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock,
+                           monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    """Ana's cat, remembered, then a forget of it killed after its records went and before any history row was
+    rewritten: its journal entry is left, and the service closed. Ana, and the history row of her message."""
     ana, said = await say(db, CONV, SAID, when=clock())
     last = await reply(db, "What a lovely name.", when=clock())
     _slow_capture(fake_llm, 0.0)
@@ -163,15 +163,22 @@ async def test_a_forget_cut_off_half_way_is_finished_by_the_next_start(
     async def die(*_a: Any, **_k: Any) -> int:
         raise _Killed
 
-    # Cut off after the records went and before any history row was rewritten.
-    monkeypatch.setattr(service.store, "scrub_log", die)
-    with pytest.raises(_Killed):
-        await service.apply_forget(plan)
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setattr(service.store, "scrub_log", die)
+        with pytest.raises(_Killed):
+            await service.apply_forget(plan)
+    await service.close()
+    return ana, said
+
+
+async def test_a_forget_cut_off_half_way_is_finished_by_the_next_start(
+    tmp_path: Path, service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ana, said = await _killed_half_way(service, db, fake_llm, clock, monkeypatch)
     assert WORD in (await db.run(history.get, said)).text
     journal = Path(service.settings.storage.data_path()) / JOURNAL_DIR
     assert len(list(journal.iterdir())) == 1
-    await service.close()
 
     settings = memory_settings(tmp_path, llm_base=fake_llm.base_url)
     again = await MemoryService.open(settings, db, LLMClient(settings.llm), clock=clock)
@@ -416,28 +423,6 @@ async def test_a_forget_whose_journal_entry_cannot_be_removed_afterwards_is_stil
         assert list(journal.iterdir()) == []
     finally:
         await again.close()
-
-
-async def _killed_half_way(service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock,
-                           monkeypatch: pytest.MonkeyPatch) -> str:
-    """Ana's cat, remembered, then a forget of it killed after its records went: its journal entry is left."""
-    ana, _said = await say(db, CONV, SAID, when=clock())
-    last = await reply(db, "What a lovely name.", when=clock())
-    _slow_capture(fake_llm, 0.0)
-    await service.capture.run(CONV, last)
-    await service.promote(ana)
-    clock.advance(days=1)
-    plan = await service.plan_forget(ana, WORD)
-
-    async def die(*_a: Any, **_k: Any) -> int:
-        raise _Killed
-
-    with monkeypatch.context() as m:
-        m.setattr(service.store, "scrub_log", die)
-        with pytest.raises(_Killed):
-            await service.apply_forget(plan)
-    await service.close()
-    return ana
 
 
 async def test_a_forget_that_cannot_be_finished_at_start_keeps_its_entry_and_does_not_stop_kith_starting(
