@@ -14,7 +14,7 @@ import pytest
 
 from ground.db import Database
 from heartbeat.decay import Decay, SensitiveTopics
-from heartbeat.service import Heartbeat, build_heartbeat
+from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from kith.control.parts import Console
 from kith.heartbeat_cli import undo_decay_body
@@ -23,6 +23,7 @@ from memory.gate import Outcome
 from memory.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.service import MemoryService
 from tests.helpers import FakeClock
+from tests.support.heartbeat import BotParts
 from tests.support.memory import T0, memory_settings, record
 
 
@@ -199,22 +200,12 @@ async def test_undo_decay_sent_during_the_bots_decay_pass_says_it_waits_then_und
 
     weekly = asyncio.create_task(heartbeat.decay())  # the bot's own pass...
     await asyncio.sleep(0)  # ...has begun when the operator's undo-decay comes in
-    code = await undo_decay_body(_BotParts(heartbeat), argparse.Namespace(), Console(out, err))  # type: ignore[arg-type]
+    code = await undo_decay_body(BotParts(heartbeat), argparse.Namespace(), Console(out, err))  # type: ignore[arg-type]
 
     assert code == 0 and (await weekly).retired_total == 1
     assert err.getvalue() == "kith: the bot's own decay pass is under way; this one runs when it has finished\n"
     assert out.getvalue().startswith(f"undid decay run {(await weekly).run_id}: restored 1;")
     assert (await stored(memory, onions)).status is Status.ACTIVE
-
-
-class _BotParts:
-    live = True
-
-    def __init__(self, heartbeat: Heartbeat) -> None:
-        self._heartbeat = heartbeat
-
-    async def heartbeat(self) -> Heartbeat:
-        return self._heartbeat
 
 
 async def test_undo_reaches_past_a_pass_that_died_before_its_first_retirement_landed(

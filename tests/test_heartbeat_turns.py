@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from heartbeat.due import DueItem, ItemKind, select_due
 from heartbeat.goals import GoalStatus
 from heartbeat.scheduler import PERSON_JOB_PREFIX
-from heartbeat.service import Heartbeat, build_heartbeat
+from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
 from kith.control.parts import Console
@@ -27,7 +27,7 @@ from memory.records import Horizon, MemoryCandidate, MemoryKind, Source
 from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.helpers import FakeClock
-from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig, recent_morning
+from tests.support.heartbeat import BotParts, Rig, close_rig, conflict_candidate, make_rig, recent_morning
 
 
 @pytest.fixture
@@ -318,18 +318,6 @@ async def test_two_kiths_on_one_database_whose_clocks_disagree_send_one_check_in
     assert rig.channel.texts("ana") == ["<b>How did the exam go?</b>"]
 
 
-class _BotParts:
-    """What a heartbeat command's body reads of the bot it runs in: its heartbeat, and that the bot is live."""
-
-    live = True
-
-    def __init__(self, heartbeat: Heartbeat) -> None:
-        self._heartbeat = heartbeat
-
-    async def heartbeat(self) -> Heartbeat:
-        return self._heartbeat
-
-
 async def test_a_heartbeat_command_queued_behind_a_retry_says_it_waits(rig: Rig) -> None:
     """The bot's tick has just finished and a person's retry, queued behind it, has not started yet: a
     'heartbeat --now' arriving at that moment waits for the retry, and says so."""
@@ -341,7 +329,7 @@ async def test_a_heartbeat_command_queued_behind_a_retry_says_it_waits(rig: Rig)
     async def tick_then_command() -> int:
         await rig.heartbeat.tick()
         # Right as the tick lets go, before the queued retry has run:
-        return await heartbeat_body(_BotParts(rig.heartbeat), argparse.Namespace(any_hour=False),  # type: ignore[arg-type]
+        return await heartbeat_body(BotParts(rig.heartbeat), argparse.Namespace(any_hour=False),  # type: ignore[arg-type]
                                     Console(io.StringIO(), err))
 
     ticked = asyncio.create_task(tick_then_command())
@@ -377,7 +365,7 @@ async def test_a_model_that_never_answers_holds_the_tick_no_longer_than_its_time
             break
         await asyncio.sleep(0.01)
     command = asyncio.create_task(heartbeat_body(
-        _BotParts(heartbeat), argparse.Namespace(any_hour=False), Console(io.StringIO(), err)))  # type: ignore[arg-type]
+        BotParts(heartbeat), argparse.Namespace(any_hour=False), Console(io.StringIO(), err)))  # type: ignore[arg-type]
     async with asyncio.timeout(3.5):
         assert (await hung).outcomes == {"retry_scheduled": 1}
         assert await command == 0

@@ -24,6 +24,18 @@ from tests.support.delivery import FakeChannel, send_anything
 from tests.support.memory import candidate, memory_settings, say
 
 
+class BotParts:
+    """What a heartbeat command's body reads of the bot it runs in: its heartbeat, and that the bot is live."""
+
+    live = True
+
+    def __init__(self, heartbeat: Heartbeat) -> None:
+        self._heartbeat = heartbeat
+
+    async def heartbeat(self) -> Heartbeat:
+        return self._heartbeat
+
+
 def recent_morning(hour: int = 10) -> datetime:
     """Yesterday at ``hour`` UTC: a fixed time of day, close enough to wall time for APScheduler's grace."""
     return (datetime.now(UTC) - timedelta(days=1)).replace(hour=hour, minute=0, second=0, microsecond=0)
