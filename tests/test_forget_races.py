@@ -90,6 +90,29 @@ async def test_a_capture_waiting_on_its_model_while_the_words_are_forgotten_does
     assert WORD not in (await db.run(history.get, said)).text
 
 
+async def test_a_fact_captured_while_a_word_of_its_sentence_was_forgotten_keeps_the_fact_not_the_word(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    ana, _said = await say(db, CONV, "I have a cat called Mruczek and she sleeps all day.", when=clock())
+    last = await reply(db, "Cats know how to live.", when=clock())
+
+    def route(body: dict[str, Any]) -> Scripted | None:
+        if body["messages"][0]["content"].startswith(CAPTURE_PROMPT_START):
+            return Scripted(text=answer(fact("Ana has a cat", "I have a cat")), delay_s=0.6)
+        return None
+
+    fake_llm.route = route
+    capture = asyncio.create_task(service.capture.run(CONV, last))
+    await _until(lambda: len(fake_llm.requests) == 1)  # read before the forget: its receipt sentence names her
+    await service.apply_forget(await service.plan_forget(ana, WORD))
+    report = await capture
+
+    assert report.written == 1  # the cat was not asked to be forgotten, only her name
+    (note,) = await service.list_notes(ana)
+    assert note.record.text == "Ana has a cat" and note.record.evidence == ("I have a cat",)
+    assert WORD not in await _everything_of(service, ana)
+
+
 async def test_a_note_captured_between_the_plan_and_its_confirmation_goes_with_it(
     service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
