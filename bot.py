@@ -37,6 +37,10 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     for noisy in ("httpx", "httpcore", "LiteLLM", "chromadb", "telegram", "discord", "slack_bolt", "slack_sdk",
                   "apscheduler", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # python-telegram-bot logs a platform answer that is not JSON (a proxy's HTML error page) at ERROR, with a
+    # traceback and the whole body. kith logs every failed request itself, one line by id, so those say nothing
+    # new, and a body may hold anything.
+    logging.getLogger("telegram.request").setLevel(logging.CRITICAL)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
