@@ -59,6 +59,12 @@ def _slow_capture(fake_llm: FakeOpenAI, delay_s: float) -> None:
     fake_llm.route = route
 
 
+def _open_dms_without_capture(make_settings: Any, fake_llm: FakeOpenAI, telegram_api: FakeTelegramApi) -> Any:
+    """A Telegram bot anyone may DM, lexical memory, no capture: the chat tests' world."""
+    return telegram_settings(make_settings(fake_llm), telegram_api,
+                             memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+
+
 async def _until(predicate: Any, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
@@ -284,8 +290,7 @@ async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_st
 async def test_an_export_put_together_while_the_words_were_forgotten_does_not_carry_them(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = telegram_settings(make_settings(fake_llm), telegram_api,
-                                 memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+    settings = _open_dms_without_capture(make_settings, fake_llm, telegram_api)
     app = await start_telegram_app(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, f"{SAID} My sister lives in Lisbon.")
@@ -314,8 +319,7 @@ async def test_an_export_put_together_while_the_words_were_forgotten_does_not_ca
 async def test_with_capture_off_a_reply_that_raced_a_forget_still_loses_the_words(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = telegram_settings(make_settings(fake_llm), telegram_api,
-                                 memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+    settings = _open_dms_without_capture(make_settings, fake_llm, telegram_api)
 
     def route(body: dict[str, Any]) -> Scripted:
         asked = body["messages"][-1]["content"]
@@ -381,8 +385,7 @@ def _texts_to(telegram_api: FakeTelegramApi, chat: int) -> list[str]:
 async def test_a_forget_whose_journal_cannot_be_written_says_so_in_one_line_and_removes_nothing(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = telegram_settings(make_settings(fake_llm), telegram_api,
-                                 memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+    settings = _open_dms_without_capture(make_settings, fake_llm, telegram_api)
     app = await start_telegram_app(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
@@ -476,8 +479,7 @@ async def test_a_forget_that_cannot_be_finished_at_start_keeps_its_entry_and_doe
 async def test_after_a_start_finished_a_forget_only_a_yes_said_before_that_start_hears_about_it(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = telegram_settings(make_settings(fake_llm), telegram_api,
-                                 memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+    settings = _open_dms_without_capture(make_settings, fake_llm, telegram_api)
     app = await start_telegram_app(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
@@ -534,8 +536,7 @@ async def test_a_forgets_words_are_let_go_when_their_time_is_up_even_if_nothing_
 async def test_an_export_raced_by_a_forget_says_what_its_file_holds(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = telegram_settings(make_settings(fake_llm), telegram_api,
-                                 memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
+    settings = _open_dms_without_capture(make_settings, fake_llm, telegram_api)
     app = await start_telegram_app(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
