@@ -30,8 +30,8 @@ from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from kith.schema import create_schema
 from llm.client import LLMClient
-from memory.gate import new_memory_id
-from memory.records import MemoryKind, MemoryRecord, Scope, Source
+from memory.capture import new_memory_id
+from memory.core import MemoryKind, MemoryRecord, Scope, Source
 from memory.service import MemoryService
 from people import directory, history
 from tests.helpers import FakeClock

@@ -1,8 +1,8 @@
 """The LoCoMo benchmark's parameter grid and leave-one-conversation-out choice: no I/O.
 
-:func:`question_arrays` turns what :meth:`memory.recall.RecallEngine.gather` found for one
+:func:`question_arrays` turns what :meth:`memory.recall.engine.RecallEngine.gather` found for one
 question into arrays, and :func:`rank_grid` orders them under every point of a grid at once
-the way :meth:`memory.recall.RecallEngine.order` does (same formula, same order of operations,
+the way :meth:`memory.recall.engine.RecallEngine.order` does (same formula, same order of operations,
 ties by id), so a grid of a thousand settings costs one gather per question rather than one
 search per question and setting. The benchmark checks the two orders against each other on
 sampled pairs.
@@ -24,9 +24,8 @@ import numpy.typing as npt
 
 from ground.config import RecallSettings
 from ground.tunables import RECALL_RECENCY_FLOOR
-from memory.ranking import SECONDS_PER_DAY, importance_factor, said_at, use_factor
-from memory.recall import Gathered
-from memory.when import said_within
+from memory.core import said_at
+from memory.recall import SECONDS_PER_DAY, Gathered, importance_factor, said_within, use_factor
 
 KS = (5, 10, 25, 50)
 

@@ -10,7 +10,7 @@ memory's source message id. Each part of that format was kept because leave-one-
 session is dated i × 30 s after the session's start, so the turns of one chat are in said-at
 order as real messages are. The clock is set to the
 conversation's last session. Every question with evidence is then asked of
-:class:`memory.recall.RecallEngine` (kith's default RecallSettings, the embedding awaited) and
+:class:`memory.recall.engine.RecallEngine` (kith's default RecallSettings, the embedding awaited) and
 the fraction of its evidence turns in the top k is averaged, overall and per category, for
 k = 5, 10, 25, 50 (prefixes of one top-50 ranking). The same run repeats the questions on the
 keyword path alone (BM25 with the same recency, importance and use factors).
@@ -84,13 +84,10 @@ from ground import loop
 from ground.config import MemorySettings, RecallSettings, Settings
 from ground.db import Database
 from kith.schema import create_schema
-from memory.changes import ChangeLog
-from memory.embedders import Embedder, EmbedderStatus, Vector, open_embedder
+from memory.core import MemoryKind, MemoryRecord, Scope, Source
+from memory.encoders import CrossEncoderReranker, Embedder, EmbedderStatus, Vector, open_embedder, open_reranker
 from memory.recall import RecallEngine
-from memory.records import MemoryKind, MemoryRecord, Scope, Source
-from memory.reranker import CrossEncoderReranker, open_reranker
-from memory.store import MemoryStore
-from memory.vectors import Vectors
+from memory.store import ChangeLog, MemoryStore, Vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "bench-data" / "locomo7.json"

@@ -27,8 +27,8 @@ from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from ground.db import Database
 from kith.schema import create_schema
 from llm.client import LLMClient
-from memory.gate import new_memory_id
-from memory.records import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source
+from memory.capture import new_memory_id
+from memory.core import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source
 from memory.service import MemoryService
 from people import directory, history
 

@@ -14,7 +14,7 @@ any platform without buttons work the same.
 the DM they last used (``people.history``), never in a group; its outbox entry is written in the same
 transaction as the question, so a question is never open without being on its way.
 
-The operations and the "only the person" rule live in :mod:`memory.controls`; this module only
+The operations and the "only the person" rule live in :mod:`memory.controls.person_controls`; this module only
 translates between chat and those operations.
 """
 
@@ -43,25 +43,26 @@ from ground.tunables import (
 from ground.turns import CompletedTurn
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, reply_to
 from ground.wording import counted
-from memory.controls import MemoryControls, RefusalReason, Refused, Requester, Resolution
-from memory.gate import Outcome
-from memory.questions import (
+from memory.capture import Outcome
+from memory.controls import (
     Answer,
     ConflictPair,
     DmTarget,
+    MemoryControls,
     Question,
     QuestionBook,
+    RefusalReason,
+    Refused,
+    Requester,
+    Resolution,
     askable_pairs,
     caps_allow,
     parse_answer,
     pick_pair,
-    said_at,
 )
-from memory.records import MemoryRecord, Origin, Scope, Source, Status
-from memory.scrub import redact_json
+from memory.core import MemoryRecord, Origin, Scope, Source, Status, person_facing, said_at
+from memory.forgetting import JournalUnwritable, describe_places, redact_json
 from memory.service import MemoryService
-from memory.tombstones import JournalUnwritable, describe_places
-from memory.wording import person_facing
 from people import directory, history
 
 log = logging.getLogger("kith.memory.commands")
@@ -345,7 +346,7 @@ Handler = Callable[[InboundMessage, str], Awaitable[OutboundMessage | None]]
 
 
 class MemoryCommands:
-    """Chat commands and buttons over :class:`~memory.controls.MemoryControls`."""
+    """Chat commands and buttons over :class:`~memory.controls.person_controls.MemoryControls`."""
 
     def __init__(self, *, db: Database, controls: MemoryControls, sender: QuestionSender,
                  clock: Callable[[], datetime]) -> None:

@@ -51,12 +51,12 @@ from memory.capture import (
     shown_chunk,
     shown_for,
     turn_of,
+    validate_off_the_loop,
     validation_limits,
 )
-from memory.records import AuthorRole, MemoryRecord, Turn
+from memory.core import AuthorRole, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
-from memory.validation import validate_off_the_loop
 from people import history
 from persona.instructions import consolidation_instruction
 
@@ -230,7 +230,7 @@ class Consolidator:
         self.clock = clock
         self.tz = tz
         self.summarizer = Summarizer(db, llm, settings, clock)
-        # Where the forgets stood when this run read its transcripts (memory.tombstones.RecentForgets.mark).
+        # Where the forgets stood when this run read its transcripts (memory.forgetting.tombstones.RecentForgets.mark).
         self._mark = 0
 
     async def pending_days(self) -> list[date]:

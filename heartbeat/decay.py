@@ -1,7 +1,7 @@
 """Weekly decay: retire lapsed and stale memories by stamping an end date; never delete.
 
 A memory is retired when its horizon has ended (a one-off preference after 30 days, an
-intention after 72 hours; see :func:`memory.records.horizon_expiry`) or when it is stale: an
+intention after 72 hours; see :func:`memory.core.records.horizon_expiry`) or when it is stale: an
 episode or project that was never confirmed, never used in a reply and untouched for
 ``decay_stale_days``. Stated timeless facts and preferences are never stale.
 
@@ -31,7 +31,7 @@ from sqlalchemy.engine import Connection
 from ground.db import Database, UtcDateTime, metadata
 from ground.tunables import DECAY_CAS_RETRIES
 from heartbeat import memory_scan
-from memory.records import MemoryKind, MemoryRecord, Status, Tier
+from memory.core import MemoryKind, MemoryRecord, Status, Tier
 from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
 
 log = logging.getLogger("kith.decay")

@@ -39,7 +39,7 @@ from ground.tunables import (
 from heartbeat import goals as goal_table
 from heartbeat import memory_scan
 from heartbeat.settings import local_day
-from memory.records import MemoryRecord, Status
+from memory.core import MemoryRecord, Status
 from memory.store import MemoryStore
 from persona.labels import disputed_pair_line, due_goal_line, lapsing_line
 

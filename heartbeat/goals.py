@@ -33,7 +33,7 @@ from ground.tunables import (
 from ground.turns import MemoryContext, MemorySlots, Speaker
 from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
 from heartbeat.settings import local_day
-from memory.scrub import GOALS
+from memory.forgetting import GOALS
 from people import directory
 from persona.labels import GOALS_NOTICE
 

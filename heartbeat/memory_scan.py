@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memory.records import MemoryKind, MemoryRecord, Status, Tier
+from memory.core import MemoryKind, MemoryRecord, Status, Tier
 from memory.store import MemoryStore
 
 NO_CONFLICTS = "[]"  # records.to_metadata stores conflicts_with as a JSON list

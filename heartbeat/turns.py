@@ -44,7 +44,7 @@ from ground.types import ChatKind, OutboundMessage
 from heartbeat.due import DueFinder, DueItem, claim
 from heartbeat.settings import HeartbeatSettings, in_active_hours, parse_active_hours, retry_delay
 from llm.client import LLMClient, LLMError
-from memory.tombstones import RecentForgets
+from memory.forgetting import RecentForgets
 from people import directory, history
 from persona.card import render_card
 from persona.instructions import HEARTBEAT_INSTRUCTION, SILENT_TOKEN

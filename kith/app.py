@@ -37,12 +37,9 @@ from kith.schema import create_schema
 from kith.settings import PLATFORMS
 from llm.client import LLMClient, import_litellm
 from llm.process import ModelProcess
-from memory.controls import MemoryControls, PauseBook
-from memory.memory_context import RecallMemoryContext
-from memory.questions import QuestionBook
-from memory.recall import RecallEngine, UseRecorder
-from memory.recall_tool import RecallTool
-from memory.reranker import open_reranker
+from memory.controls import MemoryControls, PauseBook, QuestionBook
+from memory.encoders import open_reranker
+from memory.recall import RecallEngine, RecallMemoryContext, RecallTool, UseRecorder
 from memory.service import MemoryService
 from persona.instructions import MEMORY_CONTROLS_HINT
 from policy.gate import PolicyGate

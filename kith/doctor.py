@@ -24,8 +24,8 @@ from kith.settings import Settings, load_settings
 from kith.store_checks import STORE_CHECKS, check_chroma, check_database, check_embedder
 from llm.client import LLMError
 from llm.probe import can_probe_directly, probe_directly
-from memory.entailment import EntailmentUnavailable, load_entailment
-from memory.reranker import check_reranker as reranker_check
+from memory.encoders import EntailmentUnavailable, load_entailment
+from memory.encoders import check_reranker as reranker_check
 from persona.instructions import PROBE_PROMPT
 
 

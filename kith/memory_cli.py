@@ -14,7 +14,7 @@ data directory's lock when no bot runs (:mod:`kith.control`). Nothing heavy is i
 runs, so ``bot.py --help`` and the client's path stay fast.
 
 ``reembed`` moves every stored record to the configured embedder's vectors with its progress on standard
-error (:mod:`memory.reembed`: resumable, and what every start runs too). It runs here, with no bot: a
+error (:mod:`memory.store.reembed`: resumable, and what every start runs too). It runs here, with no bot: a
 running bot's store was moved to its embedder when it started, so through the bot it only says what is left.
 """
 
@@ -32,15 +32,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ground.types import printable_name
 from ground.wording import counted
-from memory.wording import person_facing
+from memory.core import person_facing
 
 if TYPE_CHECKING:
     from kith.control.parts import Console, Parts, Stream
-    from memory.chroma import ChromaCollections
-    from memory.records import MemoryRecord
+    from memory.core import MemoryRecord
     from memory.service import MemoryService
-    from memory.store import Note
-    from memory.vectors import VectorSource
+    from memory.store import ChromaCollections, Note, VectorSource
 
 NOT_NEEDED = "not needed by this command"
 
@@ -229,7 +227,7 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
     """Print the plan, then delete exactly it: with ``yes``, or when ``expect`` (the ids the operator saw and
     confirmed in their terminal, see :func:`forget_in_terminal`) is still what matches. ``preview`` only
     prints the plan and sends its ids."""
-    from memory.tombstones import JournalUnwritable  # heavy (the store's modules): only when a body runs
+    from memory.forgetting import JournalUnwritable
 
     person = await person_of(parts, args, console)
     if person is None:
@@ -306,7 +304,7 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     if person is None:
         return 2
     from kith.person_export import PersonExport
-    from memory.scrub import redact_json
+    from memory.forgetting import redact_json
 
     service = await parts.memory()
     recent = service.forgetter.recent
@@ -328,9 +326,8 @@ async def reembed_body(parts: Parts, _args: argparse.Namespace, console: Console
     say what is left. Never without a working embedder: hashed vectors would only have to be redone."""
     if parts.live:
         return await _reembed_in_bot(parts, console)
-    from memory.chroma import ChromaCollections
-    from memory.embedders import open_embedder
-    from memory.vectors import VectorSource
+    from memory.encoders import open_embedder
+    from memory.store import ChromaCollections, VectorSource
 
     settings = parts.settings
     embedder, status = await open_embedder(settings)
@@ -355,8 +352,7 @@ async def reembed_body(parts: Parts, _args: argparse.Namespace, console: Console
 
 async def _migrate(chroma: ChromaCollections, source: VectorSource, console: Console) -> int:
     from kith.progress import ProgressShown, duration
-    from memory.chroma import Collection
-    from memory.reembed import Progress
+    from memory.store import Collection, Progress
 
     space = source.space
     shown = ProgressShown(console.err)

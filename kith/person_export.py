@@ -2,7 +2,8 @@
 
 Each package gives its own part for a person: their accounts (:mod:`people.directory`), their messages and
 their private threads' summaries (:mod:`people.history`), memories, notes and tombstones (the memory
-service), their conflict questions (:mod:`memory.questions`), their pause (:mod:`memory.controls`) and
+service), their conflict questions (:mod:`memory.controls.questions`), their pause
+(:mod:`memory.controls.person_controls`) and
 their goals (:mod:`heartbeat.goals`). This module joins those and reads the few tables that keep no
 per-person view of their own: the inbox and outbox (which hold messages, not people), access approvals,
 link requests, the heartbeat's check-ins, decay's retirements and the nightly consolidation's summaries.
@@ -31,8 +32,7 @@ from heartbeat import goals
 from heartbeat.consolidation import consolidation_chunks
 from heartbeat.decay import decay_retirements, decay_runs
 from heartbeat.due import heartbeat_items
-from memory import questions
-from memory.controls import pause_of
+from memory.controls import export_questions, pause_of
 from memory.service import MemoryService
 from people import directory, history
 from policy import store as access
@@ -147,7 +147,7 @@ def _stored(conn: Connection, person: str) -> dict[str, Any]:
     return {
         "accounts": accounts,
         "capture": pause_of(conn, person),
-        "questions": questions.export_of(conn, person),
+        "questions": export_questions(conn, person),
         "goals": goals.export_of(conn, person),
         "messages": messages,
         "waiting": _waiting(conn, set(names)),
@@ -179,7 +179,7 @@ class PersonExport:
                 "memories": kept["memories"], "notes": kept["notes"], "tombstones": kept["tombstones"], **stored}
 
     async def yours(self, person: str) -> dict[str, Any]:
-        """The document as the person reads it, for ``/export`` (a :data:`memory.controls.Exporter`)."""
+        """The document as the person reads it, for ``/export`` (a :data:`memory.controls.person_controls.Exporter`)."""
         return await self.document(person, you=True)
 
 

@@ -1,10 +1,13 @@
 """Every table kith keeps: each feature declares its own; this module gathers them to create them all."""
 
+import memory.capture
+import memory.controls
+import memory.forgetting
+import memory.store  # noqa: F401
 from conversation import linking  # noqa: F401
 from delivery import inbound, inbox, outbox  # noqa: F401
 from ground.db import Database
 from heartbeat import schema as heartbeat_schema  # noqa: F401
-from memory import capture, changes, controls, questions, tombstones  # noqa: F401
 from people import directory, history  # noqa: F401
 from policy import store  # noqa: F401
 

@@ -21,12 +21,12 @@ async def check_database(settings: Settings) -> CheckResult:
 
 
 async def check_chroma(settings: Settings) -> CheckResult:
-    from memory.chroma import check_chroma as check
+    from memory.store import check_chroma as check
 
     return await check(settings)
 
 
 async def check_embedder(settings: Settings) -> CheckResult:
-    from memory.embedders import check_embedder as check
+    from memory.encoders import check_embedder as check
 
     return await check(settings)

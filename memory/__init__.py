@@ -1,15 +1,15 @@
 """kith's memory: what it remembers about its people, with a receipt for every fact.
 
-The pure core (no I/O): records and their Chroma metadata form (``records``), text
-normalisation and multilingual tokens (``text``), the merge/conflict decision
-(``similarity``), keyword ranking (``bm25``), the check of an extractor's answer
-(``validation``); the secret scrubber is :mod:`ground.redaction`. The store, the capture job
-and the gate build on them.
+Memory knows no platform. It lives in rooms, each importing only the rooms below it (an import contract):
 
-The store (``store``: reads, compare-and-swap writes, the cross-person scan) is made of
-Chroma's lifecycle and doctor probe (``chroma``), vectors with their hashed fallback
-(``vectors``), each person's in-memory index (``person_index``, searched by ``index_search``),
-catching up with other processes through the change log (``catch_up``) and the scrub of
-forgotten words from embedded Chroma's file (``chroma_scrub``). One ranking (``ranking``)
-orders every list of memories a query finds.
+* :mod:`memory.controls`: what a person may do with their own memory, and the conflict questions kith asks.
+* :mod:`memory.service`: :class:`~memory.service.MemoryService`, the one object the wiring builds and closes.
+* :mod:`memory.capture` and :mod:`memory.recall`: from words to memories (validated, staged, gated); from a
+  query to ranked memories and the prompt's memory part.
+* :mod:`memory.forgetting`: the plan, the journal, tombstones, and the words scrubbed from every table.
+* :mod:`memory.store`: Chroma, each person's in-memory index, and the change log between processes.
+* :mod:`memory.encoders`: the local sentence encoder, reranker and entailment models.
+* :mod:`memory.core`: the shapes and text rules, pure.
+
+The rest of kith imports a room or the service, never a module inside a room (``tests/test_layers.py``).
 """

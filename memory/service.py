@@ -20,19 +20,19 @@ from ground.db import Database
 from ground.tunables import SEARCH_POOL_FACTOR
 from ground.types import utcnow
 from llm.client import LLMClient
-from memory.capture import Capture, PausedHook
-from memory.changes import ChangeLog
-from memory.embedders import Embedder, EmbedderStatus, open_embedder
-from memory.entailment import optional_entailment
-from memory.gate import MemoryGate, PromoteReport
-from memory.notes import Note
-from memory.ranking import lookup_matches, memory_matches, rank
-from memory.recall import visible
-from memory.records import MemoryRecord, Status
-from memory.scrub import checkpoint, reassign_saved_exports
-from memory.store import MemoryStore
-from memory.tombstones import JOURNAL_DIR, ForgetPlan, ForgetResult, Forgetter, RecentForgets, TombstoneBook
-from memory.wording import person_facing
+from memory.capture.job import Capture, PausedHook
+from memory.capture.merge_gate import MemoryGate, PromoteReport
+from memory.core.records import MemoryRecord, Status
+from memory.core.wording import person_facing
+from memory.encoders.embedders import Embedder, EmbedderStatus, open_embedder
+from memory.encoders.entailment import optional_entailment
+from memory.forgetting.scrub import checkpoint, reassign_saved_exports
+from memory.forgetting.tombstones import JOURNAL_DIR, ForgetPlan, ForgetResult, Forgetter, RecentForgets, TombstoneBook
+from memory.recall.engine import visible
+from memory.recall.ranking import lookup_matches, memory_matches, rank
+from memory.store.changes import ChangeLog
+from memory.store.memory_store import MemoryStore
+from memory.store.notes import Note
 
 log = logging.getLogger("kith.memory")
 
@@ -41,7 +41,7 @@ log = logging.getLogger("kith.memory")
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     record: MemoryRecord
-    score: float  # recall's score (:func:`memory.ranking.score`)
+    score: float  # recall's score (:func:`memory.recall.ranking.score`)
     cosine: float | None  # the embedder's, when this memory was among its nearest
     bm25: float  # normalised to the best lexical hit (0..1)
 
@@ -207,7 +207,7 @@ class MemoryService:
         return await self.store.notes_of(person)
 
     async def search(self, person: str, query: str, limit: int | None = None) -> SearchResult:
-        """The person's live memories for ``query``, ranked as recall ranks them (:mod:`memory.ranking`):
+        """The person's live memories for ``query``, ranked as recall ranks them (:mod:`memory.recall.ranking`):
         embedder cosine blended with BM25, or BM25 alone, times recency, importance and use.
 
         Without a working embedder the result says so (``lexical_only`` and ``reason``) instead of

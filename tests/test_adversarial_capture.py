@@ -21,11 +21,11 @@ import pytest
 from conversation.memory_commands import why_text
 from ground.db import Database
 from llm.client import LLMClient
-from memory.controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
-from memory.questions import QuestionBook
-from memory.records import AuthorRole, MemoryKind, Scope, Source, Turn
+from memory.capture.validation import RejectReason, validate_extraction
+from memory.controls.person_controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
+from memory.controls.questions import QuestionBook
+from memory.core.records import AuthorRole, MemoryKind, Scope, Source, Turn
 from memory.service import MemoryService
-from memory.validation import RejectReason, validate_extraction
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.helpers import FakeClock
 from tests.support.memory import T0, memory_settings, reply, say

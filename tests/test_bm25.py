@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.bm25 import BM25Index, normalize_scores
+from memory.core.bm25 import BM25Index, normalize_scores
 
 
 def _index(docs: dict[str, str]) -> BM25Index:

@@ -16,8 +16,8 @@ from ground.db import Database
 from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind
 from llm.client import LLMClient
-from memory.capture import CAPTURE_MAX_ATTEMPTS, CAPTURE_SHOWN_MEMORIES
-from memory.records import MemoryKind, Scope
+from memory.capture.job import CAPTURE_MAX_ATTEMPTS, CAPTURE_SHOWN_MEMORIES
+from memory.core.records import MemoryKind, Scope
 from memory.service import MemoryService
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.helpers import FakeClock, inbound

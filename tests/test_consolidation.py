@@ -13,9 +13,9 @@ import sqlalchemy as sa
 
 from heartbeat.consolidation import consolidation_chunks, day_summaries
 from heartbeat.due import ItemKind
-from memory.gate import PromoteReport
-from memory.records import MemoryKind, MemoryRecord, Scope, Source
-from memory.store import Note
+from memory.capture.merge_gate import PromoteReport
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
+from memory.store.memory_store import Note
 from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig

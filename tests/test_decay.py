@@ -19,8 +19,8 @@ from heartbeat.settings import HeartbeatSettings
 from kith.control.parts import Console
 from kith.heartbeat_cli import undo_decay_body
 from llm.client import LLMClient
-from memory.gate import Outcome
-from memory.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.capture.merge_gate import Outcome
+from memory.core.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.service import MemoryService
 from tests.helpers import FakeClock
 from tests.support.heartbeat import BotParts

@@ -13,8 +13,7 @@ import pytest
 
 from ground.db import Database
 from llm.client import LLMClient
-from memory.chroma import VECTOR_KEY, Collection
-from memory.embedders import (
+from memory.encoders.embedders import (
     ChromaDefaultEmbedder,
     EmbedderStatus,
     LiteLLMEmbedder,
@@ -25,6 +24,7 @@ from memory.embedders import (
     probe_embedder,
 )
 from memory.service import MemoryService
+from memory.store.chroma import VECTOR_KEY, Collection
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, free_port
 from tests.support.memory import (
@@ -218,8 +218,8 @@ def test_a_traced_encoder_that_would_disagree_with_encode_is_not_used(caplog: py
     pytest.importorskip("sentence_transformers")
     from sentence_transformers import SentenceTransformer
 
-    from memory.embedders import resolve_sentence_transformer
-    from memory.traced_encoder import traced_encoder
+    from memory.encoders.embedders import resolve_sentence_transformer
+    from memory.encoders.traced_encoder import traced_encoder
 
     model = SentenceTransformer(resolve_sentence_transformer("all-MiniLM-L6-v2"), device="cpu",
                                 local_files_only=True)
@@ -243,8 +243,8 @@ def test_a_model_with_a_projection_after_pooling_keeps_encode() -> None:
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from memory.embedders import resolve_sentence_transformer
-    from memory.traced_encoder import traced_encoder
+    from memory.encoders.embedders import resolve_sentence_transformer
+    from memory.encoders.traced_encoder import traced_encoder
 
     model = SentenceTransformer(resolve_sentence_transformer("all-MiniLM-L6-v2"), device="cpu",
                                 local_files_only=True)

@@ -18,7 +18,9 @@ import pytest
 from ground.config import MemorySettings
 from kith.doctor import check_entailment
 from kith.settings import Settings
-from memory.entailment import (
+from memory.capture.validation import RejectReason, validate_extraction
+from memory.core.records import AuthorRole, Scope, Turn
+from memory.encoders.entailment import (
     EntailmentUnavailable,
     as_check,
     entailment_index,
@@ -26,8 +28,6 @@ from memory.entailment import (
     optional_entailment,
     premise_of,
 )
-from memory.records import AuthorRole, Scope, Turn
-from memory.validation import RejectReason, validate_extraction
 
 ANA = "person-ana"
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -28,7 +28,7 @@ from kith import schema  # noqa: F401  (gathers every table into the metadata)
 from kith.app import App, build_app
 from kith.control.dispatch import run_command
 from kith.memory_cli import add_memory_parser
-from memory.notes import Note
+from memory.store.notes import Note
 from people import directory, history
 from tests.conftest import ROOT
 from tests.helpers import inbound

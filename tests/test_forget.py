@@ -14,12 +14,12 @@ import sqlalchemy as sa
 
 from ground.db import Database
 from heartbeat.goals import GoalBook
-from memory.gate import Outcome
-from memory.notes import Note
-from memory.records import MemoryKind, Source
-from memory.scrub import FORGOTTEN_MARK
+from memory.capture.merge_gate import Outcome
+from memory.core.records import MemoryKind, Source
+from memory.forgetting.scrub import FORGOTTEN_MARK
+from memory.forgetting.tombstones import describe_places, tombstones
 from memory.service import MemoryService
-from memory.tombstones import describe_places, tombstones
+from memory.store.notes import Note
 from people import history
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock

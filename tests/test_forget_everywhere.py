@@ -17,7 +17,7 @@ from delivery import outbox
 from ground.config import MemorySettings
 from ground.db import metadata
 from llm.client import import_litellm
-from memory.tombstones import tombstones
+from memory.forgetting.tombstones import tombstones
 from people import directory, history
 from tests.fakes.openai_api import Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, telegram_api  # noqa: F401

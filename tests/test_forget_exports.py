@@ -13,7 +13,7 @@ import pytest
 
 from ground.db import Database
 from llm.client import LLMClient
-from memory.scrub import FORGOTTEN_MARK, Redactor
+from memory.forgetting.scrub import FORGOTTEN_MARK, Redactor
 from memory.service import MemoryService
 from people import history
 from tests.fakes.openai_api import FakeOpenAI

@@ -28,11 +28,11 @@ from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind
 from heartbeat.consolidation import day_summaries
 from llm.client import LLMClient
-from memory import scrub as scrub_module
-from memory import tombstones as tombstones_module
+from memory.forgetting import scrub as scrub_module
+from memory.forgetting import tombstones as tombstones_module
+from memory.forgetting.tombstones import JOURNAL_DIR, tombstones
 from memory.service import MemoryService
-from memory.store import MemoryStore
-from memory.tombstones import JOURNAL_DIR, tombstones
+from memory.store.memory_store import MemoryStore
 from people import directory, history
 from tests.conftest import write_config
 from tests.fakes.openai_api import FakeOpenAI, Scripted

@@ -16,13 +16,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from memory.changes import ChangeLog
-from memory.chroma import Collection
-from memory.chroma_scrub import SAVE_BATCH, index_save_batches, index_save_ids
-from memory.embedders import EmbedderStatus
-from memory.notes import Note
-from memory.store import MemoryStore
-from memory.vectors import HASH_SPACE, Vectors
+from memory.encoders.embedders import EmbedderStatus
+from memory.store.changes import ChangeLog
+from memory.store.chroma import Collection
+from memory.store.chroma_scrub import SAVE_BATCH, index_save_batches, index_save_ids
+from memory.store.memory_store import MemoryStore
+from memory.store.notes import Note
+from memory.store.vectors import HASH_SPACE, Vectors
 from tests.helpers import open_db
 from tests.support.memory import memory_settings, record
 

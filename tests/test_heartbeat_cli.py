@@ -128,7 +128,7 @@ async def test_heartbeat_now_asks_a_flagged_conflict_with_buttons_not_in_a_free_
     """A conflict the nightly consolidation flagged is asked at the heartbeat, as the real question, without the
     person writing first; the model is never asked to phrase it in a check-in no answer could settle."""
     from llm.client import LLMClient
-    from memory.records import MemoryKind
+    from memory.core.records import MemoryKind
     from memory.service import MemoryService
     from tests.support.memory import candidate
 

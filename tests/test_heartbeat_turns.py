@@ -23,7 +23,7 @@ from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
 from kith.control.parts import Console
 from kith.heartbeat_cli import heartbeat_body
 from llm.client import LLMClient
-from memory.records import Horizon, MemoryCandidate, MemoryKind, Source
+from memory.core.records import Horizon, MemoryCandidate, MemoryKind, Source
 from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.helpers import FakeClock

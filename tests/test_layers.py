@@ -78,3 +78,18 @@ def test_no_package_level_cycle() -> None:
               if a < b and graph.chain_exists(importer=a, imported=b, as_packages=True)
               and graph.chain_exists(importer=b, imported=a, as_packages=True)]
     assert not cycles, cycles
+
+
+def test_the_rest_of_kith_reaches_memory_through_its_rooms() -> None:
+    """Outside memory, code imports a room (``memory.store``) or the service, never a module inside a room: what a
+    room's ``__init__`` exports is memory's whole surface, so a room can be rearranged without touching its users."""
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    rooms = {m for m in graph.find_children("memory")}
+    assert {"memory.core", "memory.store", "memory.service"} <= rooms, "the scan does not see memory's rooms"
+    deep = sorted(
+        f"{importer} imports {imported}"
+        for imported in graph.find_descendants("memory") - rooms
+        for importer in graph.find_modules_that_directly_import(imported)
+        if not importer.startswith("memory.")
+    )
+    assert not deep, "\n".join(deep)

@@ -27,10 +27,10 @@ from kith.control.dispatch import run_command
 from kith.memory_cli import add_memory_parser
 from kith.person_export import PersonExport
 from llm.client import LLMClient
-from memory import tombstones as tombstones_module
-from memory.notes import Note
-from memory.records import MemoryKind
+from memory.core.records import MemoryKind
+from memory.forgetting import tombstones as tombstones_module
 from memory.service import MemoryService
+from memory.store.notes import Note
 from people import directory, history
 from tests.conftest import ROOT
 from tests.helpers import FakeClock

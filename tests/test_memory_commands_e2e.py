@@ -23,10 +23,10 @@ from kith.commands import platform_channels
 from kith.policy_cli import run_pairing
 from kith.settings import Settings
 from llm.client import import_litellm
-from memory.controls import Requester
-from memory.gate import Outcome
-from memory.questions import QuestionBook, QuestionStatus
-from memory.records import MemoryCandidate, MemoryKind, Scope, Source, Status
+from memory.capture.merge_gate import Outcome
+from memory.controls.person_controls import Requester
+from memory.controls.questions import QuestionBook, QuestionStatus
+from memory.core.records import MemoryCandidate, MemoryKind, Scope, Source, Status
 from people import directory, history
 from policy import store
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, RecordedMessage, telegram_api  # noqa: F401

@@ -13,14 +13,14 @@ import pytest
 
 from ground.db import Database
 from llm.client import LLMClient
-from memory.chroma import VECTOR_KEY, Collection
-from memory.embedders import EmbedderStatus
-from memory.gate import Outcome
-from memory.notes import Note
-from memory.records import MemoryKind, Status, Tier
+from memory.capture.merge_gate import Outcome
+from memory.core.records import MemoryKind, Status, Tier
+from memory.core.similarity import Via
+from memory.encoders.embedders import EmbedderStatus
 from memory.service import MemoryService
-from memory.similarity import Via
-from memory.vectors import HASH_SPACE
+from memory.store.chroma import VECTOR_KEY, Collection
+from memory.store.notes import Note
+from memory.store.vectors import HASH_SPACE
 from tests.helpers import FakeClock
 from tests.support.memory import POSTGRES, T0, TableEmbedder, candidate, memory_settings, record
 

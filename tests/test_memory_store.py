@@ -1,6 +1,6 @@
 """The Chroma memory store, embedded and against a real ``chroma run`` server, through the same code.
 
-The ``store`` fixture keeps a change log (:mod:`memory.changes`), as kith's processes do, so
+The ``store`` fixture keeps a change log (:mod:`memory.store.changes`), as kith's processes do, so
 lookups are answered from memory; a few tests open stores without one (the Chroma path).
 """
 
@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from ground.db import Database
-from memory import capture as _capture_tables  # noqa: F401  (declares capture_cursors)
-from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
-from memory.changes import ChangeLog, memory_changes
-from memory.chroma import Collection, check_chroma
-from memory.embedders import EmbedderStatus
-from memory.notes import Note
-from memory.records import MemoryKind, MemoryRecord, Scope, Status
-from memory.store import MemoryStore, RevisionConflict
-from memory.tombstones import Forgetter, TombstoneBook
+from memory.capture import job as _capture_tables  # noqa: F401  (declares capture_cursors)
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Status
+from memory.encoders.embedders import EmbedderStatus
+from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
+from memory.forgetting.tombstones import Forgetter, TombstoneBook
+from memory.store.changes import ChangeLog, memory_changes
+from memory.store.chroma import Collection, check_chroma
+from memory.store.memory_store import MemoryStore, RevisionConflict
+from memory.store.notes import Note
 from tests.helpers import free_port, open_db
 from tests.support.memory import T0, memory_settings, record
 

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from memory.text import content_words, fold, is_negation, normalize, tokens, words_match
+from memory.core.text import content_words, fold, is_negation, normalize, tokens, words_match
 
 
 def test_normalize_folds_every_kind_of_whitespace_to_one_space() -> None:

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from memory.encoder_files import EncoderFilesUnavailable, locate
+from memory.encoders.encoder_files import EncoderFilesUnavailable, locate
 from tests.conftest import ROOT
 from tests.fakes import discord_api as fake_discord
 from tests.fakes import slack_api as fake_slack

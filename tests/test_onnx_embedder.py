@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from kith.settings import Settings
-from memory import encoder_files
-from memory.embedders import EmbedderUnavailable, OnnxEmbedder, check_embedder, open_embedder
-from memory.encoder_files import BUNDLED, EncoderFilesUnavailable, locate
+from memory.encoders import encoder_files
+from memory.encoders.embedders import EmbedderUnavailable, OnnxEmbedder, check_embedder, open_embedder
+from memory.encoders.encoder_files import BUNDLED, EncoderFilesUnavailable, locate
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text(encoding="utf-8"))
 MODEL = "all-MiniLM-L6-v2"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ground.db import Database
-from memory.questions import (
+from memory.controls.questions import (
     Answer,
     DmTarget,
     QuestionBook,
@@ -19,7 +19,7 @@ from memory.questions import (
     parse_answer,
     pick_pair,
 )
-from memory.records import MemoryRecord, Origin, Source, Status
+from memory.core.records import MemoryRecord, Origin, Source, Status
 from tests.helpers import FakeClock, open_db
 from tests.support.memory import T0, record
 

@@ -6,12 +6,13 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from ground.config import BudgetSettings, RecallSettings
-from memory.memory_context import (
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.recall.prompt_part import (
     fit_recalled,
     render_pinned,
     with_partners,
 )
-from memory.ranking import (
+from memory.recall.ranking import (
     RecallMatch,
     cited,
     clip_item,
@@ -19,7 +20,6 @@ from memory.ranking import (
     rank,
     recency_factor,
 )
-from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
 from persona.labels import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -21,13 +21,13 @@ from ground.db import Database
 from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind, InboundMessage
 from kith.schema import create_schema
-from memory import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
-from memory.memory_context import RecallMemoryContext
-from memory.notes import Note
-from memory.recall import RecallEngine, UseRecorder
-from memory.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
-from memory.store import MemoryStore
-from memory.tombstones import Forgetter, TombstoneBook
+from memory.core.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
+from memory.forgetting.tombstones import Forgetter, TombstoneBook
+from memory.recall.engine import RecallEngine, UseRecorder
+from memory.recall.prompt_part import RecallMemoryContext
+from memory.store.memory_store import MemoryStore
+from memory.store.notes import Note
 from persona.labels import CONFLICT_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 from tests.helpers import FakeClock, inbound
 from tests.support.memory import T0

@@ -15,11 +15,11 @@ from bench.locomo_grid import KS, Axes, best_on_all, grid_recall, leave_one_out,
 from ground.config import RecallSettings
 from ground.db import Database
 from kith.schema import create_schema
-from memory.ranking import RecallMatch
-from memory.recall import Gathered, RecallEngine
-from memory.records import MemoryKind, MemoryRecord, Scope, Source
-from memory.store import MemoryStore
-from memory.when import query_windows
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
+from memory.recall.engine import Gathered, RecallEngine
+from memory.recall.ranking import RecallMatch
+from memory.recall.when import query_windows
+from memory.store.memory_store import MemoryStore
 from tests.support.recall import open_store
 
 NOW = datetime(2023, 11, 15, 14, 0, tzinfo=UTC)

@@ -17,11 +17,11 @@ import pytest
 from ground.config import RecallSettings
 from ground.db import Database
 from kith.schema import create_schema
-from memory.ranking import RecallMatch, neighbour_lift, rank, score
-from memory.recall import RecallEngine
-from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
-from memory.store import MemoryStore
-from memory.timeline import ChatTimelines
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.core.timeline import ChatTimelines
+from memory.recall.engine import RecallEngine
+from memory.recall.ranking import RecallMatch, neighbour_lift, rank, score
+from memory.store.memory_store import MemoryStore
 from tests.helpers import FakeClock
 from tests.support.memory import T0
 from tests.support.recall import open_store, remember

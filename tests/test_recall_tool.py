@@ -12,11 +12,11 @@ import pytest
 from ground.config import Settings
 from ground.types import ChatKind
 from kith.app import App, build_app
-from memory.memory_context import RecallMemoryContext
-from memory.recall import RecallEngine, UseRecorder
-from memory.recall_tool import RecallTool
-from memory.records import Scope
-from memory.store import MemoryStore
+from memory.core.records import Scope
+from memory.recall.engine import RecallEngine, UseRecorder
+from memory.recall.prompt_part import RecallMemoryContext
+from memory.recall.recall_tool import RecallTool
+from memory.store.memory_store import MemoryStore
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import inbound
 from tests.support.recall import ConceptEmbedder, open_store, remember

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ground.config import RecallSettings
-from memory.ranking import RecallMatch, rank
-from memory.records import MemoryKind, MemoryRecord, Scope, Source
-from memory.when import Window, query_windows
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
+from memory.recall.ranking import RecallMatch, rank
+from memory.recall.when import Window, query_windows
 
 NOW = datetime(2023, 11, 15, 14, 0, tzinfo=UTC)  # a Wednesday
 

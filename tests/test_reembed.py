@@ -26,13 +26,13 @@ from kith.control.operations import run_operation
 from kith.control.parts import Console
 from kith.memory_cli import add_memory_parser
 from kith.progress import ProgressShown, progress_text
-from memory import reembed
-from memory.chroma import REBUILD_SUFFIX, VECTOR_KEY, ChromaCollections, Collection, make_client
-from memory.embedders import EmbedderStatus
-from memory.notes import Note
-from memory.reembed import Progress
-from memory.store import MemoryStore
-from memory.vectors import VectorSource
+from memory.encoders.embedders import EmbedderStatus
+from memory.store import reembed
+from memory.store.chroma import REBUILD_SUFFIX, VECTOR_KEY, ChromaCollections, Collection, make_client
+from memory.store.memory_store import MemoryStore
+from memory.store.notes import Note
+from memory.store.reembed import Progress
+from memory.store.vectors import VectorSource
 from tests.conftest import ROOT
 from tests.fakes.openai_api import FakeOpenAI, hash_embedding
 from tests.helpers import free_port

@@ -12,12 +12,12 @@ import pytest
 
 from ground.config import RecallSettings
 from kith.app import build_app
-from memory.embedders import EmbedderUnavailable, OnnxEmbedder
-from memory.encoder_files import locate, open_graph
-from memory.onnx_encoder import EncoderBuildError
-from memory.recall import RecallEngine
-from memory.reranker import CrossEncoderReranker, RerankerUnavailable, check_reranker, open_reranker, reranked
-from memory.store import MemoryStore
+from memory.encoders.embedders import EmbedderUnavailable, OnnxEmbedder
+from memory.encoders.encoder_files import locate, open_graph
+from memory.encoders.onnx_encoder import EncoderBuildError
+from memory.encoders.reranker import CrossEncoderReranker, RerankerUnavailable, check_reranker, open_reranker, reranked
+from memory.recall.engine import RecallEngine
+from memory.store.memory_store import MemoryStore
 from tests.support.cross_encoder import make_cross_encoder
 from tests.support.memory import T0, memory_settings
 from tests.support.recall import open_store, remember

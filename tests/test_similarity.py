@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from ground.tunables import MERGE_THRESHOLD, SINGLE_WORD_LINK_SCORE
-from memory.similarity import Action, Via, best_match, decide, lexical_similarity, matches
+from memory.core.similarity import Action, Via, best_match, decide, lexical_similarity, matches
 
 
 @dataclass(frozen=True)

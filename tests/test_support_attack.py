@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from ground.db import Database
-from memory.records import AuthorRole, Scope, Turn
+from memory.capture.validation import RejectReason, validate_extraction
+from memory.core.records import AuthorRole, Scope, Turn
 from memory.service import MemoryService
-from memory.validation import RejectReason, validate_extraction
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.memory import T0, memory_settings, reply, say, service  # noqa: F401
 

@@ -8,7 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.records import (
+from memory.capture.validation import (
+    DiscardReason,
+    RejectReason,
+    ValidationLimits,
+    instruction_or_authority,
+    validate_extraction,
+)
+from memory.core.records import (
     AuthorRole,
     Horizon,
     MemoryKind,
@@ -22,13 +29,6 @@ from memory.records import (
     from_metadata,
     horizon_expiry,
     to_metadata,
-)
-from memory.validation import (
-    DiscardReason,
-    RejectReason,
-    ValidationLimits,
-    instruction_or_authority,
-    validate_extraction,
 )
 
 ANA = "person-ana"

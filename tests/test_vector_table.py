@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from memory.records import Scope
-from memory.vector_table import VectorTable
+from memory.core.records import Scope
+from memory.core.vector_table import VectorTable
 
 DIM = 12
 

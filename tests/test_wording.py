@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from memory.scrub import FORGOTTEN_MARK, Redactor, redact_json
-from memory.wording import person_facing
+from memory.core.wording import person_facing
+from memory.forgetting.scrub import FORGOTTEN_MARK, Redactor, redact_json
 
 
 @pytest.mark.parametrize(("stored", "in_their_dm", "elsewhere"), [

@@ -17,7 +17,7 @@ from ground.config import Settings
 from ground.db import Database
 from ground.tunables import CHROMA_CHECK_TIMEOUT_S
 from heartbeat.service import Heartbeat, build_heartbeat
-from memory.embedders import embedder_result
+from memory.encoders import embedder_result
 from memory.service import MemoryService
 
 if TYPE_CHECKING:

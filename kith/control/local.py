@@ -21,9 +21,8 @@ from kith import store_checks
 from kith.app import open_database
 from kith.memory_cli import NOT_NEEDED
 from llm.client import LLMClient
-from memory.controls import PauseBook
-from memory.embedders import EmbedderStatus
-from memory.questions import QuestionBook
+from memory.controls import PauseBook, QuestionBook
+from memory.encoders import EmbedderStatus
 from memory.service import MemoryService
 
 

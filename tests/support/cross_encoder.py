@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.encoder_files import locate
-from memory.onnx_encoder import read_safetensors
+from memory.encoders.encoder_files import locate
+from memory.encoders.onnx_encoder import read_safetensors
 
 HEAD_SEED = 7
 

@@ -15,7 +15,7 @@ from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from llm.client import LLMClient
-from memory.records import MemoryCandidate, MemoryKind
+from memory.core.records import MemoryCandidate, MemoryKind
 from memory.service import MemoryService
 from people import history
 from tests.fakes.openai_api import FakeOpenAI

@@ -15,8 +15,8 @@ import pytest_asyncio
 from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from ground.db import Database
 from llm.client import LLMClient
-from memory.embedders import Vector
-from memory.records import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.core.records import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.encoders.embedders import Vector
 from memory.service import MemoryService
 from people import directory, history
 from tests.fakes.openai_api import FakeOpenAI

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ground.config import MemorySettings
 from ground.db import Database
-from memory.changes import ChangeLog
-from memory.embedders import EmbedderStatus
-from memory.records import MemoryKind, MemoryRecord, Scope, Source, Status
-from memory.store import MemoryStore
-from memory.text import content_words
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.core.text import content_words
+from memory.encoders.embedders import EmbedderStatus
+from memory.store.changes import ChangeLog
+from memory.store.memory_store import MemoryStore
 from tests.support.memory import T0
 
 DIM = 64

@@ -1,0 +1,867 @@
+"""Support, not just presence: does the person's own sentence actually say what the memory says?
+
+A literal quote proves the person typed the words, not that the words state the memory: "I am vegan"
+is a substring of "I would never say I am vegan". :func:`check_support` takes one memory's text, its
+quotes and the person's turn texts they were found in, and applies these rules, in English, Polish
+and German (with the plainest French and Spanish negations, conditions, modals and family words as
+well), to each quote where it stands in its turn (an occurrence that passes every rule is enough).
+The rules read the turn, the quote and the memory with characters that show nothing removed and
+fullwidth and look-alike letters folded to what they look like ("nоt" with a Cyrillic "о" is "not",
+"？" is "?"), so no spelling trick hides a word from them; what is kept is what was typed.
+
+1. **Whole words**: the quote neither starts nor ends inside a word ("vegan" out of "vegans").
+2. **A clause from its start**: the quote begins where a clause begins (the turn's or a sentence's
+   start, after punctuation, or after a connective such as "and", "but", "that", "i", "że", "und",
+   "dass"), or leaves off only grammar words ("I was", "ich bin"), an interjection ("OMG"), one adverb in
+   -ly, or one leading phrase of place or time ("at work", "these days", "w pracy", "seit 2019"), so whatever governs it
+   is not cut off ("I am vegan" out of "I doubt I am vegan" is refused).
+3. **Polarity**: the clause the quote stands in is negated ("not", "never", "n't", "nie", "nigdy",
+   "nicht", "kein", ...) exactly when the memory is. Words that cut a clause down or undo it count as
+   negations ("rarely", "almost", "quit", "lost", "kaum", "rzadko"). The clause runs from the previous
+   clause boundary (punctuation or a coordinating conjunction) to the next one or to a relative pronoun after
+   the quote ("I have a cat that needs ..." is about the cat), so "I'm not a fan of cats,
+   but I love dogs" supports "loves dogs", while "I would never say I am vegan" does not support "is vegan".
+   A comma before "that", "że", "dass" does not end the clause before it ("Nigdy nie powiedziałbym, że
+   jestem weganinem").
+4. **Not hypothetical**: no condition anywhere in the sentence ("if", "unless", "in case", "assuming",
+   "gdyby", "jeśli", "wenn", "falls"; a concession such as "even if" is not one), and no modal, hedge,
+   wish, plan, obligation or future in the quote's clause ("would", "I'd", "might", "maybe", "want to",
+   "need", "should", "have to", "will", "going to", "byłbym", "chcę", "würde", "möchte", "muss") unless
+   the memory carries a modal or wish of its own ("would like to", "wants to") or repeats the clause's,
+   or says no more than what the clause's possessives name ("my dog Luna").
+5. **Not a question**: no question mark from the quote on (also one followed by an emoji, or fullwidth),
+   and the sentence opens neither with "czy" nor with an auxiliary before its subject ("Do I have ...",
+   "Should I ...", "Bin ich ..."). A question turned to the listener after it ("..., do you?", "und du?")
+   asks nothing about the statement.
+6. **Not reported**: no verb of saying, thinking, claiming or denying, nor a hearsay word, comes before
+   the quote in its sentence or inside the quote ("my friend says I am vegan", "I think", "I deny",
+   "apparently", "podobno", "angeblich"), nor trails it ("..., says my mum"), unless introduced by "as"
+   ("as I said").
+7. **Grounded**: every content word of the memory (its names, numbers, places and objects, and its
+   verbs) appears in the quotes, allowing for inflection ("lives"/"live", "Krakowie"/"Kraków",
+   "wohnt"/"wohne"); numbers must appear exactly. Words that only refer to the person ("PERSON", their
+   name, pronouns), grammar words and words of wish or modality are exempt.
+8. **About the person**: a sentence about someone else is not a fact about the speaker. Every word for
+   another person in the quote's clause ("my sister", "my therapist", "in my family", "mój brat",
+   "meine Mutter") and the quote's opening word when it is capitalised and not grammar ("Tom is vegan")
+   must appear in the memory as well, unless the speaker is a subject beside them ("my wife and I"). A
+   quote opening with a verb in the third person ("is vegan", "ist", "jest") has another subject, and a
+   clause opening with the speaker's possessive ("my X is ...") is about X, which the memory must name.
+9. **The tense is kept**: a clause in the past ("used to", "früher", "dawniej"; "was", "had", "war",
+   "byłam" before a noun or adjective, not before a participle: "I was diagnosed" still holds; or the
+   memory's verb in the present where the quote has it in the past: "lives"/"lived", "wohnt"/"wohnte",
+   "mieszka"/"mieszkałam") supports only a memory that says it was. A perfect with "since"/"for" lasts.
+10. **What governs a "that"-clause**: the words before "that"/"dass"/"że" decide whether what follows is
+   asserted ("I hope that I get the job" does not say "gets the job"): they must be grammar, assert it
+   ("I know that", "the truth is that"), or be in the memory too.
+11. **Their own words**: a quote inside quotation marks, in a sentence opened by ">", or after a
+   forwarding header ("Fwd:") is someone else's text passed on.
+12. **Meant**: a tone tag anywhere in the message ("/s", "/j") or a joke marker after the quote ("jk",
+   "kidding", an eye-roll emoji) takes it back.
+
+The sentence (or sentences) the passing occurrence stands in is returned, so the receipt keeps it whole.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ground.tunables import GROUNDING_MAX_ENDING_CHARS, PREFIX_MATCH_MIN_CHARS
+from memory.core.text import fold, is_stop_word, tokens, words_match
+
+
+class Unsupported(enum.StrEnum):
+    PARTIAL = "evidence_partial"  # cuts a word, or starts inside a clause
+    NEGATED = "evidence_negated"
+    HYPOTHETICAL = "evidence_hypothetical"
+    QUESTION = "evidence_question"
+    REPORTED = "evidence_reported"
+    NOT_GROUNDED = "not_grounded"
+    PAST = "evidence_past"  # the quote tells what was, the memory what is
+
+
+@dataclass(frozen=True, slots=True)
+class Supported:
+    sentences: tuple[str, ...]  # the whole sentence each quote stands in, in quote order
+
+
+def _set(*groups: str) -> frozenset[str]:
+    return frozenset(w for group in groups for w in group.split())
+
+
+NEGATIONS = _set(
+    "not no never nor neither none nothing nobody nowhere cannot without",
+    "nie nigdy nic nikt nigdzie żaden żadna żadne żadnego żadnej ani bez",
+    "nicht nie niemals nichts niemand nirgends nirgendwo weder kein keine keinen keinem keiner keines ohne",
+    # French and Spanish are not among the languages the rules claim, but their plain negators cost nothing
+    # and keep a memory in those languages from dropping one ("Je n'habite pas à Paris").
+    "ne pas jamais rien aucun aucune sans nunca jamás nada nadie ningún ninguna tampoco",
+)
+# Words that cut a clause down to almost nothing, or undo it: "I rarely drink coffee" does not say "drinks
+# coffee", "I almost died" not "died", "I quit smoking" not "smokes", "I lost my job" not "has a job". They
+# count as a negation, so the memory must carry one too (most simply, the same word). German "fast" is left
+# out: it is also the English adjective.
+LIMITERS = _set(
+    "hardly barely scarcely rarely seldom almost nearly quit quits stopped ceased lost sold failed",
+    "rzadko ledwo ledwie prawie niemal",
+    "kaum selten beinahe aufgehört verloren verkauft",
+)
+# Polish verbs of stopping, losing and selling inflect too much for a list: their stems.
+LIMITER_STEMS = ("przesta", "strac", "sprzeda")
+CONDITIONALS = _set("if unless whether suppose supposing hypothetically assuming provided providing",
+                    "jeśli jeżeli gdyby jeśliby czy", "wenn falls sofern ob angenommen vorausgesetzt",
+                    "si")  # French and Spanish "if"
+# Conditions of more than one word: "in case I get the job, ...", "as long as I live here, ...".
+CONDITIONAL_PHRASES = (("in", "case"), ("as", "long", "as"), ("o", "ile"))
+CONCESSIVE_BEFORE_IF = _set("even as only nawet auch selbst")  # "even if", "auch wenn", "nawet jeśli"
+MODALS = _set(
+    "would could might may maybe perhaps possibly probably wish",
+    "bym byś by byłbym byłabym byłoby mógłbym mogłabym może chyba pewnie prawdopodobnie",
+    "würde würdest würden wäre wären hätte hätten könnte könnten vielleicht wahrscheinlich möglicherweise",
+    # Obligation, the future, and wanting, needing, hoping, planning or trying: "I should exercise more",
+    # "I will move to Lisbon", "I want to play piano", "I need a car" state no fact about the present.
+    "should must ought shall will gonna wanna want wants wanted need needs hope hopes hoped plan plans "
+    "planned planning intend intends trying",
+    "chcę chciałam chciałem muszę musisz powinienem powinnam powinien powinna planuję zamierzam",
+    "soll sollte sollten solltest muss musst müssen musste möchte möchtest möchten will willst wollen wollte "
+    "werde werden wirst darf dürfte",
+    "voudrais voudrait aimerais aimerait devrais devrait pourrais pourrait veux quiero quiere quisiera "
+    "querría debería podría quizás quizá",
+)
+# Modality spelt in more than one word: "I have to call my mom", "I'm going to quit my job".
+MODAL_PHRASES = (("have", "to"), ("has", "to"), ("had", "to"), ("going", "to"), ("got", "to"))
+# Words that carry the modality or wish in the memory itself, and so may stand in it ungrounded.
+WISH_WORDS = _set(
+    "would could might may maybe perhaps possibly probably want wants wanted wish wishes hope hopes hoping "
+    "plan plans planning intend intends intention dream dreams someday",
+    "should must ought shall will going gonna need needs needed try tries trying",
+    "chce chciałby chciałaby chciałbym planuje marzy może chyba kiedyś musi powinien powinna zamierza",
+    "möchte möchten will wollen wünscht hofft plant träumt würde vielleicht irgendwann soll sollte muss "
+    "müssen werde wird",
+)
+REPORTING = _set(
+    "say says said saying tell tells told telling claim claims claimed claiming think thinks thought "
+    "believe believes believed reckon reckons guess guessed suppose supposed assume assumes assumed "
+    "heard hear hears pretend pretends pretended joke jokes joked joking kidding insist insists insisted "
+    "swear swears swore wrote writes according apparently allegedly supposedly reportedly rumour rumor "
+    "rumoured rumored seems seemed imagine imagines imagined deny denies denied doubt doubts doubted",
+    "mówi mówią mówił mówiła mówili mówiłem mówiłam powiedział powiedziała powiedzieli powiedziałem "
+    "powiedziałam twierdzi twierdzą twierdził twierdziła myśli myślą myślał myślała myślę sądzi sądzę "
+    "uważa uważam uważają podobno ponoć rzekomo według słyszałem słyszałam napisał napisała pisze żartuje "
+    "żartował żartowała udaje udawał udawała wydaje",
+    "sagt sagen sagte sagten gesagt sage meint meinen meinte glaubt glaube glaubte glauben denkt denke "
+    "dachte behauptet behauptete erzählt erzählte angeblich laut schreibt schrieb geschrieben scherzt "
+    "scherzte vermutet vermute anscheinend gehört bezweifle bezweifelt bestreite bestreitet leugne leugnet",
+)
+# Clause boundaries for polarity and modality: coordinators and causal connectives start a new clause.
+COORDINATORS = _set(
+    "and but or so yet then because since while whereas however",
+    "i a ale lecz lub albo oraz więc bo ponieważ jednak zaś natomiast",
+    "und aber oder sondern denn doch weil da während jedoch",
+)
+COMPLEMENTISERS = _set("that whether if", "że iż czy jakoby", "dass ob")
+# A quote may open right after one of these as well: complementisers and discourse openers govern
+# nothing by themselves (what governs is checked by the other rules).
+OPENERS = COORDINATORS | _set(
+    "that also plus well oh ok okay yes yeah yep no nope btw honestly actually anyway now hi hey please "
+    "so though still besides",
+    "że iż też także no tak cóż właściwie szczerze teraz hej cześć proszę",
+    "dass auch ja nein naja übrigens eigentlich ehrlich jetzt hallo bitte also",
+    # Interjections open a chat message without governing it: "OMG I just adopted a puppy".
+    "omg wow lol lmao haha hehe yay ugh aww hmm gosh jeez whoa ooh ah finally ojej och ach mensch krass",
+)
+PREPOSITIONS = _set(
+    "at in on since during after before for with from by until around about",
+    "w we na od do po przy z ze u dla podczas",
+    "in im am an auf bei seit nach vor mit von vom aus zur zum während",
+)
+# Words that open a leading adverbial of time: "these days", "last year", "every Monday", "heute".
+TIME_OPENERS = _set(
+    "these this last next every each today tonight nowadays lately recently currently usually yesterday "
+    "tomorrow",
+    "dziś dzisiaj teraz ostatnio zwykle codziennie wczoraj jutro obecnie zazwyczaj",
+    "heute jetzt neulich meistens gestern morgen diese dieses diesen letztes letzte letzten nächste "
+    "nächstes jeden jede jedes derzeit",
+)
+LEADING_PHRASE_MAX_WORDS = 4  # "in my old job", "bei der Arbeit"
+FIRST_PERSON = _set(
+    "i me my mine myself we us our ours i'm",
+    "ja mnie mi mną mój moja moje mojego mojej moim moją moich my nas nasz nasza nasze",
+    "ich mich mir mein meine meinen meinem meiner meines wir uns unser unsere",
+)
+# Words for another person: a quote holding one is about them unless the memory names them too.
+OTHER_PEOPLE = _set(
+    "mother mom mum mommy dad daddy father brother brothers sister sisters wife husband partner boyfriend "
+    "girlfriend friend friends son sons daughter daughters kid kids child children boss colleague colleagues "
+    "coworker coworkers neighbour neighbor neighbours neighbors uncle aunt cousin grandma grandmother grandpa "
+    "grandfather roommate flatmate fiance fiancee parents family he she they",
+    # People by their role: what a doctor or a therapist is, the speaker is not.
+    "doctor therapist teacher student classmate manager client patient landlord tenant ex",
+    "mama mamy mamą matka matki ojciec ojca tata taty brat brata bratem siostra siostry siostrą żona żony "
+    "żoną mąż męża mężem chłopak dziewczyna przyjaciel przyjaciela przyjaciółka kolega kolegi koleżanka syn "
+    "syna córka córki dziecko dzieci szef szefowa sąsiad sąsiadka wujek ciocia kuzyn kuzynka babcia dziadek "
+    "rodzice rodzina rodzinie rodziny rodzinę",
+    "mutter mama vater papa bruder brüder schwester schwestern ehefrau ehemann partnerin freund freunde "
+    "freundin freundinnen sohn tochter kinder kollege kollegin nachbar nachbarin onkel tante cousine oma "
+    "opa großmutter großvater eltern familie mitbewohner mitbewohnerin arzt ärztin therapeut therapeutin "
+    "lehrer lehrerin chef chefin",
+    "lekarz lekarka terapeuta terapeutka nauczyciel nauczycielka współlokator współlokatorka",
+    # French and Spanish family words, so a sister's fact in those languages is not taken for the speaker's.
+    "sœur soeur frère mère père mari femme fille fils ami amie copain copine hermana hermano madre padre "
+    "esposa esposo marido novio novia amigo amiga hijo hija médico médecin",
+)
+# The speaker's possessives: a clause that opens with one ("my therapist is vegan") is about what follows it.
+POSSESSIVES = _set(
+    "my our", "mój moja moje mojego mojej moi nasz nasza nasze nasi",
+    "mein meine meinen meinem meiner meines unser unsere unserem unseren unserer",
+    "mon mes notre nos mis nuestro nuestra",
+)
+# Words that name the person rather than something of theirs ("my name is Ana" is about the speaker).
+NAME_WORDS = _set("name names nickname imię imienia nazwisko spitzname")
+# A quote that opens with a verb in the third person has its subject outside the quote, and it is not the
+# speaker, who says "am", "have", "jestem", "bin": "Tom, my roommate, is vegan" does not make "is vegan" theirs.
+THIRD_PERSON_OPENERS = _set("is are has does", "jest są ma mają", "ist sind hat")
+# Words that put a clause in the past outright: "I used to live in Paris" is not "lives in Paris", "Ich wohnte
+# früher in Paris" not "wohnt in Paris".
+PAST_WORDS = _set(
+    "used formerly previously former",
+    "dawniej wcześniej niegdyś",
+    "früher damals ehemals ehemalige ehemaliger einst",
+)
+# A past copula or "had" before a noun or an adjective is a state that was ("I was a smoker", "I had a dog",
+# "Byłam weganką", "Ich war Veganer"); before a participle it is an event whose result may last ("I was
+# diagnosed with diabetes" does say "is diabetic"), so it does not count.
+PAST_COPULAS = _set(
+    "was were had",
+    "był była było byli były byłem byłam byłeś byłaś",
+    "war waren warst hatte hatten hattest",
+)
+PARTICIPLES = _set("born told made done gone got given taken seen hurt hit left lost paid sent put")
+# Words before "that"/"dass"/"że" that assert what follows ("I know that I ...", "the truth is that ...");
+# any other word governing a "that"-clause ("I hope that", "I fear that", "so that") must stay in the memory.
+FACTIVE = _set(
+    "know knew known sure certain admit admitted confess realise realize realised realized remember "
+    "glad happy proud sorry fact true truth now given except clear obvious course",
+    "wiem wiedziałam wiedziałem pewna pewien pewno fakt prawda przyznaję cieszę teraz",
+    "weiß wusste sicher klar tatsache wahr wahrheit zugegeben froh jetzt",
+)
+# Tone tags and joke markers that take back what the message says: "I love Mondays /s", "... jk".
+_TONE_TAG = re.compile(r"(?:^|\s)/(?:s|sarc|sarcasm|j|jk|hj)(?=\W|$)", re.IGNORECASE)
+JOKE_WORDS = _set("jk kidding joking", "żartuję żart", "spaß scherz")
+JOKE_SIGNS = "🙄🙃"  # an eye-roll or an upside-down face after a statement marks it as not meant
+# A forwarded or pasted message: a header such as "Fwd:" before the quote, or a ">" opening its sentence.
+_FORWARD_HEADER = re.compile(r"(?:^|\W)(?:fwd?|forwarded(?: message)?|wg|weitergeleitet\w*|pd|przekazan\w*)\s*:",
+                             re.IGNORECASE)
+# Grammar and person words that a memory may use without the quote having them.
+FREE_WORDS = _set(
+    "person persons user users kith they them their theirs he him his she her hers it its",
+    # Naming a thing adds no claim of its own: "my dog Luna" says the dog is called Luna, and the name
+    # itself must still be in the quote.
+    "called named nazywa nazywają nazywał nazywała heißt heißen hieß genannt",
+    "ona on ono oni one jej jego ich go mu jest są był była było",
+    "ich du er sie es wir ihr ihm ihn ihnen sein seine seinen seinem seiner seines ihre ihren ihrem ihrer "
+    "ist bin bist sind war waren hat habe hast haben hatte hatten wird werde wurde der die das den dem "
+    "des ein eine einen einem einer eines und oder aber im am an auf aus bei mit nach von vom zu zum zur "
+    "für über unter seit als wie auch noch schon sehr hier dort jetzt",
+)
+
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s|$)")
+_WORD_CHAR = re.compile(r"\w", re.UNICODE)
+
+
+def _is_word_char(char: str) -> bool:
+    return bool(_WORD_CHAR.match(char))
+
+
+def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The bounds of the sentence(s) holding ``text[start:end]``."""
+    s, e = 0, len(text)
+    for m in _SENTENCE_END.finditer(text):
+        if m.end() <= start:
+            s = m.end()
+        elif m.start() >= end - 1 or m.end() >= end:
+            e = m.end()
+            break
+    while s < len(text) and text[s].isspace():
+        s += 1
+    return s, e
+
+
+def _whole_words(text: str, start: int, end: int) -> bool:
+    if start > 0 and _is_word_char(text[start - 1]) and _is_word_char(text[start]):
+        return False
+    if end < len(text) and _is_word_char(text[end - 1]):
+        after = text[end]
+        if _is_word_char(after):
+            return False
+        # "doctor" out of "doctor's": an apostrophe followed by a letter continues the word.
+        if after in "'’" and end + 1 < len(text) and text[end + 1].isalpha():
+            return False
+    return True
+
+
+def _clause_starts_at(text: str, sentence_start: int, start: int) -> bool:
+    """Rule 2: what the quote leaves off its clause's start is nothing, grammar, or one leading phrase."""
+    before = text[sentence_start:start]
+    cut = 0
+    for m in _HEAD_BOUNDARY_RE.finditer(before):
+        cut = m.end()
+    head = tokens(before[cut:])
+    for i in range(len(head) - 1, -1, -1):
+        if head[i] in OPENERS:
+            head = head[i + 1:]
+            break
+    if all(is_stop_word(w) for w in head):
+        return True
+    if len(head) == 1 and head[0].endswith("ly"):  # "secretly", "honestly"
+        return True
+    return (head[0] in PREPOSITIONS or head[0] in TIME_OPENERS) and len(head) <= LEADING_PHRASE_MAX_WORDS
+
+
+RELATIVES = _set("that who which whose whom", "który która które którzy którego której", "welche welcher welches")
+_BOUNDARY_RE = re.compile(r"[,;:()]|\s[-–—]\s")
+# Where a clause may open: punctuation, a dash between spaces, an opening quotation mark.
+_HEAD_BOUNDARY_RE = re.compile(r"[,;:()…\"“„«]|\s[-–—]\s|(?:^|\s)['‘]")
+
+
+def _clause_around(sentence: str, start: int, end: int) -> str:
+    """The clause(s) of ``sentence`` holding ``sentence[start:end]``: from the last boundary before the quote to
+    the first one after it. Boundaries are punctuation and coordinating conjunctions."""
+    head = sentence[:start]
+    cut = 0
+    for m in _BOUNDARY_RE.finditer(head):
+        # Polish and German set a comma before "że"/"dass": the clause it opens stays governed by the one before.
+        following = tokens(head[m.end():m.end() + 12])
+        if m.group() == "," and following and following[0] in COMPLEMENTISERS:
+            continue
+        cut = m.end()
+    words = list(re.finditer(r"\w+(?:['’]\w+)*", head))
+    for m in words:
+        if m.start() >= cut and m.group().casefold() in COORDINATORS:
+            cut = m.end()
+    tail = sentence[end:]
+    stop = len(tail)
+    boundary = _BOUNDARY_RE.search(tail)
+    if boundary is not None:
+        stop = boundary.start()
+    for m in re.finditer(r"\w+(?:['’]\w+)*", tail[:stop]):
+        # A relative clause after the quote tells of a thing the quote names, not of the quote: "I have a cat
+        # that needs a lot of attention" still says "has a cat".
+        if m.group().casefold() in COORDINATORS or m.group().casefold() in RELATIVES:
+            stop = m.start()
+            break
+    return sentence[cut:start] + sentence[start:end] + tail[:stop]
+
+
+def _has(words: Iterable[str], lexicon: frozenset[str]) -> bool:
+    return any(w in lexicon for w in words)
+
+
+# Polish and German verbs of saying and thinking inflect too much for a word list: their stems.
+REPORTING_STEMS = (
+    "powiedzia", "powiedzie", "mówi", "mówił", "twierdz", "myśla", "myśle", "sądz", "uważa", "słysza", "napisa",
+    "żartow", "udawa", "gesagt", "behaupt", "glaubt", "meint", "erzähl", "vermut", "scherz",
+)
+
+
+def _reporting(word: str) -> bool:
+    return word in REPORTING or word.startswith(REPORTING_STEMS)
+
+
+# French elides its negator onto the verb ("n'habite"), which the tokeniser glues into one word.
+_FRENCH_ELIDED_NEGATION = re.compile(r"(?<!\w)n['’](?=\w)", re.IGNORECASE)
+
+
+def _negated(text: str) -> bool:
+    words = tokens(text)
+    return (
+        _has(words, NEGATIONS | LIMITERS)
+        or any(w.startswith(LIMITER_STEMS) for w in words)
+        or _FRENCH_ELIDED_NEGATION.search(text) is not None
+    )
+
+
+# Polish glues its conditional to the word: "gdybym", "jadłbym", "byłabyś", "zrobiliby".
+_POLISH_CONDITIONAL = re.compile(r"^gdyby|ł[aoy]?by(?:m|ś|śmy|ście)?$|liby(?:śmy|ście)?$")
+
+
+def _has_phrase(words: Sequence[str], phrases: Iterable[tuple[str, ...]]) -> bool:
+    return any(tuple(words[i:i + len(p)]) == p for p in phrases for i in range(len(words) - len(p) + 1))
+
+
+# English glues "would" and "will" to the pronoun ("I'd love to", "I'll move"), and the tokeniser drops the
+# clitic. "'d" before a participle is "had" ("I'd been"), which is no modal.
+_CLITIC_MODAL = re.compile(r"\w['’](?:ll|d(?!\s+(?:been|had|gone|done|never|already|just|\w+ed)\b))\b", re.IGNORECASE)
+
+
+# Polish "by" standing alone is also English "by", one of its commonest words ("I go to work by bike", "Dune by
+# Herbert"): it counts as a modal only in a clause that reads as Polish, by its letters or its everyday words.
+_AMBIGUOUS_MODALS = frozenset({"by"})
+_POLISH_LETTERS = frozenset("ąćęłńóśźż")
+_POLISH_MARKERS = _set("nie się że żeby aby jest jestem jesteś są mam masz ma mój moja moje ja ty on ona oni też "
+                       "już bardzo tak tylko")
+
+
+def _reads_polish(words: Sequence[str]) -> bool:
+    return any(w in _POLISH_MARKERS or not _POLISH_LETTERS.isdisjoint(w) for w in words)
+
+
+def _modal_words(words: Sequence[str]) -> set[str]:
+    found = {w for w in words if w in MODALS or _POLISH_CONDITIONAL.search(w)}
+    if found & _AMBIGUOUS_MODALS and not _reads_polish(words):
+        found -= _AMBIGUOUS_MODALS
+    return found
+
+
+def _modal(text: str, memory: str) -> bool:
+    """Rule 4's modal or hedge in ``text``, unless the memory repeats it word for word: a memory that keeps
+    the modality says no more than the clause (English "by" in "I go to work by bike" is Polish "by" too)."""
+    words = tokens(text)
+    memory_words = set(tokens(memory))
+    return (
+        bool(_modal_words(words) - memory_words)
+        or _has_phrase(words, MODAL_PHRASES)
+        or _CLITIC_MODAL.search(text) is not None
+    )
+
+
+def _wishful(memory: str) -> bool:
+    """The memory carries a modality or wish of its own ("would like to", "has to", "wants to")."""
+    words = tokens(memory)
+    return _has(words, WISH_WORDS) or _has_phrase(words, MODAL_PHRASES) or _CLITIC_MODAL.search(memory) is not None
+
+
+def _conditional(sentence_words: Sequence[str]) -> bool:
+    for i, word in enumerate(sentence_words):
+        conditional = word in CONDITIONALS or word.startswith("gdyby")
+        if conditional and not (i > 0 and sentence_words[i - 1] in CONCESSIVE_BEFORE_IF):
+            # Polish "czy" opens a question or "whether": either way the clause is not asserted.
+            return True
+    return _has_phrase(sentence_words, CONDITIONAL_PHRASES)
+
+
+# A sentence that opens with an auxiliary before its subject asks ("Do I have diabetes", "Am I vegan",
+# "Bin ich Veganer") or supposes ("Should I get the job, ...", "Hätte ich Zeit, ..."), with or without
+# its question mark: either way it asserts nothing.
+INVERTED_AUXILIARIES = _set(
+    "do does did am is are was were have has had can could should would will shall may might must",
+    "bin bist ist sind seid habe hast hat haben habt kann kannst könnte sollte soll muss darf will werde "
+    "wirst wird war waren hätte wäre würde",
+)
+SUBJECT_PRONOUNS = _set("i you we he she they it my", "ich du er sie es wir ihr")
+# Question marks of other scripts and widths are folded to "?" before this; Spanish opens with "¿".
+_QUESTION_MARKS = "?¿؟"
+
+
+# A statement handed over to the listener ends with a short question about them: "I love sushi, do you?", "I'm a
+# nurse, and you?", "Mieszkam w Krakowie, a ty?", "Ich wohne in Berlin, und du?". That question asks about the
+# listener, not about what was said before it, so its mark does not make the statement a question.
+_TAG_LEADS = _set("and but what how so a i und", "about")
+_TAG_AUXILIARIES = _set("do does did not have are can will would", "czy")
+_TAG_LISTENERS = _set("you u ya yours ty wy pan pani du ihr sie")
+_TAG_ENDS = _set("too also either guys then też auch denn")
+_TAG_BOUNDARY = re.compile(r"[,;:—–]|\s-\s")
+
+
+def _listener_tag(words: Sequence[str]) -> bool:
+    """``words`` (a clause before a question mark) only turn the question to the listener."""
+    rest = list(words)
+    while rest and rest[0] in _TAG_LEADS:
+        rest = rest[1:]
+    while rest and rest[0] in _TAG_AUXILIARIES:
+        rest = rest[1:]
+    while rest and rest[-1] in _TAG_ENDS:
+        rest = rest[:-1]
+    return len(rest) == 1 and rest[0] in _TAG_LISTENERS
+
+
+def _asks(tail: str) -> bool:
+    """A question mark in ``tail`` (the sentence from the quote on) that asks about what the quote says."""
+    for mark in re.finditer("[" + _QUESTION_MARKS + "]", tail):
+        before = tail[:mark.start()]
+        cuts = list(_TAG_BOUNDARY.finditer(before))
+        if not cuts or not _listener_tag(tokens(before[cuts[-1].end():])):
+            return True
+    return False
+
+
+def _question(sentence: str, start: int) -> bool:
+    """Rule 5: a question mark from the quote on (or "¿" anywhere), "czy" first, or an inverted auxiliary
+    first. A question mark followed by an emoji ("...Lisbon?🤔") ends no sentence, so it is searched for. A
+    question turned to the listener after the statement ("..., do you?") asks nothing about it."""
+    if "¿" in sentence or _asks(sentence[start:]):
+        return True
+    words = _without_openers(tokens(sentence))
+    if words and words[0] == "czy":
+        return True
+    return len(words) >= 2 and words[0] in INVERTED_AUXILIARIES and words[1] in SUBJECT_PRONOUNS
+
+
+def _reported(sentence: str, start: int, end: int) -> bool:
+    if any(_reporting(w) for w in tokens(sentence[:end])):
+        return True
+    tail = tokens(sentence[end:])
+    for i, word in enumerate(tail):
+        if _reporting(word) and not (i > 0 and tail[i - 1] in {"as", "jak", "wie"}) and not (
+            i > 1 and tail[i - 2] in {"as", "jak", "wie"}
+        ):
+            return True
+    return False
+
+
+def _grounded_word(word: str, quote_words: Sequence[str]) -> bool:
+    if word.isdigit():
+        return word in quote_words
+    for other in quote_words:
+        if words_match(word, other):
+            return True
+        # Inflection across the three languages ("wohnt"/"wohne", "Kraków"/"Krakowie"): a shared stem of
+        # at least PREFIX_MATCH_MIN_CHARS letters with short endings either side.
+        common = 0
+        for a, b in zip(word, other, strict=False):
+            if a != b:
+                break
+            common += 1
+        if (
+            common >= PREFIX_MATCH_MIN_CHARS
+            and len(word) - common <= GROUNDING_MAX_ENDING_CHARS
+            and len(other) - common <= GROUNDING_MAX_ENDING_CHARS
+        ):
+            return True
+    return False
+
+
+def ungrounded_words(text: str, quotes: Sequence[str], person_words: frozenset[str] = frozenset()) -> list[str]:
+    """The content words of a memory's ``text`` that none of its ``quotes`` has (rule 7)."""
+    quote_words = [w for q in quotes for w in tokens(q)]
+    missing = []
+    for word in tokens(text):
+        if is_stop_word(word) and not word.isdigit():
+            continue
+        if word in FREE_WORDS or word in WISH_WORDS or word in person_words:
+            continue
+        if not _grounded_word(word, quote_words):
+            missing.append(word)
+    return missing
+
+
+_CAPITALISED_START = re.compile(r"^\W*(?P<word>[^\W\d_][\w'’]*)")
+
+
+SPEAKER = _set("i me ich mich ja je moi yo")
+AND = _set("and und i et y &")
+
+
+def _with_the_speaker(words: Sequence[str]) -> bool:
+    """Whether the clause's subject joins the speaker to the others: "my sister and I", "ich und meine
+    Schwester". What it says is then said of the speaker as well."""
+    return any(
+        w in AND and ((i > 0 and words[i - 1] in SPEAKER) or (i + 1 < len(words) and words[i + 1] in SPEAKER))
+        for i, w in enumerate(words)
+    )
+
+
+def _without_openers(words: Sequence[str]) -> list[str]:
+    words = list(words)
+    while words and words[0] in OPENERS:
+        words = words[1:]
+    return words
+
+
+def _about_someone_else(quote: str, clause: str, memory: str) -> bool:
+    """Rule 8: the quote's clause speaks of another person (a word for them, or the quote's capitalised
+    subject) that the memory leaves out: "I have diabetes" out of "I have diabetes in my family" too. A quote
+    whose first word is a verb in the third person ("is vegan") has someone else for its subject, and a clause
+    opening with the speaker's possessive ("my therapist is vegan") is about what the possessive names, which
+    the memory must name too."""
+    memory_words = tokens(memory)
+    clause_words = tokens(clause)
+    quote_words = _without_openers(tokens(quote))
+    if quote_words and quote_words[0] in THIRD_PERSON_OPENERS:
+        return True
+    if _with_the_speaker(clause_words):
+        return False
+    opening_words = _without_openers(clause_words)
+    if opening_words and opening_words[0] in POSSESSIVES:
+        named = []
+        for w in opening_words[1:3]:
+            if is_stop_word(w) or w in FREE_WORDS:
+                break
+            named.append(w)
+        if named and not any(w in NAME_WORDS or _grounded_word(w, memory_words) for w in named):
+            return True
+    others = [w for w in clause_words if w in OTHER_PEOPLE]
+    opening = _CAPITALISED_START.match(quote)
+    if opening is not None and opening.group("word")[0].isupper():
+        first = tokens(opening.group("word"))
+        if first and not is_stop_word(first[0]) and first[0] not in FIRST_PERSON | FREE_WORDS | OPENERS:
+            others.append(first[0])
+    return any(not _grounded_word(w, memory_words) for w in others)
+
+
+def _only_what_they_have(memory: str, clause: str, person_words: frozenset[str]) -> bool:
+    """Whether the memory says no more than what the clause's possessives name: "I have to take my dog Luna
+    to the vet" supports "Ana's dog is called Luna" whatever the obligation, since "my dog Luna" is there
+    either way. A possessive phrase runs from the possessive to the first grammar word, at most three words."""
+    words = tokens(clause)
+    had: list[str] = []
+    for i, word in enumerate(words):
+        if word in POSSESSIVES:
+            for w in words[i + 1:i + 4]:
+                if is_stop_word(w):
+                    break
+                had.append(w)
+    content = [w for w in tokens(memory) if not (is_stop_word(w) or w in FREE_WORDS or w in NAME_WORDS)]
+    # The memory's names for the person themselves are no claim (rule 7 exempts them too).
+    return bool(had) and bool(content) and all(w in person_words or _grounded_word(w, had) for w in content)
+
+
+# --- rule 9: the tense is kept ---------------------------------------------------------------------------
+# Polish past forms end in -ł with the person's ending ("mieszkałam", "był", "mieszkali").
+_POLISH_PAST = re.compile(r"ł(?:a|o|y|i|em|am|eś|aś|yśmy|iśmy|yście|iście)?$|[aeiy]li$")
+
+
+def _past_form(word: str) -> bool:
+    return (
+        word in PAST_WORDS
+        or word in PAST_COPULAS
+        or (len(word) > 4 and word.endswith("ed"))
+        or bool(_POLISH_PAST.search(word))
+    )
+
+
+def _participle(word: str) -> bool:
+    return word in PARTICIPLES or (word != "been" and len(word) > 3 and word.endswith(("ed", "en")))
+
+
+def _past_state(words: Sequence[str]) -> bool:
+    return _has(words, PAST_WORDS) or any(
+        w in PAST_COPULAS and i + 1 < len(words) and not _participle(words[i + 1]) for i, w in enumerate(words)
+    )
+
+
+def _shifted_to_present(word: str, said: str) -> bool:
+    """``word`` of the memory is a present form of the verb ``said`` holds in the past: "lives"/"lived",
+    "mieszka"/"mieszkałam", German weak preterite "wohnt"/"wohnte"."""
+    if not _grounded_word(word, [said]) or _past_form(word):
+        return False
+    if _past_form(said):
+        return True
+    return word.endswith("t") and said[len(word):] in {"e", "en", "est", "et"} and said.startswith(word)
+
+
+_DURATION = _set("since for seit od przez")
+_PERFECT = re.compile(r"\b(?:have|has)\b|['’]ve\b", re.IGNORECASE)
+
+
+def _in_the_past(clause: str, memory: str) -> bool:
+    """Rule 9: the quote's clause tells what was (a past-tense word, a state in the past, or the memory's verb
+    in the present where the quote has it in the past) and the memory does not say it was. "I have lived in
+    Berlin since 2019" is a perfect that lasts until now, and says "lives" still."""
+    clause_words = tokens(clause)
+    memory_words = tokens(memory)
+    if any(_past_form(w) for w in memory_words):
+        return False
+    if _past_state(clause_words):
+        return True
+    if _has(clause_words, _DURATION) and _PERFECT.search(clause):
+        return False
+    return any(
+        _shifted_to_present(word, said)
+        for word in memory_words
+        if not (is_stop_word(word) or word in FREE_WORDS)
+        for said in clause_words
+    )
+
+
+# --- rule 10: what governs a "that"-clause --------------------------------------------------------------
+_COMPLEMENT_BOUNDARY = re.compile(r"[;:()…\"“„«]|\s[-–—]\s|[.!?]")
+
+
+def _governed(sentence: str, end: int, memory: str) -> bool:
+    """Rule 10: a "that"/"dass"/"że" before the quote's end opens a clause whose truth hangs on the words before
+    it: "I doubt that I am vegan", "I hope that I get the job", "Ich bezweifle, dass ich Veganer bin". Those
+    words must be grammar, assert what follows (``FACTIVE``), or be in the memory too. The comma Polish and
+    German set before the complementiser does not cut it off from them."""
+    head = sentence[:end]
+    memory_words = tokens(memory)
+    for m in re.finditer(r"\w+", head):
+        if m.group().casefold() not in COMPLEMENTISERS or m.group().casefold() in CONDITIONALS:
+            continue
+        frame_start = 0
+        for b in _COMPLEMENT_BOUNDARY.finditer(head[:m.start()]):
+            frame_start = b.end()
+        frame = tokens(head[frame_start:m.start()])
+        cut = 0
+        for i, w in enumerate(frame):
+            if w in COORDINATORS:
+                cut = i + 1
+        for w in frame[cut:]:
+            if is_stop_word(w) or w in FREE_WORDS or w in FACTIVE or w in FIRST_PERSON:
+                continue
+            if not _grounded_word(w, memory_words):
+                return True
+    return False
+
+
+# --- rule 11: said as their own, in earnest -------------------------------------------------------------
+_OPENING_MARKS = {"“": "”", "„": "“”", "«": "»", "»": "«", "\"": "\""}
+
+
+def _inside_quotation(sentence: str, start: int) -> bool:
+    """Whether ``sentence[start]`` stands inside quotation marks opened before it in its sentence."""
+    open_mark: str | None = None
+    for char in sentence[:start]:
+        if open_mark is not None and char in _OPENING_MARKS[open_mark]:
+            open_mark = None
+        elif open_mark is None and char in _OPENING_MARKS:
+            open_mark = char
+    return open_mark is not None
+
+
+def _not_their_own(text: str, sentence: str, start: int) -> bool:
+    """Rule 11: the quote is someone else's words the person passes on: inside quotation marks, in a sentence
+    opened by ">" (a quoted reply), or after a forwarding header ("Fwd:", "Weitergeleitete Nachricht:")."""
+    return (
+        _inside_quotation(sentence, start)
+        or sentence.lstrip().startswith(">")
+        or _FORWARD_HEADER.search(text) is not None
+    )
+
+
+def _not_in_earnest(text: str, end: int) -> bool:
+    """Rule 12: a tone tag anywhere in the message ("/s", "/j") or a joke marker after the quote ("... jk",
+    "just kidding") takes back what it says."""
+    after = text[end:]
+    return _TONE_TAG.search(text) is not None or _has(tokens(after), JOKE_WORDS) or any(c in after for c in JOKE_SIGNS)
+
+
+def _occurrences(text: str, quote: str) -> Iterable[int]:
+    start = text.find(quote)
+    while start != -1:
+        yield start
+        start = text.find(quote, start + 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    if char.isspace():
+        return char
+    folded = fold(char)
+    return folded.upper() if char.isupper() else folded
+
+
+@dataclass(frozen=True, slots=True)
+class _Folded:
+    """A text as the rules read it: characters that show nothing dropped, compatibility forms (fullwidth
+    letters, "？") and look-alike letters (Cyrillic "о" in "nоt") folded to what they look like, so no
+    spelling trick hides a negation, a condition or a question mark from a rule. ``at[i]`` is where the
+    original's character ``i`` starts in ``text`` (and ``at[len]`` its end); ``origin[j]`` the original
+    character folded text's character ``j`` came from."""
+
+    text: str
+    at: tuple[int, ...]
+    origin: tuple[int, ...]
+
+    @classmethod
+    def of(cls, original: str) -> _Folded:
+        pieces: list[str] = []
+        at: list[int] = []
+        origin: list[int] = []
+        length = 0
+        for i, char in enumerate(original):
+            at.append(length)
+            piece = _fold_char(char)
+            pieces.append(piece)
+            origin.extend([i] * len(piece))
+            length += len(piece)
+        at.append(length)
+        return cls("".join(pieces), tuple(at), tuple(origin))
+
+    def original_span(self, original: str, start: int, end: int) -> tuple[int, int]:
+        """The span of ``original`` that ``text[start:end]`` was folded from, with the marks that show
+        nothing just before it (a right-to-left mark opening the sentence is part of what was written)."""
+        if start >= end:
+            return 0, 0
+        first = self.origin[start]
+        while first > 0 and not _fold_char(original[first - 1]):
+            first -= 1
+        return first, self.origin[end - 1] + 1
+
+
+def _folded(text: str) -> str:
+    return _Folded.of(text).text
+
+
+def _judge_occurrence(
+    original: str, quote_start: int, quote_end: int, memory: str, person_words: frozenset[str]
+) -> Unsupported | str:
+    """One place a quote stands in its turn ``original``, as ``[quote_start, quote_end)``: the reason it does
+    not support ``memory`` (already folded), or its sentence as the person wrote it."""
+    view = _Folded.of(original)
+    text = view.text
+    start, end = view.at[quote_start], view.at[quote_end]
+    quote = text[start:end]
+    if start == end or not _whole_words(text, start, end):
+        return Unsupported.PARTIAL
+    s, e = _sentence_span(text, start, end)
+    sentence = text[s:e]
+    if not _clause_starts_at(text, s, start):
+        return Unsupported.PARTIAL
+    local_start, local_end = start - s, end - s
+    if _question(sentence, local_start) or "?" in quote:
+        return Unsupported.QUESTION
+    if _reported(sentence, local_start, local_end) or _not_their_own(text[:end], sentence, local_start):
+        return Unsupported.REPORTED
+    clause = _clause_around(sentence, local_start, local_end)
+    if _about_someone_else(quote, clause, memory):
+        return Unsupported.NOT_GROUNDED
+    if _negated(clause) != _negated(memory) or _not_in_earnest(text, end):
+        return Unsupported.NEGATED
+    if _conditional(tokens(sentence)):
+        return Unsupported.HYPOTHETICAL
+    if _modal(clause, memory) and not _wishful(memory) and not _only_what_they_have(memory, clause, person_words):
+        return Unsupported.HYPOTHETICAL
+    if _governed(sentence, local_end, memory):
+        return Unsupported.PARTIAL
+    if _in_the_past(clause, memory):
+        return Unsupported.PAST
+    os, oe = view.original_span(original, s, e)
+    return original[os:oe]
+
+
+# The reasons in the order they are reported when no occurrence of a quote passes: the most telling first.
+_PRIORITY = [Unsupported.NOT_GROUNDED, Unsupported.NEGATED, Unsupported.REPORTED, Unsupported.HYPOTHETICAL,
+             Unsupported.PAST, Unsupported.QUESTION, Unsupported.PARTIAL]
+
+
+def check_support(
+    memory: str, quotes: Sequence[str], turn_texts: Sequence[Sequence[str]], person_words: frozenset[str]
+) -> Supported | Unsupported:
+    """Whether ``quotes`` support ``memory``. ``turn_texts[i]`` are the (normalised) texts of the person's own
+    turns that hold ``quotes[i]``; ``person_words`` the tokens the memory may use to name the person."""
+    sentences: list[str] = []
+    folded_memory = _folded(memory)
+    for quote, texts in zip(quotes, turn_texts, strict=True):
+        found: str | None = None
+        reasons: set[Unsupported] = set()
+        for text in texts:
+            for start in _occurrences(text, quote):
+                outcome = _judge_occurrence(text, start, start + len(quote), folded_memory, person_words)
+                if isinstance(outcome, Unsupported):
+                    reasons.add(outcome)
+                else:
+                    found = outcome
+                    break
+            if found is not None:
+                break
+        if found is None:
+            return next((r for r in _PRIORITY if r in reasons), Unsupported.PARTIAL)
+        sentences.append(found)
+    if ungrounded_words(memory, quotes, person_words):
+        return Unsupported.NOT_GROUNDED
+    return Supported(tuple(sentences))

@@ -1,0 +1,534 @@
+"""The recall engine: one person's memories and staged notes that match a query, ranked.
+
+Both paths run for every query, in one store lookup: BM25 over the person's active memories
+and, when an embedder vector for the query is at hand, their nearest neighbours. The store
+keeps both indexes and the records in memory; with its change log it answers without a Chroma
+call, after re-reading whatever another process changed (so a memory forgotten with
+``bot.py memory forget`` never reaches a prompt; see :mod:`memory.store.memory_store`). A group chat asks
+the store for shared memories only, so nothing private is fetched and then thrown away.
+Staged notes (each day's raw captures, not yet curated by the gate) are matched the same way,
+with BM25 over the person's unpromoted notes and cosines from note vectors this engine keeps.
+:mod:`memory.recall.ranking` blends and orders them.
+
+Around the candidates, the engine looks up who was said near each in the same chat (the store's
+chat timelines) and fetches those neighbours of each path's best that neither path found: the
+reply to a message that matched often carries the answer in other words. The times the query
+names ("last week", "on 8 May") are resolved against the clock (:mod:`memory.recall.when`). A search is
+:meth:`RecallEngine.gather` (everything that may rank) then :meth:`RecallEngine.order` (the
+ranking under the settings), so a benchmark can order one gathering under many settings.
+
+The query embedding has a time budget. :class:`QueryVectors` starts it, waits at most the
+budget, and when it is late lets the caller go on with the lexical path alone; the embedding
+finishes in the background and lands in an LRU keyed by the normalised query, so asking again
+is instant. Nothing here ever blocks a reply on the embedder.
+
+Isolation is enforced here for every caller: only ``person``'s records, only live ones
+(active and not past their horizon: superseded, retired and forgotten memories never come
+back), and with ``shared_only`` (a group chat) nothing said in a private chat.
+
+:class:`UseRecorder` is the after-reply observer that credits the memories a reply cited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from ground.config import RecallSettings
+from ground.tunables import (
+    RECALL_NOTE_VECTOR_CACHE,
+    RECALL_PINNED_READ_SHARE,
+    RECALL_PINNED_REFRESH_S,
+    RECALL_POOL_FACTOR,
+    RECALL_POOL_MIN,
+    RECALL_QUERY_CACHE,
+    RECALL_QUERY_MAX_CHARS,
+    USE_CAS_RETRIES,
+)
+from ground.turns import CompletedTurn
+from memory.core.bm25 import BM25Index, normalize_scores
+from memory.core.records import MemoryRecord, Scope, Status, horizon_expiry
+from memory.core.text import normalize
+from memory.encoders.embedders import Vector
+from memory.encoders.reranker import CrossEncoderReranker, reranked
+from memory.recall.ranking import (
+    LookupMatches,
+    Ranked,
+    RecallMatch,
+    cited,
+    cosine,
+    latest_pinned,
+    lookup_matches,
+    memory_matches,
+    rank,
+)
+from memory.recall.when import Window, query_windows
+from memory.store.memory_store import MemoryNotFound, MemoryStore, RevisionConflict
+from memory.store.notes import Note
+from memory.store.vectors import Vectors
+from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
+
+log = logging.getLogger("kith.memory.recall")
+
+
+def query_key(query: str) -> str:
+    return normalize(query).casefold()
+
+
+class _LRU:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[Vector, str]] = OrderedDict()
+
+    def get(self, key: str) -> tuple[Vector, str] | None:
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, key: str, value: tuple[Vector, str]) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class QueryVectors:
+    """Query embeddings under a time budget, finished in the background and cached."""
+
+    def __init__(self, store: MemoryStore, size: int = RECALL_QUERY_CACHE) -> None:
+        self.store = store
+        self._cache = _LRU(size)
+        self._pending: dict[str, asyncio.Task[Vectors | None]] = {}
+        self.late = 0  # embeddings that missed their budget
+
+    def cached(self, query: str) -> bool:
+        return query_key(query) in self._cache
+
+    async def get(self, query: str, budget_s: float | None) -> Vectors | None:
+        """The embedder's vector for ``query``; ``None`` when it is unavailable or later than ``budget_s``."""
+        if not self.store.embedder_ready:
+            return None
+        key = query_key(query)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return Vectors([hit[0]], hit[1])
+        task = self._pending.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._embed(key, query), name="recall-embed")
+            self._pending[key] = task
+        if budget_s is None:
+            return await asyncio.shield(task)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, budget_s))
+        if not done:
+            self.late += 1
+            log.info("query embedding over budget ms=%.0f; lexical recall for this reply", budget_s * 1000)
+            return None
+        return task.result()
+
+    async def _embed(self, key: str, query: str) -> Vectors | None:
+        try:
+            vectors = await self.store.vectors([query])
+            if not vectors.from_embedder:
+                return None  # the store fell back to hashed vectors: nothing worth caching
+            self._cache.put(key, (vectors.values[0], vectors.space))
+            return vectors
+        finally:
+            self._pending.pop(key, None)
+
+    async def wait_idle(self) -> None:
+        """Let every background embedding finish (tests, shutdown)."""
+        while self._pending:
+            await asyncio.gather(*self._pending.values(), return_exceptions=True)
+
+    async def close(self) -> None:
+        tasks = list(self._pending.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """What one search found before it is ordered (:meth:`RecallEngine.order` ranks it under any settings)."""
+
+    matches: list[RecallMatch]
+    neighbours: dict[str, dict[str, int]]  # by id, the memories said near it and how many places away
+    fetched: frozenset[str]  # ids found only as someone's neighbour, beyond both paths' pools
+    windows: tuple[Window, ...]  # the times the query names
+    now: datetime
+    vector_path: bool  # embedder cosines take part
+    reason: str  # why not, when they do not
+    started: float  # perf_counter at the start of the search
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    items: list[Ranked]
+    lexical_only: bool  # no embedder cosine took part in this ranking
+    reason: str = ""  # why, when lexical_only
+    elapsed_ms: float = 0.0
+
+
+def visible(record: MemoryRecord, person: str, now: datetime, *, shared_only: bool) -> bool:
+    """The isolation rule every recall obeys."""
+    if record.person != person or not record.is_live(now):
+        return False
+    return not shared_only or record.scope is Scope.SHARED
+
+
+def note_is_live(note: Note, now: datetime) -> bool:
+    """A staged note is recallable until the gate handled it or its horizon lapsed."""
+    if note.promoted_at is not None or note.record.status is not Status.ACTIVE:
+        return False
+    expires = note.record.expires_at or horizon_expiry(note.horizon, note.record.created_at)
+    return expires is None or expires > now
+
+
+class RecallEngine:
+    def __init__(self, store: MemoryStore, settings: RecallSettings, clock: Callable[[], datetime], *,
+                 query_cache: int = RECALL_QUERY_CACHE, note_cache: int = RECALL_NOTE_VECTOR_CACHE,
+                 reranker: CrossEncoderReranker | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        # Rereads the query with each of the best and reorders them ([memory] reranker); closed with the engine.
+        self.reranker = reranker
+        self._reranking: asyncio.Future[list[float]] | None = None  # the cross-encoder's job under way, if any
+        self.queries = QueryVectors(store, query_cache)
+        self._note_vectors = _LRU(note_cache)
+        self._note_jobs: set[asyncio.Task[None]] = set()
+        self._notes_embedding: set[str] = set()  # note ids whose embedding is under way
+        self._pinned: dict[str, tuple[float, list[MemoryRecord]]] = {}  # person -> (re-read after, pins)
+        self._pinned_jobs: dict[str, asyncio.Task[list[MemoryRecord]]] = {}
+
+    async def close(self) -> None:
+        if self.reranker is not None:
+            await self.reranker.close()
+        await self.queries.close()
+        jobs = [*self._note_jobs, *self._pinned_jobs.values()]
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+
+    async def settle(self) -> None:
+        """Wait for the background embeddings this engine started (tests and benchmarks)."""
+        await self.queries.wait_idle()
+        while self._note_jobs:
+            await asyncio.gather(*self._note_jobs, return_exceptions=True)
+
+    # --- searching ----------------------------------------------------------------------
+    async def search(self, person: str, query: str, *, limit: int, shared_only: bool,
+                     budget_s: float | None, min_relevance: float = 0.0, use_vectors: bool = True,
+                     include_notes: bool = True) -> RecallResult:
+        """The ``limit`` best live records of ``person`` for ``query``.
+
+        ``budget_s``: how long the query embedding may take (``None``: wait for it).
+        """
+        found = await self.gather(person, query, limit=limit, shared_only=shared_only, budget_s=budget_s,
+                                  use_vectors=use_vectors, include_notes=include_notes)
+        ranked = self.order(found, min_relevance=min_relevance)
+        if self.reranker is not None and self.settings.rerank_top > 1 and len(ranked) > 1:
+            ranked = await self._reranked(query, ranked)
+        elapsed = (time.perf_counter() - found.started) * 1000
+        log.debug("recall person=%s candidates=%d neighbours=%d windows=%d results=%d vector=%s ms=%.1f", person,
+                  len(found.matches), len(found.fetched), len(found.windows), min(limit, len(ranked)),
+                  found.vector_path, elapsed)
+        return RecallResult(ranked[:limit], not found.vector_path, found.reason, elapsed)
+
+    async def _reranked(self, query: str, ranked: list[Ranked]) -> list[Ranked]:
+        """``ranked`` with its best few reordered by the cross-encoder; as it was when the reranker fails or
+        takes longer than its budget (it runs on, and the next query waits its turn behind it)."""
+        assert self.reranker is not None
+        if self._reranking is not None and not self._reranking.done():
+            # An earlier query's scores are still being computed past their budget: queueing behind them
+            # would put this reply over its budget too.
+            log.info("rerank skipped: the cross-encoder is still busy")
+            return ranked
+        top = ranked[: self.settings.rerank_top]
+        started = time.perf_counter()
+        job = self._reranking = asyncio.ensure_future(
+            self.reranker.scores(query[:RECALL_QUERY_MAX_CHARS], [r.record.text for r in top]))
+        job.add_done_callback(_retrieve_quietly)
+        try:
+            scores = await asyncio.wait_for(asyncio.shield(job), self.settings.rerank_budget_ms / 1000)
+        except TimeoutError:
+            log.info("rerank over budget candidates=%d ms=%.0f", len(top), (time.perf_counter() - started) * 1000)
+            return ranked
+        except Exception as exc:  # a model that fails now is recall's own order, never a failed reply
+            log.warning("rerank failed error=%s", type(exc).__name__)
+            return ranked
+        return reranked(ranked, scores)
+
+    def order(self, found: Gathered, settings: RecallSettings | None = None, *,
+              min_relevance: float = 0.0) -> list[Ranked]:
+        """What :meth:`gather` found, best first under ``settings`` (the engine's own by default)."""
+        settings = settings or self.settings
+        width = settings.neighbour_width if settings.neighbour_share > 0 else 0
+        neighbours = {memory_id: [other for other, steps in around.items() if steps <= width]
+                      for memory_id, around in found.neighbours.items()} if width > 0 else {}
+        # A memory there only as a neighbour stays only while it is near enough under these settings.
+        near = {memory_id for memory_id in found.fetched if neighbours.get(memory_id)}
+        matches = [m for m in found.matches if m.record.id not in found.fetched or m.record.id in near]
+        return rank(matches, found.now, settings, vector_path=found.vector_path, min_relevance=min_relevance,
+                    windows=found.windows, neighbours=neighbours)
+
+    async def gather(self, person: str, query: str, *, limit: int, shared_only: bool, budget_s: float | None,
+                     use_vectors: bool = True, include_notes: bool = True) -> Gathered:
+        """Every live record of ``person`` that may rank for ``query``: both paths' candidates, their
+        neighbours in their chats (when ``neighbour_share`` is on), and the times the query names."""
+        started = time.perf_counter()
+        query = query[:RECALL_QUERY_MAX_CHARS]
+        now = self.clock()
+        pool = max(RECALL_POOL_MIN, limit * RECALL_POOL_FACTOR)
+        # Three threads at once: the embedder embeds the query, Chroma's thread reads the staged notes,
+        # and this one catches up with other processes and runs BM25 before it needs the vector.
+        notes_job = asyncio.ensure_future(self.store.notes_of(person, unpromoted_only=True) if include_notes
+                                          else _no_notes())
+        vector_job = (asyncio.ensure_future(self.queries.get(query, budget_s))
+                      if use_vectors and self.store.embedder_ready else None)
+        try:
+            hits, lexical = await self.store.lookup(person, vectors=vector_job, query=query, k=pool,
+                                                    scope=Scope.SHARED if shared_only else None)
+            notes = await notes_job
+        except BaseException:
+            jobs = [job for job in (notes_job, vector_job) if job is not None]
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+            raise
+        vectors = vector_job.result() if vector_job is not None else None
+        found = lookup_matches(hits, lexical, lambda r: visible(r, person, now, shared_only=shared_only))
+        live_notes = [n for n in notes if note_is_live(n, now) and visible(n.record, person, now,
+                                                                             shared_only=shared_only)]
+        note_matches = self._note_matches(live_notes, query, vectors, found.records)
+        vector_path = bool(found.cosines) or any(c.cosine is not None for c in note_matches)
+        matches = memory_matches(found, vector_path=vector_path)
+        neighbours, fetched = await self._neighbours(person, found, now, limit, shared_only=shared_only)
+        if fetched:
+            # Beyond the pools: a cosine at most the vector pool's lowest, as for any record it did not reach.
+            floor = min(found.cosines.values()) if found.cosines else 0.0
+            matches.extend(RecallMatch(r, floor if vector_path else None, 0.0) for r in fetched.values())
+        matches.extend(c if vector_path else replace(c, cosine=None) for c in note_matches)
+        reason = "" if vector_path else self._lexical_reason(use_vectors, vectors)
+        return Gathered(matches, neighbours, frozenset(fetched), query_windows(query, now), now, vector_path,
+                        reason, started)
+
+    async def _neighbours(self, person: str, found: LookupMatches, now: datetime, limit: int, *,
+                          shared_only: bool) -> tuple[dict[str, dict[str, int]], dict[str, MemoryRecord]]:
+        """Who was said near each candidate, how many places away (both ways), and those of them the lookup
+        had not found: the neighbours of each path's ``limit`` best, the only ones strong enough to carry a
+        memory nobody asked about into the results."""
+        rs = self.settings
+        if rs.neighbour_share <= 0 or rs.neighbour_width <= 0 or not found.records:
+            return {}, {}
+        near = await self.store.neighbours(person, found.records, width=rs.neighbour_width,
+                                           gap=timedelta(minutes=rs.neighbour_gap_minutes))
+        anchors = set(heapq.nlargest(limit, found.cosines, key=found.cosines.__getitem__))
+        anchors.update(heapq.nlargest(limit, found.bm25, key=found.bm25.__getitem__))
+        fetched: dict[str, MemoryRecord] = {}
+        for memory_id in (i for i in found.records if i in anchors):  # the lookup's order, not a set's
+            for record, _steps in near.get(memory_id, ()):
+                if (record.id not in found.records and record.id not in fetched
+                        and visible(record, person, now, shared_only=shared_only)):
+                    fetched[record.id] = record
+        links: dict[str, dict[str, int]] = {}
+        for memory_id, around in near.items():
+            for record, steps in around:
+                if record.id not in found.records and record.id not in fetched:
+                    continue
+                for a, b in ((memory_id, record.id), (record.id, memory_id)):
+                    mine = links.setdefault(a, {})
+                    mine[b] = min(steps, mine.get(b, steps))
+        return links, fetched
+
+    def _lexical_reason(self, use_vectors: bool, vectors: Vectors | None) -> str:
+        if not use_vectors:
+            return KEYWORDS_AS_ASKED
+        if not self.store.embedder_ready:
+            return self.store.status.line()
+        if vectors is None:
+            return EMBEDDING_LATE
+        return NO_VECTORS_YET
+
+    def _note_matches(self, notes: Sequence[Note], query: str, vectors: Vectors | None,
+                      memories: dict[str, MemoryRecord]) -> list[RecallMatch]:
+        if not notes:
+            return []
+        known = {normalize(r.text).casefold() for r in memories.values()}
+        notes = [n for n in notes if normalize(n.record.text).casefold() not in known]
+        index = BM25Index()
+        index.add_many((n.record.id, n.record.text) for n in notes)
+        bm25 = dict(normalize_scores(index.search(query, len(notes))))
+        out: list[RecallMatch] = []
+        missing: list[Note] = []
+        for note in notes:
+            note_cosine: float | None = None
+            if vectors is not None:
+                stored = self._note_vectors.get(note.record.id)
+                if stored is not None and stored[1] == vectors.space:
+                    note_cosine = cosine(vectors.values[0], stored[0])
+                else:
+                    missing.append(note)
+            out.append(RecallMatch(note.record, note_cosine if vectors is not None else None,
+                                   bm25.get(note.record.id, 0.0), note=True))
+        if missing:
+            self._spawn_note_embedding(missing)
+        return out
+
+    def _spawn_note_embedding(self, notes: Sequence[Note]) -> None:
+        # Notes are embedded after this reply, never before it: the next recall has their vectors.
+        todo = [n for n in notes if n.record.id not in self._notes_embedding]
+        if not todo:
+            return
+        self._notes_embedding.update(n.record.id for n in todo)
+        task = asyncio.get_running_loop().create_task(self._embed_notes(todo), name="recall-notes")
+        self._note_jobs.add(task)
+        task.add_done_callback(self._note_jobs.discard)
+
+    async def _embed_notes(self, notes: list[Note]) -> None:
+        try:
+            vectors = await self.store.vectors([n.record.text for n in notes])
+            if vectors.from_embedder:
+                for note, value in zip(notes, vectors.values, strict=True):
+                    self._note_vectors.put(note.record.id, (value, vectors.space))
+        finally:
+            self._notes_embedding.difference_update(n.record.id for n in notes)
+
+    # --- pinned facts and conflicts -----------------------------------------------------
+    async def pinned(self, person: str, *, shared_only: bool, budget_s: float) -> list[MemoryRecord]:
+        """The latest ``pinned_max`` pinned facts of ``person`` visible here, newest first.
+
+        When the store answers from memory (its change log keeps that current across processes)
+        the pins are read there on every call. Otherwise the list is re-read from Chroma at most
+        every RECALL_PINNED_REFRESH_S (longer for a person with many memories); a re-read slower
+        than ``budget_s`` finishes in the background and this reply uses the last list.
+        :meth:`forget_pinned` forces a re-read after a pin changed.
+        """
+        now = self.clock()
+        if self.store.answers_from_memory:
+            current = await self.store.pinned_of(person)
+            shown = [r for r in current if visible(r, person, now, shared_only=shared_only)]
+            return latest_pinned(shown, self.settings.pinned_max, now)
+        entry = self._pinned.get(person)
+        if entry is None or time.monotonic() > entry[0]:
+            job = self._pinned_jobs.get(person)
+            if job is None:
+                job = asyncio.get_running_loop().create_task(self._read_pinned(person), name="recall-pinned")
+                self._pinned_jobs[person] = job
+            done, _ = await asyncio.wait({job}, timeout=max(0.0, budget_s))
+            if not done:
+                log.info("pinned facts re-read over budget person=%s; using the last list", person)
+            entry = self._pinned.get(person)
+        records = entry[1] if entry is not None else []
+        shown = [r for r in records if visible(r, person, now, shared_only=shared_only)]
+        return latest_pinned(shown, self.settings.pinned_max, now)
+
+    async def _read_pinned(self, person: str) -> list[MemoryRecord]:
+        started = time.monotonic()
+        try:
+            try:
+                records = await self.store.pinned_of(person)
+            except Exception as exc:  # keep the last list; try again after the usual pause
+                log.warning("pinned facts unreadable person=%s error=%s", person, type(exc).__name__)
+                records = self._pinned.get(person, (0.0, []))[1]
+            took = time.monotonic() - started
+            next_read = time.monotonic() + max(RECALL_PINNED_REFRESH_S, took / RECALL_PINNED_READ_SHARE)
+            self._pinned[person] = (next_read, records)
+            return records
+        finally:
+            self._pinned_jobs.pop(person, None)
+
+    def forget_pinned(self, person: str) -> None:
+        """A pin changed: read the person's pinned facts afresh on the next recall."""
+        self._pinned.pop(person, None)
+
+    async def conflict_partners(self, person: str, records: Iterable[MemoryRecord], *,
+                                shared_only: bool) -> dict[str, list[MemoryRecord]]:
+        """For each record, the live memories it is flagged as conflicting with (shown as disputed: kith asserts
+        neither side of a conflict).
+
+        A link to a memory that was forgotten, superseded or retired is no conflict any more.
+        Partners this chat may not see are still counted: the fact stays disputed.
+        """
+        records = list(records)
+        wanted = sorted({i for r in records for i in r.conflicts_with})
+        if not wanted:
+            return {}
+        now = self.clock()
+        found = {m.id: m for m in await self.store.get_memories(wanted)
+                 if visible(m, person, now, shared_only=False)}
+        out: dict[str, list[MemoryRecord]] = {}
+        for record in records:
+            partners = [found[i] for i in record.conflicts_with if i in found]
+            if partners:
+                out[record.id] = partners
+        return out
+
+
+async def _no_notes() -> list[Note]:
+    return []
+
+
+class UseRecorder:
+    """After a reply: credit the shown memories the reply cited (a TurnObserver): being shown earns nothing."""
+
+    def __init__(self, store: MemoryStore, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.clock = clock
+        self.recorded = 0
+
+    async def after_reply(self, turn: CompletedTurn) -> None:
+        try:
+            await self.record(turn)
+        except Exception as exc:  # use credit must never disturb the conversation
+            log.warning("use credit failed person=%s error=%s", turn.speaker.person, type(exc).__name__)
+
+    async def record(self, turn: CompletedTurn) -> list[str]:
+        """Ids of the shown memories the reply drew on, each credited once."""
+        if not turn.shown_memory_ids:
+            return []
+        person = turn.speaker.person
+        # Staged notes are not in the memories collection: only curated memories earn credit.
+        shown = [m for m in await self.store.get_memories(turn.shown_memory_ids) if m.person == person]
+        used = [m.id for m in shown
+                if cited(m.text, turn.reply_text, turn.message.text, turn.speaker.name)]
+        for memory_id in used:
+            await self._credit(memory_id, person)
+        self.recorded += len(used)
+        if used:
+            log.info("use credit person=%s shown=%d used=%d", person, len(shown), len(used))
+        return used
+
+    async def _credit(self, memory_id: str, person: str) -> None:
+        for _attempt in range(USE_CAS_RETRIES):
+            current = await self.store.get_memory(memory_id)
+            if current is None or current.person != person or current.status is not Status.ACTIVE:
+                return
+            # Not updated_at: use is not a change to what the memory says.
+            try:
+                await self.store.replace_memory(replace(current, use_count=current.use_count + 1,
+                                                        last_used_at=self.clock()))
+                return
+            except MemoryNotFound:
+                return
+            except RevisionConflict:
+                continue
+        log.warning("use credit lost a race %d times memory=%s", USE_CAS_RETRIES, memory_id)
+
+
+def _retrieve_quietly(job: asyncio.Future[list[float]]) -> None:
+    if not job.cancelled():
+        job.exception()  # a job that ran past its budget is not awaited: its failure is not news

@@ -1,0 +1,164 @@
+"""Automatic memory before each reply: the prompt's pinned and recalled parts.
+
+Pinned facts come first: the latest ``pinned_max``. Then at most ``max_items`` recalled
+candidates, each cut to ``item_chars`` with a visible truncated flag, the whole part within
+the ``[budget] recall_chars``, under a notice that they are stored candidates: data, not
+instructions, and not assumed to match. A candidate flagged as conflicting with another live
+memory is marked, its partner is shown next to it when this chat may see it, and the notice
+tells the model to ask which is current instead of asserting either.
+
+The query embedding has ``embed_budget_ms``; past it this reply recalls by keywords alone
+(see :mod:`memory.recall.engine`). Rendering is pure and lives in the functions below; the words that
+label the items as stored data are :mod:`persona.labels`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ground.config import BudgetSettings, RecallSettings
+from ground.tunables import RECALL_MIN_ITEM_CHARS, RECALL_MIN_RELEVANCE
+from ground.turns import MemorySlots, Speaker
+from ground.types import ChatKind, InboundMessage
+from memory.core.records import MemoryRecord, Scope, said_at
+from memory.recall.engine import RecallEngine
+from memory.recall.ranking import clip_item
+from persona.labels import (
+    CONFLICT_NOTICE,
+    PINNED_NOTICE,
+    RECALLED_NOTICE,
+    TRUNCATED_FLAG,
+    pinned_line,
+    provenance,
+    recalled_line,
+)
+
+log = logging.getLogger("kith.memory.context")
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledItem:
+    record: MemoryRecord
+    text: str  # as shown, cut to the item budget
+    truncated: bool
+    disputed: bool
+    note: bool = False
+
+
+def describe(record: MemoryRecord, *, note: bool) -> str:
+    """The short provenance label of one item: kind, when it was said, where."""
+    return provenance(record.kind.value, said_at(record).date(), private=record.scope is Scope.DM, unreviewed=note)
+
+
+def render_line(item: RecalledItem) -> str:
+    return recalled_line(describe(item.record, note=item.note), item.text, truncated=item.truncated,
+                         disputed=item.disputed)
+
+
+def fit_recalled(entries: Sequence[tuple[MemoryRecord, bool, bool]], *, max_items: int, item_chars: int,
+                 total_chars: int) -> tuple[list[RecalledItem], str]:
+    """The recalled part: ``entries`` are (record, note, disputed) best first.
+
+    Returns the items shown and the rendered text, which never exceeds ``total_chars``.
+    """
+    if not entries or max_items <= 0:
+        return [], ""
+    any_disputed = any(disputed for _r, _n, disputed in entries[:max_items])
+    header = RECALLED_NOTICE
+    footer = CONFLICT_NOTICE if any_disputed else ""
+    used = len(header) + (len(footer) + 1 if footer else 0)
+    items: list[RecalledItem] = []
+    for record, note, disputed in entries[:max_items]:
+        frame = render_line(RecalledItem(record, "", False, disputed, note))
+        room = total_chars - used - 1 - len(frame) - len(TRUNCATED_FLAG)
+        text, truncated = clip_item(record.text, min(item_chars, max(0, room)))
+        if not text.strip(" …") or (truncated and len(text) < RECALL_MIN_ITEM_CHARS):
+            break
+        item = RecalledItem(record, text, truncated, disputed, note)
+        used += 1 + len(render_line(item))
+        items.append(item)
+    if not items:
+        return [], ""
+    if footer and not any(i.disputed for i in items):
+        footer = ""
+    lines = [header, *(render_line(i) for i in items)]
+    if footer:
+        lines.append(footer)
+    return items, "\n".join(lines)
+
+
+def render_pinned(records: Sequence[MemoryRecord], *, item_chars: int, total_chars: int
+                  ) -> tuple[list[MemoryRecord], str]:
+    """The pinned part, newest first, within ``total_chars``; what did not fit is left out."""
+    lines = [PINNED_NOTICE]
+    used = len(PINNED_NOTICE)
+    shown: list[MemoryRecord] = []
+    for record in records:
+        text, truncated = clip_item(record.text, item_chars)
+        line = pinned_line(text, truncated=truncated)
+        if used + 1 + len(line) > total_chars:
+            break
+        lines.append(line)
+        used += 1 + len(line)
+        shown.append(record)
+    return (shown, "\n".join(lines)) if shown else ([], "")
+
+
+def with_partners(ranked: Sequence[tuple[MemoryRecord, bool]], partners: dict[str, list[MemoryRecord]],
+                  *, shared_only: bool, limit: int, already_shown: frozenset[str] = frozenset()
+                  ) -> list[tuple[MemoryRecord, bool, bool]]:
+    """Best first, each disputed memory followed by its visible partners, at most ``limit``.
+
+    ``already_shown`` (the pinned facts) are neither repeated nor added as partners.
+    """
+    out: list[tuple[MemoryRecord, bool, bool]] = []
+    seen: set[str] = set(already_shown)
+    for record, note in ranked:
+        if record.id in seen:
+            continue
+        seen.add(record.id)
+        out.append((record, note, record.id in partners))
+        for partner in partners.get(record.id, []):
+            if partner.id in seen or (shared_only and partner.scope is not Scope.SHARED):
+                continue
+            seen.add(partner.id)
+            out.append((partner, False, True))
+    return out[:limit]
+
+
+class RecallMemoryContext:
+    """Implements conversation.turns.MemoryContext over the recall engine."""
+
+    def __init__(self, engine: RecallEngine, recall: RecallSettings, budget: BudgetSettings) -> None:
+        self.engine = engine
+        self.recall = recall
+        self.budget = budget
+
+    async def slots(self, speaker: Speaker, message: InboundMessage) -> MemorySlots:
+        rs = self.recall
+        shared_only = message.chat_kind is ChatKind.GROUP
+        budget_s = rs.embed_budget_ms / 1000
+        # Both wait on their own budget, side by side: the reply waits for the slower one only.
+        pinned, result = await asyncio.gather(
+            self.engine.pinned(speaker.person, shared_only=shared_only, budget_s=budget_s),
+            self.engine.search(speaker.person, message.text, limit=rs.max_items + rs.pinned_max,
+                               shared_only=shared_only, budget_s=budget_s, min_relevance=RECALL_MIN_RELEVANCE))
+        pinned_shown, pinned_text = render_pinned(pinned, item_chars=rs.item_chars,
+                                                  total_chars=self.budget.pinned_chars)
+        pinned_ids = {r.id for r in pinned_shown}
+        ranked = [(r.record, r.match.note) for r in result.items if r.record.id not in pinned_ids]
+        ranked = ranked[:rs.max_items]
+        partners = await self.engine.conflict_partners(speaker.person, [r for r, note in ranked if not note],
+                                                       shared_only=shared_only)
+        entries = with_partners(ranked, partners, shared_only=shared_only, limit=rs.max_items,
+                                already_shown=frozenset(pinned_ids))
+        items, recalled_text = fit_recalled(entries, max_items=rs.max_items, item_chars=rs.item_chars,
+                                            total_chars=self.budget.recall_chars)
+        log.info("memory slots person=%s pinned=%d recalled=%d disputed=%d lexical_only=%s ms=%.1f",
+                 speaker.person, len(pinned_shown), len(items), sum(i.disputed for i in items),
+                 result.lexical_only, result.elapsed_ms)
+        shown = tuple([r.id for r in pinned_shown] + [i.record.id for i in items])
+        return MemorySlots(pinned=pinned_text, recalled=recalled_text, shown_ids=shown)

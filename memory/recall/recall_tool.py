@@ -1,0 +1,121 @@
+"""The persona's read-only ``recall`` tool: deliberate search of what kith remembers.
+
+Automatic context shows a few clipped candidates; this tool gives the full texts with their
+receipts: the evidence quotes and where and when each was said (platform, private or group
+chat, date), as JSON. That record is what "how do you know that?" is answered from, and
+only that. It obeys the same isolation as automatic recall: the speaker's own live records,
+and in a group chat nothing said in private. It never writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ground.config import RecallSettings
+from ground.tunables import (
+    RECALL_TOOL_EMBED_BUDGET_MS,
+    RECALL_TOOL_EVIDENCE,
+    RECALL_TOOL_MAX_CHARS,
+    RECALL_TOOL_QUOTE_CHARS,
+    RECALL_TOOL_TEXT_CHARS,
+)
+from ground.turns import Speaker
+from ground.types import ChatKind, InboundMessage
+from memory.core.records import MemoryRecord, Scope
+from memory.recall.engine import RecallEngine
+from memory.recall.ranking import Ranked, clip_item
+from persona.instructions import (
+    RECALL_EMPTY_QUERY,
+    RECALL_LIMIT_DESCRIPTION,
+    RECALL_QUERY_DESCRIPTION,
+    RECALL_TOOL_DESCRIPTION,
+    RECALL_TOOL_HINT,
+)
+from persona.labels import RECALL_DISPUTED_NOTE, RECALL_RESULTS_ABOUT, chat_label, search_label, stored_label
+
+log = logging.getLogger("kith.memory.recall_tool")
+
+
+def result_json(ranked: Ranked, disputed_by: list[str]) -> dict[str, Any]:
+    record: MemoryRecord = ranked.record
+    text, truncated = clip_item(record.text, RECALL_TOOL_TEXT_CHARS)
+    quotes = [clip_item(q, RECALL_TOOL_QUOTE_CHARS)[0] for q in record.evidence[-RECALL_TOOL_EVIDENCE:]]
+    return {
+        "id": record.id,
+        "text": text,
+        "truncated": truncated,
+        "kind": record.kind.value,
+        "evidence": quotes,
+        "said": [{"platform": s.platform, "chat": chat_label(private=record.scope is Scope.DM),
+                  "when": s.timestamp.isoformat()} for s in record.sources[-RECALL_TOOL_EVIDENCE:]],
+        "stored": stored_label(note=ranked.match.note),
+        "origin": record.origin.value,
+        "confidence": record.tier.value,
+        "pinned": record.pinned,
+        "disputed_by": disputed_by,
+        "score": round(ranked.score, 3),
+    }
+
+
+class RecallTool:
+    """Implements conversation.turns.Tool."""
+
+    name = "recall"
+    hint = RECALL_TOOL_HINT
+
+    def __init__(self, engine: RecallEngine, settings: RecallSettings) -> None:
+        self.engine = engine
+        self.settings = settings
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": RECALL_TOOL_DESCRIPTION,
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string",
+                                  "description": RECALL_QUERY_DESCRIPTION},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": self.settings.tool_max_items,
+                                  "description": RECALL_LIMIT_DESCRIPTION},
+                    },
+                    "required": ["query"],
+                },
+            },
+        }
+
+    async def call(self, arguments: dict[str, Any], speaker: Speaker, message: InboundMessage) -> str:
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return json.dumps({"error": RECALL_EMPTY_QUERY})
+        limit = arguments.get("limit", self.settings.tool_max_items)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            limit = self.settings.tool_max_items
+        limit = max(1, min(limit, self.settings.tool_max_items))
+        shared_only = message.chat_kind is ChatKind.GROUP
+        result = await self.engine.search(speaker.person, query, limit=limit, shared_only=shared_only,
+                                          budget_s=RECALL_TOOL_EMBED_BUDGET_MS / 1000)
+        memories = [r.record for r in result.items if not r.match.note]
+        partners = await self.engine.conflict_partners(speaker.person, memories, shared_only=shared_only)
+        results = [result_json(r, [p.id for p in partners.get(r.record.id, [])]) for r in result.items]
+        answer: dict[str, Any] = {
+            "about": RECALL_RESULTS_ABOUT,
+            "query": query,
+            "search": search_label(lexical_only=result.lexical_only),
+            "results": results,
+        }
+        if result.lexical_only and result.reason:
+            answer["note"] = result.reason
+        if any(r["disputed_by"] for r in results):
+            answer["disputed"] = RECALL_DISPUTED_NOTE
+        text = json.dumps(answer, ensure_ascii=False)
+        while len(text) > RECALL_TOOL_MAX_CHARS and answer["results"]:
+            answer["results"].pop()
+            text = json.dumps(answer, ensure_ascii=False)
+        log.info("recall tool person=%s results=%d lexical_only=%s ms=%.1f", speaker.person,
+                 len(answer["results"]), result.lexical_only, result.elapsed_ms)
+        return text

@@ -1,0 +1,31 @@
+"""Where memories live: Chroma, each person's in-memory index, and the change log that keeps processes in step.
+
+* ``memory_store``: :class:`MemoryStore`, every read and every compare-and-swap write.
+* ``chroma``: the client, the two collections, every call on one thread; ``chroma_scrub`` takes forgotten words
+  out of embedded Chroma's files.
+* ``notes``: staged notes, what capture wrote down before the gate curated it.
+* ``vectors``: a text's vector, the embedder's or the hashed fallback.
+* ``person_index`` and ``index_search``: each person's active memories in memory, and the search over them.
+* ``changes`` and ``catch_up``: the change log every writer appends to, and this store's reading of it.
+* ``reembed``: moving stored vectors into the embedder's space, resumable.
+"""
+
+from memory.store.changes import ChangeLog
+from memory.store.chroma import ChromaCollections, Collection, check_chroma
+from memory.store.memory_store import MemoryNotFound, MemoryStore, Note, RevisionConflict
+from memory.store.reembed import Progress
+from memory.store.vectors import Vectors, VectorSource
+
+__all__ = [
+    "ChangeLog",
+    "ChromaCollections",
+    "Collection",
+    "MemoryNotFound",
+    "MemoryStore",
+    "Note",
+    "Progress",
+    "RevisionConflict",
+    "VectorSource",
+    "Vectors",
+    "check_chroma",
+]
