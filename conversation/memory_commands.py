@@ -61,7 +61,7 @@ from memory.controls import (
     pick_pair,
 )
 from memory.core import MemoryRecord, Origin, Scope, Source, Status, person_facing, said_at
-from memory.forgetting import JournalUnwritable, describe_places, redact_json
+from memory.forgetting import JournalUnwritable, describe_places, erase_json
 from memory.service import MemoryService
 from people import directory, history
 
@@ -501,9 +501,9 @@ class MemoryCommands:
             counts = file.counts
             # A forget of theirs that landed while the file was being put together: its words leave the file
             # too, and the reply counts what the file then holds.
-            for redactor in recent.since(mark, requester.person or ""):
+            for eraser in recent.since(mark, requester.person or ""):
                 if data is not None:
-                    data = redact_json(data, redactor)
+                    data = erase_json(data, eraser)
         if data is None:  # cannot happen to a JSON export; an empty ".json" would be worse than none
             return reply_to(message, "I could not put your file together just now; send /export again.")
         if data is not file.data:

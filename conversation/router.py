@@ -13,6 +13,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from conversation.core import ConversationCore
 from conversation.intake import (
     Admit,
     Debounce,
@@ -26,7 +27,6 @@ from conversation.intake import (
     unreadable_answer,
 )
 from conversation.keeping import Keeping
-from conversation.turns import ConversationCore
 from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal
 from delivery.inbox import UNHANDLED_REPLY, Inbox, Leftover

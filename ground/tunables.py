@@ -306,7 +306,7 @@ CHANGE_LOG_OVERLAP = 256  # entries behind the cursor read again (late commits; 
 # wrote since a transaction of this process at most this old.
 SHARED_CACHE_TRUST_S = 0.5
 
-# --- Turns, linking and shutdown (conversation/turns.py, conversation/linking.py, kith/app.py) ----------
+# --- Turns, linking and shutdown (conversation/core.py, conversation/linking.py, kith/app.py) ----------
 MAX_TOOL_ROUNDS = 3  # tool calls the persona may chain in one reply
 MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
 LINK_CODE_LENGTH = 8
@@ -337,7 +337,7 @@ DISPUTES_FULL_SCAN_HOURS = 24  # between full scans, new disputes are found amon
 DISPUTES_OVERLAP_S = 300  # each look at new memories reaches back this far, for writes that landed late
 DISPUTES_INCREMENTAL_MAX = 1_000  # more new memories than this (an import): one full scan is cheaper
 
-# --- Heartbeat: proactive turns (heartbeat/turns.py) -----------------------------------------
+# --- Heartbeat: proactive turns (heartbeat/check_ins.py) -----------------------------------------
 HEARTBEAT_REPLY_TOKENS = 300  # the answer's share of token_budget (at most a third of it)
 CHARS_PER_TOKEN = 4  # a rough average for English text; the prompt is clipped by characters
 HEARTBEAT_CONCURRENCY = 4  # people whose turns run at once within one tick

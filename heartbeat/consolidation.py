@@ -383,6 +383,6 @@ class Consolidator:
             added = await self.memory.store.add_notes(kept)
         report.notes_staged += len(added)
         summary = clip(validation.summary or "", self.settings.budget.summary_chars)
-        for redactor in recent.since(self._mark, person):
-            summary = redactor.redact(summary)
+        for eraser in recent.since(self._mark, person):
+            summary = eraser.erase(summary)
         return [n.record.id for n in kept], summary, counts

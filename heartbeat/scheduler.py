@@ -161,7 +161,7 @@ def _zone_name(tz: tzinfo) -> str:
 class HeartbeatScheduler:
     """The bot's scheduler: recurring consolidation, heartbeat and decay, and persisted one-off person runs.
 
-    It also implements :class:`heartbeat.turns.FollowUps` (deferrals and retries).
+    It also implements :class:`heartbeat.check_ins.FollowUps` (deferrals and retries).
     """
 
     def __init__(self, engine: Engine, runner: JobRunner, *, hb: HeartbeatSettings, consolidation_hour: int,

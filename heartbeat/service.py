@@ -18,13 +18,13 @@ from delivery.posting import Outbound
 from ground.config import Settings
 from ground.db import Database
 from heartbeat import runs
+from heartbeat.check_ins import FollowUps, HeartbeatTurns, TickReport, TurnOutcome
 from heartbeat.consolidation import ConsolidationReport, Consolidator, Progress
 from heartbeat.decay import Decay, DecayReport, UndoReport
 from heartbeat.due import DueFinder, DueItem, ItemKind
 from heartbeat.goals import GoalBook
 from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB, HEARTBEAT_JOB
 from heartbeat.settings import HeartbeatSettings, resolve_timezone
-from heartbeat.turns import FollowUps, HeartbeatTurns, TickReport, TurnOutcome
 from llm.client import LLMClient
 from memory.service import MemoryService
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from conversation.chat_commands import ChatCommands
+from conversation.core import ConversationCore
 from conversation.linking import Linker
 from conversation.memory_commands import MemoryCommands, QuestionSender
 from conversation.router import Router
-from conversation.turns import ConversationCore
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox
 from delivery.retention import Retention

@@ -90,8 +90,8 @@ async def consolidate_body(parts: Parts, _args: argparse.Namespace, console: Con
 
 
 async def heartbeat_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    from heartbeat.check_ins import count_outcomes
     from heartbeat.service import QUESTIONS_ASKED
-    from heartbeat.turns import count_outcomes
 
     heartbeat = await parts.heartbeat()
     report = await heartbeat.tick(any_hour=bool(args.any_hour), waiting=_waiting("heartbeat run", console))

@@ -304,7 +304,7 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     if person is None:
         return 2
     from kith.person_export import PersonExport
-    from memory.forgetting import redact_json
+    from memory.forgetting import erase_json
 
     service = await parts.memory()
     recent = service.forgetter.recent
@@ -315,8 +315,8 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
                                                                            name=await _name_of(service, person))
         text = json.dumps(data, ensure_ascii=False, indent=2)
         # A forget of theirs that landed while it was put together (a bot runs both at once): its words go too.
-        for redactor in recent.since(mark, person):
-            text = (redact_json(text.encode("utf-8"), redactor) or b"{}").decode("utf-8")
+        for eraser in recent.since(mark, person):
+            text = (erase_json(text.encode("utf-8"), eraser) or b"{}").decode("utf-8")
     console.out.write(text + "\n")
     return 0
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conversation.turns import ConversationCore
+from conversation.core import ConversationCore
 from ground.background import BackgroundTasks
 from ground.db import Database
 from ground.turns import CompletedTurn, Speaker

@@ -13,7 +13,7 @@ import pytest
 
 from ground.db import Database
 from llm.client import LLMClient
-from memory.forgetting.scrub import FORGOTTEN_MARK, Redactor
+from memory.forgetting.scrub import FORGOTTEN_MARK, Eraser
 from memory.service import MemoryService
 from people import history
 from tests.fakes.openai_api import FakeOpenAI
@@ -129,22 +129,22 @@ async def test_a_saved_export_that_cannot_be_rewritten_is_counted_as_left_and_th
     assert "Lisbon" not in (await db.run(history.get, row)).text and "tea" in (await db.run(history.get, row)).text
 
 
-# --- what the redactor takes, and what it leaves ---------------------------------------------------------------
+# --- what the eraser takes, and what it leaves ---------------------------------------------------------------
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # one emoji, joined by zero-width joiners
 
 
 @pytest.mark.parametrize("quote", ["my co\u00adworker Sam is moving", "my service dog\u200d\U0001f9ba Rex bites"])
 def test_a_quote_with_a_character_that_shows_nothing_is_found_in_its_own_message(quote: str) -> None:
-    redactor = Redactor("m_0123", (quote,))
-    assert redactor.redact(f"Guess what: {quote}. See you.") == f"Guess what: {FORGOTTEN_MARK}. See you."
+    eraser = Eraser("m_0123", (quote,))
+    assert eraser.erase(f"Guess what: {quote}. See you.") == f"Guess what: {FORGOTTEN_MARK}. See you."
 
 
 def test_what_a_forget_leaves_of_a_message_keeps_its_characters() -> None:
     text = f"I live in Lisbon. Our family {FAMILY} is big \u200fok."
-    assert Redactor("Lisbon").redact(text) == f"{FORGOTTEN_MARK} Our family {FAMILY} is big \u200fok."
+    assert Eraser("Lisbon").erase(text) == f"{FORGOTTEN_MARK} Our family {FAMILY} is big \u200fok."
 
 
 def test_a_quote_is_never_taken_out_of_the_middle_of_a_word() -> None:
-    redactor = Redactor("m_0123", ("You are 30",))
-    assert redactor.redact("You are 300 km away") == "You are 300 km away"
-    assert redactor.redact("Well, you are 30 today") == f"Well, {FORGOTTEN_MARK} today"
+    eraser = Eraser("m_0123", ("You are 30",))
+    assert eraser.erase("You are 300 km away") == "You are 300 km away"
+    assert eraser.erase("Well, you are 30 today") == f"Well, {FORGOTTEN_MARK} today"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from conversation.turns import ConversationCore
+from conversation.core import ConversationCore
 from ground.background import BackgroundTasks
 from ground.config import MemorySettings
 from ground.db import Database

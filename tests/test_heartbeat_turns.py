@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from heartbeat.check_ins import SILENT_TOKEN, TurnOutcome, strip_silent
 from heartbeat.due import DueItem, ItemKind, select_due
 from heartbeat.goals import GoalStatus
 from heartbeat.scheduler import PERSON_JOB_PREFIX
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
-from heartbeat.turns import SILENT_TOKEN, TurnOutcome, strip_silent
 from kith.control.parts import Console
 from kith.heartbeat_cli import heartbeat_body
 from llm.client import LLMClient

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memory.core.wording import person_facing
-from memory.forgetting.scrub import FORGOTTEN_MARK, Redactor, redact_json
+from memory.forgetting.scrub import FORGOTTEN_MARK, Eraser, erase_json
 
 
 @pytest.mark.parametrize(("stored", "in_their_dm", "elsewhere"), [
@@ -38,14 +38,14 @@ def test_no_placeholder_is_shown_even_without_a_name_and_a_name_is_data() -> Non
 
 
 def test_a_forget_redacts_the_sentences_and_quotes_that_match_and_keeps_the_rest() -> None:
-    redactor = Redactor("ssn", ("my SSN is 123-45-6789",))
+    eraser = Eraser("ssn", ("my SSN is 123-45-6789",))
     text = "Hi! My SSN is 123-45-6789. My sister lives in Lisbon.\nThe ssn card is old."
-    assert redactor.redact(text) == f"Hi! {FORGOTTEN_MARK} My sister lives in Lisbon.\n{FORGOTTEN_MARK}"
-    assert redactor.redact("We spoke about Lisbon") == "We spoke about Lisbon"
-    quoted = Redactor("lighthouse tattoo", ("I have a lighthouse tattoo",))  # a quote across a line break
-    assert quoted.redact("so   I have a LIGHTHOUSE\ntattoo, and more") == f"so   {FORGOTTEN_MARK}, and more"
+    assert eraser.erase(text) == f"Hi! {FORGOTTEN_MARK} My sister lives in Lisbon.\n{FORGOTTEN_MARK}"
+    assert eraser.erase("We spoke about Lisbon") == "We spoke about Lisbon"
+    quoted = Eraser("lighthouse tattoo", ("I have a lighthouse tattoo",))  # a quote across a line break
+    assert quoted.erase("so   I have a LIGHTHOUSE\ntattoo, and more") == f"so   {FORGOTTEN_MARK}, and more"
     export = json.dumps({"memories": [{"text": "Ana has an SSN", "evidence": ["my SSN is 123-45-6789"]},
                                       {"text": "Ana keeps bees"}]}).encode()
-    cleaned = redact_json(export, redactor)
+    cleaned = erase_json(export, eraser)
     assert cleaned is not None and b"6789" not in cleaned and b"keeps bees" in cleaned
-    assert redact_json(b"\xff\xfe my SSN is 123-45-6789", redactor) is None
+    assert erase_json(b"\xff\xfe my SSN is 123-45-6789", eraser) is None

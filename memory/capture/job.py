@@ -1,6 +1,6 @@
 """Capture: after a reply, a cheap model reads the thread's new turns and proposes memories.
 
-It runs as a background :class:`~conversation.turns.TurnObserver`, never delaying the reply.
+It runs as a background :class:`~conversation.core.TurnObserver`, never delaying the reply.
 Each run reads the turns after its own cursor (table ``capture_cursors``), in chunks of at
 most ``memory.consolidation_chunk_chars``, and asks the capture model once per person who
 spoke in the chunk, with tools withheld. What comes back goes through
@@ -327,11 +327,11 @@ class Capture:
                 continue
             if applied.person != turn.speaker.person and turn.message.conversation_key not in applied.conversations:
                 continue
-            if not applied.redactor.matches(turn.reply_text):
+            if not applied.eraser.matches(turn.reply_text):
                 continue
             message = turn.message
             changed += await self.forgetter.scrub_late_reply(turn.reply_message_id, message.platform,
-                                                             message.chat_id, message.message_id, applied.redactor)
+                                                             message.chat_id, message.message_id, applied.eraser)
         if changed:
             log.info("late forget scrub person=%s rows=%d", turn.speaker.person, changed)
         return changed
@@ -491,15 +491,15 @@ class Capture:
         """``notes`` without the words of forgets applied since ``mark``: a note holding them in its text or
         quotes goes; one holding them only in a receipt sentence keeps its fact and loses that sentence."""
         assert self.forgetter is not None
-        redactors = self.forgetter.recent.since(mark, person)
-        if not redactors:
+        erasers = self.forgetter.recent.since(mark, person)
+        if not erasers:
             return notes
         kept: list[Note] = []
         for note in notes:
             r = note.record
-            if any(x.matches(t) for x in redactors for t in (r.text, *r.evidence)):
+            if any(x.matches(t) for x in erasers for t in (r.text, *r.evidence)):
                 continue
-            for x in redactors:
+            for x in erasers:
                 note = narrowed_note(note, x)
             kept.append(note)
         return kept

@@ -4,7 +4,7 @@
 * ``scrub``: the forgotten words out of every table and saved export beyond the memory store.
 """
 
-from memory.forgetting.scrub import GOALS, redact_json
+from memory.forgetting.scrub import GOALS, erase_json
 from memory.forgetting.tombstones import JournalUnwritable, RecentForgets, describe_places
 
-__all__ = ["GOALS", "JournalUnwritable", "RecentForgets", "describe_places", "redact_json"]
+__all__ = ["GOALS", "JournalUnwritable", "RecentForgets", "describe_places", "erase_json"]

@@ -3,7 +3,7 @@
 A forgotten fact lives on in more places than its memory: the message the person said it in, kith's
 reply that repeated it, the thread's rolling summary, the day's consolidation summary, the outbox
 rows that carried it (an ``/export`` file among them) and a message still waiting in the inbox.
-:class:`Redactor` decides what in a text is "the matching text"; :func:`scan` finds it in the
+:class:`Eraser` decides what in a text is "the matching text"; :func:`scan` finds it in the
 person's rows and, when asked, rewrites it. The plan shown before confirming counts with the same
 scan, so it counts every place the forgetting will touch.
 
@@ -52,7 +52,7 @@ _MARKS = re.compile(r"(?:\[forgotten\][\s.,;:!?…]*){2,}")
 
 
 @dataclass(frozen=True, slots=True)
-class Redactor:
+class Eraser:
     """What a forget removes from a text: ``query``'s sentences and ``phrases`` (forgotten texts and quotes);
     from an export document also every entry of the forgotten records' ``ids``."""
 
@@ -60,7 +60,7 @@ class Redactor:
     phrases: tuple[str, ...] = ()
     ids: frozenset[str] = frozenset()
 
-    def redact(self, text: str) -> str:
+    def erase(self, text: str) -> str:
         """``text`` with every matching stretch replaced by ``FORGOTTEN_MARK`` (pure).
 
         Matched as written first; a text that holds the words only as the person reads them (composed, a
@@ -94,7 +94,7 @@ class Redactor:
         return out
 
     def matches(self, text: str) -> bool:
-        return self.redact(text) != text
+        return self.erase(text) != text
 
     def _patterns(self) -> list[re.Pattern[str]]:
         patterns = []
@@ -118,12 +118,12 @@ def _holds(sentence: str, wanted: set[str]) -> bool:
     return all(any(words_match(w, h) for h in have) for w in wanted)
 
 
-def redact_json(data: bytes, redactor: Redactor) -> bytes | None:
-    """An attachment with the redactor applied to every string in it (JSON, as ``/export`` writes), each entry
+def erase_json(data: bytes, eraser: Eraser) -> bytes | None:
+    """An attachment with the eraser applied to every string in it (JSON, as ``/export`` writes), each entry
     of a forgotten record taken out whole (an export words a memory for its reader, "You live in Lisbon",
     which no stored phrase matches); or None when it is not JSON and holds matching text (dropped whole:
     its words cannot be told apart)."""
-    redact = redactor.redact
+    redact = eraser.erase
     try:
         parsed = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -131,7 +131,7 @@ def redact_json(data: bytes, redactor: Redactor) -> bytes | None:
         return None if redact(text) != text else data
 
     def forgotten(value: Any) -> bool:
-        return isinstance(value, dict) and isinstance(value.get("id"), str) and value["id"] in redactor.ids
+        return isinstance(value, dict) and isinstance(value.get("id"), str) and value["id"] in eraser.ids
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
@@ -164,7 +164,7 @@ class Places:
         return sum(getattr(self, f.name) for f in fields(self))
 
 
-def scrub_saved_exports(directory: Path | None, person: str, redactor: Redactor, *, apply: bool) -> int:
+def scrub_saved_exports(directory: Path | None, person: str, eraser: Eraser, *, apply: bool) -> int:
     """The person's export files saved under ``directory`` (the terminal chat's ``/export``) that hold the words:
     counted, and on ``apply`` rewritten with the words marked forgotten (whole or not at all). Files of other
     people, and files that are not an export, are left alone."""
@@ -180,7 +180,7 @@ def scrub_saved_exports(directory: Path | None, person: str, redactor: Redactor,
             text = path.read_bytes().decode("utf-8", errors="replace")
         except OSError:
             continue
-        if redactor.redact(text) == text and not any(i in text for i in redactor.ids):
+        if eraser.erase(text) == text and not any(i in text for i in eraser.ids):
             continue
         touched += 1
         if apply:
@@ -193,7 +193,7 @@ def scrub_saved_exports(directory: Path | None, person: str, redactor: Redactor,
             continue
         if owner != person:
             continue
-        cleaned = redact_json(data, redactor)
+        cleaned = erase_json(data, eraser)
         if cleaned is None or cleaned == data:
             continue
         touched += 1
@@ -245,35 +245,35 @@ class Scanned:
     through_id: int = 0
 
 
-def scan(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> Scanned:
+def scan(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> Scanned:
     """Count (and with ``apply`` rewrite) the person's rows that hold the matching text."""
     accounts = [a.account for a in directory.accounts_of(conn, person)]
     rows, summaries, conversations, chats = history.forget_text(conn, person=person, accounts=accounts,
-                                                               redact=redactor.redact, apply=apply)
-    consolidated = _consolidation_summaries(conn, person, redactor, apply=apply)
+                                                               redact=eraser.erase, apply=apply)
+    consolidated = _consolidation_summaries(conn, person, eraser, apply=apply)
     recipients = {tuple(a.split(":", 1)) for a in accounts if ":" in a}
-    sent = _outbox(conn, chats, recipients, redactor, apply=apply)
-    waiting = _inbox(conn, set(accounts), chats, redactor, apply=apply)
-    goals = _goals(conn, person, redactor, apply=apply)
+    sent = _outbox(conn, chats, recipients, eraser, apply=apply)
+    waiting = _inbox(conn, set(accounts), chats, eraser, apply=apply)
+    goals = _goals(conn, person, eraser, apply=apply)
     through = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(history.messages.c.id), 0))).scalar_one())
     return Scanned(Places(rows, summaries + consolidated, sent, waiting, goals=goals), tuple(sorted(conversations)),
                    through)
 
 
 def scrub_late_reply(conn: Connection, reply_id: int, platform: str, chat_id: str, source: str,
-                     redactor: Redactor) -> int:
+                     eraser: Eraser) -> int:
     """A reply whose turn began before a forget but was recorded after its scan: its history row and the outbox
     rows carrying it (found by the message they answer) lose the matching text. Nothing else is touched: a
     message said after the forget is heard again. Returns the rows rewritten."""
     m = history.messages
     changed = 0
     row = conn.execute(sa.select(m.c.text).where(m.c.id == reply_id, m.c.role != "user")).first()
-    if row is not None and (text := redactor.redact(row.text)) != row.text:
+    if row is not None and (text := eraser.erase(row.text)) != row.text:
         conn.execute(m.update().where(m.c.id == reply_id).values(text=text))
         changed += 1
     for sent in conn.execute(sa.select(outbox.c.id, outbox.c.text).where(
             outbox.c.platform == platform, outbox.c.chat_id == chat_id, outbox.c.source == source)).all():
-        text = redactor.redact(sent.text)
+        text = eraser.erase(sent.text)
         if text != sent.text:
             conn.execute(outbox.update().where(outbox.c.id == sent.id).values(text=text))
             changed += 1
@@ -281,7 +281,7 @@ def scrub_late_reply(conn: Connection, reply_id: int, platform: str, chat_id: st
 
 
 def _outbox(conn: Connection, chats: set[tuple[str, str]], recipients: set[tuple[str, ...]],
-            redactor: Redactor, *, apply: bool) -> int:
+            eraser: Eraser, *, apply: bool) -> int:
     if not chats and not recipients:
         return 0
     platforms = {p for p, _c in chats} | {r[0] for r in recipients}
@@ -291,10 +291,10 @@ def _outbox(conn: Connection, chats: set[tuple[str, str]], recipients: set[tuple
     for row in conn.execute(query.order_by(outbox.c.id)).all():
         if (row.platform, row.chat_id) not in chats and (row.platform, row.recipient_id or "") not in recipients:
             continue
-        text = redactor.redact(row.text)
+        text = eraser.erase(row.text)
         attachment = row.attachment
         if attachment is not None:
-            attachment = redact_json(bytes(attachment), redactor)
+            attachment = erase_json(bytes(attachment), eraser)
         if text == row.text and attachment == row.attachment:
             continue
         found += 1
@@ -305,7 +305,7 @@ def _outbox(conn: Connection, chats: set[tuple[str, str]], recipients: set[tuple
     return found
 
 
-def _inbox(conn: Connection, accounts: set[str], chats: set[tuple[str, str]], redactor: Redactor, *,
+def _inbox(conn: Connection, accounts: set[str], chats: set[tuple[str, str]], eraser: Eraser, *,
            apply: bool) -> int:
     table = inbox_table.inbox
     found = 0
@@ -318,7 +318,7 @@ def _inbox(conn: Connection, accounts: set[str], chats: set[tuple[str, str]], re
             continue
         if message.text.startswith("/"):
             continue  # a command, the /forget being answered among them: it leaves the inbox with its answer
-        text = redactor.redact(message.text)
+        text = eraser.erase(message.text)
         if text == message.text:
             continue
         found += 1
@@ -330,19 +330,19 @@ def _inbox(conn: Connection, accounts: set[str], chats: set[tuple[str, str]], re
     return found
 
 
-def _goals(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> int:
+def _goals(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int:
     """The person's goals (any status) that hold the words: counted, and on ``apply`` deleted."""
     table = metadata.tables.get(GOALS)
     if table is None:
         return 0
     ids = [row.id for row in conn.execute(sa.select(table.c.id, table.c.text).where(table.c.person == person))
-           if redactor.matches(row.text)]
+           if eraser.matches(row.text)]
     if apply and ids:
         conn.execute(table.delete().where(table.c.id.in_(ids)))
     return len(ids)
 
 
-def _consolidation_summaries(conn: Connection, person: str, redactor: Redactor, *, apply: bool) -> int:
+def _consolidation_summaries(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int:
     table = metadata.tables.get(CONSOLIDATION_CHUNKS)
     if table is None:
         return 0
@@ -355,7 +355,7 @@ def _consolidation_summaries(conn: Connection, person: str, redactor: Redactor, 
             continue
         if not isinstance(by_person, dict) or not isinstance(by_person.get(person), str):
             continue
-        text = redactor.redact(by_person[person])
+        text = eraser.erase(by_person[person])
         if text == by_person[person]:
             continue
         found += 1
@@ -381,7 +381,7 @@ def phrases_of(texts: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(normalize(t) for t in texts if t.strip()))
 
 
-def kept_sentences(sentences: Sequence[str], quotes: Sequence[str], redactor: Redactor) -> tuple[str, ...]:
+def kept_sentences(sentences: Sequence[str], quotes: Sequence[str], eraser: Eraser) -> tuple[str, ...]:
     """The receipt sentences a memory that is not itself forgotten keeps after a forget (pure).
 
     A sentence without the matching text stays as it was. One with it loses that text; if what is left
@@ -393,7 +393,7 @@ def kept_sentences(sentences: Sequence[str], quotes: Sequence[str], redactor: Re
     folded = [normalize(q).casefold() for q in quotes if q.strip()]
     out = []
     for sentence in sentences:
-        redacted = redactor.redact(sentence)
+        redacted = eraser.erase(sentence)
         if redacted == sentence:
             out.append(sentence)
         elif any(q in normalize(redacted).casefold() for q in folded):
@@ -401,5 +401,16 @@ def kept_sentences(sentences: Sequence[str], quotes: Sequence[str], redactor: Re
     return tuple(dict.fromkeys(out))
 
 
-__all__ = ["FORGOTTEN_MARK", "Places", "Redactor", "Scanned", "checkpoint", "kept_sentences", "phrases_of",
-           "reassign_saved_exports", "redact_json", "scan", "scrub_late_reply"]
+__all__ = [
+    "FORGOTTEN_MARK",
+    "Eraser",
+    "Places",
+    "Scanned",
+    "checkpoint",
+    "erase_json",
+    "kept_sentences",
+    "phrases_of",
+    "reassign_saved_exports",
+    "scan",
+    "scrub_late_reply",
+]

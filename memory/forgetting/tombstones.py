@@ -12,7 +12,7 @@ later capture or promotion over the same old transcript cannot resurrect the fac
 
 Work that was under way when a forget landed must not bring the words back either: a capture waiting on
 its model, a reply or an export being written. :class:`RecentForgets` keeps, for as long as a shown plan
-would be kept, each applied forget's redactor, so such work can check what it is about to store against the
+would be kept, each applied forget's eraser, so such work can check what it is about to store against the
 forgets applied since it began; a capture stages its notes under the same per-person lock a forget holds.
 And a confirmed forget is journalled (a file under ``JOURNAL_DIR``) until it is done: killed half-way, it is
 finished by the next start before anything is served (:meth:`Forgetter.resume`).
@@ -48,8 +48,8 @@ from memory.core.records import MemoryCandidate, MemoryRecord, Source, Status
 from memory.core.text import content_words, normalize, words_match
 from memory.forgetting.scrub import (
     GOALS,
+    Eraser,
     Places,
-    Redactor,
     Scanned,
     checkpoint,
     kept_sentences,
@@ -197,8 +197,8 @@ class ForgetPlan:
         return sorted([*self.memory_ids, *self.note_ids, *(f"receipt:{i}" for i in self.receipt_ids), *counts])
 
     @property
-    def redactor(self) -> Redactor:
-        return Redactor(self.query, self.phrases, frozenset((*self.memory_ids, *self.note_ids)))
+    def eraser(self) -> Eraser:
+        return Eraser(self.query, self.phrases, frozenset((*self.memory_ids, *self.note_ids)))
 
     def describe(self) -> str:
         """Every place the plan touches, counted: "1 memory, 2 notes, 4 history rows, 1 summary"."""
@@ -341,7 +341,7 @@ class Applied:
 
     seq: int
     person: str
-    redactor: Redactor
+    eraser: Eraser
     conversations: tuple[str, ...]
     through_id: int  # the newest history row its scan saw
     at: float  # time.monotonic()
@@ -387,18 +387,18 @@ class RecentForgets:
         """How many applied forgets (and so their words) this process holds now."""
         return len(self._applied)
 
-    def since(self, mark: int, person: str) -> list[Redactor]:
-        """The redactors of ``person``'s forgets applied after ``mark``: what work begun at it must not keep."""
+    def since(self, mark: int, person: str) -> list[Eraser]:
+        """The erasers of ``person``'s forgets applied after ``mark``: what work begun at it must not keep."""
         self._prune()
-        return [a.redactor for a in self._applied if a.seq > mark and a.person == person]
+        return [a.eraser for a in self._applied if a.seq > mark and a.person == person]
 
     def recent(self) -> list[Applied]:
         self._prune()
         return list(self._applied)
 
-    def record(self, person: str, redactor: Redactor, conversations: tuple[str, ...], through_id: int) -> None:
+    def record(self, person: str, eraser: Eraser, conversations: tuple[str, ...], through_id: int) -> None:
         self._seq += 1
-        self._applied.append(Applied(self._seq, person, redactor, conversations, through_id, self.monotonic()))
+        self._applied.append(Applied(self._seq, person, eraser, conversations, through_id, self.monotonic()))
         self._prune()
 
     def _prune(self) -> None:
@@ -457,17 +457,17 @@ class Forgetter:
         matched_notes = [n for n in notes if _hit(query, n.record) or (n.promoted_to in matched_ids)]
         unlink = _dangling(memories, matched_ids)
         records = [*matched_memories, *(n.record for n in matched_notes)]
-        # An export words a fact for its reader ("You live in Lisbon"): its entry goes by id (redact_json).
+        # An export words a fact for its reader ("You live in Lisbon"): its entry goes by id (erase_json).
         phrases = phrases_of([t for r in records for t in (r.text, *r.evidence, *r.evidence_sentences)])
-        redactor = Redactor(query, phrases, frozenset(r.id for r in records))
+        eraser = Eraser(query, phrases, frozenset(r.id for r in records))
         gone = {r.id for r in records}
         receipts = [r for r in [*memories, *(n.record for n in notes)]
-                    if r.id not in gone and _receipt_matches(r, redactor)]
+                    if r.id not in gone and _receipt_matches(r, eraser)]
         previews = {r.id: r.text for r in [*records, *receipts]}
         places = Places()
         if self.db is not None:
-            places = (await self.db.run(scan, person, redactor, apply=False)).places
-        saved = await asyncio.to_thread(scrub_saved_exports, self.saved_exports, person, redactor, apply=False)
+            places = (await self.db.run(scan, person, eraser, apply=False)).places
+        saved = await asyncio.to_thread(scrub_saved_exports, self.saved_exports, person, eraser, apply=False)
         places = replace(places, saved_exports=saved)
         return ForgetPlan(
             person,
@@ -570,7 +570,7 @@ class Forgetter:
         return finished
 
     async def _apply(self, plan: ForgetPlan, now: datetime) -> ForgetResult:
-        redactor = plan.redactor
+        eraser = plan.eraser
         notes = await self.store.get_notes(plan.note_ids)
         memories = await self.store.get_memories(plan.memory_ids)
         kept_notes = await self.store.get_notes(plan.receipt_ids)
@@ -580,16 +580,16 @@ class Forgetter:
             digests |= digests_of(record.text, record.evidence, record.evidence_sentences)
             digests |= {source_digest(s) for s in record.sources}
         for record in [n.record for n in kept_notes] + kept_memories:
-            digests |= {digest(s) for s in record.evidence_sentences if redactor.matches(s)}
+            digests |= {digest(s) for s in record.evidence_sentences if eraser.matches(s)}
         # Tombstones first: if deleting fails half-way, the fact still cannot come back.
         added = await self.book.add(plan.person, digests, now)
         links = 0
         for memory_id, gone in plan.unlink.items():
             links += await self._unlink(memory_id, set(gone))
-        receipts = await self.store.replace_notes([narrowed_note(n, redactor) for n in kept_notes
-                                                   if _receipt_matches(n.record, redactor)])
+        receipts = await self.store.replace_notes([narrowed_note(n, eraser) for n in kept_notes
+                                                   if _receipt_matches(n.record, eraser)])
         for record in kept_memories:
-            receipts += await self._narrow(record.id, redactor)
+            receipts += await self._narrow(record.id, eraser)
         await self.store.delete_notes(list(plan.note_ids))
         await self.store.delete_memories(list(plan.memory_ids))
         scrubbed = await self.store.scrub_log([*plan.note_ids, *plan.memory_ids], kept=plan.receipt_ids)
@@ -598,25 +598,25 @@ class Forgetter:
         )
         still = [n.record for n in await self.store.get_notes(plan.receipt_ids)]
         still += await self.store.get_memories(plan.receipt_ids)
-        leftover += sum(_receipt_matches(r, redactor) for r in still)
-        files = await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, redactor, apply=True)
-        leftover += await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, redactor,
+        leftover += sum(_receipt_matches(r, eraser) for r in still)
+        files = await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, eraser, apply=True)
+        leftover += await asyncio.to_thread(scrub_saved_exports, self.saved_exports, plan.person, eraser,
                                             apply=False)
         scanned = Scanned(Places(), ())
         if self.db is not None:
             # Every place outside the store, in one transaction; then the log holding the old pages is emptied.
-            scanned = await self.db.run(scan, plan.person, redactor, apply=True)
+            scanned = await self.db.run(scan, plan.person, eraser, apply=True)
             # Listed at once: a reply recorded from here on was written without this rewrite (capture's
             # after-reply check), and a person's own waits on the lock held here until the forget is done.
-            self.recent.record(plan.person, redactor, scanned.conversations, scanned.through_id)
+            self.recent.record(plan.person, eraser, scanned.conversations, scanned.through_id)
             if scanned.places.goals:
                 self.db.mark(GOALS)  # the goals every prompt reads are read again, without these
-            leftover += (await self.db.run(scan, plan.person, redactor, apply=False)).places.total
+            leftover += (await self.db.run(scan, plan.person, eraser, apply=False)).places.total
             busy, _frames, _copied = await self.db.run(checkpoint)
             if busy:
                 log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
         else:
-            self.recent.record(plan.person, redactor, scanned.conversations, scanned.through_id)
+            self.recent.record(plan.person, eraser, scanned.conversations, scanned.through_id)
         places = replace(scanned.places, saved_exports=files)
         result = ForgetResult(len(notes), len(memories), links, added, leftover, places, scrubbed,
                               scanned.conversations, receipts)
@@ -640,11 +640,11 @@ class Forgetter:
         return result
 
     async def scrub_late_reply(self, reply_id: int, platform: str, chat_id: str, source: str,
-                               redactor: Redactor) -> int:
+                               eraser: Eraser) -> int:
         """A reply recorded after a forget's scan, by a turn that began before it, loses the words too."""
         if self.db is None:
             return 0
-        changed = await self.db.run(scrub_late_reply, reply_id, platform, chat_id, source, redactor)
+        changed = await self.db.run(scrub_late_reply, reply_id, platform, chat_id, source, eraser)
         if changed:
             await self.db.run(checkpoint)
         return changed
@@ -665,13 +665,13 @@ class Forgetter:
         raise RuntimeError(f"could not unlink conflicts of {memory_id} after {FORGET_CAS_RETRIES} attempts")
 
 
-    async def _narrow(self, memory_id: str, redactor: Redactor) -> int:
+    async def _narrow(self, memory_id: str, eraser: Eraser) -> int:
         """Take the matching text out of a kept memory's receipt sentences; 1 if it had any, else 0."""
         for _attempt in range(FORGET_CAS_RETRIES):
             current = await self.store.get_memory(memory_id)
-            if current is None or not _receipt_matches(current, redactor):
+            if current is None or not _receipt_matches(current, eraser):
                 return 0
-            sentences = kept_sentences(current.evidence_sentences, current.evidence, redactor)
+            sentences = kept_sentences(current.evidence_sentences, current.evidence, eraser)
             try:
                 await self.store.replace_memory(replace(current, evidence_sentences=sentences,
                                                         updated_at=self.clock()))
@@ -701,13 +701,13 @@ def _with_links(record: MemoryRecord, links: tuple[str, ...], now: datetime) -> 
     return replace(record, conflicts_with=links, updated_at=now)
 
 
-def _receipt_matches(record: MemoryRecord, redactor: Redactor) -> bool:
-    return any(redactor.matches(s) for s in record.evidence_sentences)
+def _receipt_matches(record: MemoryRecord, eraser: Eraser) -> bool:
+    return any(eraser.matches(s) for s in record.evidence_sentences)
 
 
-def narrowed_note(note: Note, redactor: Redactor) -> Note:
-    """``note`` whose receipt sentences lose the words ``redactor`` matches (:func:`kept_sentences`)."""
-    sentences = kept_sentences(note.record.evidence_sentences, note.record.evidence, redactor)
+def narrowed_note(note: Note, eraser: Eraser) -> Note:
+    """``note`` whose receipt sentences lose the words ``eraser`` matches (:func:`kept_sentences`)."""
+    sentences = kept_sentences(note.record.evidence_sentences, note.record.evidence, eraser)
     return replace(note, record=replace(note.record, evidence_sentences=sentences))
 
 

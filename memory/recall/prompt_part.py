@@ -130,7 +130,7 @@ def with_partners(ranked: Sequence[tuple[MemoryRecord, bool]], partners: dict[st
 
 
 class RecallMemoryContext:
-    """Implements conversation.turns.MemoryContext over the recall engine."""
+    """Implements conversation.core.MemoryContext over the recall engine."""
 
     def __init__(self, engine: RecallEngine, recall: RecallSettings, budget: BudgetSettings) -> None:
         self.engine = engine

@@ -60,7 +60,7 @@ def result_json(ranked: Ranked, disputed_by: list[str]) -> dict[str, Any]:
 
 
 class RecallTool:
-    """Implements conversation.turns.Tool."""
+    """Implements conversation.core.Tool."""
 
     name = "recall"
     hint = RECALL_TOOL_HINT
