@@ -25,11 +25,11 @@ from bench.common import peak_rss_mb, summary_ms, verdict
 from ground import loop
 from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from ground.db import Database
-from heartbeat import goals as goal_table
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from kith.schema import create_schema
 from llm.client import LLMClient
+from memory import goals as goal_table
 from memory.capture import new_memory_id
 from memory.core import MemoryKind, MemoryRecord, Scope, Source
 from memory.service import MemoryService

@@ -321,7 +321,7 @@ FETCHED_PLACES_MAX = 1_024  # Discord threads remembered after one GET /channels
 SLACK_DEFAULT_RETRY_AFTER_S = 1.0  # Slack always sends Retry-After with a 429; this covers a proxy that drops it
 DISCORD_DEFAULT_RETRY_AFTER_S = 5.0  # a 429 without retry_after
 
-# --- Goals (heartbeat/goals.py) --------------------------------------------------------------
+# --- Goals (memory/goals/) ------------------------------------------------------------------
 GOAL_MAX_CHARS = 300
 GOALS_MAX_OPEN = 30  # active plus paused goals one person may keep
 GOALS_IN_PROMPT = 10  # at most this many active goals go into a prompt

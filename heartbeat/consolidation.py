@@ -39,9 +39,9 @@ from sqlalchemy.engine import Connection
 from conversation.context import clip
 from conversation.summarizer import Summarizer
 from ground.config import Settings
+from ground.days import day_bounds, local_day
 from ground.db import Database, UtcDateTime, metadata
 from ground.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
-from heartbeat.settings import day_bounds, local_day
 from llm.client import LLMClient, LLMError
 from memory.capture import (
     CAPTURE_MAX_TOKENS,

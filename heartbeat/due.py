@@ -24,6 +24,7 @@ from datetime import date, datetime, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ground.days import local_day
 from ground.db import Database, UtcDateTime, metadata
 from ground.tunables import (
     DISPUTES_FULL_SCAN_HOURS,
@@ -36,9 +37,8 @@ from ground.tunables import (
     OPEN_QUESTIONS_PER_PERSON,
     QUESTIONS_PER_HOUR,
 )
-from heartbeat import goals as goal_table
 from heartbeat import memory_scan
-from heartbeat.settings import local_day
+from memory import goals as goal_table
 from memory.core import MemoryRecord, Status
 from memory.store import MemoryStore
 from persona.labels import disputed_pair_line, due_goal_line, lapsing_line

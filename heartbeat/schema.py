@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from heartbeat import consolidation, decay, due, goals, runs
+from heartbeat import consolidation, decay, due, runs
 
 TABLES = (consolidation.consolidation_days, consolidation.consolidation_chunks, decay.decay_runs,
-          decay.decay_retirements, due.heartbeat_items, goals.goals, runs.job_runs)
+          decay.decay_retirements, due.heartbeat_items, runs.job_runs)
 

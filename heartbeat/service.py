@@ -22,10 +22,10 @@ from heartbeat.check_ins import FollowUps, HeartbeatTurns, TickReport, TurnOutco
 from heartbeat.consolidation import ConsolidationReport, Consolidator, Progress
 from heartbeat.decay import Decay, DecayReport, UndoReport
 from heartbeat.due import DueFinder, DueItem, ItemKind
-from heartbeat.goals import GoalBook
 from heartbeat.scheduler import CONSOLIDATION_JOB, DECAY_JOB, HEARTBEAT_JOB
 from heartbeat.settings import HeartbeatSettings, resolve_timezone
 from llm.client import LLMClient
+from memory.goals import GoalBook
 from memory.service import MemoryService
 
 log = logging.getLogger("kith.heartbeat")

@@ -1,12 +1,13 @@
-"""The ``[heartbeat]`` settings, and the pure time rules every heartbeat part shares.
+"""The ``[heartbeat]`` settings checked, and the pure time rules of the heartbeat's own (active hours, retries).
 
-``HeartbeatSettings`` itself lives in :mod:`ground.config` as ``Settings.heartbeat``.
+``HeartbeatSettings`` itself lives in :mod:`ground.config` as ``Settings.heartbeat``; calendar days in a zone,
+which goals count in too, are :mod:`ground.days`'s.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import time, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ground.config import HeartbeatSettings
@@ -63,17 +64,6 @@ def check_heartbeat(hb: HeartbeatSettings) -> None:
         raise ValueError("max_retries must be >= 0 and retry_base_s > 0")
     if hb.decay_weekday not in _WEEKDAYS:
         raise ValueError(f"decay_weekday must be one of {', '.join(_WEEKDAYS)}")
-
-
-def local_day(now: datetime, tz: tzinfo) -> date:
-    return now.astimezone(tz).date()
-
-
-def day_bounds(day: date, tz: tzinfo) -> tuple[datetime, datetime]:
-    """[start, end) of a local calendar day as aware datetimes (a DST day is 23 or 25 hours long)."""
-    start = datetime.combine(day, time(0), tzinfo=tz)
-    end = datetime.combine(day + timedelta(days=1), time(0), tzinfo=tz)
-    return start, end
 
 
 def retry_delay(attempt: int, base_s: float, max_s: float) -> float:

@@ -27,7 +27,6 @@ from ground.tunables import (
     SHUTDOWN_DELIVERY_S,
 )
 from ground.types import Channel, utcnow
-from heartbeat.goals import GoalBook, GoalsCommand, GoalsInContext
 from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import resolve_timezone
@@ -39,6 +38,7 @@ from llm.client import LLMClient, import_litellm
 from llm.process import ModelProcess
 from memory.controls import MemoryControls, PauseBook, QuestionBook
 from memory.encoders import open_reranker
+from memory.goals import GoalBook, GoalsCommand, GoalsInContext
 from memory.recall import RecallEngine, RecallMemoryContext, RecallTool, UseRecorder
 from memory.service import MemoryService
 from persona.instructions import MEMORY_CONTROLS_HINT

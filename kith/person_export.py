@@ -4,7 +4,7 @@ Each package gives its own part for a person: their accounts (:mod:`people.direc
 their private threads' summaries (:mod:`people.history`), memories, notes and tombstones (the memory
 service), their conflict questions (:mod:`memory.controls.questions`), their pause
 (:mod:`memory.controls.person_controls`) and
-their goals (:mod:`heartbeat.goals`). This module joins those and reads the few tables that keep no
+their goals (:mod:`memory.goals`). This module joins those and reads the few tables that keep no
 per-person view of their own: the inbox and outbox (which hold messages, not people), access approvals,
 link requests, the heartbeat's check-ins, decay's retirements and the nightly consolidation's summaries.
 
@@ -28,10 +28,10 @@ from delivery.inbox import PayloadError, from_payload, inbox
 from delivery.outbox import outbox
 from ground.db import Database, as_utc
 from ground.redaction import redact
-from heartbeat import goals
 from heartbeat.consolidation import consolidation_chunks
 from heartbeat.decay import decay_retirements, decay_runs
 from heartbeat.due import heartbeat_items
+from memory import goals
 from memory.controls import export_questions, pause_of
 from memory.service import MemoryService
 from people import directory, history

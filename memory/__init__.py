@@ -6,6 +6,8 @@ Memory knows no platform. It lives in rooms, each importing only the rooms below
 * :mod:`memory.service`: :class:`~memory.service.MemoryService`, the one object the wiring builds and closes.
 * :mod:`memory.capture` and :mod:`memory.recall`: from words to memories (validated, staged, gated); from a
   query to ranked memories and the prompt's memory part.
+* :mod:`memory.goals`: what a person wants to reach (not a memory: a direction), the ``/goals`` command, and
+  the prompt's goals part.
 * :mod:`memory.forgetting`: the plan, the journal, tombstones, and the words scrubbed from every table.
 * :mod:`memory.store`: Chroma, each person's in-memory index, and the change log between processes.
 * :mod:`memory.encoders`: the local sentence encoder, reranker and entailment models.

@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 from ground.db import Database
-from heartbeat.goals import GoalBook
 from memory.capture.merge_gate import Outcome
 from memory.core.records import MemoryKind, Source
 from memory.forgetting.scrub import FORGOTTEN_MARK
 from memory.forgetting.tombstones import describe_places, tombstones
+from memory.goals import GoalBook
 from memory.service import MemoryService
 from memory.store.notes import Note
 from people import history

@@ -10,9 +10,11 @@ import pytest
 
 from conversation.chat_commands import ChatCommands
 from ground.db import Database
+from ground.tunables import GOALS_MAX_OPEN
 from ground.types import ChatKind
-from heartbeat import goals
-from heartbeat.goals import GOALS_MAX_OPEN, GoalBook, GoalsCommand, GoalStatus, parse_goal_args
+from memory.goals import GoalBook, GoalsCommand, GoalStatus
+from memory.goals import book as goals
+from memory.goals.command import parse_goal_args
 from people import directory
 from tests.helpers import FakeClock, inbound
 

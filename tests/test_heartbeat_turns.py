@@ -16,7 +16,6 @@ import sqlalchemy as sa
 
 from heartbeat.check_ins import SILENT_TOKEN, TurnOutcome, strip_silent
 from heartbeat.due import DueItem, ItemKind, select_due
-from heartbeat.goals import GoalStatus
 from heartbeat.scheduler import PERSON_JOB_PREFIX
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
@@ -24,6 +23,7 @@ from kith.control.parts import Console
 from kith.heartbeat_cli import heartbeat_body
 from llm.client import LLMClient
 from memory.core.records import Horizon, MemoryCandidate, MemoryKind, Source
+from memory.goals import GoalStatus
 from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.helpers import FakeClock

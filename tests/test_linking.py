@@ -209,8 +209,8 @@ def test_people_command_links_lists_and_unlinks(make_settings, capsys) -> None:
 def test_people_link_moves_goals_and_pauses_too(make_settings, capsys) -> None:
     from datetime import UTC, datetime
 
-    from heartbeat import goals
     from kith.app import open_database
+    from memory import goals
     from memory.controls.person_controls import PauseBook
 
     settings = make_settings()

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ground.types import utcnow
-from heartbeat import goals
 from heartbeat.scheduler import CONSOLIDATION_JOB, HEARTBEAT_JOB, HeartbeatScheduler
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings, resolve_timezone
 from kith.app import open_database
 from kith.settings import load_settings
+from memory import goals
 from people import directory, history
 from persona.instructions import HEARTBEAT_INSTRUCTION
 from tests.conftest import ROOT

@@ -15,7 +15,6 @@ from ground.checks import CheckResult
 from ground.config import Settings
 from ground.db import Database
 from ground.types import utcnow
-from heartbeat.goals import reassign as reassign_goals
 from heartbeat.service import Heartbeat, build_heartbeat
 from kith import store_checks
 from kith.app import open_database
@@ -23,6 +22,7 @@ from kith.memory_cli import NOT_NEEDED
 from llm.client import LLMClient
 from memory.controls import PauseBook, QuestionBook
 from memory.encoders import EmbedderStatus
+from memory.goals import reassign as reassign_goals
 from memory.service import MemoryService
 
 

@@ -1,41 +1,27 @@
-"""Goals: a tracked desired outcome with a status, an order and an optional due date.
+"""Where goals are kept: the ``goals`` table, its row functions, and :class:`GoalBook`, which every reply reads.
 
 A goal is not a fact, so it is not a memory: "learning Rust" is a direction, and finishing it
 must stop it shaping replies. Each goal keeps the number it was given when added (``#3``), so
 ``/goals done 3`` means the same goal whatever happened to the others. Active goals enter the
-prompt (:meth:`GoalBook.slot`); paused and done ones do not. Goals are private: in a group
-chat ``/goals`` answers with a pointer to the private chat instead of the list.
+prompt (:meth:`GoalBook.slot`); paused and done ones do not.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import enum
-import re
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ground.days import local_day
 from ground.db import Database, UtcDateTime, metadata
-from ground.tunables import (
-    GOAL_MAX_CHARS,
-    GOALS_DONE_LISTED,
-    GOALS_IN_PROMPT,
-    GOALS_MAX_OPEN,
-    GOALS_REWARM_MIN_S,
-    SHARED_CACHE_TRUST_S,
-)
-from ground.turns import MemoryContext, MemorySlots, Speaker
-from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
-from heartbeat.settings import local_day
+from ground.tunables import GOALS_MAX_OPEN, GOALS_REWARM_MIN_S, SHARED_CACHE_TRUST_S
 from memory.forgetting import GOALS
-from people import directory
-from persona.labels import GOALS_NOTICE
+from memory.goals.records import Goal, GoalStatus
+from memory.goals.wording import render_slot
 
 GOALS_TOPIC = GOALS  # Database.mark topic of goal writes (a forget deletes goals too, and marks it)
 
@@ -53,23 +39,6 @@ goals = sa.Table(
     sa.UniqueConstraint("person", "number", name="uq_goals_person_number"),
     sa.Index("ix_goals_status_due", "status", "due"),
 )
-
-
-class GoalStatus(enum.StrEnum):
-    ACTIVE = "active"
-    PAUSED = "paused"
-    DONE = "done"
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    id: int
-    person: str
-    number: int
-    text: str
-    status: GoalStatus
-    due: date | None
-    updated_at: datetime
 
 
 def _goal(r: sa.Row) -> Goal:
@@ -147,91 +116,7 @@ def reassign(conn: Connection, old: str, new: str) -> int:
     return moved
 
 
-# --- pure parts ------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class GoalRequest:
-    action: str  # "list", "add", "done", "pause", "resume"
-    text: str = ""
-    due: date | None = None
-    number: int | None = None
-    error: str = ""  # set when the request cannot be understood; the reply says why
-
-
-USAGE = ("Usage: /goals (list) · /goals add <text> [due YYYY-MM-DD] · /goals done N · /goals pause N · "
-         "/goals resume N")
-_DUE = re.compile(r"^(?P<text>.*?)\s+due\s+(?P<due>\d{4}-\d{2}-\d{2})\s*$", re.I | re.S)
-_STATUS_ACTIONS = {"done": GoalStatus.DONE, "pause": GoalStatus.PAUSED, "resume": GoalStatus.ACTIVE}
-
-
-def parse_goal_args(args: str) -> GoalRequest:
-    head, _, rest = args.strip().partition(" ")
-    action = head.lower()
-    rest = rest.strip()
-    if action in ("", "list"):
-        return GoalRequest("list")
-    if action == "add":
-        text, due = rest, None
-        m = _DUE.match(rest)
-        if m is not None:
-            text = m.group("text").strip()
-            try:
-                due = date.fromisoformat(m.group("due"))
-            except ValueError:
-                return GoalRequest("add", error=f"{m.group('due')} is not a date (YYYY-MM-DD).")
-        text = " ".join(text.split())
-        if not text:
-            return GoalRequest("add", error="What is the goal? " + USAGE)
-        if len(text) > GOAL_MAX_CHARS:
-            return GoalRequest("add", error=f"Please keep a goal under {GOAL_MAX_CHARS} characters.")
-        return GoalRequest("add", text=text, due=due)
-    if action in _STATUS_ACTIONS:
-        number = rest.lstrip("#")
-        if not number.isdigit():
-            return GoalRequest(action, error=f"Which goal? Give its number, e.g. /goals {action} 2.")
-        return GoalRequest(action, number=int(number))
-    return GoalRequest(action, error=USAGE)
-
-
-def _due_label(goal: Goal, today: date) -> str:
-    if goal.due is None:
-        return ""
-    return f" (due {goal.due.isoformat()}{', overdue' if goal.due < today else ''})"
-
-
-def render_list(items: Sequence[Goal], today: date) -> str:
-    """The /goals answer: active, then paused, then the last few done, each with its number."""
-    if not items:
-        return "No goals yet. Add one with /goals add <text> [due YYYY-MM-DD]."
-    lines: list[str] = []
-    sections = ((GoalStatus.ACTIVE, "Active"), (GoalStatus.PAUSED, "Paused"), (GoalStatus.DONE, "Done"))
-    for status, title in sections:
-        group = [g for g in items if g.status is status]
-        if status is GoalStatus.DONE:
-            group = sorted(group, key=lambda g: g.updated_at, reverse=True)[:GOALS_DONE_LISTED]
-        if group:
-            lines.append(f"{title}:")
-            lines.extend(f"#{g.number} {g.text}{_due_label(g, today) if status is GoalStatus.ACTIVE else ''}"
-                         for g in group)
-    return "\n".join(lines)
-
-
-def render_slot(active: Sequence[Goal], today: date, limit_chars: int) -> str:
-    """The prompt's goals part: active goals only, in their order, within ``limit_chars``."""
-    shown = [g for g in active if g.status is GoalStatus.ACTIVE][:GOALS_IN_PROMPT]
-    if not shown:
-        return ""
-    lines = [GOALS_NOTICE]
-    used = len(GOALS_NOTICE)
-    for g in shown:
-        line = f"- {g.text}{_due_label(g, today)}"
-        if used + 1 + len(line) > limit_chars:
-            break
-        lines.append(line)
-        used += 1 + len(line)
-    return "\n".join(lines) if len(lines) > 1 else ""
-
-
-# --- the service and the chat command --------------------------------------------------------
+# --- the book ---------------------------------------------------------------------------------
 class GoalBook:
     """Goals of every person, in the relational store; ``tz`` decides what "today" is."""
 
@@ -326,53 +211,3 @@ class GoalBook:
         finally:
             self.db.mark(GOALS_TOPIC)
 
-
-class GoalsCommand:
-    """``/goals``: a handler with the ChatCommands signature ``(message, args) -> OutboundMessage | None``."""
-
-    description = "your goals: list, add, done, pause, resume"
-
-    def __init__(self, book: GoalBook) -> None:
-        self.book = book
-
-    async def __call__(self, message: InboundMessage, args: str) -> OutboundMessage | None:
-        if message.chat_kind is ChatKind.GROUP:
-            return reply_to(message, "Goals are private: send me /goals in a direct message.")
-        request = parse_goal_args(args)
-        if request.error:
-            return reply_to(message, request.error)
-        person = await self.book.db.run(_person, message.account, message.sender_name, self.book.clock())
-        if request.action == "add":
-            goal = await self.book.add(person, request.text, request.due)
-            if goal is None:
-                return reply_to(message, f"You have {GOALS_MAX_OPEN} open goals already; finish or pause one first.")
-            return reply_to(message, f"Added goal #{goal.number}: {goal.text}{_due_label(goal, self.book.today())}")
-        if request.action in _STATUS_ACTIONS and request.number is not None:
-            status = _STATUS_ACTIONS[request.action]
-            changed = await self.book.set_status(person, request.number, status)
-            if changed is None:
-                return reply_to(message, f"You have no goal #{request.number}. /goals lists them.")
-            verb = {GoalStatus.DONE: "Done", GoalStatus.PAUSED: "Paused", GoalStatus.ACTIVE: "Resumed"}[status]
-            return reply_to(message, f"{verb}: #{changed.number} {changed.text}")
-        return reply_to(message, render_list(await self.book.list(person), self.book.today()))
-
-
-def _person(conn: Connection, account: str, name: str, now: datetime) -> str:
-    # A first-time sender may open with /goals, before the conversation ever resolved them.
-    return directory.person_of(conn, account) or directory.resolve(conn, account, name, now)
-
-
-class GoalsInContext:
-    """A MemoryContext that adds the person's active goals to another context's slots, in a private chat only."""
-
-    def __init__(self, inner: MemoryContext, book: GoalBook, limit_chars: int) -> None:
-        self.inner = inner
-        self.book = book
-        self.limit_chars = limit_chars
-
-    async def slots(self, speaker: Speaker, message: InboundMessage) -> MemorySlots:
-        if message.chat_kind is not ChatKind.DM:  # goals are said in private: they never shape a group reply
-            return await self.inner.slots(speaker, message)
-        slots, goals = await asyncio.gather(self.inner.slots(speaker, message),
-                                            self.book.slot(speaker.person, self.limit_chars))
-        return dataclasses.replace(slots, goals=goals) if goals else slots
