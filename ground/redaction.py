@@ -22,6 +22,8 @@ every history row it writes).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -33,6 +35,8 @@ from stdnum.de import idnr
 from stdnum.pl import pesel
 from stdnum.us import ssn
 
+from ground.visible_text import folded_for_matching
+
 REDACTED = "[redacted]"
 
 Span = tuple[int, int]
@@ -40,7 +44,8 @@ Span = tuple[int, int]
 # The cheap test first: a secret holds a digit, a long unbroken token, or sits after a label word.
 _LABEL_WORDS = (
     r"pass|pw|pwd|pin|cvv|cvc|csc|login|logon|user|creds|credential|token|secret|key|klucz|bearer|auth|hasł|hasl|"
-    r"kennwort|zugang|benutzer|anmelde|private|iban|api|access|client|ssn|social|prüf|logowani|użytkow|uzytkow"
+    r"kennwort|zugang|benutzer|anmelde|private|iban|api|access|client|ssn|social|prüf|logowani|użytkow|uzytkow|"
+    r"geheim|mdp|contrase|clave|basic|authori|nip|code|código|codigo"
 )
 _MAY_HOLD_SECRET = re.compile(rf"\d|[A-Za-z0-9_\-+/=.]{{16,}}|(?i:(?<![a-z])(?:{_LABEL_WORDS}))")
 _HAS_LABEL = re.compile(rf"(?i:(?<![a-z])(?:{_LABEL_WORDS}))")
@@ -142,15 +147,28 @@ _NOT_A_SECRET = (
     r"too|the|a|an|not|still|same|weak|strong|secure|safe|long|short|ok|okay|fine|stored|saved|reset|"
     r"change|forgotten|lost|different|new|old|good|bad|my|your|his|her|our|their|for|of|in|on|at|me|"
     r"nie|mój|moje|moja|takie|taki|zbyt|za|falsch|richtig|neu|alt|abgelaufen|geändert|zu|nicht|sicher|"
-    r"das|der|die|ein|eine|mein|meine|dein|deine)(?=[\s.,;:!?)]|$)"
+    r"das|der|die|ein|eine|mein|meine|dein|deine|le|la|les|un|une|mon|ma|trop|pas|el|los|las|una|mi|muy|no)"
+    r"(?=[\s.,;:!?)]|$)"
 )
 # After ":" or "=" anything is the value; after "is" a plain word may just be prose.
-_SEPARATOR = (rf"(?:\s*[:=]\s*|\s+(?:is|was|are|jest|to|brzmi|wynosi|ist|lautet|war)\s+(?:now\s+|teraz\s+|jetzt\s+)?"
+_SEPARATOR = (rf"(?:\s*[:=]\s*|\s+(?:is|was|are|jest|to|brzmi|wynosi|ist|lautet|war|est|es|era)\s+"
+              rf"(?:now\s+|teraz\s+|jetzt\s+|maintenant\s+|ahora\s+)?"
               rf"(?!{_NOT_A_SECRET}))")
 _PASSWORD_LABEL = (r"(?:password|passphrase|passcode|passwd|pwd|pw|hasło|haslo|hasła|hasla|passwort|kennwort|"
-                   r"zugangscode)")
+                   r"zugangscode|mot de passe|mdp|contraseña|contrasena|clave de acceso|wifi key|wlan-schlüssel)")
+# A passphrase is several plain words ("purple monkey dishwasher"): after the first, lower-case words join the
+# value until a word that starts a new clause or a preposition ("hunter2 for the bank" keeps "for the bank").
+_CLAUSE_WORDS = (
+    r"and|but|or|so|for|to|of|in|on|at|with|from|since|because|if|when|the|a|an|it|is|was|"
+    r"und|aber|oder|für|mit|von|seit|weil|wenn|der|die|das|ist|"
+    r"i|a|ale|lub|albo|dla|do|na|w|z|od|bo|jest|"
+    r"et|mais|ou|pour|avec|de|du|le|la|les|est|y|pero|o|para|con|el|los|las|es"
+)
+_PASSPHRASE_TAIL = rf"(?:[ \t]+(?!(?:{_CLAUSE_WORDS})\b)[a-zà-öø-ÿąćęłńóśźż]{{2,}}(?![\w@:=/.]\S)){{0,5}}"
+_QUOTED = r"\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”|„[^“”\n]{1,80}[“”]|«\s?[^»\n]{1,80}»|'[^'\n]{1,80}'"
 _PASSWORD_VALUE = re.compile(
-    rf"(?<![A-Za-z0-9/]){_PASSWORD_LABEL}\b(?:\s+[^\s:=]+){{0,4}}?{_SEPARATOR}(?P<value>\S+)", re.I)
+    rf"(?<![A-Za-z0-9/]){_PASSWORD_LABEL}\b(?:\s+[^\s:=]+){{0,4}}?{_SEPARATOR}"
+    rf"(?P<value>{_QUOTED}|\S+{_PASSPHRASE_TAIL})", re.I)
 # "pass" is a common word: only "pass: x" / "pass=x" gives a value.
 _PASS_COLON = re.compile(r"(?<![A-Za-z0-9/])pass\s*[:=]\s*(?P<value>\S+)", re.I)
 # No separator at all ("pw hunter2", "password Tr0ub4dor&3"): the value must look made up (a digit
@@ -159,10 +177,17 @@ _PASSWORD_BARE = re.compile(
     rf"(?<![A-Za-z0-9/]){_PASSWORD_LABEL}\s+(?P<value>(?=\S*[0-9!@#$%^&*_+=?~])(?!\[redacted\])\S{{3,}})", re.I)
 # A PIN or a card's security code is digits, a few words after its label at most: "bank PIN 4821",
 # "PIN-Code: 1234", "kod PIN to 1234", "CVV 123".
+_PIN_LABEL = (r"(?:pin|pin-?code|pin-?nummer|pinu|cvv2?|cvc2?|csc|cid|security code|kod cvv|prüfnummer|"
+              r"kartenprüfnummer|geheimzahl|geheimnummer|code pin|code secret|code confidentiel|nip|"
+              r"código pin|codigo pin|clave pin|número secreto|numero secreto)")
 _PIN_VALUE = re.compile(
-    r"(?<![A-Za-z0-9/])(?:pin|pin-?code|pin-?nummer|pinu|cvv2?|cvc2?|csc|cid|security code|kod cvv|"
-    r"prüfnummer|kartenprüfnummer)\b(?:\s*[:=#\-]?\s*(?:is|to|jest|ist|lautet|code|kod|number|nummer|no)\b){0,2}"
-    r"\s*[:=#\-]?\s*(?P<value>\d{3,8})\b", re.I)
+    rf"(?<![A-Za-z0-9/]){_PIN_LABEL}\b(?:\s*[:=#\-]?\s*(?:is|to|jest|ist|lautet|est|es|code|kod|number|nummer|"
+    r"no)\b){0,2}\s*[:=#\-]?\s*(?P<value>\d{3,8})\b", re.I)
+# "PIN to my phone: 0000", "Geheimzahl meiner Karte ist 4711": a few words between the label and its value,
+# then a separator.
+_PIN_AFTER_WORDS = re.compile(
+    rf"(?<![A-Za-z0-9/]){_PIN_LABEL}\b(?:\s+[^\s\d:=]+){{1,4}}?\s*"
+    r"(?:[:=]|\s(?:is|to|jest|ist|lautet|est|es|wynosi|brzmi)\b)\s*(?P<value>\d{3,8})\b", re.I)
 # A login pair: "login anna / s3cret", "user: anna pass: x" keeps the label, "dane logowania anna:s3cret".
 _LOGIN_PAIR = re.compile(
     r"(?<![A-Za-z0-9/])(?:login|logon|log-in|creds|credentials|username|user name|user|benutzername|benutzer|"
@@ -175,14 +200,16 @@ _KEY_VALUE = re.compile(
     r"(?<![A-Za-z0-9])(?:(?:api[_\- ]?key|secret[_\- ]?key|client[_\- ]?secret|access[_\- ]?(?:key|token)|"
     rf"auth[_\- ]?token){_SEPARATOR}|(?:token|secret)\s*[:=]\s*)(?P<value>\S+)", re.I)
 _BEARER = re.compile(r"\bbearer\s+(?P<value>[A-Za-z0-9._~+/\-]{16,}=*)", re.I)
+# HTTP Basic: base64 of "user:password"; "basic" is a common word, so only a value that decodes to such a pair.
+_BASIC = re.compile(r"\bbasic\s+(?P<value>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", re.I)
 # A long random-looking run after a word like token/secret/key, with up to a few words in
 # between ("the key for prod is 9f86d081..."): 24+ base64/hex characters including a digit.
 _KEYWORD_THEN_BLOB = re.compile(
     r"\b(?:token|secret|key|klucz|schlüssel|apikey|credentials?)\b(?:\W+\w+){0,4}?\W+"
     r"(?P<value>(?=[A-Za-z0-9+/_\-]*\d)[A-Za-z0-9+/_\-]{24,}={0,2})", re.I)
 
-_LABELLED = (_URL_CREDENTIALS, _BEARER, _PASSWORD_VALUE, _PASS_COLON, _PASSWORD_BARE, _PIN_VALUE, _LOGIN_PAIR,
-             _KEY_VALUE, _KEYWORD_THEN_BLOB)
+_LABELLED = (_URL_CREDENTIALS, _BEARER, _PASSWORD_VALUE, _PASS_COLON, _PASSWORD_BARE, _PIN_VALUE, _PIN_AFTER_WORDS,
+             _LOGIN_PAIR, _KEY_VALUE, _KEYWORD_THEN_BLOB)
 
 # A card number: 13-19 digits, in groups split by single spaces or dashes; only a valid Luhn digit makes it one.
 _CARD = re.compile(r"(?<![\d\-])\d(?:[ \-]?\d){12,18}(?![\d\-])")
@@ -196,7 +223,10 @@ _EXPIRY = re.compile(
 _SSN = re.compile(r"(?<![\d\-])\d{3}-\d{2}-\d{4}(?![\d\-])")
 _SSN_LABELLED = re.compile(
     r"\b(?:ssn|social security(?: number| no\.?)?)\b\D{0,12}?(?P<value>\d{3}[ \-]?\d{2}[ \-]?\d{4})(?!\d)", re.I)
-_ELEVEN_DIGITS = re.compile(r"(?<![\d\-])\d{11}(?![\d\-])")  # PESEL, German tax id
+# PESEL, German tax id; written whole or in groups ("12 345 678 903").
+_ELEVEN_DIGITS = re.compile(r"(?<![\d\-])\d(?: ?\d){10}(?![\d\-]| \d)")
+# A Polish account number (NRB) written without its "PL": 26 digits, usually as 2 + 6 groups of 4.
+_NRB = re.compile(r"(?<![\d\-])\d{2}(?: ?\d{4}){6}(?![\d\-]| \d)")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}\b")
 
 
@@ -213,10 +243,16 @@ def _pii_spans(text: str) -> Iterator[Span]:
     for match in _SSN_LABELLED.finditer(text):
         yield match.span("value")  # labelled: whatever its digits, it is meant as one
     for match in _ELEVEN_DIGITS.finditer(text):
-        if pesel.is_valid(match.group()) or idnr.is_valid(match.group()):
+        digits = match.group().replace(" ", "")
+        if pesel.is_valid(digits) or idnr.is_valid(digits):
             yield match.span()
-    for match in _IBAN.finditer(text):
-        yield from _iban_span(text, match)
+    for match in _NRB.finditer(text):
+        if iban.is_valid("PL" + match.group().replace(" ", "")):
+            yield match.span()
+    # An IBAN's letters in either case: the checksum, not the spelling, says it is one.
+    upper = "".join(c.upper() if len(c.upper()) == 1 else c for c in text)
+    for match in _IBAN.finditer(upper):
+        yield from _iban_span(upper, match)
 
 
 def _card_end(match: re.Match[str]) -> int | None:
@@ -249,6 +285,18 @@ def _key_spans(text: str) -> Iterator[Span]:
 def _labelled_spans(text: str) -> Iterator[Span]:
     for pattern in _LABELLED:
         yield from (m.span("value") for m in pattern.finditer(text))
+    for match in _BASIC.finditer(text):
+        if _is_basic_credential(match.group("value")):
+            yield match.span("value")
+
+
+def _is_basic_credential(value: str) -> bool:
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and user and password) and decoded.isprintable()
 
 
 def _merge(spans: Iterable[Span], keep: list[Span]) -> list[Span]:
@@ -265,14 +313,23 @@ def _merge(spans: Iterable[Span], keep: list[Span]) -> list[Span]:
 
 
 def secret_spans(text: str) -> list[Span]:
-    """Where ``text`` holds a secret: sorted, disjoint (start, end) pairs."""
-    if not text or not _MAY_HOLD_SECRET.search(text):
+    """Where ``text`` holds a secret: sorted, disjoint (start, end) pairs of ``text`` as typed.
+
+    The patterns read the text as a reader sees it (:func:`ground.visible_text.folded_for_matching`): a card
+    number typed with zero-width spaces between its digits, in fullwidth digits or in dotted groups is the same
+    card, and an IBAN in lower case the same IBAN. What they find is mapped back to the typed text."""
+    if not text:
         return []
-    done = [m.span() for m in re.finditer(re.escape(REDACTED), text)]
-    keys = _key_spans(text) if _MAY_HOLD_KEY.search(text) else ()
-    numbers = _pii_spans(text) if _MAY_HOLD_NUMBER.search(text) else ()
-    labelled = _labelled_spans(text) if _HAS_LABEL.search(text) else ()
-    return _merge((*keys, *numbers, *labelled), done)
+    view = folded_for_matching(text)
+    seen = view.text
+    if not _MAY_HOLD_SECRET.search(seen):
+        return []
+    done = [m.span() for m in re.finditer(re.escape(REDACTED), seen)]
+    keys = _key_spans(seen) if _MAY_HOLD_KEY.search(seen) else ()
+    grouped = folded_for_matching(text, digit_groups=True).text
+    numbers = _pii_spans(grouped) if _MAY_HOLD_NUMBER.search(grouped) else ()
+    labelled = _labelled_spans(seen) if _HAS_LABEL.search(seen) else ()
+    return [view.source_span(start, end) for start, end in _merge((*keys, *numbers, *labelled), done)]
 
 
 def redact(text: str) -> str:

@@ -164,3 +164,73 @@ def test_numbers_that_fail_their_check_are_left_alone(text: str) -> None:
 def test_detect_secrets_key_formats_are_redacted_whole(token: str) -> None:
     redacted = redact(f"use {token}, please")
     assert redacted == f"use {REDACTED}, please"
+
+
+# A Luhn-valid test card, a valid German tax id and PESEL (python-stdnum's own examples), and a Polish account
+# number whose check digits python-stdnum computes: built here so no realistic literal sits in the repository.
+CARD = "4111" + "1111" + "1111" + "1111"
+TAX_ID = "365" + "742" + "618" + "09"
+NRB_BODY = "1090" + "1014" + "0000" + "0712" + "1981" + "2874"
+
+
+def _nrb() -> str:
+    from stdnum import iban
+
+    return iban.calc_check_digits("PL00" + NRB_BODY) + NRB_BODY
+
+
+def _groups(digits: str, size: int, sep: str) -> str:
+    return sep.join(digits[i:i + size] for i in range(0, len(digits), size))
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        # The same card however it is written: dotted, fullwidth, with zero-width spaces or joiners inside.
+        (f"card {_groups(CARD, 4, '.')} thanks", [CARD[4:8]]),
+        (f"card {CARD.translate(str.maketrans('0123456789', '０１２３４５６７８９'))} ok", ["１１１１"]),
+        (f"card {_groups(CARD, 4, chr(0x200B))} ok", [CARD[:4]]),
+        (f"card {_groups(CARD, 1, chr(0x2060))} ok", [chr(0x2060)]),
+        # An IBAN in lower case, a Polish account number without its "PL", a tax id in groups.
+        ("my iban is de89 3704 0044 0532 0130 00, thanks", ["0532"]),
+        (f"numer konta {_groups(_nrb()[:2], 2, '')} {_groups(_nrb()[2:], 4, ' ')} dzięki", [NRB_BODY[-4:]]),
+        (f"meine Steuer-ID ist {TAX_ID[:2]} {TAX_ID[2:5]} {TAX_ID[5:8]} {TAX_ID[8:]}", [TAX_ID[5:8]]),
+        # HTTP Basic credentials, a passphrase of several words, PINs with words between label and value.
+        ("curl -H 'Authorization: Basic " + "YW5uYTpzM2NyZXQ=" + "' https://x", ["YW5uYTpzM2NyZXQ"]),
+        ("my wifi password is purple monkey dishwasher", ["purple", "monkey", "dishwasher"]),
+        ('the password is "correct horse battery staple", ok?', ["horse", "staple"]),
+        ("meine Geheimzahl ist 4711", ["4711"]),
+        ("PIN to my phone: 0000", ["0000"]),
+        ("la PIN de mi tarjeta: 9876", ["9876"]),
+        ("mon mot de passe est soleil42", ["soleil42"]),
+        ("mi contraseña es gato123", ["gato123"]),
+        ("hasło do wifi: zielony ogórek", ["zielony", "ogórek"]),
+    ],
+)
+def test_secrets_written_to_slip_past_are_redacted_all_the_same(text: str, gone: list[str]) -> None:
+    redacted = redact(text)
+    assert REDACTED in redacted, redacted
+    for piece in gone:
+        assert piece not in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # What is not a secret stays as typed, invisible characters and all.
+        ("basic training starts on Monday", "basic training starts on Monday"),
+        ("it weighs 72.5 kg and costs 1.200 zł", "it weighs 72.5 kg and costs 1.200 zł"),
+        ("my password is hunter2 for the bank", "my password is [redacted] for the bank"),
+        ("my password is hunter2 and I keep forgetting it", "my password is [redacted] and I keep forgetting it"),
+        ("the password is too short", "the password is too short"),
+        ("call me at 12 345 678 901 tomorrow", "call me at 12 345 678 901 tomorrow"),
+        ("zero\u200bwidth words stay", "zero\u200bwidth words stay"),
+    ],
+)
+def test_what_only_looks_like_those_secrets_is_left_as_typed(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_the_words_around_a_secret_keep_their_invisible_characters_and_odd_forms() -> None:
+    text = f"ｍｙ card\u200b is {_groups(CARD, 4, '.')}\u200b."
+    assert redact(text) == f"ｍｙ card\u200b is {REDACTED}\u200b."
