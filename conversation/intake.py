@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from conversation.debounce import Debouncer
 from conversation.keeping import Keeping
-from delivery.debounce import Debouncer
 from delivery.inbound import InboundJournal, Redelivered
 from ground.db import Connection, Database
 from ground.types import InboundMessage, OutboundMessage, reply_to

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from conversation.core import ConversationCore
+from conversation.debounce import Debouncer
 from conversation.intake import (
     Admit,
     Debounce,
@@ -27,10 +28,9 @@ from conversation.intake import (
     unreadable_answer,
 )
 from conversation.keeping import Keeping
-from delivery.debounce import Debouncer
+from conversation.typing_indicator import TypingIndicator
 from delivery.inbound import InboundJournal
 from delivery.inbox import UNHANDLED_REPLY, Inbox, Leftover
-from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker
 from ground.failures import describe, traceback_of
 from ground.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S

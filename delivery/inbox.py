@@ -35,10 +35,10 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from delivery.debounce import merge
 from ground.db import Database, UtcDateTime, metadata
 from ground.prepared import Prepared
 from ground.tunables import INBOX_REPLAY_MAX_AGE_H, INBOX_REPLAYS_MAX
+from ground.turns import merge
 from ground.types import ChatKind, InboundMessage, utcnow
 
 log = logging.getLogger("kith.inbox")

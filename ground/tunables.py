@@ -154,7 +154,7 @@ OUTBOX_SENT_RETENTION_DAYS = 7.0  # delivered replies are kept this long (their 
 RETENTION_INTERVAL_S = 3_600.0  # how often a running bot prunes the inbound journal and the delivered outbox
 RETENTION_BATCH_ROWS = 1_000  # rows pruned per transaction, so a long-unpruned database never holds up replies
 
-# --- Delivery (delivery/debounce.py) ------------------------------------------
+# --- Debounce (conversation/debounce.py) -------------------------------------
 DEBOUNCE_MAX_MESSAGES = 20  # a burst this long is answered at once, so a steady typist is never left waiting
 
 # --- Policy (policy/pairing.py) -----------------------------------------------

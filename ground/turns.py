@@ -1,14 +1,32 @@
 """What a conversation turn is, for the parts that take part in one without owning it.
 
 Memory, the recall tool and the heartbeat see a turn through these types; the conversation package runs it.
+A turn may answer several messages (:func:`merge`): the debouncer makes one of a burst, and the inbox makes
+the same one again when a turn that opened before a restart is taken up.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ground.types import InboundMessage
+
+
+def merge(messages: Sequence[InboundMessage]) -> InboundMessage:
+    """One turn from a burst: the texts in order, the last message's ids, the first message's time.
+
+    ``merged_ids`` names the earlier messages, so the turn can answer for each of them.
+    """
+    if len(messages) == 1:
+        return messages[0]
+    first, last = messages[0], messages[-1]
+    answered = [i for m in messages for i in m.answers]  # the last is last.message_id
+    return dataclasses.replace(last, text="\n".join(m.text for m in messages), timestamp=first.timestamp,
+                               mentioned=any(m.mentioned for m in messages), merged_ids=tuple(answered[:-1]),
+                               forwarded=any(m.forwarded for m in messages))
 
 
 @dataclass(frozen=True, slots=True)

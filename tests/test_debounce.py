@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from delivery.debounce import Debouncer, merge
+from conversation.debounce import Debouncer
+from ground.turns import merge
 from ground.types import InboundMessage
 from tests.helpers import inbound
 

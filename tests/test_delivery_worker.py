@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from conversation.typing_indicator import TypingIndicator
 from delivery import outbox
 from delivery.outbox import OutboxStatus
-from delivery.typing import TypingIndicator
 from delivery.worker import DeliveryWorker, backoff_delay, long_backoff_delay
 from ground.config import DeliverySettings
 from ground.db import Connection, Database

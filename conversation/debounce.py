@@ -3,21 +3,22 @@
 People often type a thought across several short messages. Answering each one separately gives
 three half-replies; waiting until the sender pauses for ``window_s`` gives one whole reply. The
 window slides with each new message, bounded by DEBOUNCE_MAX_MESSAGES. Bot commands are never
-merged: they are orders, not prose, and each must be seen on its own.
+merged: they are orders, not prose, and each must be seen on its own. A burst becomes one message by
+:func:`ground.turns.merge`, which the inbox uses too when it takes up a turn after a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ground.failures import describe, traceback_of
 from ground.ordering import OrderedLanes
 from ground.tunables import DEBOUNCE_MAX_MESSAGES
+from ground.turns import merge
 from ground.types import InboundMessage
 
 log = logging.getLogger("kith.debounce")
@@ -32,20 +33,6 @@ def sender_key(message: InboundMessage) -> SenderKey:
 
 def is_command(message: InboundMessage) -> bool:
     return message.text.startswith("/")
-
-
-def merge(messages: Sequence[InboundMessage]) -> InboundMessage:
-    """One turn from a burst: the texts in order, the last message's ids, the first message's time.
-
-    ``merged_ids`` names the earlier messages, so the turn can answer for each of them.
-    """
-    if len(messages) == 1:
-        return messages[0]
-    first, last = messages[0], messages[-1]
-    answered = [i for m in messages for i in m.answers]  # the last is last.message_id
-    return dataclasses.replace(last, text="\n".join(m.text for m in messages), timestamp=first.timestamp,
-                               mentioned=any(m.mentioned for m in messages), merged_ids=tuple(answered[:-1]),
-                               forwarded=any(m.forwarded for m in messages))
 
 
 @dataclass
