@@ -5,7 +5,8 @@
 
 Each step does one thing and says whether the message goes on. The three parts of admission share one
 transaction so that a redelivered event, the access decision (and any pairing code it wrote) and the message's
-place in the inbox stand or fall together. The turn's own steps run in :mod:`conversation.turn`.
+place in the inbox stand or fall together. The turn's own steps run in :mod:`conversation.router`
+(:meth:`~conversation.router.Router.take_turn`), the conversation in :mod:`conversation.core`.
 """
 
 from __future__ import annotations
