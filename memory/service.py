@@ -26,8 +26,12 @@ from memory.core.records import MemoryRecord, Status
 from memory.core.wording import person_facing
 from memory.encoders.embedders import Embedder, EmbedderStatus, open_embedder
 from memory.encoders.entailment import optional_entailment
+from memory.forgetting.forgetter import Forgetter
+from memory.forgetting.journal import JOURNAL_DIR
+from memory.forgetting.plan import ForgetPlan, ForgetResult
+from memory.forgetting.recent_forgets import RecentForgets
 from memory.forgetting.scrub import checkpoint, reassign_saved_exports
-from memory.forgetting.tombstones import JOURNAL_DIR, ForgetPlan, ForgetResult, Forgetter, RecentForgets, TombstoneBook
+from memory.forgetting.tombstones import TombstoneBook
 from memory.recall.engine import visible
 from memory.recall.ranking import lookup_matches, memory_matches, rank
 from memory.store.changes import ChangeLog

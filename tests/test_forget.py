@@ -15,8 +15,9 @@ import sqlalchemy as sa
 from ground.db import Database
 from memory.capture.merge_gate import Outcome
 from memory.core.records import MemoryKind, Source
+from memory.forgetting import describe_places
 from memory.forgetting.scrub import FORGOTTEN_MARK
-from memory.forgetting.tombstones import describe_places, tombstones
+from memory.forgetting.tombstones import tombstones
 from memory.goals import GoalBook
 from memory.service import MemoryService
 from memory.store.notes import Note

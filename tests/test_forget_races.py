@@ -28,9 +28,10 @@ from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind
 from heartbeat.consolidation import day_summaries
 from llm.client import LLMClient
+from memory.forgetting import journal as journal_module
 from memory.forgetting import scrub as scrub_module
-from memory.forgetting import tombstones as tombstones_module
-from memory.forgetting.tombstones import JOURNAL_DIR, tombstones
+from memory.forgetting.journal import JOURNAL_DIR
+from memory.forgetting.tombstones import tombstones
 from memory.service import MemoryService
 from memory.store.memory_store import MemoryStore
 from people import directory, history
@@ -396,7 +397,7 @@ async def test_a_forget_whose_journal_cannot_be_written_says_so_in_one_line_and_
         def disk_full(_path: Path, _data: bytes) -> None:  # the data directory's disk has no room left
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-        monkeypatch.setattr(tombstones_module, "write_private_atomically", disk_full)
+        monkeypatch.setattr(journal_module, "write_private_atomically", disk_full)
         telegram_api.push_text(ANA, ANA, "yes")
         await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 3, timeout=20)
         said = _texts_to(telegram_api, ANA)[-1]

@@ -28,7 +28,7 @@ from kith.memory_cli import add_memory_parser
 from kith.person_export import PersonExport
 from llm.client import LLMClient
 from memory.core.records import MemoryKind
-from memory.forgetting import tombstones as tombstones_module
+from memory.forgetting import journal as journal_module
 from memory.service import MemoryService
 from memory.store.notes import Note
 from people import directory, history
@@ -204,7 +204,7 @@ def test_a_forget_on_a_full_disk_is_one_line_and_removes_nothing(
     def disk_full(_path: Path, _data: bytes) -> None:  # the forget's journal finds no room on the disk
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(tombstones_module, "write_private_atomically", disk_full)
+    monkeypatch.setattr(journal_module, "write_private_atomically", disk_full)
     code, _out = run(settings, "forget", "--account", "telegram:42", "emacs", "--yes")
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err

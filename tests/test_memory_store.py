@@ -23,8 +23,8 @@ from ground.db import Database
 from memory.capture import job as _capture_tables  # noqa: F401  (declares capture_cursors)
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Status
 from memory.encoders.embedders import EmbedderStatus
+from memory.forgetting import Forgetter, TombstoneBook
 from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
-from memory.forgetting.tombstones import Forgetter, TombstoneBook
 from memory.store.changes import ChangeLog, memory_changes
 from memory.store.chroma import Collection, check_chroma
 from memory.store.memory_store import MemoryStore, RevisionConflict

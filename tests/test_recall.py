@@ -22,8 +22,8 @@ from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind, InboundMessage
 from kith.schema import create_schema
 from memory.core.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.forgetting import Forgetter, TombstoneBook
 from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
-from memory.forgetting.tombstones import Forgetter, TombstoneBook
 from memory.recall.engine import RecallEngine, UseRecorder
 from memory.recall.prompt_part import RecallMemoryContext
 from memory.store.memory_store import MemoryStore

@@ -49,7 +49,8 @@ from memory.capture.validation import ValidationLimits, validate_off_the_loop
 from memory.core.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
 from memory.core.text import normalize
 from memory.encoders.entailment import Entails
-from memory.forgetting.tombstones import Forgetter, TombstoneBook, narrowed_note
+from memory.forgetting.forgetter import Forgetter, narrowed_note
+from memory.forgetting.tombstones import TombstoneBook
 from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
 from people import directory, history

@@ -42,7 +42,7 @@ from memory.capture.validation import instruction_or_authority
 from memory.controls.questions import Answer, Question, QuestionBook, QuestionStatus, still_current
 from memory.core.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status, said_at
 from memory.core.text import normalize
-from memory.forgetting.tombstones import ForgetPlan, ForgetResult, query_matches
+from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
 from memory.service import MemoryService
 from memory.store.memory_store import MemoryNotFound, MemoryStore, RevisionConflict
 
