@@ -22,7 +22,7 @@ from conversation.memory_commands import why_text
 from ground.db import Database
 from llm.client import LLMClient
 from memory.capture.validation import RejectReason, validate_extraction
-from memory.controls.person_controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
+from memory.controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
 from memory.controls.questions import QuestionBook
 from memory.core.records import AuthorRole, MemoryKind, Scope, Source, Turn
 from memory.service import MemoryService

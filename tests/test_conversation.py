@@ -215,7 +215,7 @@ async def test_forwarded_words_are_answered_but_never_evidence_about_the_forward
 async def test_a_forward_is_in_the_forwarders_export_marked_as_one(fake_llm, make_settings) -> None:
     import json
 
-    from memory.controls.person_controls import Requester
+    from memory.controls import Requester
 
     app = await build_app(make_settings(fake_llm), warm_llm=False)
     try:

@@ -211,7 +211,7 @@ def test_people_link_moves_goals_and_pauses_too(make_settings, capsys) -> None:
 
     from kith.app import open_database
     from memory import goals
-    from memory.controls.person_controls import PauseBook
+    from memory.controls import PauseBook
 
     settings = make_settings()
     db = open_database(settings)

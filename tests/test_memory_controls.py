@@ -16,7 +16,7 @@ from ground.db import Database
 from kith.person_export import PersonExport
 from llm.client import LLMClient
 from memory.capture.merge_gate import Outcome
-from memory.controls.person_controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
+from memory.controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
 from memory.controls.questions import Answer, DmTarget, Question, QuestionBook, QuestionStatus, askable_pairs
 from memory.core.records import MemoryCandidate, MemoryKind, Origin, Scope, Source, Status
 from memory.service import MemoryService

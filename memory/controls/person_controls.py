@@ -1,10 +1,9 @@
 """What a person may do with their own memory, whatever the platform: list, ask why, remember,
 pin, forget (plan first, then confirm), export, pause capture, and answer conflict questions.
 
-Only the person: every operation takes a :class:`Requester` and acts on that requester's own
-memories only. A request that is not the person's own turn (a heartbeat, kith itself) or that
-names another person's memory, question or forget plan is refused with :class:`Refused` and
-changes nothing. Chat, buttons and wording live in :mod:`conversation.memory_commands`.
+Only the person: every operation takes a :class:`~memory.controls.authorisation.Requester` and acts on that
+requester's own memories only (:mod:`memory.controls.authorisation`); pauses are kept by
+:mod:`memory.controls.pauses`. Chat, buttons and wording live in :mod:`conversation.memory_commands`.
 
 Facts are never deleted by an answer: "the first" supersedes the second (status superseded and
 ``valid_to``), "neither" retires both, "both" unlinks the pair; only ``/forget`` deletes, and only
@@ -14,7 +13,6 @@ the plan the person saw and confirmed (with a tombstone, see :mod:`memory.forget
 from __future__ import annotations
 
 import asyncio
-import enum
 import json
 import logging
 import re
@@ -24,10 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from ground.db import Database, UtcDateTime, metadata
+from ground.db import Database
 from ground.redaction import redact
 from ground.tunables import (
     EDIT_CAS_RETRIES,
@@ -39,6 +34,8 @@ from ground.tunables import (
 )
 from memory.capture.merge_gate import GateResult
 from memory.capture.validation import instruction_or_authority
+from memory.controls.authorisation import RefusalReason, Refused, Requester, check_owner, person_asking
+from memory.controls.pauses import PauseBook
 from memory.controls.questions import Answer, Question, QuestionBook, QuestionStatus, still_current
 from memory.core.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status, said_at
 from memory.core.text import normalize
@@ -51,121 +48,6 @@ log = logging.getLogger("kith.memory.controls")
 # What /why, /pin and /unpin take for a memory's id rather than words to search for. Memory ids are "m_" and
 # 16 hex digits (memory/gate.py); anything of this looser shape is taken as an id, never searched for as words.
 MEMORY_ID = re.compile(r"m_[0-9a-f]{6,32}")
-
-pauses = sa.Table(
-    "memory_pauses",
-    metadata,
-    sa.Column("person", sa.String(64), primary_key=True),
-    sa.Column("paused_at", UtcDateTime(), nullable=False),
-)
-
-
-class RefusalReason(enum.StrEnum):
-    NOT_A_PERSON = "not_a_person"  # not the person's own turn: a heartbeat, a scheduled job
-    NOT_YOURS = "not_yours"  # another person's memory, question or plan
-    NOT_FOUND = "not_found"
-    EMPTY = "empty"  # nothing to act on was given
-    TOO_LONG = "too_long"
-    PIN_LIMIT = "pin_limit"
-    NOTHING_PENDING = "nothing_pending"  # no forget plan to confirm (never shown, cancelled or expired)
-    ALREADY_ANSWERED = "already_answered"
-    STALE = "stale"  # the question's facts changed before the answer
-    BLOCKED = "blocked"  # a tombstone refused /remember (cannot happen for a fresh message)
-    INSTRUCTION = "instruction"  # /remember of an instruction to the model or a claim of authority over it
-
-
-class Refused(Exception):
-    def __init__(self, reason: RefusalReason, subject: str = "") -> None:
-        super().__init__(f"{reason.value} {subject}".strip())
-        self.reason = reason
-        self.subject = subject
-
-
-@dataclass(frozen=True, slots=True)
-class Requester:
-    """Who asks. ``own_turn`` is false for anything that is not the person speaking for themselves."""
-
-    person: str | None
-    account: str
-    own_turn: bool = True
-
-    @classmethod
-    def heartbeat(cls) -> Requester:
-        return cls(None, "kith:heartbeat", own_turn=False)
-
-
-def refusal_for(requester: Requester, owner: str) -> RefusalReason | None:
-    """Pure rule: only the person, in their own turn, may touch what is theirs."""
-    if not requester.own_turn or requester.person is None:
-        return RefusalReason.NOT_A_PERSON
-    if requester.person != owner:
-        return RefusalReason.NOT_YOURS
-    return None
-
-
-def _person(requester: Requester) -> str:
-    if not requester.own_turn or requester.person is None:
-        raise Refused(RefusalReason.NOT_A_PERSON)
-    return requester.person
-
-
-def _check(requester: Requester, owner: str, subject: str = "") -> None:
-    reason = refusal_for(requester, owner)
-    if reason is not None:
-        raise Refused(reason, subject)
-
-
-# --- pause ----------------------------------------------------------------------------------------
-def _paused_people(conn: Connection) -> set[str]:
-    return {str(p) for p in conn.execute(sa.select(pauses.c.person)).scalars()}
-
-
-def _reassign_pause(conn: Connection, old: str, new: str) -> int:
-    row = conn.execute(sa.select(pauses.c.paused_at).where(pauses.c.person == old)).first()
-    if row is None:
-        return 0
-    conn.execute(pauses.delete().where(pauses.c.person.in_([old, new])))
-    conn.execute(pauses.insert().values(person=new, paused_at=row.paused_at))
-    return 1
-
-
-def _set_paused(conn: Connection, person: str, paused: bool, now: datetime) -> None:
-    conn.execute(pauses.delete().where(pauses.c.person == person))
-    if paused:
-        conn.execute(pauses.insert().values(person=person, paused_at=now))
-
-
-def pause_of(conn: Connection, person: str) -> dict[str, Any]:
-    """The person's pause as their export shows it: whether capture is paused, and since when."""
-    since = conn.execute(sa.select(pauses.c.paused_at).where(pauses.c.person == person)).scalar()
-    return {"paused": since is not None, "since": since.isoformat() if since is not None else None}
-
-
-class PauseBook:
-    """Whose capture is paused, persisted; ``is_paused`` is synchronous for the capture hook."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self._paused: set[str] = set()
-
-    async def load(self) -> None:
-        self._paused = await self.db.run(_paused_people)
-
-    def is_paused(self, person: str) -> bool:
-        return person in self._paused
-
-    async def set(self, person: str, paused: bool, now: datetime) -> None:
-        await self.db.run(_set_paused, person, paused, now)
-        if paused:
-            self._paused.add(person)
-        else:
-            self._paused.discard(person)
-
-    async def reassign(self, old: str, new: str) -> int:
-        """A pause follows the person when accounts are linked (a paused account stays paused)."""
-        moved = await self.db.run(_reassign_pause, old, new)
-        await self.load()
-        return moved
 
 
 # --- compare-and-swap edits ------------------------------------------------------------------------
@@ -297,7 +179,7 @@ class MemoryControls:
     # --- reading ----------------------------------------------------------------------------------
     async def page(self, requester: Requester, page: int = 1) -> MemoryPage:
         """The person's current memories, newest first, ``page_size`` per page."""
-        person = _person(requester)
+        person = person_asking(requester)
         records = sorted(await self.memory.list_memories(person), key=lambda r: (said_at(r), r.id), reverse=True)
         now = self.clock()
         records = [r for r in records if r.is_live(now)]
@@ -311,12 +193,12 @@ class MemoryControls:
         if record is None:
             # The same answer as for someone else's id: whether it exists is not this person's business.
             raise Refused(RefusalReason.NOT_YOURS, memory_id)
-        _check(requester, record.person, memory_id)
+        check_owner(requester, record.person, memory_id)
         return record
 
     async def _find(self, requester: Requester, target: str, limit: int,
                     keep: Callable[[MemoryRecord], bool] = lambda _r: True) -> list[MemoryRecord]:
-        person = _person(requester)
+        person = person_asking(requester)
         target = target.strip()
         if not target:
             raise Refused(RefusalReason.EMPTY)
@@ -339,7 +221,7 @@ class MemoryControls:
         One whose facts changed since (a /forget, a correction) is voided on the way, so a typed "2"
         meant for the conversation is not taken as an answer to a question nobody needs any more.
         """
-        for question in await self.questions.open_of(_person(requester)):
+        for question in await self.questions.open_of(person_asking(requester)):
             if await self.questions.still_open(question, self.memory.get):
                 return question
         return None
@@ -347,7 +229,7 @@ class MemoryControls:
     # --- remembering --------------------------------------------------------------------------------
     async def remember(self, requester: Requester, text: str, source: Source, scope: Scope) -> GateResult:
         """An explicit memory: the person's own words, this very message as the receipt, through the gate."""
-        person = _person(requester)
+        person = person_asking(requester)
         clean = redact(normalize(text))
         if not clean:
             raise Refused(RefusalReason.EMPTY)
@@ -366,10 +248,10 @@ class MemoryControls:
 
     # --- pins ---------------------------------------------------------------------------------------
     async def pins(self, requester: Requester) -> list[MemoryRecord]:
-        return await self.store.pinned_of(_person(requester))
+        return await self.store.pinned_of(person_asking(requester))
 
     async def pin(self, requester: Requester, target: str) -> MemoryRecord:
-        person = _person(requester)
+        person = person_asking(requester)
         now = self.clock()
         async with self._lock(person):
             found = await self._find(requester, target, 1, lambda r: r.is_live(now))
@@ -387,7 +269,7 @@ class MemoryControls:
         return stored
 
     async def unpin(self, requester: Requester, target: str) -> MemoryRecord:
-        person = _person(requester)
+        person = person_asking(requester)
         async with self._lock(person):
             if MEMORY_ID.fullmatch(target.strip()):
                 found = [r for r in await self._find(requester, target, 1) if r.pinned]
@@ -414,7 +296,7 @@ class MemoryControls:
     # --- forgetting ---------------------------------------------------------------------------------
     async def plan_forget(self, requester: Requester, query: str) -> PendingForget:
         """The plan for forgetting ``query``, kept until the person confirms, cancels or it expires."""
-        person = _person(requester)
+        person = person_asking(requester)
         if not query.strip():
             raise Refused(RefusalReason.EMPTY)
         plan = await self.memory.plan_forget(person, query)
@@ -432,12 +314,12 @@ class MemoryControls:
         return next((p for p in self._pending.values() if p.plan.person == person), None)
 
     def _take(self, requester: Requester, token: str | None) -> PendingForget:
-        person = _person(requester)
+        person = person_asking(requester)
         self._drop_expired()
         pending = self._pending.get(token) if token is not None else self.pending_forget(person)
         if pending is None:
             raise Refused(RefusalReason.NOTHING_PENDING)
-        _check(requester, pending.plan.person)
+        check_owner(requester, pending.plan.person)
         del self._pending[pending.token]
         return pending
 
@@ -462,7 +344,7 @@ class MemoryControls:
     # --- export, pause ------------------------------------------------------------------------------
     async def export(self, requester: Requester) -> ExportFile:
         """Everything stored about the person, as one JSON file; nothing about anyone else."""
-        person = _person(requester)
+        person = person_asking(requester)
         if self.exporter is None:
             raise RuntimeError("no exporter was given to MemoryControls")
         data = await self.exporter(person)
@@ -474,10 +356,10 @@ class MemoryControls:
         return ExportFile(name, body, counts)
 
     async def pause(self, requester: Requester) -> None:
-        await self.pauses.set(_person(requester), True, self.clock())
+        await self.pauses.set(person_asking(requester), True, self.clock())
 
     async def resume(self, requester: Requester) -> None:
-        await self.pauses.set(_person(requester), False, self.clock())
+        await self.pauses.set(person_asking(requester), False, self.clock())
 
     def is_paused(self, person: str) -> bool:
         return self.pauses.is_paused(person)
@@ -485,11 +367,11 @@ class MemoryControls:
     # --- answering a conflict question ---------------------------------------------------------------
     async def answer(self, requester: Requester, question_id: str, answer: Answer) -> Resolution:
         """Settle a conflict question the way its person answered it."""
-        _person(requester)
+        person_asking(requester)
         question = await self.questions.get(question_id)
         if question is None:
             raise Refused(RefusalReason.NOT_FOUND, question_id)
-        _check(requester, question.person, question_id)
+        check_owner(requester, question.person, question_id)
         if question.status is not QuestionStatus.OPEN:
             raise Refused(RefusalReason.ALREADY_ANSWERED, question_id)
         person = question.person
@@ -546,17 +428,10 @@ __all__ = [
     "Exporter",
     "MemoryControls",
     "MemoryPage",
-    "PauseBook",
     "PendingForget",
-    "RefusalReason",
-    "Refused",
-    "Requester",
     "Resolution",
     "edit_memory",
     "ended",
     "forget_counts",
-    "pause_of",
-    "refusal_for",
     "without_link",
 ]
-
