@@ -24,7 +24,7 @@ from kith.schema import create_schema
 from memory.core.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.forgetting import Forgetter, TombstoneBook
 from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
-from memory.recall.engine import RecallEngine, UseRecorder
+from memory.recall import RecallEngine, UseRecorder
 from memory.recall.prompt_part import RecallMemoryContext
 from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note

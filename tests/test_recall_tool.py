@@ -13,7 +13,7 @@ from ground.config import Settings
 from ground.types import ChatKind
 from kith.app import App, build_app
 from memory.core.records import Scope
-from memory.recall.engine import RecallEngine, UseRecorder
+from memory.recall import RecallEngine, UseRecorder
 from memory.recall.prompt_part import RecallMemoryContext
 from memory.recall.recall_tool import RecallTool
 from memory.store.memory_store import MemoryStore

@@ -15,18 +15,12 @@ chat timelines) and fetches those neighbours of each path's best that neither pa
 reply to a message that matched often carries the answer in other words. The times the query
 names ("last week", "on 8 May") are resolved against the clock (:mod:`memory.recall.when`). A search is
 :meth:`RecallEngine.gather` (everything that may rank) then :meth:`RecallEngine.order` (the
-ranking under the settings), so a benchmark can order one gathering under many settings.
-
-The query embedding has a time budget. :class:`QueryVectors` starts it, waits at most the
-budget, and when it is late lets the caller go on with the lexical path alone; the embedding
-finishes in the background and lands in an LRU keyed by the normalised query, so asking again
-is instant. Nothing here ever blocks a reply on the embedder.
+ranking under the settings), so a benchmark can order one gathering under many settings. The query's
+embedding has a time budget (:mod:`memory.recall.query_vectors`): nothing here ever blocks a reply on the embedder.
 
 Isolation is enforced here for every caller: only ``person``'s records, only live ones
 (active and not past their horizon: superseded, retired and forgotten memories never come
 back), and with ``shared_only`` (a group chat) nothing said in a private chat.
-
-:class:`UseRecorder` is the after-reply observer that credits the memories a reply cited.
 """
 
 from __future__ import annotations
@@ -35,7 +29,6 @@ import asyncio
 import heapq
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -49,19 +42,16 @@ from ground.tunables import (
     RECALL_POOL_MIN,
     RECALL_QUERY_CACHE,
     RECALL_QUERY_MAX_CHARS,
-    USE_CAS_RETRIES,
 )
-from ground.turns import CompletedTurn
 from memory.core.bm25 import BM25Index, normalize_scores
 from memory.core.records import MemoryRecord, Scope, Status, horizon_expiry
 from memory.core.text import normalize
-from memory.encoders.embedders import Vector
 from memory.encoders.reranker import CrossEncoderReranker, reranked
+from memory.recall.query_vectors import QueryVectors, VectorCache
 from memory.recall.ranking import (
     LookupMatches,
     Ranked,
     RecallMatch,
-    cited,
     cosine,
     latest_pinned,
     lookup_matches,
@@ -69,95 +59,12 @@ from memory.recall.ranking import (
     rank,
 )
 from memory.recall.when import Window, query_windows
-from memory.store.memory_store import MemoryNotFound, MemoryStore, RevisionConflict
+from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
 from memory.store.vectors import Vectors
 from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
 
 log = logging.getLogger("kith.memory.recall")
-
-
-def query_key(query: str) -> str:
-    return normalize(query).casefold()
-
-
-class _LRU:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[str, tuple[Vector, str]] = OrderedDict()
-
-    def get(self, key: str) -> tuple[Vector, str] | None:
-        found = self._items.get(key)
-        if found is not None:
-            self._items.move_to_end(key)
-        return found
-
-    def put(self, key: str, value: tuple[Vector, str]) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-class QueryVectors:
-    """Query embeddings under a time budget, finished in the background and cached."""
-
-    def __init__(self, store: MemoryStore, size: int = RECALL_QUERY_CACHE) -> None:
-        self.store = store
-        self._cache = _LRU(size)
-        self._pending: dict[str, asyncio.Task[Vectors | None]] = {}
-        self.late = 0  # embeddings that missed their budget
-
-    def cached(self, query: str) -> bool:
-        return query_key(query) in self._cache
-
-    async def get(self, query: str, budget_s: float | None) -> Vectors | None:
-        """The embedder's vector for ``query``; ``None`` when it is unavailable or later than ``budget_s``."""
-        if not self.store.embedder_ready:
-            return None
-        key = query_key(query)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return Vectors([hit[0]], hit[1])
-        task = self._pending.get(key)
-        if task is None:
-            task = asyncio.get_running_loop().create_task(self._embed(key, query), name="recall-embed")
-            self._pending[key] = task
-        if budget_s is None:
-            return await asyncio.shield(task)
-        done, _ = await asyncio.wait({task}, timeout=max(0.0, budget_s))
-        if not done:
-            self.late += 1
-            log.info("query embedding over budget ms=%.0f; lexical recall for this reply", budget_s * 1000)
-            return None
-        return task.result()
-
-    async def _embed(self, key: str, query: str) -> Vectors | None:
-        try:
-            vectors = await self.store.vectors([query])
-            if not vectors.from_embedder:
-                return None  # the store fell back to hashed vectors: nothing worth caching
-            self._cache.put(key, (vectors.values[0], vectors.space))
-            return vectors
-        finally:
-            self._pending.pop(key, None)
-
-    async def wait_idle(self) -> None:
-        """Let every background embedding finish (tests, shutdown)."""
-        while self._pending:
-            await asyncio.gather(*self._pending.values(), return_exceptions=True)
-
-    async def close(self) -> None:
-        tasks = list(self._pending.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +115,7 @@ class RecallEngine:
         self.reranker = reranker
         self._reranking: asyncio.Future[list[float]] | None = None  # the cross-encoder's job under way, if any
         self.queries = QueryVectors(store, query_cache)
-        self._note_vectors = _LRU(note_cache)
+        self._note_vectors = VectorCache(note_cache)
         self._note_jobs: set[asyncio.Task[None]] = set()
         self._notes_embedding: set[str] = set()  # note ids whose embedding is under way
         self._pinned: dict[str, tuple[float, list[MemoryRecord]]] = {}  # person -> (re-read after, pins)
@@ -481,52 +388,6 @@ class RecallEngine:
 async def _no_notes() -> list[Note]:
     return []
 
-
-class UseRecorder:
-    """After a reply: credit the shown memories the reply cited (a TurnObserver): being shown earns nothing."""
-
-    def __init__(self, store: MemoryStore, clock: Callable[[], datetime]) -> None:
-        self.store = store
-        self.clock = clock
-        self.recorded = 0
-
-    async def after_reply(self, turn: CompletedTurn) -> None:
-        try:
-            await self.record(turn)
-        except Exception as exc:  # use credit must never disturb the conversation
-            log.warning("use credit failed person=%s error=%s", turn.speaker.person, type(exc).__name__)
-
-    async def record(self, turn: CompletedTurn) -> list[str]:
-        """Ids of the shown memories the reply drew on, each credited once."""
-        if not turn.shown_memory_ids:
-            return []
-        person = turn.speaker.person
-        # Staged notes are not in the memories collection: only curated memories earn credit.
-        shown = [m for m in await self.store.get_memories(turn.shown_memory_ids) if m.person == person]
-        used = [m.id for m in shown
-                if cited(m.text, turn.reply_text, turn.message.text, turn.speaker.name)]
-        for memory_id in used:
-            await self._credit(memory_id, person)
-        self.recorded += len(used)
-        if used:
-            log.info("use credit person=%s shown=%d used=%d", person, len(shown), len(used))
-        return used
-
-    async def _credit(self, memory_id: str, person: str) -> None:
-        for _attempt in range(USE_CAS_RETRIES):
-            current = await self.store.get_memory(memory_id)
-            if current is None or current.person != person or current.status is not Status.ACTIVE:
-                return
-            # Not updated_at: use is not a change to what the memory says.
-            try:
-                await self.store.replace_memory(replace(current, use_count=current.use_count + 1,
-                                                        last_used_at=self.clock()))
-                return
-            except MemoryNotFound:
-                return
-            except RevisionConflict:
-                continue
-        log.warning("use credit lost a race %d times memory=%s", USE_CAS_RETRIES, memory_id)
 
 
 def _retrieve_quietly(job: asyncio.Future[list[float]]) -> None:

@@ -1,0 +1,67 @@
+"""Use credit: a memory a reply drew on earns it (being shown earns nothing); ranking weighs it
+(:func:`memory.recall.ranking.use_factor`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+from ground.tunables import USE_CAS_RETRIES
+from ground.turns import CompletedTurn
+from memory.core.records import Status
+from memory.recall.ranking import cited
+from memory.store.memory_store import MemoryNotFound, MemoryStore, RevisionConflict
+
+log = logging.getLogger("kith.memory.recall")
+
+
+class UseRecorder:
+    """After a reply: credit the shown memories the reply cited (a TurnObserver): being shown earns nothing."""
+
+    def __init__(self, store: MemoryStore, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.clock = clock
+        self.recorded = 0
+
+    async def after_reply(self, turn: CompletedTurn) -> None:
+        try:
+            await self.record(turn)
+        except Exception as exc:  # use credit must never disturb the conversation
+            log.warning("use credit failed person=%s error=%s", turn.speaker.person, type(exc).__name__)
+
+    async def record(self, turn: CompletedTurn) -> list[str]:
+        """Ids of the shown memories the reply drew on, each credited once."""
+        if not turn.shown_memory_ids:
+            return []
+        person = turn.speaker.person
+        # Staged notes are not in the memories collection: only curated memories earn credit.
+        shown = [m for m in await self.store.get_memories(turn.shown_memory_ids) if m.person == person]
+        used = [m.id for m in shown
+                if cited(m.text, turn.reply_text, turn.message.text, turn.speaker.name)]
+        for memory_id in used:
+            await self._credit(memory_id, person)
+        self.recorded += len(used)
+        if used:
+            log.info("use credit person=%s shown=%d used=%d", person, len(shown), len(used))
+        return used
+
+    async def _credit(self, memory_id: str, person: str) -> None:
+        for _attempt in range(USE_CAS_RETRIES):
+            current = await self.store.get_memory(memory_id)
+            if current is None or current.person != person or current.status is not Status.ACTIVE:
+                return
+            # Not updated_at: use is not a change to what the memory says.
+            try:
+                await self.store.replace_memory(replace(current, use_count=current.use_count + 1,
+                                                        last_used_at=self.clock()))
+                return
+            except MemoryNotFound:
+                return
+            except RevisionConflict:
+                continue
+        log.warning("use credit lost a race %d times memory=%s", USE_CAS_RETRIES, memory_id)
+
+
+__all__ = ["UseRecorder"]
