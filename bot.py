@@ -18,10 +18,10 @@ from ground import loop
 from ground.config import ConfigError
 from ground.instance import DataDirUnusable, usable_data_dir
 from ground.private_files import owner_only_umask
-from kith.settings import Settings, config_path, load_settings
+from kith.settings import AppSettings, config_path, load_settings
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _settings(args: argparse.Namespace) -> AppSettings:
     """The settings of every command that keeps data (all but ``doctor``, which reports on them instead)."""
     settings = load_settings(config_path(args.config))
     usable_data_dir(settings.storage.data_path())

@@ -44,7 +44,7 @@ from ground import loop
 from ground.config import DeliverySettings, LLMSettings, MemorySettings, StorageSettings
 from kith.app import build_app, freeze_startup_heap
 from kith.commands import platform_channels
-from kith.settings import Settings
+from kith.settings import AppSettings
 from llm.client import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN
 
@@ -62,7 +62,7 @@ async def _measure(n: int, chats: int, rate: float, model: str, bursts: int, fak
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
-            Settings(), llm=LLMSettings(model=model, api_base=llm_url, max_retries=0),
+            AppSettings(), llm=LLMSettings(model=model, api_base=llm_url, max_retries=0),
             storage=StorageSettings(data_dir=tmp),
             memory=MemorySettings(embedder="none", capture=False),
             telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),

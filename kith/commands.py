@@ -25,7 +25,7 @@ from ground.types import Channel
 from kith.hints import llm_failure_hint
 from kith.logs import log_to_file
 from kith.model_start import new_model_process, start_early
-from kith.settings import Settings
+from kith.settings import AppSettings
 from llm.client import LLMError
 from llm.process import ModelProcess
 
@@ -59,7 +59,7 @@ async def _import_wiring() -> Wiring:
     return await asyncio.to_thread(_load_wiring)
 
 
-def _hint_once(settings: Settings) -> Callable[[LLMError], None]:
+def _hint_once(settings: AppSettings) -> Callable[[LLMError], None]:
     shown = False
 
     def hint(error: LLMError) -> None:
@@ -71,12 +71,12 @@ def _hint_once(settings: Settings) -> Callable[[LLMError], None]:
     return hint
 
 
-def has_platform_credentials(settings: Settings) -> bool:
+def has_platform_credentials(settings: AppSettings) -> bool:
     """Whether any platform channel would start (``platform_channels`` builds one per token found)."""
     return bool(settings.telegram.token() or settings.discord.token() or settings.slack.bot_token())
 
 
-def platform_channels(settings: Settings, app: App) -> list[Channel]:
+def platform_channels(settings: AppSettings, app: App) -> list[Channel]:
     """Every platform channel whose credentials are present in the environment."""
     channels: list[Channel] = []
     token = settings.telegram.token()
@@ -99,18 +99,18 @@ def platform_channels(settings: Settings, app: App) -> list[Channel]:
     return channels
 
 
-async def run_chat(settings: Settings, *, verbose: bool = False) -> int:
+async def run_chat(settings: AppSettings, *, verbose: bool = False) -> int:
     return await _as_sole_bot(settings, functools.partial(_chat, verbose=verbose))
 
 
-async def run_all(settings: Settings, *, verbose: bool = False) -> int:
+async def run_all(settings: AppSettings, *, verbose: bool = False) -> int:
     return await _as_sole_bot(settings, functools.partial(_run_all, verbose=verbose))
 
 
-Body = Callable[[Settings, "ModelProcess | None"], Awaitable[int]]
+Body = Callable[[AppSettings, "ModelProcess | None"], Awaitable[int]]
 
 
-async def _as_sole_bot(settings: Settings, body: Body) -> int:
+async def _as_sole_bot(settings: AppSettings, body: Body) -> int:
     """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it.
 
     An operator command holding the lock is waited for (one line says so): it ends on its own, and the
@@ -169,7 +169,7 @@ async def until_signalled(body: Awaitable[int]) -> int:
             loop.remove_signal_handler(sig)
 
 
-async def _chat(settings: Settings, model_process: ModelProcess | None, *, verbose: bool = False) -> int:
+async def _chat(settings: AppSettings, model_process: ModelProcess | None, *, verbose: bool = False) -> int:
     # The person types here: log lines would land in the middle of the conversation.
     file_log = log_to_file(settings.storage.data_path(), keep_terminal=verbose)
     print(f"kith: logging to {file_log.path}" + ("" if verbose else " (-v shows it here too)"), file=sys.stderr)
@@ -182,7 +182,7 @@ async def _chat(settings: Settings, model_process: ModelProcess | None, *, verbo
             print(f"kith: {summary}", file=sys.stderr)
 
 
-async def _chat_with(settings: Settings, model_process: ModelProcess | None) -> int:
+async def _chat_with(settings: AppSettings, model_process: ModelProcess | None) -> int:
     from channels.terminal import TerminalChannel
 
     wiring = await _import_wiring()
@@ -203,7 +203,7 @@ async def _chat_with(settings: Settings, model_process: ModelProcess | None) -> 
     return 0
 
 
-async def _run_all(settings: Settings, model_process: ModelProcess | None, *, verbose: bool = False) -> int:
+async def _run_all(settings: AppSettings, model_process: ModelProcess | None, *, verbose: bool = False) -> int:
     if not has_platform_credentials(settings):
         hint = PLATFORM_ENV_HINT.format(telegram=settings.telegram.token_env, slack=settings.slack.bot_token_env,
                                         slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)

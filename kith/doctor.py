@@ -20,7 +20,7 @@ from ground.private_files import looser_than_owner
 from ground.tunables import DOCTOR_MODEL_TIMEOUT_S
 from kith.control.dispatch import call_for_data
 from kith.hints import llm_failure_hint
-from kith.settings import Settings, load_settings
+from kith.settings import AppSettings, load_settings
 from kith.store_checks import STORE_CHECKS, check_chroma, check_database, check_embedder
 from llm.client import LLMError
 from llm.probe import can_probe_directly, probe_directly
@@ -29,7 +29,7 @@ from memory.encoders import check_reranker as reranker_check
 from persona.instructions import PROBE_PROMPT
 
 
-async def check_data_dir(settings: Settings) -> CheckResult:
+async def check_data_dir(settings: AppSettings) -> CheckResult:
     path = settings.storage.data_path()
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -45,7 +45,7 @@ async def check_data_dir(settings: Settings) -> CheckResult:
     return CheckResult("data directory", True, f"{path} is writable and readable by its owner only")
 
 
-async def check_llm(settings: Settings) -> CheckResult:
+async def check_llm(settings: AppSettings) -> CheckResult:
     """One real call. A local or OpenAI-compatible server is asked over plain HTTP (importing litellm
     would take most of doctor's time); other providers through litellm."""
     messages = [{"role": "user", "content": PROBE_PROMPT}]
@@ -64,7 +64,7 @@ async def check_llm(settings: Settings) -> CheckResult:
     return CheckResult("model", True, f"{settings.llm.model} answered in {elapsed_ms:.0f} ms")
 
 
-async def check_telegram(settings: Settings) -> CheckResult:
+async def check_telegram(settings: AppSettings) -> CheckResult:
     if not settings.telegram.token():
         return CheckResult("telegram", True, f"off (set {settings.telegram.token_env} to enable)")
     from channels.telegram.channel import check_token
@@ -73,7 +73,7 @@ async def check_telegram(settings: Settings) -> CheckResult:
     return CheckResult("telegram", ok, detail)
 
 
-async def check_entailment(settings: Settings) -> CheckResult:
+async def check_entailment(settings: AppSettings) -> CheckResult:
     path = settings.memory.entailment_model
     if not path:
         return CheckResult("entailment", True, "off: receipts are checked by the support rules alone "
@@ -86,7 +86,7 @@ async def check_entailment(settings: Settings) -> CheckResult:
     return CheckResult("entailment", True, f"{path} loads: a further check of receipts")
 
 
-async def check_slack(settings: Settings) -> CheckResult:
+async def check_slack(settings: AppSettings) -> CheckResult:
     if not settings.slack.bot_token():
         return CheckResult("slack", True, f"off (set {settings.slack.bot_token_env} to enable)")
     from channels.slack.channel import check_token
@@ -95,7 +95,7 @@ async def check_slack(settings: Settings) -> CheckResult:
     return CheckResult("slack", ok, detail)
 
 
-async def check_discord(settings: Settings) -> CheckResult:
+async def check_discord(settings: AppSettings) -> CheckResult:
     if not settings.discord.token():
         return CheckResult("discord", True, f"off (set {settings.discord.token_env} to enable)")
     from channels.discord.channel import check_token
@@ -104,16 +104,16 @@ async def check_discord(settings: Settings) -> CheckResult:
     return CheckResult("discord", ok, detail)
 
 
-async def check_reranker(settings: Settings) -> CheckResult:
+async def check_reranker(settings: AppSettings) -> CheckResult:
     return await reranker_check(settings.memory.reranker)
 
 
-Check = Callable[[Settings], Awaitable[CheckResult]]
+Check = Callable[[AppSettings], Awaitable[CheckResult]]
 CHECKS: list[Check] = [check_data_dir, check_database, check_llm, check_chroma, check_embedder, check_entailment,
                        check_reranker, check_telegram, check_slack, check_discord]
 
 
-def _store_results(settings: Settings) -> dict[str, CheckResult]:
+def _store_results(settings: AppSettings) -> dict[str, CheckResult]:
     """The store checks' results from the data directory's host: the running bot, or this process holding the
     lock. Empty when the data directory cannot hold a lock (the checks then run here and report why)."""
     try:

@@ -13,12 +13,12 @@ from ground.tunables import (
     MODEL_PROCESS_START_TIMEOUT_S,
     MODEL_PROCESS_STOP_TIMEOUT_S,
 )
-from kith.settings import Settings
+from kith.settings import AppSettings
 from llm.client import LLMError
 from llm.process import ModelProcess
 
 
-def new_model_process(settings: Settings) -> ModelProcess | None:
+def new_model_process(settings: AppSettings) -> ModelProcess | None:
     """The process the model calls are made in, or None when ``[llm] separate_process`` is off."""
     if not settings.llm.separate_process:
         return None

@@ -1,8 +1,9 @@
 """The settings file with every feature's own value rules applied: what the commands load.
 
-The wiring is where the platforms are known: :class:`Settings` adds each channel package's section to the
-sections every part reads, and the policy check is told which platform names a ``[policy.<platform>]`` table
-may have. A new platform adds its section and its name here, and nowhere outside its own package.
+The wiring is where the platforms are known: :class:`AppSettings` adds each channel package's section to the
+sections every part reads (:class:`ground.config.Settings`), and the policy check is told which platform names a
+``[policy.<platform>]`` table may have. A new platform adds its section and its name here, and nowhere outside
+its own package.
 
 Where the settings come from: ``--config``, else ``$KITH_CONFIG``, else the file ``bot.py setup`` writes
 (``config.toml`` under ``$XDG_CONFIG_HOME/kith``, i.e. ``~/.config/kith``) when it exists, else the built-in
@@ -31,9 +32,9 @@ from policy.settings import PolicySettings
 
 
 @dataclass(frozen=True)
-class Settings(config.Settings):
-    """The whole settings file: the sections every part reads, and each platform's own (its field is named as
-    the platform is, which is also the name of its TOML table)."""
+class AppSettings(config.Settings):
+    """The whole settings file, as the commands load it: the sections every part reads, and each platform's own
+    (its field is named as the platform is, which is also the name of its TOML table)."""
 
     telegram: TelegramSettings = field(default_factory=TelegramSettings)
     slack: SlackSettings = field(default_factory=SlackSettings)
@@ -104,9 +105,9 @@ def apply_env_file(config_file: str | os.PathLike[str]) -> None:
             os.environ[key] = value
 
 
-def load_settings(path: str | os.PathLike[str] | None, *, require_environment: bool = True) -> Settings:
+def load_settings(path: str | os.PathLike[str] | None, *, require_environment: bool = True) -> AppSettings:
     """Read the TOML file (and the ``.env`` beside it), check its types, then each feature's rules for its own
     section."""
     if path is not None and Path(path).is_file():
         apply_env_file(path)
-    return config.load_settings(path, Settings, SECTION_CHECKS, require_environment=require_environment)
+    return config.load_settings(path, AppSettings, SECTION_CHECKS, require_environment=require_environment)

@@ -77,9 +77,9 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
 async def check_model(llm: LLMSettings) -> tuple[bool, str]:
     """One real call, as ``doctor`` makes it: (answered, the line to show)."""
     from kith.doctor import check_llm
-    from kith.settings import Settings
+    from kith.settings import AppSettings
 
-    result = await check_llm(Settings(llm=llm))
+    result = await check_llm(AppSettings(llm=llm))
     return result.ok, result.detail
 
 

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from ground import loop
 from ground.config import ConfigError, LLMSettings
 from ground.private_files import write_private_atomically
-from kith.settings import Settings, default_config_path, env_file_beside, load_settings, read_env_file
+from kith.settings import AppSettings, default_config_path, env_file_beside, load_settings, read_env_file
 from kith.setup_checks import (
     OllamaFound,
     check_discord,
@@ -270,7 +270,7 @@ class Platform:
     check: Callable[..., Any]
 
 
-def _platforms(settings: Settings) -> list[tuple[Platform, Any]]:
+def _platforms(settings: AppSettings) -> list[tuple[Platform, Any]]:
     slack_second = ("signing_secret_env", "Signing secret (Basic Information)") if settings.slack.mode == "http" \
         else ("app_token_env", "App-level token (xapp-..., scope connections:write)")
     return [
@@ -284,7 +284,7 @@ def _platforms(settings: Settings) -> list[tuple[Platform, Any]]:
     ]
 
 
-def ask_platforms(d: Dialogue, settings: Settings, stored: Mapping[str, str], answers: Answers) -> None:
+def ask_platforms(d: Dialogue, settings: AppSettings, stored: Mapping[str, str], answers: Answers) -> None:
     """Which platforms to connect; each token is checked before it is kept. Saying no to one whose tokens are
     in .env takes them out of it."""
     d.say("\n2. Platforms (with none, kith talks with you in this terminal)")
@@ -316,7 +316,7 @@ def ask_platforms(d: Dialogue, settings: Settings, stored: Mapping[str, str], an
 
 # --- the whole dialogue ------------------------------------------------------------------------------------
 
-def _current(path: Path) -> Settings | None:
+def _current(path: Path) -> AppSettings | None:
     """The existing config's settings (its .env applied); None when there is no file yet."""
     if not path.is_file():
         return None
@@ -325,7 +325,7 @@ def _current(path: Path) -> Settings | None:
 
 def _dialogue(d: Dialogue, path: Path, next_step: str) -> int:
     existing = _current(path)
-    settings = existing or Settings()
+    settings = existing or AppSettings()
     stored = read_env_file(env_file_beside(path))
     d.say(f"kith setup: a few questions, then {path} and the .env beside it (keys and tokens, readable by you "
           "only). Ctrl-C stops without writing anything.")
@@ -341,7 +341,7 @@ def _dialogue(d: Dialogue, path: Path, next_step: str) -> int:
     return _write(d, path, answers, next_step)
 
 
-def _differing(settings: Settings, config: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
+def _differing(settings: AppSettings, config: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
     """Of ``config``, what an existing file does not already say (in itself or by default): an edit shows only
     real changes."""
     changed = {table: {key: value for key, value in values.items() if getattr(getattr(settings, table), key) != value}

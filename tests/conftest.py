@@ -20,7 +20,7 @@ from ground.config import (
     StorageSettings,
 )
 from ground.db import Database
-from kith.settings import Settings
+from kith.settings import AppSettings
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock, open_db
 
@@ -74,14 +74,15 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path) -> Callable[..., Settings]:
-    def make(fake: FakeOpenAI | None = None, **overrides: object) -> Settings:
+def make_settings(tmp_path: Path) -> Callable[..., AppSettings]:
+    def make(fake: FakeOpenAI | None = None, **overrides: object) -> AppSettings:
         # In this process: the model process has tests of its own, and bot.py's end-to-end tests use it.
         llm = LLMSettings(model="openai/fake-model", api_base=fake.base_url if fake else "http://127.0.0.1:9/v1",
                           timeout_s=3.0, max_retries=0, separate_process=False)
-        base = Settings(llm=llm, persona=PersonaSettings(), storage=StorageSettings(data_dir=str(tmp_path / "data")),
-                        history=HistorySettings(), budget=BudgetSettings(),
-                        memory=MemorySettings(embedder="none", capture=False))
+        base = AppSettings(llm=llm, persona=PersonaSettings(),
+                           storage=StorageSettings(data_dir=str(tmp_path / "data")),
+                           history=HistorySettings(), budget=BudgetSettings(),
+                           memory=MemorySettings(embedder="none", capture=False))
         import dataclasses
 
         return dataclasses.replace(base, **overrides)  # type: ignore[arg-type]

@@ -7,13 +7,13 @@ import pytest
 
 from ground import config
 from ground.config import ConfigError
-from kith.settings import PLATFORMS, Settings, load_settings
+from kith.settings import PLATFORMS, AppSettings, load_settings
 from tests.conftest import ROOT
 
 
 def test_example_config_documents_exactly_the_defaults() -> None:
     loaded = load_settings(ROOT / "config.example.toml")
-    assert dataclasses.replace(loaded, source="<defaults>") == Settings()
+    assert dataclasses.replace(loaded, source="<defaults>") == AppSettings()
 
 
 def test_no_config_file_runs_on_local_defaults() -> None:
@@ -112,5 +112,5 @@ def test_a_policy_for_a_platform_no_channel_serves_is_refused(tmp_path: Path) ->
 
 def test_each_platform_section_is_named_as_its_platform() -> None:
     """The wiring adds one section per platform, named as the platform and its [policy.<platform>] table are."""
-    added = {f.name for f in dataclasses.fields(Settings)} - {f.name for f in dataclasses.fields(config.Settings)}
+    added = {f.name for f in dataclasses.fields(AppSettings)} - {f.name for f in dataclasses.fields(config.Settings)}
     assert added == PLATFORMS - {"console"}

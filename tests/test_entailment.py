@@ -17,7 +17,7 @@ import pytest
 
 from ground.config import MemorySettings
 from kith.doctor import check_entailment
-from kith.settings import Settings
+from kith.settings import AppSettings
 from memory.capture.validation import RejectReason, validate_extraction
 from memory.core.records import AuthorRole, Scope, Turn
 from memory.encoders.entailment import (
@@ -122,8 +122,8 @@ def test_without_the_extra_the_error_names_it(tmp_path: Path) -> None:
 
 
 async def test_doctor_says_whether_the_further_check_is_on(tmp_path: Path) -> None:
-    off = await check_entailment(Settings())
+    off = await check_entailment(AppSettings())
     assert off.ok and off.detail.startswith("off")
-    broken = Settings(memory=MemorySettings(entailment_model=str(tmp_path / "missing")))
+    broken = AppSettings(memory=MemorySettings(entailment_model=str(tmp_path / "missing")))
     result = await check_entailment(broken)
     assert result.warn and "\n" not in result.line() and "support rules alone" in result.detail

@@ -21,7 +21,7 @@ from ground.config import DeliverySettings
 from kith.app import App, build_app
 from kith.commands import platform_channels
 from kith.policy_cli import run_pairing
-from kith.settings import Settings
+from kith.settings import AppSettings
 from llm.client import import_litellm
 from memory.capture.merge_gate import Outcome
 from memory.controls import Requester
@@ -48,7 +48,7 @@ class Running:
     clock: FakeClock
 
 
-def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> Settings:
+def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> AppSettings:
     s = make_settings(fake_llm)
     return dataclasses.replace(
         s, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
@@ -56,7 +56,7 @@ def _settings(make_settings, fake_llm, tg: FakeTelegramApi) -> Settings:
         policy={"telegram": {"allow_groups": [str(GROUP)], "dm": "open"}})
 
 
-async def _start(settings: Settings, monkeypatch, clock: FakeClock) -> Running:
+async def _start(settings: AppSettings, monkeypatch, clock: FakeClock) -> Running:
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
     app = await build_app(settings, clock=clock, warm_llm=False)
     assert app.question_sender is not None and app.memory_commands is not None

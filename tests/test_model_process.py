@@ -23,7 +23,7 @@ from ground.config import LLMSettings, StorageSettings
 from ground.tunables import MODEL_PROCESS_CALL_RESENDS
 from kith.app import build_app
 from kith.model_start import new_model_process, start_early
-from kith.settings import Settings as KithSettings
+from kith.settings import AppSettings
 from llm.client import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
 from llm.process import WORKER_COMMAND, ModelProcess
 from llm.worker import InlinePreparation, read_requests
@@ -318,7 +318,7 @@ async def test_a_model_process_started_early_is_ended_when_the_bot_cannot_be_bui
     """bot.py starts the model process before it opens anything; a start that then fails leaves no child."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory", encoding="utf-8")
-    settings = KithSettings(storage=StorageSettings(data_dir=str(blocker / "data")))
+    settings = AppSettings(storage=StorageSettings(data_dir=str(blocker / "data")))
     model_process = new_model_process(settings)
     assert model_process is not None
     start_early(model_process)

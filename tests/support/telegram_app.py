@@ -16,7 +16,7 @@ from channels.telegram.settings import TelegramSettings
 from ground.config import DeliverySettings
 from kith.app import App, build_app
 from kith.commands import platform_channels
-from kith.settings import Settings
+from kith.settings import AppSettings
 from tests.conftest import ROOT
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 
@@ -24,14 +24,15 @@ from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 QUICK_DELIVERY = DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4)
 
 
-def telegram_settings(base: Settings, tg: FakeTelegramApi, *, policy: dict[str, Any], **replaced: Any) -> Settings:
+def telegram_settings(base: AppSettings, tg: FakeTelegramApi, *, policy: dict[str, Any],
+                      **replaced: Any) -> AppSettings:
     """``base`` talking to ``tg`` with quick delivery, ``policy`` as ``[policy.telegram]``, and any other
     sections replaced (``memory=…``)."""
     return dataclasses.replace(base, telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
                                delivery=QUICK_DELIVERY, policy={"telegram": policy}, **replaced)
 
 
-async def start_telegram_app(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> App:
+async def start_telegram_app(settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
     """Build kith and start its Telegram channel (and only that one)."""
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
     app = await build_app(settings, warm_llm=False)
