@@ -8,8 +8,8 @@ the CLI. Rules, decided here so every caller gets the same ones:
   compared case-insensitively (spaces and dashes ignored). Expired codes are refused.
 - At most :data:`~ground.tunables.PAIRING_MAX_PENDING` unexpired codes wait per platform.
 - A sender who already holds a code keeps the same code. It is sent again at most once per
-  :data:`PAIRING_REMINDER_INTERVAL_S` (someone who lost the message can get it back, a flood gets silence);
-  every other message of theirs is dropped unanswered.
+  :data:`~ground.tunables.PAIRING_REMINDER_INTERVAL_S` (someone who lost the message can get it back, a flood
+  gets silence); every other message of theirs is dropped unanswered.
 - While the platform is full, a new unknown sender is told so once; the notice is remembered for a code's
   lifetime, after which a still-full platform may tell them once more.
 - The first approved account may be made the owner; once there is an owner, nobody else can become it by

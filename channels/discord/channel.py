@@ -27,7 +27,7 @@ on READY each channel whose cursor moved in the last ``DISCORD_CATCH_UP_DAYS`` g
 of its lane that reads the messages posted after it (``GET /channels/{id}/messages?after=…``, at most
 24 hours back) and takes each in through the same steps, before any gateway event of that channel;
 the journal drops what the gateway delivers as well. A channel kith never took a message in from is
-not known to it and cannot be caught up. A clean :meth:`stop` stops intake first, then lets handed-off
+not known to it and cannot be caught up. A clean :meth:`DiscordChannel.stop` stops intake first, then lets handed-off
 handlers finish (``stop_grace_s``).
 
 A malformed event would otherwise end the client: discord.py runs its event parsers inside the

@@ -149,7 +149,7 @@ def find_host(settings: Settings, say: Callable[[str], None], connect_wait_s: fl
 
 def run_command(settings: Settings, name: str, args: argparse.Namespace, *, out: TextIO | None = None,
                 err: TextIO | None = None, stdin: TextIO | None = None) -> int:
-    """Run operator command ``name`` (``memory.forget``, ``consolidate``…) as parsed in ``args``; its exit code."""
+    """Run operator command ``name`` ("memory.forget", "consolidate"…) as parsed in ``args``; its exit code."""
     out, err, stdin = out or sys.stdout, err or sys.stderr, stdin or sys.stdin
     op = operation_of(name)
 
