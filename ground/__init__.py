@@ -11,7 +11,8 @@
   when unused.
 * :mod:`ground.loop`: the event loop every command runs on.
 * :mod:`ground.instance`: one writer per data directory; :mod:`ground.private_files` owner-only files.
-* :mod:`ground.redaction`: credentials and personal numbers scrubbed before anything reaches disk.
+* :mod:`ground.redaction`: credentials and personal numbers scrubbed before anything reaches disk;
+  :mod:`ground.visible_text` text as a reader sees it (invisible characters dropped, NFKC), which redaction reads.
 * :mod:`ground.failures`: how a handled failure is logged; :mod:`ground.checks` one line of ``doctor``.
 * :mod:`ground.days`: calendar days in a time zone.
 * :mod:`ground.wording`: small rules for the words kith shows people and operators.
