@@ -216,7 +216,6 @@ EMBED_BATCH = 64
 
 # --- Memory: the merge/conflict gate (memory/gate.py) -------------------------
 MERGE_IMPORTANCE_BOOST = 0.05  # a repeated fact matters a little more each time
-GATE_CAS_RETRIES = 5
 MAX_CONFLICT_LINKS = 3  # one new fact flags at most this many stored ones
 GATE_QUERY_WORDS = 3  # a near-duplicate shares its rarest words: BM25 looks for those only
 MAX_EVIDENCE_PER_MEMORY = 20  # the newest quotes and sources are kept when a fact is repeated often
@@ -233,7 +232,6 @@ MEMORY_PAGE_SIZE = 10  # memories per /memory page
 FORGET_PLAN_TTL_S = 600  # a shown forget plan can be confirmed this long
 WHY_MAX_HITS = 3  # memories /why explains for a text query
 REMEMBER_IMPORTANCE = 0.7  # a fact the person asked kith to keep matters more than a captured one
-EDIT_CAS_RETRIES = 5
 
 # --- Conflict questions and memory commands (conversation/memory_commands.py) ---------
 QUESTION_RECHECK_S = 300.0  # after replies, one person's conflicts are looked at most this often
@@ -296,7 +294,6 @@ RECALL_NOTE_VECTOR_CACHE = 4_096  # staged-note embeddings kept (LRU)
 RECALL_QUERY_MAX_CHARS = 2_000  # a longer message is matched on its first part
 RECALL_PINNED_REFRESH_S = 30.0  # a person's pinned facts are re-read at most this often
 RECALL_PINNED_READ_SHARE = 0.01  # ... and re-reading them may take at most this share of the store's time
-USE_CAS_RETRIES = 5
 
 # --- Memory: the change log (memory/changes.py) -------------------------------
 CHANGE_LOG_KEEP = 100_000  # entries kept; a reader further behind than this rebuilds from Chroma
@@ -350,9 +347,6 @@ CONSOLIDATION_DAY_PAGE = 2_000  # transcript rows read per query while loading a
 MISFIRE_GRACE_S = 8 * 24 * 3600  # longer than the weekly decay's period, so its last missed run still runs
 DECAY_MINUTE = 30  # decay runs this many minutes after the hour of Sunday's consolidation
 
-# --- Heartbeat: weekly decay (heartbeat/decay.py) --------------------------------------------
-DECAY_CAS_RETRIES = 3
-
 # --- LLM: retries (persona/llm.py) -----------------------------------------------------------
 LLM_RETRY_BASE_S = 0.5
 LLM_RETRY_MAX_S = 8.0
@@ -360,9 +354,11 @@ LLM_RETRY_MAX_S = 8.0
 # --- Memory: search (memory/service.py) ------------------------------------------------------
 SEARCH_POOL_FACTOR = 3  # each path fetches this many times the wanted hits before blending
 
-# --- Compare-and-swap retries (policy/store.py, memory/tombstones.py) ------------------------
+# --- Compare-and-swap retries (policy/store.py, memory/store/) -------------------------------
 ACCESS_CAS_ATTEMPTS = 5  # an access-state write that lost a race re-reads and tries again this often
-FORGET_CAS_RETRIES = 5  # a forget unlinking conflict partners another writer touched
+# A memory's edit (MemoryStore.edit: every change to a stored memory, and the gate's decision to merge into one)
+# that lost a race to another writer reads the memory again and tries again, this many times in all.
+MEMORY_EDIT_ATTEMPTS = 5
 
 # --- One writer per data directory: the lock and the control channel (ground/instance.py, kith/control/) ----
 LOCK_POLL_S = 0.05  # how often a waiting bot or command looks at the lock (and a command at the control socket)

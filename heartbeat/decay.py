@@ -24,15 +24,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, metadata
-from ground.tunables import DECAY_CAS_RETRIES
 from heartbeat import memory_scan
 from memory.core import MemoryKind, MemoryRecord, Status, Tier
-from memory.store import MemoryNotFound, MemoryStore, RevisionConflict
+from memory.store import MemoryStore, RevisionConflict
 
 log = logging.getLogger("kith.decay")
 
@@ -276,23 +276,29 @@ class Decay:
         return report
 
     async def _retire(self, run_id: int, memory_id: str, now: datetime, stale_before: datetime) -> Reason | None:
-        for _attempt in range(DECAY_CAS_RETRIES):
-            current = await self.store.get_memory(memory_id)
-            if current is None:
-                return None
+        reason: Reason | None = None
+        intent: int | None = None
+
+        async def retired(current: MemoryRecord) -> MemoryRecord | None:
+            nonlocal reason, intent
+            if intent is not None:  # the write it was recorded for lost its race: it never happened
+                await self.db.run(_drop_intent, intent)
+                intent = None
             reason = retire_reason(current, now, stale_before)
             if reason is None or protection(current, self.topics) is not None:
                 return None  # someone pinned, confirmed or re-dated it meanwhile
             intent = await self.db.run(_intend, run_id, current, reason)
-            try:
-                await self.store.replace_memory(replace(current, status=Status.RETIRED, valid_to=now, updated_at=now))
-                return reason
-            except RevisionConflict:
+            return replace(current, status=Status.RETIRED, valid_to=now, updated_at=now)
+
+        try:
+            stored = await self.store.edit(memory_id, retired)
+        except RevisionConflict:  # lost every race: looked at again next week
+            stored = None
+        if stored is None:
+            if intent is not None:
                 await self.db.run(_drop_intent, intent)
-            except MemoryNotFound:
-                await self.db.run(_drop_intent, intent)
-                return None
-        return None
+            return None
+        return reason
 
     async def undo_last(self) -> UndoReport:
         """Put back what the last run (not undone yet) retired, unless it was written to since."""
@@ -316,18 +322,21 @@ class Decay:
             record = current[r.memory_id]
             if record is not None and _never_written(record, r):
                 continue  # the pass died before retiring it: nothing to put back, nothing changed
-            if record is None or record.status is not Status.RETIRED or record.revision != r.revision_after:
-                report.changed_since += 1  # touched since
-                continue
-            restored = replace(record, status=r.prev_status, valid_to=r.prev_valid_to, updated_at=r.prev_updated_at)
-            try:
-                await self.store.replace_memory(restored)
+            if await self.store.edit(r.memory_id, partial(_restored, r)) is None:
+                report.changed_since += 1  # gone, or touched since
+            else:
                 report.restored += 1
-            except (RevisionConflict, MemoryNotFound):
-                report.changed_since += 1
         await self.db.run(_mark_undone, run_id, self.clock())
         log.info("decay undone run=%d restored=%d changed_since=%d", run_id, report.restored, report.changed_since)
         return report
+
+
+def _restored(retirement: _Retirement, record: MemoryRecord) -> MemoryRecord | None:
+    """``record`` as it was before ``retirement``; None (left as it is) when it was written to since."""
+    if record.status is not Status.RETIRED or record.revision != retirement.revision_after:
+        return None
+    return replace(record, status=retirement.prev_status, valid_to=retirement.prev_valid_to,
+                   updated_at=retirement.prev_updated_at)
 
 
 def _never_written(record: MemoryRecord | None, retirement: _Retirement) -> bool:

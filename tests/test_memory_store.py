@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from ground.db import Database
+from ground.tunables import MEMORY_EDIT_ATTEMPTS
 from memory.capture import job as _capture_tables  # noqa: F401  (declares capture_cursors)
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Status
 from memory.encoders.embedders import EmbedderStatus
@@ -166,6 +167,70 @@ async def test_two_concurrent_writers_one_wins_one_conflicts(store: MemoryStore)
     assert sorted(outcomes) == ["conflict", "won"]
     final = await store.get_memory(stored.id)
     assert final is not None and final.revision == 2 and len(final.evidence) == 2
+
+
+# --- one edit: read, change, compare-and-swap, and again after a lost race ---------------------------
+async def test_an_edit_that_lost_a_race_reads_again_and_both_changes_land(store: MemoryStore) -> None:
+    stored = await store.add_memory(record("p_ana", "Ana runs marathons"))
+    read: list[int] = []
+
+    async def change(current: MemoryRecord) -> MemoryRecord:
+        read.append(current.revision)
+        if len(read) == 1:  # another writer lands between this edit's read and its write
+            await store.replace_memory(dataclasses.replace(current, importance=0.9))
+        return dataclasses.replace(current, evidence=(*current.evidence, "I ran Berlin"))
+
+    edited = await store.edit(stored.id, change)
+
+    assert read == [1, 2]  # the second attempt changed what the other writer left
+    final = await store.get_memory(stored.id)
+    assert final is not None and edited == final
+    assert (final.importance, final.evidence[-1], final.revision) == (0.9, "I ran Berlin", 3)
+
+
+async def test_an_edit_gives_up_after_the_tunable_number_of_lost_races(store: MemoryStore) -> None:
+    stored = await store.add_memory(record("p_ana", "Ana runs marathons"))
+    attempts = 0
+
+    def change(current: MemoryRecord) -> MemoryRecord:
+        nonlocal attempts
+        attempts += 1
+        return dataclasses.replace(current, importance=0.9)
+
+    async def always_beaten(updated: MemoryRecord) -> MemoryRecord:
+        raise RevisionConflict(updated.id, updated.revision, updated.revision + 1)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store, "replace_memory", always_beaten)
+        with pytest.raises(RevisionConflict):
+            await store.edit(stored.id, change)
+
+    assert attempts == MEMORY_EDIT_ATTEMPTS
+    assert await store.get_memory(stored.id) == stored
+
+
+async def test_an_edit_of_a_memory_that_is_gone_returns_none_and_writes_nothing(store: MemoryStore) -> None:
+    def never(_current: MemoryRecord) -> MemoryRecord:
+        raise AssertionError("a memory that is not there is not changed")
+
+    assert await store.edit("m_missing", never) is None
+
+    stored = await store.add_memory(record("p_ana", "Ana runs marathons"))
+
+    async def forgotten_meanwhile(current: MemoryRecord) -> MemoryRecord:
+        await store.delete_memories([current.id])  # gone between the edit's read and its write
+        return dataclasses.replace(current, importance=0.9)
+
+    assert await store.edit(stored.id, forgotten_meanwhile) is None
+    assert await store.get_memory(stored.id) is None
+
+
+async def test_an_edit_that_refuses_or_changes_nothing_writes_nothing(store: MemoryStore) -> None:
+    stored = await store.add_memory(record("p_ana", "Ana runs marathons"))
+
+    assert await store.edit(stored.id, lambda _current: None) is None
+    assert await store.edit(stored.id, lambda current: current) == stored
+    assert await store.get_memory(stored.id) == stored  # still revision 1
 
 
 async def test_the_lexical_index_follows_every_write(store: MemoryStore) -> None:

@@ -26,10 +26,10 @@ from datetime import datetime
 
 from ground.config import MemorySettings
 from ground.tunables import (
-    GATE_CAS_RETRIES,
     GATE_QUERY_WORDS,
     MAX_CONFLICT_LINKS,
     MAX_EVIDENCE_PER_MEMORY,
+    MEMORY_EDIT_ATTEMPTS,
     MERGE_IMPORTANCE_BOOST,
 )
 from memory.core.records import (
@@ -204,7 +204,7 @@ class MemoryGate:
         exclude = (candidate.corrects,) if candidate.corrects else ()
         result: GateResult | None = None
         lost: RevisionConflict | MemoryNotFound | None = None
-        for _attempt in range(GATE_CAS_RETRIES):
+        for _attempt in range(MEMORY_EDIT_ATTEMPTS):
             view = await self.compare(
                 person, candidate.text, candidate.kind, vectors=vectors, exclude=exclude
             )
@@ -275,42 +275,22 @@ class MemoryGate:
         """Add ``record.id`` to each target's conflicts_with; drop links to targets that vanished."""
         linked: list[str] = []
         for target in targets:
-            if await self._edit(target, lambda m: _add_link(m, record.id, self.clock())):
+            if await self.store.edit(target, lambda m: _add_link(m, record.id, self.clock())) is not None:
                 linked.append(target)
         if len(linked) != len(targets):
             # A target was forgotten or retired meanwhile: the link must not dangle on our side.
-            await self._edit(
+            await self.store.edit(
                 record.id, lambda m: replace(m, conflicts_with=tuple(linked), updated_at=self.clock())
             )
         return tuple(linked)
 
-    async def _edit(self, memory_id: str, change: Callable[[MemoryRecord], MemoryRecord | None]) -> bool:
-        """Read-modify-write with compare-and-swap, retried on a lost race. False if gone or refused."""
-        for _attempt in range(GATE_CAS_RETRIES):
-            current = await self.store.get_memory(memory_id)
-            if current is None:
-                return False
-            updated = change(current)
-            if updated is None:
-                return False
-            if updated == current:
-                return True
-            try:
-                await self.store.replace_memory(updated)
-                return True
-            except MemoryNotFound:
-                return False
-            except RevisionConflict:
-                continue
-        raise RevisionConflict(memory_id, -1, -1)
-
     async def _link_pair(self, a: str, b: str) -> bool:
         """Flag ``a`` and ``b`` as in conflict, on both sides; False (and no half link) if either is gone."""
-        if not await self._edit(b, lambda m: _add_link(m, a, self.clock())):
+        if await self.store.edit(b, lambda m: _add_link(m, a, self.clock())) is None:
             return False
-        if await self._edit(a, lambda m: _add_link(m, b, self.clock())):
+        if await self.store.edit(a, lambda m: _add_link(m, b, self.clock())) is not None:
             return True
-        await self._edit(b, lambda m: _drop_link(m, a, self.clock()))
+        await self.store.edit(b, lambda m: _drop_link(m, a, self.clock()))
         return False
 
     async def _supersede(self, person: str, memory_id: str) -> bool | None:
@@ -327,14 +307,14 @@ class MemoryGate:
                 return None
             return replace(m, status=Status.SUPERSEDED, valid_to=now, updated_at=now)
 
-        superseded = await self._edit(memory_id, change)
+        superseded = await self.store.edit(memory_id, change) is not None
         return None if kept else superseded
 
     async def clear_conflict(self, a: str, b: str) -> bool:
         """Remove the conflict flag between two memories, on both sides."""
         now = self.clock()
-        cleared_a = await self._edit(a, lambda m: _drop_link(m, b, now))
-        cleared_b = await self._edit(b, lambda m: _drop_link(m, a, now))
+        cleared_a = await self.store.edit(a, lambda m: _drop_link(m, b, now)) is not None
+        cleared_b = await self.store.edit(b, lambda m: _drop_link(m, a, now)) is not None
         return cleared_a or cleared_b
 
     async def promote(self, person: str) -> PromoteReport:

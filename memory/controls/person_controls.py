@@ -25,7 +25,6 @@ from typing import Any
 from ground.db import Database
 from ground.redaction import redact
 from ground.tunables import (
-    EDIT_CAS_RETRIES,
     FORGET_PLAN_TTL_S,
     MEMORY_PAGE_SIZE,
     PINNED_MAX,
@@ -41,7 +40,7 @@ from memory.core.records import Horizon, MemoryCandidate, MemoryKind, MemoryReco
 from memory.core.text import normalize
 from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
 from memory.service import MemoryService
-from memory.store.memory_store import MemoryNotFound, MemoryStore, RevisionConflict
+from memory.store.memory_store import MemoryStore
 
 log = logging.getLogger("kith.memory.controls")
 
@@ -50,32 +49,7 @@ log = logging.getLogger("kith.memory.controls")
 MEMORY_ID = re.compile(r"m_[0-9a-f]{6,32}")
 
 
-# --- compare-and-swap edits ------------------------------------------------------------------------
-async def edit_memory(store: MemoryStore, memory_id: str,
-                      change: Callable[[MemoryRecord], MemoryRecord | None]) -> MemoryRecord | None:
-    """Read-modify-write with the store's compare-and-swap, retried on a lost race.
-
-    ``change`` returns ``None`` to refuse; the result is the stored record, or ``None`` if the memory
-    is gone or the change was refused.
-    """
-    for _attempt in range(EDIT_CAS_RETRIES):
-        current = await store.get_memory(memory_id)
-        if current is None:
-            return None
-        updated = change(current)
-        if updated is None:
-            return None
-        if updated == current:
-            return current
-        try:
-            return await store.replace_memory(updated)
-        except MemoryNotFound:
-            return None
-        except RevisionConflict:
-            continue
-    raise RevisionConflict(memory_id, -1, -1)
-
-
+# --- changes to a memory (each through MemoryStore.edit) --------------------------------------------
 def ended(record: MemoryRecord, person: str, status: Status, now: datetime) -> MemoryRecord | None:
     """``record`` no longer current (superseded or retired), links dropped; never a delete."""
     if record.person != person or record.status is not Status.ACTIVE:
@@ -262,7 +236,7 @@ class MemoryControls:
                 return record
             if len(await self.store.pinned_of(person)) >= self.pinned_max:
                 raise Refused(RefusalReason.PIN_LIMIT, str(self.pinned_max))
-            stored = await edit_memory(self.store, record.id, lambda m: self._set_pin(m, person, True))
+            stored = await self.store.edit(record.id, lambda m: self._set_pin(m, person, True))
         if stored is None:
             raise Refused(RefusalReason.NOT_FOUND, target)
         self._changed(person)
@@ -280,7 +254,7 @@ class MemoryControls:
                     requester, target, 1, lambda r: r.pinned)
             if not found:
                 raise Refused(RefusalReason.NOT_FOUND, target)
-            stored = await edit_memory(self.store, found[0].id, lambda m: self._set_pin(m, person, False))
+            stored = await self.store.edit(found[0].id, lambda m: self._set_pin(m, person, False))
         if stored is None:
             raise Refused(RefusalReason.NOT_FOUND, target)
         self._changed(person)
@@ -411,10 +385,10 @@ class MemoryControls:
             partners[:] = current.conflicts_with
             return ended(current, person, status, now)
 
-        if await edit_memory(self.store, memory_id, change) is None:
+        if await self.store.edit(memory_id, change) is None:
             return False
         for partner in partners:
-            await edit_memory(self.store, partner, lambda m: without_link(m, memory_id, now))
+            await self.store.edit(partner, lambda m: without_link(m, memory_id, now))
         return True
 
 
@@ -430,7 +404,6 @@ __all__ = [
     "MemoryPage",
     "PendingForget",
     "Resolution",
-    "edit_memory",
     "ended",
     "forget_counts",
     "without_link",

@@ -21,7 +21,6 @@ from datetime import datetime
 from pathlib import Path
 
 from ground.db import Database, as_utc
-from ground.tunables import FORGET_CAS_RETRIES
 from memory.core.records import MemoryRecord
 from memory.forgetting.journal import plan_from_document, wipe, write_entry
 from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
@@ -39,7 +38,7 @@ from memory.forgetting.scrub import (
     scrub_saved_exports,
 )
 from memory.forgetting.tombstones import TombstoneBook, digest, digests_of, source_digest
-from memory.store.memory_store import MemoryStore, RevisionConflict
+from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
 
 log = logging.getLogger("kith.memory.forget")
@@ -270,35 +269,27 @@ class Forgetter:
         return changed
 
     async def _unlink(self, memory_id: str, gone: set[str]) -> int:
-        for _attempt in range(FORGET_CAS_RETRIES):
-            current = await self.store.get_memory(memory_id)
-            if current is None:
-                return 0
-            keep = tuple(i for i in current.conflicts_with if i not in gone)
-            if len(keep) == len(current.conflicts_with):
-                return 0
-            try:
-                await self.store.replace_memory(_with_links(current, keep, self.clock()))
-                return len(current.conflicts_with) - len(keep)
-            except RevisionConflict:
-                continue
-        raise RuntimeError(f"could not unlink conflicts of {memory_id} after {FORGET_CAS_RETRIES} attempts")
+        """Take the links to ``gone`` off a memory that stays; how many it had."""
+        removed = 0
 
+        def unlinked(current: MemoryRecord) -> MemoryRecord | None:
+            nonlocal removed
+            keep = tuple(i for i in current.conflicts_with if i not in gone)
+            removed = len(current.conflicts_with) - len(keep)
+            return _with_links(current, keep, self.clock()) if removed else None
+
+        return removed if await self.store.edit(memory_id, unlinked) is not None else 0
 
     async def _narrow(self, memory_id: str, eraser: Eraser) -> int:
         """Take the matching text out of a kept memory's receipt sentences; 1 if it had any, else 0."""
-        for _attempt in range(FORGET_CAS_RETRIES):
-            current = await self.store.get_memory(memory_id)
-            if current is None or not _receipt_matches(current, eraser):
-                return 0
+
+        def narrowed(current: MemoryRecord) -> MemoryRecord | None:
+            if not _receipt_matches(current, eraser):
+                return None
             sentences = kept_sentences(current.evidence_sentences, current.evidence, eraser)
-            try:
-                await self.store.replace_memory(replace(current, evidence_sentences=sentences,
-                                                        updated_at=self.clock()))
-                return 1
-            except RevisionConflict:
-                continue
-        raise RuntimeError(f"could not rewrite the receipts of {memory_id} after {FORGET_CAS_RETRIES} attempts")
+            return replace(current, evidence_sentences=sentences, updated_at=self.clock())
+
+        return 0 if await self.store.edit(memory_id, narrowed) is None else 1
 
 
 def _hit(query: str, record: MemoryRecord) -> bool:

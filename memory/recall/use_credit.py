@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from ground.tunables import USE_CAS_RETRIES
+from ground.tunables import MEMORY_EDIT_ATTEMPTS
 from ground.turns import CompletedTurn
-from memory.core.records import Status
+from memory.core.records import MemoryRecord, Status
 from memory.recall.ranking import cited
-from memory.store.memory_store import MemoryNotFound, MemoryStore, RevisionConflict
+from memory.store.memory_store import MemoryStore, RevisionConflict
 
 log = logging.getLogger("kith.memory.recall")
 
@@ -48,20 +48,16 @@ class UseRecorder:
         return used
 
     async def _credit(self, memory_id: str, person: str) -> None:
-        for _attempt in range(USE_CAS_RETRIES):
-            current = await self.store.get_memory(memory_id)
-            if current is None or current.person != person or current.status is not Status.ACTIVE:
-                return
+        def credited(current: MemoryRecord) -> MemoryRecord | None:
+            if current.person != person or current.status is not Status.ACTIVE:
+                return None
             # Not updated_at: use is not a change to what the memory says.
-            try:
-                await self.store.replace_memory(replace(current, use_count=current.use_count + 1,
-                                                        last_used_at=self.clock()))
-                return
-            except MemoryNotFound:
-                return
-            except RevisionConflict:
-                continue
-        log.warning("use credit lost a race %d times memory=%s", USE_CAS_RETRIES, memory_id)
+            return replace(current, use_count=current.use_count + 1, last_used_at=self.clock())
+
+        try:
+            await self.store.edit(memory_id, credited)
+        except RevisionConflict:
+            log.warning("use credit lost a race %d times memory=%s", MEMORY_EDIT_ATTEMPTS, memory_id)
 
 
 __all__ = ["UseRecorder"]

@@ -8,7 +8,8 @@ gets the hashed fallback and its metadata says so, so its cosine is never taken 
 Curated memory is written with compare-and-swap on ``revision``: under a per-id lock the store
 re-reads the record and refuses a writer whose revision is stale with :class:`RevisionConflict`,
 so two writers never silently overwrite each other. Every write to an existing memory (update,
-delete, reassign) takes that lock.
+delete, reassign) takes that lock. :meth:`MemoryStore.edit` is the read-change-write every change to a
+stored memory goes through: it reads again and changes again when it lost a race.
 
 Every write reaches Chroma first, then the writer's person index (:mod:`memory.store.person_index`)
 and the change log (:mod:`memory.store.catch_up`). With a change log, :meth:`MemoryStore.lookup` and
@@ -25,9 +26,10 @@ reads by metadata (the heartbeat's sweeps).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,7 +40,7 @@ import numpy.typing as npt
 
 from ground.config import MemorySettings
 from ground.keyed_locks import KeyedLocks
-from ground.tunables import FILTERED_QUERY_MAX, STORE_PAGE
+from ground.tunables import FILTERED_QUERY_MAX, MEMORY_EDIT_ATTEMPTS, STORE_PAGE
 from memory.core.records import MemoryRecord, MetadataValue, Scope, Status, from_metadata, to_metadata
 from memory.encoders.embedders import Embedder, EmbedderStatus, Vector
 from memory.store.catch_up import CatchUp
@@ -73,6 +75,11 @@ class RevisionConflict(Exception):
 
 class MemoryNotFound(KeyError):
     pass
+
+
+# What an edit does to a memory: the record to store, or None to leave the memory as it is. It may be a coroutine
+# function (a writer that records its intent before the write).
+Change = Callable[[MemoryRecord], MemoryRecord | Awaitable[MemoryRecord | None] | None]
 
 
 def oldest_first(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
@@ -448,6 +455,36 @@ class MemoryStore:
             self.indexes.touched(stored, str(md[VECTOR_KEY]), vector=vector)
         await self.catch_up.log([(stored.person, stored.id)])
         return stored
+
+    async def edit(self, memory_id: str, change: Change, *,
+                   attempts: int = MEMORY_EDIT_ATTEMPTS) -> MemoryRecord | None:
+        """Read a memory, ``change`` it and write it back with compare-and-swap; when another writer wrote it in
+        between, read it again and change that, ``attempts`` times at most.
+
+        ``change`` runs on every attempt, on the record as stored then. Returns the record as stored (as read, when
+        ``change`` returned it unchanged), or None when the memory is gone (before or during the write) or
+        ``change`` returned None. Raises :class:`RevisionConflict` when every attempt lost its race.
+        """
+        lost: RevisionConflict | None = None
+        for _attempt in range(attempts):
+            current = await self.get_memory(memory_id)
+            if current is None:
+                return None
+            updated = change(current)
+            if inspect.isawaitable(updated):
+                updated = await updated
+            if updated is None:
+                return None
+            if updated == current:
+                return current
+            try:
+                return await self.replace_memory(updated)
+            except MemoryNotFound:
+                return None
+            except RevisionConflict as exc:
+                lost = exc
+        assert lost is not None, "attempts must be at least 1"
+        raise lost
 
     async def _drop_from_rebuild(self, kind: Collection, ids: Sequence[str]) -> None:
         """Take ``ids`` out of a migration's unfinished copy of ``kind`` too: the copy is kept on disk until a
