@@ -186,7 +186,7 @@ class MemoryService:
     @property
     def status(self) -> EmbedderStatus:
         """The embedder's state now (it degrades to unavailable if re-embedding failed at open)."""
-        return self.store.status
+        return self.store.vector_source.status
 
     @property
     def observer(self) -> Capture:

@@ -15,7 +15,7 @@ from heartbeat.consolidation import consolidation_chunks, day_summaries
 from heartbeat.due import ItemKind
 from memory.capture.merge_gate import PromoteReport
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
-from memory.store.memory_store import Note
+from memory.store import Note
 from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.heartbeat import Rig, close_rig, conflict_candidate, make_rig
@@ -232,5 +232,3 @@ async def test_the_progress_bar_counts_chunks(rig: Rig) -> None:
     progress: Callable[[int, int], None] = lambda done, total: seen.append((done, total))  # noqa: E731
     report = await rig.heartbeat.consolidate(progress)
     assert seen == [(0, 1), (1, 1)] and report.chunks == 1
-
-

@@ -26,9 +26,9 @@ from memory.core.records import MemoryKind, MemoryRecord, Scope, Status
 from memory.encoders.embedders import EmbedderStatus
 from memory.forgetting import Forgetter, TombstoneBook
 from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
+from memory.store import MemoryStore, RevisionConflict
 from memory.store.changes import ChangeLog, memory_changes
 from memory.store.chroma import Collection, check_chroma
-from memory.store.memory_store import MemoryStore, RevisionConflict
 from memory.store.notes import Note
 from tests.helpers import free_port, open_db
 from tests.support.memory import T0, memory_settings, record

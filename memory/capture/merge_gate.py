@@ -45,9 +45,10 @@ from memory.core.records import (
 )
 from memory.core.similarity import Action, Match, Via, matches
 from memory.forgetting.tombstones import TombstoneBook
-from memory.store.memory_store import MemoryNotFound, MemoryStore, RevisionConflict
+from memory.store.memory_store import MemoryStore
 from memory.store.person_index import MemorySummary
 from memory.store.vectors import Vectors
+from memory.store.writes import MemoryNotFound, RevisionConflict
 
 log = logging.getLogger("kith.memory.gate")
 
@@ -243,7 +244,7 @@ class MemoryGate:
         if best is not None and best.decision.action is Action.MERGE:
             existing = await self.store.get_memory(best.id)
             if existing is None or existing.person != person or not existing.is_live(now):
-                self.store.forget_cached(person, best.id)  # gone or changed elsewhere: decide again
+                self.store.indexes.forget(person, best.id)  # gone or changed elsewhere: decide again
                 raise MemoryNotFound(best.id)
             merged = merged_record(existing, candidate, now)
             if merged is not None:

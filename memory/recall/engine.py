@@ -4,7 +4,7 @@ Both paths run for every query, in one store lookup: BM25 over the person's acti
 and, when an embedder vector for the query is at hand, their nearest neighbours. The store
 keeps both indexes and the records in memory; with its change log it answers without a Chroma
 call, after re-reading whatever another process changed (so a memory forgotten with
-``bot.py memory forget`` never reaches a prompt; see :mod:`memory.store.memory_store`). A group chat asks
+``bot.py memory forget`` never reaches a prompt; see :mod:`memory.store.reads`). A group chat asks
 the store for shared memories only, so nothing private is fetched and then thrown away.
 Staged notes (each day's raw captures, not yet curated by the gate) are matched the same way,
 with BM25 over the person's unpromoted notes and cosines from note vectors this engine keeps.
@@ -59,8 +59,8 @@ from memory.recall.ranking import (
     rank,
 )
 from memory.recall.when import Window, query_windows
-from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
+from memory.store.reads import MemoryReads
 from memory.store.vectors import Vectors
 from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
 
@@ -105,7 +105,7 @@ def note_is_live(note: Note, now: datetime) -> bool:
 
 
 class RecallEngine:
-    def __init__(self, store: MemoryStore, settings: RecallSettings, clock: Callable[[], datetime], *,
+    def __init__(self, store: MemoryReads, settings: RecallSettings, clock: Callable[[], datetime], *,
                  query_cache: int = RECALL_QUERY_CACHE, note_cache: int = RECALL_NOTE_VECTOR_CACHE,
                  reranker: CrossEncoderReranker | None = None) -> None:
         self.store = store
@@ -205,7 +205,7 @@ class RecallEngine:
         notes_job = asyncio.ensure_future(self.store.notes_of(person, unpromoted_only=True) if include_notes
                                           else _no_notes())
         vector_job = (asyncio.ensure_future(self.queries.get(query, budget_s))
-                      if use_vectors and self.store.embedder_ready else None)
+                      if use_vectors and self.store.vector_source.ready else None)
         try:
             hits, lexical = await self.store.lookup(person, vectors=vector_job, query=query, k=pool,
                                                     scope=Scope.SHARED if shared_only else None)
@@ -264,8 +264,8 @@ class RecallEngine:
     def _lexical_reason(self, use_vectors: bool, vectors: Vectors | None) -> str:
         if not use_vectors:
             return KEYWORDS_AS_ASKED
-        if not self.store.embedder_ready:
-            return self.store.status.line()
+        if not self.store.vector_source.ready:
+            return self.store.vector_source.status.line()
         if vectors is None:
             return EMBEDDING_LATE
         return NO_VECTORS_YET

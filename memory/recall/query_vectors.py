@@ -14,7 +14,7 @@ from collections import OrderedDict
 from ground.tunables import RECALL_QUERY_CACHE
 from memory.core.text import normalize
 from memory.encoders.embedders import Vector
-from memory.store.memory_store import MemoryStore
+from memory.store.reads import MemoryReads
 from memory.store.vectors import Vectors
 
 log = logging.getLogger("kith.memory.recall")
@@ -53,7 +53,7 @@ class VectorCache:
 class QueryVectors:
     """Query embeddings under a time budget, finished in the background and cached."""
 
-    def __init__(self, store: MemoryStore, size: int = RECALL_QUERY_CACHE) -> None:
+    def __init__(self, store: MemoryReads, size: int = RECALL_QUERY_CACHE) -> None:
         self.store = store
         self._cache = VectorCache(size)
         self._pending: dict[str, asyncio.Task[Vectors | None]] = {}
@@ -64,7 +64,7 @@ class QueryVectors:
 
     async def get(self, query: str, budget_s: float | None) -> Vectors | None:
         """The embedder's vector for ``query``; ``None`` when it is unavailable or later than ``budget_s``."""
-        if not self.store.embedder_ready:
+        if not self.store.vector_source.ready:
             return None
         key = query_key(query)
         hit = self._cache.get(key)

@@ -24,7 +24,7 @@ Then **neighbours** (:func:`neighbour_lift`): a memory said within a few places 
 in the same chat adds ``neighbour_share`` of that neighbour's score to its own. A question tends
 to match the message that names its topic while the answer is in the reply next to it; a
 memory's neighbours are its context. Which memories are neighbours is the caller's lookup
-(:meth:`memory.store.memory_store.MemoryStore.neighbours`).
+(:meth:`memory.store.reads.MemoryReads.neighbours`).
 
 Use is citation, not retrieval: being shown earns nothing. :func:`cited` is the rule: a shown memory counts as
 used when the reply repeats its distinctive content words that the person's own message did

@@ -12,7 +12,8 @@ from ground.tunables import MEMORY_EDIT_ATTEMPTS
 from ground.turns import CompletedTurn
 from memory.core.records import MemoryRecord, Status
 from memory.recall.ranking import cited
-from memory.store.memory_store import MemoryStore, RevisionConflict
+from memory.store.memory_store import MemoryStore
+from memory.store.writes import RevisionConflict
 
 log = logging.getLogger("kith.memory.recall")
 

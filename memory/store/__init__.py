@@ -1,6 +1,8 @@
 """Where memories live: Chroma, each person's in-memory index, and the change log that keeps processes in step.
 
-* ``memory_store``: :class:`MemoryStore`, every read and every compare-and-swap write.
+* ``memory_store``: :class:`MemoryStore`, every read and every compare-and-swap write, opened and closed together:
+  ``reads`` (:class:`MemoryReads`) and ``writes`` (:class:`MemoryWrites`, :meth:`~MemoryWrites.edit`) over the
+  same ``parts``.
 * ``chroma``: the client, the two collections, every call on one thread; ``chroma_scrub`` takes forgotten words
   out of embedded Chroma's files.
 * ``notes``: staged notes, what capture wrote down before the gate curated it.
@@ -12,16 +14,21 @@
 
 from memory.store.changes import ChangeLog
 from memory.store.chroma import ChromaCollections, Collection, check_chroma
-from memory.store.memory_store import MemoryNotFound, MemoryStore, Note, RevisionConflict
+from memory.store.memory_store import MemoryStore
+from memory.store.notes import Note
+from memory.store.reads import MemoryReads
 from memory.store.reembed import Progress
 from memory.store.vectors import Vectors, VectorSource
+from memory.store.writes import MemoryNotFound, MemoryWrites, RevisionConflict
 
 __all__ = [
     "ChangeLog",
     "ChromaCollections",
     "Collection",
     "MemoryNotFound",
+    "MemoryReads",
     "MemoryStore",
+    "MemoryWrites",
     "Note",
     "Progress",
     "RevisionConflict",

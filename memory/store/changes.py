@@ -1,6 +1,6 @@
 """Which memories changed, in order, for every kith process: a log in the relational store.
 
-Each process keeps its own view of people's memories in memory (:mod:`memory.store.memory_store`: records,
+Each process keeps its own view of people's memories in memory (:mod:`memory.store.person_index`: records,
 BM25 and vectors). Another process (``bot.py memory forget``, ``bot.py people link``, the
 heartbeat) changes Chroma behind that view's back. So every store write, once it reached
 Chroma, appends ``(person, memory id)`` here under its writer's token; before serving recall
