@@ -232,3 +232,5 @@ async def test_the_progress_bar_counts_chunks(rig: Rig) -> None:
     progress: Callable[[int, int], None] = lambda done, total: seen.append((done, total))  # noqa: E731
     report = await rig.heartbeat.consolidate(progress)
     assert seen == [(0, 1), (1, 1)] and report.chunks == 1
+
+
