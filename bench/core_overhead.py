@@ -65,7 +65,7 @@ async def _measure(n: int, llm_url: str) -> None:
             memory=MemorySettings(embedder="none", capture=False))
         app = await build_app(settings, warm_llm=False)
         channel = NullChannel()
-        await app.start_channels([channel])
+        await app.start([channel])
         await app.load_model_client()  # bot.py loads it while starting: never inside a measured turn
         freeze_startup_heap()  # as bot.py run and chat do once started
         assert app.router is not None

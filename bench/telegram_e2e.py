@@ -72,7 +72,7 @@ async def _measure(n: int, chats: int, rate: float, model: str, bursts: int, fak
             policy={"telegram": {"dm": "open", "rate_limit_burst": max(8, -(-n // chats))}})
         app = await build_app(settings, warm_llm=False)
         await app.load_model_client()  # as bot.py run does while the channels connect
-        await app.start_channels(platform_channels(settings, app))
+        await app.start(platform_channels(settings, app))
         freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)
         # Throughput: every message at once (within the sender burst set above), ``bursts`` times, each from

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -30,11 +31,12 @@ from ground.types import Channel, utcnow
 from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import resolve_timezone
+from kith.control.serve import serve_control
 from kith.model_start import new_model_process
 from kith.person_export import PersonExport
 from kith.schema import create_schema
 from kith.settings import PLATFORMS
-from llm.client import LLMClient, import_litellm
+from llm.client import LLMClient, LLMError, import_litellm
 from llm.process import ModelProcess
 from memory.controls import MemoryControls, PauseBook, QuestionBook
 from memory.encoders import open_reranker
@@ -50,7 +52,12 @@ log = logging.getLogger("kith.app")
 
 @dataclass
 class App:
-    """Every part of a running kith, built at once by :func:`build_app`; :meth:`start_channels` starts them."""
+    """Every part of a running kith, built at once by :func:`build_app`.
+
+    Its life: :meth:`start` serves on the channels, :meth:`stop` stops serving, :meth:`close` also closes what
+    :func:`build_app` opened; :meth:`running` does all three around the time it runs, with operator commands
+    served meanwhile (``bot.py run`` and ``chat``).
+    """
 
     settings: Settings
     db: Database
@@ -72,8 +79,7 @@ class App:
     # The running channels by name: filled by start_channels, shared with the worker and the router.
     channels: dict[str, Channel]
     clock: Callable[[], datetime] = utcnow
-    start_heartbeat: bool = True  # tests of other parts leave the scheduler off
-    heartbeat: Heartbeat | None = None  # started with the channels
+    heartbeat: Heartbeat | None = None  # started by start, after delivery
     scheduler: HeartbeatScheduler | None = None
     model_process: ModelProcess | None = None
     warming: asyncio.Task[None] | None = None  # load_model_client, spawned by build_app
@@ -82,12 +88,24 @@ class App:
     async def load_model_client(self) -> None:
         await load_model_client(self.model_process)
 
-    async def start_channels(self, channels: list[Channel]) -> list[str]:
-        """Start every channel; one failing to start does not stop the others. Returns the started names."""
-        self.channels.clear()
-        self.channels.update((c.name, c) for c in channels)
+    async def start(self, channels: list[Channel]) -> list[str]:
+        """Serve on ``channels``: start them, then delivery, retention and the heartbeat. Returns the names of
+        the channels that started (one failing to start does not stop the others)."""
         await self.gate.refresh()
         left = await self.inbox.leftovers()  # before any channel takes a message in itself
+        started = await self.start_channels(channels)
+        await self.start_delivery()
+        self.start_retention()
+        # Messages a previous process took in and did not answer are answered now (new ones wait until those
+        # are queued).
+        await self.router.resume(left, started)
+        self.heartbeat, self.scheduler = await start_heartbeat(self)
+        return started
+
+    async def start_channels(self, channels: list[Channel]) -> list[str]:
+        """Start each channel, taking messages in; returns the names of those that started."""
+        self.channels.clear()
+        self.channels.update((c.name, c) for c in channels)
         started = []
         for channel in channels:
             try:
@@ -95,22 +113,25 @@ class App:
                 started.append(channel.name)
             except Exception as exc:
                 log.error("channel failed to start name=%s error=%s", channel.name, type(exc).__name__)
-        # Replies a previous process produced but did not deliver go out now, once; messages it took in
-        # and did not answer are answered now (new ones wait until those are queued).
+        return started
+
+    async def start_delivery(self) -> None:
+        """Start the delivery worker: replies a previous process produced but did not deliver go out now, once."""
         await self.worker.start()
+
+    def start_retention(self) -> None:
+        """Start pruning the inbound journal and the delivered outbox, in the background."""
         self.retention = Retention(self.db, self.journal, clock=self.clock,
                                    sent_retention_days=self.settings.delivery.sent_retention_days)
         self.retention.start()
-        await self.router.resume(left, started)
-        if self.start_heartbeat:
-            self.heartbeat, self.scheduler = await start_heartbeat(self)
-        return started
 
-    async def close(self) -> None:
+    async def stop(self) -> None:
+        """Stop serving: the heartbeat, then delivery (what can still be delivered goes out while the channels
+        can send), retention, and the channels."""
         if self.scheduler is not None:
             await self.scheduler.shutdown()
-        # Deliver what can be delivered while the channels can still send; whatever is left stays
-        # pending in the outbox (the worker is cancelled, never failed) and goes out at the next start.
+        # Whatever is left stays pending in the outbox (the worker is cancelled, never failed) and goes out at
+        # the next start.
         try:
             await asyncio.wait_for(self.router.close(), SHUTDOWN_DELIVERY_S)
         except TimeoutError:
@@ -123,6 +144,10 @@ class App:
                 await channel.stop()
             except Exception as exc:
                 log.warning("channel stop failed name=%s error=%s", channel.name, type(exc).__name__)
+
+    async def close(self) -> None:
+        """Stop serving, then close every part :func:`build_app` opened (the database last)."""
+        await self.stop()
         if self.warming is not None:
             self.warming.cancel()  # nothing waits on it any more; a child still loading is killed below
         await self.background.drain(timeout=5)
@@ -132,6 +157,23 @@ class App:
         if self.model_process is not None:
             await self.model_process.close()
         self.db.close()
+
+    @contextlib.asynccontextmanager
+    async def running(self, channels: list[Channel]) -> AsyncIterator[list[str]]:
+        """Serve on ``channels`` for as long as the body runs, then close everything (however the body ends:
+        Ctrl-C and SIGTERM cancel it). Yields the started channels' names; while any runs, operator commands
+        are served here (:mod:`kith.control`), never beside."""
+        control = None
+        try:
+            started = await self.start(channels)
+            if started:
+                control = await serve_control(self)
+                freeze_startup_heap()
+            yield started
+        finally:
+            if control is not None:
+                await control.close()
+            await self.close()
 
 
 class NotGiven:
@@ -162,13 +204,16 @@ def open_database(settings: Settings) -> Database:
 
 
 async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcnow,
-                    warm_llm: bool = True, model_process: ModelProcess | NotGiven | None = NOT_GIVEN) -> App:
+                    warm_llm: bool = True, model_process: ModelProcess | NotGiven | None = NOT_GIVEN,
+                    on_llm_error: Callable[[LLMError], None] | None = None) -> App:
     """Every part, wired. ``model_process``: one the caller made (and may already be starting); by default
-    one is made here when ``[llm] separate_process`` is on."""
+    one is made here when ``[llm] separate_process`` is on. ``on_llm_error`` hears of each failed model call
+    (the commands print a hint once)."""
     if isinstance(model_process, NotGiven):
         model_process = new_model_process(settings)
     try:
-        return await _build_app(settings, clock=clock, warm_llm=warm_llm, model_process=model_process)
+        return await _build_app(settings, clock=clock, warm_llm=warm_llm, model_process=model_process,
+                                on_llm_error=on_llm_error)
     except BaseException:
         if model_process is not None:
             await model_process.close()
@@ -176,13 +221,12 @@ async def build_app(settings: Settings, *, clock: Callable[[], datetime] = utcno
 
 
 async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_llm: bool,
-                     model_process: ModelProcess | None) -> App:
+                     model_process: ModelProcess | None, on_llm_error: Callable[[LLMError], None] | None) -> App:
     background = BackgroundTasks()
     # litellm takes seconds to load: it loads (in the model process, when there is one) while the rest starts.
     warming = background.spawn(load_model_client(model_process), name="load-litellm") if warm_llm else None
     db = open_database(settings)
     llm = LLMClient(settings.llm, calls=model_process)
-    core = ConversationCore(settings=settings, db=db, llm=llm, clock=clock, background=background)
     policy = PolicySettings.from_mapping(settings.policy or None, platforms=PLATFORMS)
     gate = PolicyGate(db, policy, configured=set(settings.policy),
                       clock=clock)
@@ -194,16 +238,22 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     reranker, _status = await open_reranker(settings.memory.reranker)
     recall = RecallEngine(memory.store, settings.recall, clock, reranker=reranker)
     goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
-    core.memory = GoalsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), goals,
-                                 settings.budget.goals_chars)
-    core.tools.append(RecallTool(recall, settings.recall))
-    core.observers.append(UseRecorder(memory.store, clock))
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
-    background.spawn(memory.store.warm(), name="memory-warm")
+    background.spawn(memory.store.indexes.warm(), name="memory-warm")
     background.spawn(goals.warm(), name="goals-warm")
-    # Always watched, capture on or off: a reply written while a forget landed loses the words there too.
-    core.observers.append(memory.observer)
     questions = QuestionBook(db, clock)
+    channels: dict[str, Channel] = {}
+    worker = DeliveryWorker(db, channels, gate.may_send, settings=settings.delivery, clock=clock)
+    question_sender = QuestionSender(db=db, memory=memory, book=questions, outbound=worker, clock=clock)
+    core = ConversationCore(
+        settings=settings, db=db, llm=llm, clock=clock, background=background,
+        memory=GoalsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), goals,
+                              settings.budget.goals_chars),
+        # The memory service's observer is there capture on or off: a reply written while a forget landed
+        # loses the words there too.
+        observers=[UseRecorder(memory.store, clock), memory.observer, question_sender],
+        tools=[RecallTool(recall, settings.recall)], persona_notes=[MEMORY_CONTROLS_HINT],
+        on_llm_error=on_llm_error)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
                               on_change=recall.forget_pinned, drop_window=core.windows.drop,
                               exporter=PersonExport(db, memory, clock).yours)
@@ -215,14 +265,11 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
         await goals.reassign(old, new)
         return counts
 
-    channels: dict[str, Channel] = {}
-    worker = DeliveryWorker(db, channels, gate.may_send, settings=settings.delivery, clock=clock)
     commands = ChatCommands(settings.persona.name)
     linker = Linker(db, clock, worker, on_moved=moved)
     commands.register("link", "use me from another platform as the same person", linker.issue)
     commands.register_button("l", linker.press)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
-    question_sender = QuestionSender(db=db, memory=memory, book=questions, outbound=worker, clock=clock)
     memory_commands = MemoryCommands(db=db, controls=controls, sender=question_sender, clock=clock)
     memory_commands.register(commands)
     inbox = Inbox(db, clock=clock)
@@ -231,14 +278,10 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                     typing_refresh_s=settings.delivery.typing_refresh_s,
                     typing_delay_s=settings.delivery.typing_delay_s, commands=commands, buttons=commands.press,
                     pending=memory_commands.answer_if_pending, kept=inbox)
-    app = App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,
-              inbox=inbox, cursors=Cursors(db), commands=commands, worker=worker, router=router, memory=memory,
-              linker=linker, recall=recall, question_sender=question_sender, memory_commands=memory_commands,
-              channels=channels, clock=clock, model_process=model_process)
-    core.observers.append(app.question_sender)
-    core.persona_notes.append(MEMORY_CONTROLS_HINT)
-    app.warming = warming
-    return app
+    return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,
+               inbox=inbox, cursors=Cursors(db), commands=commands, worker=worker, router=router, memory=memory,
+               linker=linker, recall=recall, question_sender=question_sender, memory_commands=memory_commands,
+               channels=channels, clock=clock, model_process=model_process, warming=warming)
 
 
 def freeze_startup_heap() -> None:

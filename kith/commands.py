@@ -17,7 +17,6 @@ import functools
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ground.instance import AlreadyRunning, DataDirLock, take_for_bot
@@ -31,7 +30,6 @@ from llm.process import ModelProcess
 
 if TYPE_CHECKING:
     from kith.app import App
-    from kith.control.server import ControlServer
 
 PLATFORM_ENV_HINT = (
     "no platform credentials found; set {telegram} for Telegram, {slack} (and {slack_app} for Socket Mode) "
@@ -39,23 +37,18 @@ PLATFORM_ENV_HINT = (
 )
 
 
-@dataclass(frozen=True)
-class Wiring:
-    build_app: Callable[..., Awaitable[App]]
-    freeze_startup_heap: Callable[[], None]
-    serve_control: Callable[[App], Awaitable[ControlServer | None]]
+BuildApp = Callable[..., Awaitable["App"]]
 
 
-def _load_wiring() -> Wiring:
-    # Chroma and every part come in with these (about a second): imported here, on a thread, not when this
+def _load_wiring() -> BuildApp:
+    # Chroma and every part come in with it (about a second): imported here, on a thread, not when this
     # module is, so the model process is already loading litellm on the other core meanwhile.
-    from kith.app import build_app, freeze_startup_heap
-    from kith.control.serve import serve_control
+    from kith.app import build_app
 
-    return Wiring(build_app, freeze_startup_heap, serve_control)
+    return build_app
 
 
-async def _import_wiring() -> Wiring:
+async def _import_wiring() -> BuildApp:
     return await asyncio.to_thread(_load_wiring)
 
 
@@ -185,21 +178,12 @@ async def _chat(settings: AppSettings, model_process: ModelProcess | None, *, ve
 async def _chat_with(settings: AppSettings, model_process: ModelProcess | None) -> int:
     from channels.terminal import TerminalChannel
 
-    wiring = await _import_wiring()
-    app = await wiring.build_app(settings, model_process=model_process)
-    app.core.on_llm_error = _hint_once(settings)
+    build_app = await _import_wiring()
+    app = await build_app(settings, model_process=model_process, on_llm_error=_hint_once(settings))
     # A file a reply carries (an /export) is saved here: a terminal cannot show one.
     terminal = TerminalChannel(persona_name=settings.persona.name, files_dir=settings.storage.exports_path())
-    control = None
-    try:
-        await app.start_channels([terminal])
-        control = await wiring.serve_control(app)  # operator commands now run here, never beside
-        wiring.freeze_startup_heap()
+    async with app.running([terminal]):
         await terminal.closed.wait()  # the end of input; Ctrl-C and SIGTERM cancel this wait
-    finally:
-        if control is not None:
-            await control.close()
-        await app.close()
     return 0
 
 
@@ -209,22 +193,12 @@ async def _run_all(settings: AppSettings, model_process: ModelProcess | None, *,
                                         slack_app=settings.slack.app_token_env, discord=settings.discord.token_env)
         print(f"kith: {hint}", file=sys.stderr)
         return await _chat(settings, model_process, verbose=verbose)
-    wiring = await _import_wiring()
-    app = await wiring.build_app(settings, model_process=model_process)
-    channels = platform_channels(settings, app)
-    app.core.on_llm_error = _hint_once(settings)
-    control = None
-    try:
-        started = await app.start_channels(channels)
+    build_app = await _import_wiring()
+    app = await build_app(settings, model_process=model_process, on_llm_error=_hint_once(settings))
+    async with app.running(platform_channels(settings, app)) as started:
         if not started:
             print("kith: no channel could start; see the log above", file=sys.stderr)
             return 1
-        control = await wiring.serve_control(app)  # operator commands now run here, never beside
-        wiring.freeze_startup_heap()
         print(f"kith: running on {', '.join(started)}; Ctrl-C to stop", file=sys.stderr)
         await asyncio.Event().wait()  # until Ctrl-C or SIGTERM cancels it (until_signalled)
-    finally:
-        if control is not None:
-            await control.close()
-        await app.close()
     return 0

@@ -65,7 +65,7 @@ async def test_a_fact_said_on_telegram_is_recalled_on_slack_after_linking(
 
     fake_llm.route = route
     app = await build_app(settings, warm_llm=False)
-    started = await app.start_channels(platform_channels(settings, app))
+    started = await app.start(platform_channels(settings, app))
     assert sorted(started) == ["slack", "telegram"]
     try:
         # The extractor names her by the display name it is shown; a name that is not hers would not be grounded.
@@ -106,7 +106,7 @@ async def test_one_platform_going_away_does_not_stop_the_other(telegram_api, sla
     settings = _settings(make_settings, fake_llm, telegram_api, slack_api)
     settings = dataclasses.replace(settings, policy={"telegram": {"dm": "open"}, "slack": {"dm": "open"}})
     app = await build_app(settings, warm_llm=False)
-    await app.start_channels(platform_channels(settings, app))
+    await app.start(platform_channels(settings, app))
     try:
         await telegram_api.go_away()
         fake_llm.default = lambda _r: "Slack still works."
@@ -130,7 +130,7 @@ async def test_discord_dm_through_the_whole_app(discord_api, fake_llm, make_sett
         make_settings(fake_llm), delivery=DeliverySettings(debounce_ms=20),
         memory=MemorySettings(embedder="none", capture=False), policy={"discord": {"dm": "pairing"}})
     app = await build_app(settings, warm_llm=False)
-    assert await app.start_channels(platform_channels(settings, app)) == ["discord"]
+    assert await app.start(platform_channels(settings, app)) == ["discord"]
     try:
         discord_api.push_message(dm, DISCORD_USER, "hi there")
         posted = await discord_api.wait_for_posted(1, timeout=15)

@@ -39,7 +39,7 @@ async def _started(settings, monkeypatch, out: io.StringIO):
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
     app = await build_app(settings, warm_llm=False)
     terminal = TerminalChannel(stdin=io.StringIO(""), stdout=out, user="ana", interactive=False)
-    await app.start_channels([terminal, *platform_channels(settings, app)])
+    await app.start([terminal, *platform_channels(settings, app)])
     assert app.router is not None
     return app
 

@@ -65,7 +65,7 @@ async def _start(settings: AppSettings, monkeypatch, clock: FakeClock) -> Runnin
     sender.after_reply_s = 0.2
     sender.recheck_s = 0.0
     channels = platform_channels(settings, app)
-    assert await app.start_channels(channels) == ["telegram"]
+    assert await app.start(channels) == ["telegram"]
     return Running(app, commands, sender, sender.book, clock)
 
 

@@ -127,7 +127,7 @@ async def test_a_bot_that_starts_prunes_what_is_past_its_time(fake_llm: FakeOpen
         old = sent(app.db, clock, "delivered a week and a day ago")
         clock.advance(days=max(INBOUND_DEDUPE_DAYS, app.settings.delivery.sent_retention_days) + 1)
         terminal = TerminalChannel(stdin=io.StringIO(""), stdout=io.StringIO(), user="ana", interactive=False)
-        await app.start_channels([terminal])
+        await app.start([terminal])
         for _ in range(1000):
             if app.db.run_sync(outbox.get, old) is None:
                 break

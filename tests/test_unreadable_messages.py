@@ -231,7 +231,7 @@ async def _start_app(settings, monkeypatch, env: dict[str, str], platform: str) 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     app = await build_app(settings, warm_llm=False)
-    assert await app.start_channels(platform_channels(settings, app)) == [platform]
+    assert await app.start(platform_channels(settings, app)) == [platform]
     return app
 
 

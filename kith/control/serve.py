@@ -1,17 +1,20 @@
-"""Start a running bot's control channel over its parts (``run`` and ``chat`` call this once started)."""
+"""Start a running bot's control channel over its parts (:meth:`kith.app.App.running` calls this once started)."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING
 
-from kith.app import App
 from kith.control.endpoint import ControlRefused
 from kith.control.frames import Request
 from kith.control.live import LiveParts
 from kith.control.operations import OPERATIONS, run_operation
 from kith.control.parts import Console
 from kith.control.server import ControlServer
+
+if TYPE_CHECKING:  # the app serves this channel (App.running): it imports this module
+    from kith.app import App
 
 log = logging.getLogger("kith.control")
 

@@ -36,7 +36,7 @@ async def start_telegram_app(settings: AppSettings, monkeypatch: pytest.MonkeyPa
     """Build kith and start its Telegram channel (and only that one)."""
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
     app = await build_app(settings, warm_llm=False)
-    assert await app.start_channels(platform_channels(settings, app)) == ["telegram"]
+    assert await app.start(platform_channels(settings, app)) == ["telegram"]
     return app
 
 
