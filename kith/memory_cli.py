@@ -388,8 +388,8 @@ async def _migrate(chroma: ChromaCollections, source: VectorSource, console: Con
 async def _reembed_in_bot(parts: Parts, console: Console) -> int:
     service = await parts.memory()
     store = service.store
-    if not store.embedder_ready:
-        console.err.write(f"kith: the running bot cannot re-embed: {store.status.line()}\n")
+    if not store.vector_source.ready:
+        console.err.write(f"kith: the running bot cannot re-embed: {store.vector_source.status.line()}\n")
         return 1
     left = await store.chroma.pending(store.vector_source)
     space = store.vector_source.space

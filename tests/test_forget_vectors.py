@@ -168,7 +168,7 @@ async def test_blank_records_a_killed_save_left_are_gone_at_the_next_open(tmp_pa
     store = await MemoryStore.open(settings.memory, settings.storage.data_path(), None, NONE_STATUS,
                                    changes=ChangeLog(db))
     try:
-        assert await store.count(Collection.NOTES) == 2
+        assert await store.chroma.count(Collection.NOTES) == 2
         assert len(await store.notes_of("p_ana")) == 2
     finally:
         await store.close()

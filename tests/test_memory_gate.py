@@ -163,7 +163,7 @@ async def test_an_embedder_failure_falls_back_to_lexical_and_still_writes(
         assert merged.outcome is Outcome.MERGED and merged.memory_id == first.memory_id
         assert not merged.embedder_cosines
         assert fresh.outcome is Outcome.NEW
-        assert service.store.embed_failures == 2
+        assert service.store.vector_source.failures == 2
         raw = await asyncio.to_thread(
             service.store.chroma.collection(Collection.MEMORIES).get, ids=[fresh.memory_id], include=["metadatas"]
         )

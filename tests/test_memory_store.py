@@ -255,7 +255,7 @@ async def test_notes_stage_once_and_record_their_promotion(store: MemoryStore) -
     assert await store.notes_of("p_ana", unpromoted_only=True) == []
     (kept,) = await store.notes_of("p_ana")
     assert kept.promoted_to == "m_target" and kept.record == note.record
-    assert await store.count(Collection.NOTES) == 1
+    assert await store.chroma.count(Collection.NOTES) == 1
 
 
 async def test_reassign_moves_memory_to_the_linked_person(store: MemoryStore) -> None:
@@ -325,7 +325,7 @@ async def test_warming_indexes_everyone_at_once(store: MemoryStore) -> None:
     await store.add_memories([record("p_ana", "Ana rows on the river"), record("p_bob", "Bob rows at dawn")])
     again = await reopen(store)
     try:
-        assert await again.warm() == 2
+        assert await again.indexes.warm() == 2
         assert [r.text for r, _s in await again.lexical("p_bob", "rows", 3)] == ["Bob rows at dawn"]
     finally:
         await again.close()
@@ -557,7 +557,7 @@ async def test_after_warm_up_a_new_person_costs_no_read_and_another_process_writ
     settings, namespace, db = store.reopen_args  # type: ignore[attr-defined]
     bees = await store.add_memory(record("p_ana", "Ana keeps bees on the roof"))
     await store.add_notes([Note(record("p_ana", "Ana sells honey at the market"))])
-    await store.warm()
+    await store.indexes.warm()
     scans = spy(monkeypatch, store.chroma, "scan_sync")
     _hits, lexical = await store.lookup("p_ana", query="bees", k=5)
     assert [r.id for r, _s in lexical] == [bees.id]

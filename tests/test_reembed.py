@@ -150,7 +150,7 @@ async def test_a_store_moves_to_another_embedder_and_recall_uses_the_new_vectors
     again = Words("test-new", new_dim)
     store = await _open(settings, again)
     try:
-        assert again.texts == [] and store.embedder_ready
+        assert again.texts == [] and store.vector_source.ready
         target = await store.get_memory(ids[17])
         assert target is not None
         hits = await store.nearest(target.person, await store.vectors([target.text]), 3)
@@ -170,7 +170,7 @@ async def test_a_migration_cut_short_resumes_without_embedding_finished_records_
     failing = Words("test-new", new_dim, fail_after=2)
     store = await _open(settings, failing)
     try:
-        assert not store.embedder_ready and "re-embedding" in store.status.reason
+        assert not store.vector_source.ready and "re-embedding" in store.vector_source.status.reason
         assert len(await store.memories_of("p_0")) == MEMORIES // 5  # every memory still there
     finally:
         await store.close()
@@ -189,7 +189,7 @@ async def test_a_migration_cut_short_resumes_without_embedding_finished_records_
     resumed = Words("test-new", new_dim)
     store = await _open(settings, resumed)
     try:
-        assert store.embedder_ready
+        assert store.vector_source.ready
     finally:
         await store.close()
     assert len(resumed.texts) == TOTAL - done

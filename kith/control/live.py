@@ -75,7 +75,8 @@ class LiveParts:
         where = self.settings.memory.chroma_url or str(self.settings.storage.data_path() / "chroma")
         kind = "server" if self.settings.memory.chroma_url else "embedded"
         try:
-            await asyncio.wait_for(asyncio.to_thread(self._memory.store.client.heartbeat), CHROMA_CHECK_TIMEOUT_S)
+            client = self._memory.store.chroma.client
+            await asyncio.wait_for(asyncio.to_thread(client.heartbeat), CHROMA_CHECK_TIMEOUT_S)
             results.append(CheckResult("chroma", True, f"{kind} at {where} answers the running bot"))
         except Exception as exc:
             results.append(CheckResult("chroma", False, f"{kind} at {where} does not answer the running bot "

@@ -8,7 +8,6 @@ only reads may take a :class:`~memory.store.reads.MemoryReads`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ground.config import MemorySettings
 from ground.tunables import FILTERED_QUERY_MAX
@@ -52,44 +51,6 @@ class MemoryStore(MemoryReads, MemoryWrites):
     async def close(self) -> None:
         await self.vector_source.close()
         await self.chroma.close()
-
-    @property
-    def embedder(self) -> Embedder | None:
-        return self.vector_source.embedder
-
-    @property
-    def status(self) -> EmbedderStatus:
-        """The embedder's state now (unavailable for this start if re-embedding failed at open)."""
-        return self.vector_source.status
-
-    @property
-    def embedder_ready(self) -> bool:
-        return self.vector_source.ready
-
-    @property
-    def embed_failures(self) -> int:
-        return self.vector_source.failures
-
-    @property
-    def client(self) -> Any:
-        """The Chroma client (its ``heartbeat`` says whether Chroma answers)."""
-        return self.chroma.client
-
-    async def warm(self) -> int:
-        """Build every person's in-memory index in one pass (run it in the background at start-up)."""
-        return await self.indexes.warm()
-
-    async def count(self, kind: Collection) -> int:
-        return await self.chroma.count(kind)
-
-    @property
-    def sqlite_path(self) -> Path | None:
-        """Embedded Chroma's own SQLite file (None for a server)."""
-        return self.chroma.sqlite_path
-
-    def forget_cached(self, person: str, memory_id: str) -> None:
-        """Drop a memory from the in-memory index (it was found gone or changed)."""
-        self.indexes.forget(person, memory_id)
 
 
 __all__ = ["MemoryStore"]
