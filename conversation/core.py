@@ -22,6 +22,7 @@ from conversation.summarizer import Summarizer
 from ground.background import BackgroundTasks
 from ground.config import Settings
 from ground.db import Connection, Database
+from ground.keyed_locks import KeyedLocks
 from ground.tunables import HISTORY_WINDOW_CACHE_THREADS, MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
 from ground.turns import CompletedTurn, MemoryContext, MemorySlots, Speaker, Tool, TurnObserver
 from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
@@ -72,15 +73,9 @@ class ConversationCore:
 
     def __post_init__(self) -> None:
         self.summarizer = Summarizer(self.db, self.llm, self.settings, self.clock)
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()  # one turn per conversation at a time
         self.windows = WindowCache(capacity=HISTORY_WINDOW_CACHE_THREADS if self.db.serializes_writers else 0)
         self.busy_people: set[str] = set()
-
-    def _lock(self, key: str) -> asyncio.Lock:
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        return lock
 
     async def speaker_of(self, message: InboundMessage) -> Speaker:
         person = await self.db.run(directory.resolve, message.account, message.sender_name, self.clock())
@@ -137,7 +132,7 @@ class ConversationCore:
         """
         started = time.perf_counter()
         conversation = message.conversation_key
-        async with self._lock(conversation):
+        async with self._locks.hold([conversation]):
             try:
                 turn = await self.db.run_short(self._open_turn, message, self.windows.get(conversation), opened)
             except BaseException:

@@ -14,8 +14,8 @@ any platform without buttons work the same.
 the DM they last used (``people.history``), never in a group; its outbox entry is written in the same
 transaction as the question, so a question is never open without being on its way.
 
-The operations and the "only the person" rule live in :mod:`memory.controls.person_controls`; this module only
-translates between chat and those operations.
+The operations live in :mod:`memory.controls.person_controls` and the "only the person" rule in
+:mod:`memory.controls.authorisation`; this module only translates between chat and those operations.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection
 from conversation.chat_commands import ChatCommands
 from delivery.posting import Outbound
 from ground.db import Database
+from ground.keyed_locks import KeyedLocks
 from ground.tunables import (
     FORGET_PREVIEW_MAX,
     QUESTION_AFTER_REPLY_S,
@@ -264,7 +265,7 @@ class QuestionSender:
         self.recheck_s = recheck_s
         self.after_reply_s = after_reply_s
         self._checked: dict[str, datetime] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()  # one question check per person at a time
 
     async def maybe_ask(self, person: str, *, target: DmTarget | None = None, force: bool = False,
                         send: bool = True) -> Asked | None:
@@ -273,7 +274,7 @@ class QuestionSender:
         if not force and not self._due(person, now):
             return None
         self._checked[person] = now
-        async with self._locks.setdefault(person, asyncio.Lock()):
+        async with self._locks.hold([person]):
             # Most people have no disputed facts: their memories, kept in memory, say so without a
             # read of the question book on every reply.
             pairs = askable_pairs(await self.memory.active_memories(person), now)

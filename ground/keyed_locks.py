@@ -11,7 +11,12 @@ class KeyedLocks:
     """One asyncio lock per key, dropped when nobody holds or waits for it."""
 
     def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # key -> its lock, and how many hold or wait for it
+
+    def busy(self, key: str) -> bool:
+        """Whether anyone holds ``key``'s lock or waits for it: one more :meth:`hold` would wait. Not the lock's
+        ``locked()``: a lock just let go still has its queued waiter to wake, and a newcomer waits behind it."""
+        return key in self._locks
 
     @asynccontextmanager
     async def hold(self, keys: Iterable[str]) -> AsyncIterator[None]:

@@ -6,9 +6,7 @@ the wiring starts it with its scheduler.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -17,6 +15,7 @@ from datetime import datetime, tzinfo
 from delivery.posting import Outbound
 from ground.config import Settings
 from ground.db import Database
+from ground.keyed_locks import KeyedLocks
 from heartbeat import runs
 from heartbeat.check_ins import FollowUps, HeartbeatTurns, TickReport, TurnOutcome
 from heartbeat.consolidation import ConsolidationReport, Consolidator, Progress
@@ -65,26 +64,19 @@ class Heartbeat:
     # two consolidations would send every day to the model twice, and two decay passes would record the same
     # retirements, so that undo-decay could not tell whose they were. The second caller waits, then finds the
     # first one's work done. Turns of one person (a deferred or retried one) share the tick's lock.
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False, repr=False)
-    # Runs of each job holding or waiting for its lock. Not ``Lock.locked()``: a lock just let go still has its
-    # queued waiter to wake, and a newcomer then waits behind it while ``locked()`` says it is free.
-    _inside: Counter[str] = field(default_factory=Counter, init=False, repr=False)
+    _locks: KeyedLocks = field(default_factory=KeyedLocks, init=False, repr=False)
 
     def running(self, job: str) -> bool:
         """Whether a run of ``job`` (``consolidation``, ``heartbeat``, ``decay``) is under way or waiting its
         turn in this process: one more would wait."""
-        return self._inside[job] > 0
+        return self._locks.busy(job)
 
     @asynccontextmanager
     async def _one_at_a_time(self, job: str, waiting: Waiting | None = None) -> AsyncIterator[None]:
-        if waiting is not None and self._inside[job]:
+        if waiting is not None and self._locks.busy(job):
             waiting()
-        self._inside[job] += 1
-        try:
-            async with self._locks.setdefault(job, asyncio.Lock()):
-                yield
-        finally:
-            self._inside[job] -= 1
+        async with self._locks.hold([job]):
+            yield
 
     def attach(self, follow_ups: FollowUps) -> None:
         """Deferrals and retries go to ``follow_ups`` (the scheduler, once it exists)."""

@@ -23,7 +23,6 @@ began before a forget and was recorded after it loses the words here too, before
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 from collections import Counter
@@ -36,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from ground.config import Settings
 from ground.db import Database, UtcDateTime, metadata
+from ground.keyed_locks import KeyedLocks
 from ground.tunables import (
     CAPTURE_MAX_ATTEMPTS,
     CAPTURE_MAX_CHUNKS_PER_RUN,
@@ -295,7 +295,7 @@ class Capture:
         self.clock = clock
         self.is_paused: PausedHook = is_paused or (lambda _person: False)
         self.totals: Counter[str] = Counter()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()  # one capture run per conversation at a time
 
     async def after_reply(self, turn: CompletedTurn) -> None:
         try:
@@ -343,9 +343,8 @@ class Capture:
 
     async def run(self, conversation: str, through_id: int | None = None) -> CaptureReport:
         """Capture the thread's turns after the cursor, up to ``through_id``."""
-        lock = self._locks.setdefault(conversation, asyncio.Lock())
         report = CaptureReport(conversation)
-        async with lock:
+        async with self._locks.hold([conversation]):
             for _chunk in range(CAPTURE_MAX_CHUNKS_PER_RUN):
                 if not await self._next_chunk(conversation, through_id, report):
                     break

@@ -12,7 +12,6 @@ the plan the person saw and confirmed (with a tombstone, see :mod:`memory.forget
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -23,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ground.db import Database
+from ground.keyed_locks import KeyedLocks
 from ground.redaction import redact
 from ground.tunables import (
     FORGET_PLAN_TTL_S,
@@ -137,14 +137,11 @@ class MemoryControls:
         self.drop_window = drop_window
         self.exporter = exporter
         self._pending: dict[str, PendingForget] = {}  # token -> plan shown, awaiting the person's word
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()  # one change to a person's pins or conflicts at a time
 
     @property
     def store(self) -> MemoryStore:
         return self.memory.store
-
-    def _lock(self, person: str) -> asyncio.Lock:
-        return self._locks.setdefault(person, asyncio.Lock())
 
     def _changed(self, person: str) -> None:
         if self.on_change is not None:
@@ -227,7 +224,7 @@ class MemoryControls:
     async def pin(self, requester: Requester, target: str) -> MemoryRecord:
         person = person_asking(requester)
         now = self.clock()
-        async with self._lock(person):
+        async with self._locks.hold([person]):
             found = await self._find(requester, target, 1, lambda r: r.is_live(now))
             if not found:
                 raise Refused(RefusalReason.NOT_FOUND, target)
@@ -244,7 +241,7 @@ class MemoryControls:
 
     async def unpin(self, requester: Requester, target: str) -> MemoryRecord:
         person = person_asking(requester)
-        async with self._lock(person):
+        async with self._locks.hold([person]):
             if MEMORY_ID.fullmatch(target.strip()):
                 found = [r for r in await self._find(requester, target, 1) if r.pinned]
             else:
@@ -357,7 +354,7 @@ class MemoryControls:
         assert first is not None and second is not None
         if not await self.questions.close(question.id, QuestionStatus.ANSWERED, answer, by=requester.account):
             raise Refused(RefusalReason.ALREADY_ANSWERED, question_id)
-        async with self._lock(person):
+        async with self._locks.hold([person]):
             resolution = await self._settle(question, answer, first, second, now)
         log.info("question answered id=%s person=%s answer=%s superseded=%d retired=%d", question.id, person,
                  answer.value, len(resolution.superseded), len(resolution.retired))
