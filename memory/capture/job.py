@@ -46,7 +46,7 @@ from ground.tunables import (
 from ground.turns import CompletedTurn
 from llm.client import LLMClient, LLMError
 from memory.capture.validation import ValidationLimits, validate_off_the_loop
-from memory.core.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn
+from memory.core.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn, record_of
 from memory.core.text import normalize
 from memory.encoders.entailment import Entails
 from memory.forgetting.forgetter import Forgetter, narrowed_note
@@ -455,19 +455,7 @@ class Capture:
             if await self.book.blocks_candidate(person, candidate):
                 report.tombstoned += 1
                 continue
-            record = MemoryRecord(
-                id=note_id(person, candidate),
-                person=person,
-                kind=candidate.kind,
-                text=candidate.text,
-                evidence=candidate.evidence,
-                sources=candidate.sources,
-                scope=candidate.scope,
-                importance=candidate.importance,
-                created_at=now,
-                updated_at=now,
-                evidence_sentences=candidate.evidence_sentences,
-            )
+            record = record_of(person, candidate, note_id(person, candidate), now)
             notes.append(
                 Note(
                     record, horizon=candidate.horizon, corrects=candidate.corrects, conversation=conversation

@@ -37,11 +37,12 @@ from memory.core.records import (
     MemoryCandidate,
     MemoryKind,
     MemoryRecord,
-    Origin,
     Scope,
     Status,
     Tier,
     horizon_expiry,
+    record_of,
+    without_links,
 )
 from memory.core.similarity import Action, Match, Via, matches
 from memory.forgetting.tombstones import TombstoneBook
@@ -126,28 +127,6 @@ def merged_record(existing: MemoryRecord, candidate: MemoryCandidate, now: datet
         tier=tier,
         expires_at=expires_at,
         updated_at=now,
-    )
-
-
-def new_record(
-    person: str, candidate: MemoryCandidate, now: datetime, memory_id: str, conflicts_with: Sequence[str] = ()
-) -> MemoryRecord:
-    return MemoryRecord(
-        id=memory_id,
-        person=person,
-        kind=candidate.kind,
-        text=candidate.text,
-        evidence=candidate.evidence,
-        sources=candidate.sources,
-        scope=candidate.scope,
-        origin=Origin.HEARD,
-        tier=Tier.OBSERVATION,
-        importance=candidate.importance,
-        expires_at=horizon_expiry(candidate.horizon, now),
-        conflicts_with=tuple(conflicts_with),
-        created_at=now,
-        updated_at=now,
-        evidence_sentences=candidate.evidence_sentences,
     )
 
 
@@ -257,7 +236,8 @@ class MemoryGate:
                 embedder_cosines=used_cosines,
             )
         conflicts = [m for m in view.matches if m.decision.action is Action.CONFLICT][:MAX_CONFLICT_LINKS]
-        record = new_record(person, candidate, now, self.new_id(), [m.id for m in conflicts])
+        record = record_of(person, candidate, self.new_id(), now, expires_at=horizon_expiry(candidate.horizon, now),
+                           conflicts_with=[m.id for m in conflicts])
         await self.store.add_memory(record, view.vectors)
         if not conflicts:
             return GateResult(Outcome.NEW, record.id, embedder_cosines=used_cosines)
@@ -291,7 +271,7 @@ class MemoryGate:
             return False
         if await self.store.edit(a, lambda m: _add_link(m, b, self.clock())) is not None:
             return True
-        await self.store.edit(b, lambda m: _drop_link(m, a, self.clock()))
+        await self.store.edit(b, lambda m: without_links(m, {a}, self.clock()))
         return False
 
     async def _supersede(self, person: str, memory_id: str) -> bool | None:
@@ -314,8 +294,8 @@ class MemoryGate:
     async def clear_conflict(self, a: str, b: str) -> bool:
         """Remove the conflict flag between two memories, on both sides."""
         now = self.clock()
-        cleared_a = await self.store.edit(a, lambda m: _drop_link(m, b, now)) is not None
-        cleared_b = await self.store.edit(b, lambda m: _drop_link(m, a, now)) is not None
+        cleared_a = await self.store.edit(a, lambda m: without_links(m, {b}, now)) is not None
+        cleared_b = await self.store.edit(b, lambda m: without_links(m, {a}, now)) is not None
         return cleared_a or cleared_b
 
     async def promote(self, person: str) -> PromoteReport:
@@ -341,11 +321,3 @@ def _add_link(record: MemoryRecord, other: str, now: datetime) -> MemoryRecord |
     if other in record.conflicts_with:
         return record
     return replace(record, conflicts_with=(*record.conflicts_with, other), updated_at=now)
-
-
-def _drop_link(record: MemoryRecord, other: str, now: datetime) -> MemoryRecord:
-    if other not in record.conflicts_with:
-        return record
-    return replace(
-        record, conflicts_with=tuple(i for i in record.conflicts_with if i != other), updated_at=now
-    )

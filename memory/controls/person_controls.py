@@ -36,7 +36,17 @@ from memory.capture.validation import instruction_or_authority
 from memory.controls.authorisation import RefusalReason, Refused, Requester, check_owner, person_asking
 from memory.controls.pauses import PauseBook
 from memory.controls.questions import Answer, Question, QuestionBook, QuestionStatus, still_current
-from memory.core.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status, said_at
+from memory.core.records import (
+    Horizon,
+    MemoryCandidate,
+    MemoryKind,
+    MemoryRecord,
+    Scope,
+    Source,
+    Status,
+    said_at,
+    without_links,
+)
 from memory.core.text import normalize
 from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
 from memory.service import MemoryService
@@ -45,7 +55,8 @@ from memory.store.memory_store import MemoryStore
 log = logging.getLogger("kith.memory.controls")
 
 # What /why, /pin and /unpin take for a memory's id rather than words to search for. Memory ids are "m_" and
-# 16 hex digits (memory/gate.py); anything of this looser shape is taken as an id, never searched for as words.
+# 16 hex digits (memory.capture.merge_gate); anything of this looser shape is taken as an id, never searched for
+# as words.
 MEMORY_ID = re.compile(r"m_[0-9a-f]{6,32}")
 
 
@@ -55,12 +66,6 @@ def ended(record: MemoryRecord, person: str, status: Status, now: datetime) -> M
     if record.person != person or record.status is not Status.ACTIVE:
         return None
     return replace(record, status=status, valid_to=now, updated_at=now, conflicts_with=())
-
-
-def without_link(record: MemoryRecord, other: str, now: datetime) -> MemoryRecord:
-    if other not in record.conflicts_with:
-        return record
-    return replace(record, conflicts_with=tuple(i for i in record.conflicts_with if i != other), updated_at=now)
 
 
 # --- results ----------------------------------------------------------------------------------------
@@ -385,7 +390,7 @@ class MemoryControls:
         if await self.store.edit(memory_id, change) is None:
             return False
         for partner in partners:
-            await self.store.edit(partner, lambda m: without_link(m, memory_id, now))
+            await self.store.edit(partner, lambda m: without_links(m, {memory_id}, now))
         return True
 
 
@@ -403,5 +408,4 @@ __all__ = [
     "Resolution",
     "ended",
     "forget_counts",
-    "without_link",
 ]

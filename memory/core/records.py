@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from ground.tunables import (
@@ -162,6 +162,34 @@ class MemoryRecord:
     def is_live(self, now: datetime) -> bool:
         """Whether recall and the gate should see it at ``now``."""
         return self.status is Status.ACTIVE and not self.is_expired(now)
+
+
+def record_of(person: str, candidate: MemoryCandidate, memory_id: str, now: datetime, *,
+              expires_at: datetime | None = None, conflicts_with: Sequence[str] = ()) -> MemoryRecord:
+    """What ``candidate`` says about ``person`` as a new record (heard, an observation), with its receipts."""
+    return MemoryRecord(
+        id=memory_id,
+        person=person,
+        kind=candidate.kind,
+        text=candidate.text,
+        evidence=candidate.evidence,
+        sources=candidate.sources,
+        scope=candidate.scope,
+        importance=candidate.importance,
+        expires_at=expires_at,
+        conflicts_with=tuple(conflicts_with),
+        created_at=now,
+        updated_at=now,
+        evidence_sentences=candidate.evidence_sentences,
+    )
+
+
+def without_links(record: MemoryRecord, others: Collection[str], now: datetime) -> MemoryRecord:
+    """``record`` no longer flagged as conflicting with ``others`` (``record`` itself when it was not)."""
+    kept = tuple(i for i in record.conflicts_with if i not in others)
+    if len(kept) == len(record.conflicts_with):
+        return record
+    return replace(record, conflicts_with=kept, updated_at=now)
 
 
 def horizon_expiry(horizon: Horizon | None, now: datetime) -> datetime | None:

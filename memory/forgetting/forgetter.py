@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ground.db import Database, as_utc
-from memory.core.records import MemoryRecord
+from memory.core.records import MemoryRecord, without_links
 from memory.forgetting.journal import plan_from_document, wipe, write_entry
 from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
 from memory.forgetting.recent_forgets import RecentForgets
@@ -274,9 +274,9 @@ class Forgetter:
 
         def unlinked(current: MemoryRecord) -> MemoryRecord | None:
             nonlocal removed
-            keep = tuple(i for i in current.conflicts_with if i not in gone)
-            removed = len(current.conflicts_with) - len(keep)
-            return _with_links(current, keep, self.clock()) if removed else None
+            updated = without_links(current, gone, self.clock())
+            removed = len(current.conflicts_with) - len(updated.conflicts_with)
+            return updated if removed else None
 
         return removed if await self.store.edit(memory_id, unlinked) is not None else 0
 
@@ -306,10 +306,6 @@ def _dangling(memories: Sequence[MemoryRecord], gone: set[str]) -> dict[str, tup
         if dangling:
             unlink[memory.id] = dangling
     return unlink
-
-
-def _with_links(record: MemoryRecord, links: tuple[str, ...], now: datetime) -> MemoryRecord:
-    return replace(record, conflicts_with=links, updated_at=now)
 
 
 def _receipt_matches(record: MemoryRecord, eraser: Eraser) -> bool:
