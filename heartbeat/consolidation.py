@@ -230,7 +230,7 @@ class Consolidator:
         self.clock = clock
         self.tz = tz
         self.summarizer = Summarizer(db, llm, settings, clock)
-        # Where the forgets stood when this run read its transcripts (memory.forgetting.tombstones.RecentForgets.mark).
+        # Where the forgets stood when this run read its transcripts (RecentForgets.mark, memory.forgetting).
         self._mark = 0
 
     async def pending_days(self) -> list[date]:
