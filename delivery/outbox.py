@@ -10,9 +10,10 @@ the doubt is written down in ``outbox_doubts`` (a table of its own, so the outbo
 what older databases have), which is how anyone can count the duplicates a crash or a slow
 platform may have caused.
 
-A reply's text is kept in clear only until it is delivered (or given up on): an entry marked sent
-or failed keeps its text with secrets redacted, since the person already has it (an ``/export`` or
-a reply that repeated a card number) and the copy at rest is not needed in clear.
+kith never repeats a secret back: a message's text is redacted (:func:`ground.redaction.redact`) as it is
+written here, so no waiting row, no frame of the database's write-ahead log and no platform message carries
+a card number or a password the model echoed. A file an entry carries (an ``/export``) is built from stores
+that hold only redacted text, and is dropped once delivered.
 """
 
 from __future__ import annotations
@@ -126,16 +127,6 @@ _LANE_HEAD = Prepared(sa.select(outbox)
                       .order_by(outbox.c.id).limit(1))
 _PROGRESS = Prepared(outbox.update().where(outbox.c.id == sa.bindparam("b_id"),
                                            outbox.c.chunks_sent == sa.bindparam("b_index"), _PENDING))
-_TEXT = Prepared(sa.select(outbox.c.text).where(outbox.c.id == sa.bindparam("b_id")))
-
-
-def _redacted_text(conn: Connection, entry_id: int) -> dict[str, object]:
-    """The entry's text redacted, as a column update, when it holds a secret; nothing when it holds none."""
-    row = _TEXT.first(conn, {"b_id": entry_id})
-    if row is None:
-        return {}
-    clean = redact(row.text)
-    return {"text": clean} if clean != row.text else {}
 
 
 def short_error(error: str) -> str:
@@ -146,7 +137,7 @@ def enqueue(conn: Connection, message: OutboundMessage, *, source: str | None, n
     buttons = json.dumps([[b.label, b.data] for b in message.buttons])
     return _INSERT.insert(conn, {
         "platform": message.platform, "chat_id": message.chat_id, "thread_id": message.thread_id,
-        "reply_to": message.reply_to_message_id, "text": message.text, "buttons": buttons,
+        "reply_to": message.reply_to_message_id, "text": redact(message.text), "buttons": buttons,
         "attachment_name": message.attachment_name, "attachment": message.attachment_bytes, "source": source,
         "created_at": now, "updated_at": now, "status": OutboxStatus.PENDING.value, "attempts": 0,
         "chunks_sent": 0, "sent_ids": "[]", "chat_kind": message.chat_kind.value,
@@ -219,7 +210,6 @@ def record_chunk(conn: Connection, entry_id: int, index: int, sent_ids: Sequence
     if final:
         values["status"] = OutboxStatus.SENT.value
         values["attachment"] = None  # delivered: a file (an /export) is not kept a moment longer
-        values.update(_redacted_text(conn, entry_id))
     return _PROGRESS.run(conn, values) == 1
 
 
@@ -250,16 +240,14 @@ def doubts(conn: Connection, entry_id: int | None = None) -> list[tuple[int, int
 
 def mark_sent(conn: Connection, entry_id: int, *, now: datetime) -> None:
     conn.execute(outbox.update().where(outbox.c.id == entry_id).values(
-        status=OutboxStatus.SENT.value, next_attempt_at=None, attachment=None, updated_at=now,
-        **_redacted_text(conn, entry_id)))
+        status=OutboxStatus.SENT.value, next_attempt_at=None, attachment=None, updated_at=now))
 
 
 def mark_failed(conn: Connection, entry_id: int, *, error: str, now: datetime,
                 attempts: int | None = None) -> None:
     """The entry is over: refused, or too late. Nothing sends a failed entry again, so a file it carried goes."""
     values: dict[str, object] = {"status": OutboxStatus.FAILED.value, "next_attempt_at": None,
-                                 "last_error": short_error(error), "attachment": None, "updated_at": now,
-                                 **_redacted_text(conn, entry_id)}
+                                 "last_error": short_error(error), "attachment": None, "updated_at": now}
     if attempts is not None:
         values["attempts"] = attempts
     conn.execute(outbox.update().where(outbox.c.id == entry_id).values(**values))

@@ -168,7 +168,7 @@ async def test_start_heartbeat_wires_into_a_built_app(fake_llm: FakeOpenAI, make
     try:
         heartbeat, scheduler = await start_heartbeat(app)
         assert {job.id for job in scheduler.jobs()} == {CONSOLIDATION_JOB, DECAY_JOB, HEARTBEAT_JOB}
-        assert heartbeat.check_ins.busy is app.core.busy_people and heartbeat.check_ins.follow_ups is scheduler
+        assert heartbeat.turns.busy is app.core.busy_people and heartbeat.turns.follow_ups is scheduler
         await scheduler.shutdown()
     finally:
         await app.close()

@@ -1,7 +1,8 @@
 """Secrets a person pastes reach the model in that turn only: end to end on Telegram (the real
 python-telegram-bot against the fake Bot API, the fake model, capture on), no table of kith.db, no
-file of the Chroma store, no delivered outbox row and no /export holds them afterwards, and the
-next turn's prompt does not either. Names are data: one with a newline cannot forge a prompt line.
+file of the Chroma store, no outbox row (waiting or delivered), no frame of the write-ahead log and no
+/export holds them afterwards, kith's reply never repeats one, and the next turn's prompt does not either.
+Names are data: one with a newline cannot forge a prompt line.
 
 Every secret here is a published test value (a Visa test card, an SSN from the range the SSA
 uses in examples) or a fake token built by concatenation, so the repository holds no real one."""
@@ -48,6 +49,7 @@ PASTED = (f"keep these for me: my card is {SECRETS['card']} exp {SECRETS['expiry
           f"pw {SECRETS['pw']}, login anna / {SECRETS['login']}, my SSN is {SECRETS['ssn']}, "
           f"bank PIN {SECRETS['pin']}, keys {SECRETS['openai']} {SECRETS['aws']} {SECRETS['github']} "
           f"{SECRETS['slack']}. Also my cat is called Miso.")
+ECHOED = f"Your card {SECRETS['card']}"  # how the model's reply repeats the card: words of kith's own
 
 
 def _settings(make_settings, fake_llm: FakeOpenAI, tg: FakeTelegramApi) -> Settings:
@@ -97,6 +99,11 @@ def _every_table(db_path: Path) -> str:
         conn.close()
 
 
+def _raw_database_files(data_dir: Path) -> str:
+    """kith.db and its write-ahead log as bytes, while the bot runs: what a waiting row left in any frame."""
+    return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in data_dir.glob("kith.db*") if p.is_file())
+
+
 def _chroma_bytes(data_dir: Path) -> str:
     return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in (data_dir / "chroma").rglob("*")
                      if p.is_file())
@@ -106,11 +113,16 @@ async def test_pasted_secrets_reach_the_model_once_and_nothing_at_rest(telegram_
                                                                       monkeypatch) -> None:
     settings = _settings(make_settings, fake_llm, telegram_api)
     fake_llm.route = _capture_answer
-    fake_llm.reply(f"Noted. Your card {SECRETS['card']} and PIN {SECRETS['pin']} are safe with me.")
+    fake_llm.reply(f"Noted. {ECHOED} and PIN {SECRETS['pin']} are safe with me.")
     app = await _start(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, PASTED)
         await telegram_api.wait_for_sent(1, timeout=15)
+        # The model echoed the card and the PIN: kith never repeats a secret back, to the chat or to its disk
+        # while the reply waits (the outbox row and the write-ahead log's frames are written redacted).
+        assert _leaks(telegram_api.sent[0].text) == [] and "[redacted]" in telegram_api.sent[0].text
+        # (The person's own message waits in the inbox as they wrote it until its turn is done: that is theirs.)
+        assert ECHOED not in _raw_database_files(settings.storage.data_path())
         # That turn's model request carried the person's words as they wrote them.
         assert _leaks(_chat_requests(fake_llm)[0]["messages"][-1]["content"]) == list(SECRETS)
         await telegram_api.wait_until(lambda: any(_is_capture(r) for r in fake_llm.requests), timeout=15)
