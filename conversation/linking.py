@@ -19,12 +19,14 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from delivery.posting import Outbound
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData, when
 from ground.tunables import LINK_CODE_LENGTH, LINK_CODE_TTL_S, LINK_FAILURE_WINDOW_S, LINK_FAILURES_PER_HOUR
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, reply_to
 from people import directory
@@ -55,6 +57,35 @@ link_failures = sa.Table(
     sa.Column("failed_at", UtcDateTime(), nullable=False),
     sa.Index("ix_link_failures_account", "account", "failed_at"),
 )
+
+
+def requests_of(conn: Connection, person: str) -> list[dict[str, Any]]:
+    """Links the person asked for, or their accounts asked for or claimed, not yet settled, as their export
+    lists them. The code itself is left out: it is a one-time secret."""
+    accounts = [a.account for a in directory.accounts_of(conn, person)]
+    c = link_codes.c
+    rows = conn.execute(sa.select(link_codes).where(
+        sa.or_(c.person == person, c.account.in_(accounts), c.claimed_by.in_(accounts)))
+        .order_by(c.created_at)).all()
+    return [{"asked_by": r.account, "asked_at": when(r.created_at), "claimed_by": r.claimed_by,
+             "claimed_at": when(r.claimed_at)} for r in rows]
+
+
+def failures_of(conn: Connection, person: str) -> list[dict[str, Any]]:
+    """The codes that did not work from the person's accounts, as their export lists them."""
+    accounts = [a.account for a in directory.accounts_of(conn, person)]
+    rows = conn.execute(sa.select(link_failures).where(link_failures.c.account.in_(accounts))
+                        .order_by(link_failures.c.failed_at)).all()
+    return [{"account": r.account, "failed_at": when(r.failed_at)} for r in rows]
+
+
+LINK_REQUESTS_DATA = PersonData(
+    "link_requests", tables=(link_codes,), export_rows=requests_of,
+    stays="a code belongs to the person who asked for it until it is used or expires",
+    kept_by_forget="accounts and times, no words")
+LINK_FAILURES_DATA = PersonData(
+    "link_failures", tables=(link_failures,), export_rows=failures_of, stays="kept by account, not by person",
+    kept_by_forget="accounts and times, no words")
 
 
 @dataclass(frozen=True, slots=True)

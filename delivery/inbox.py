@@ -36,10 +36,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData, when
 from ground.prepared import Prepared
+from ground.redaction import redact
 from ground.tunables import INBOX_REPLAY_MAX_AGE_H, INBOX_REPLAYS_MAX
 from ground.turns import merge
 from ground.types import ChatKind, InboundMessage, utcnow
+from people import directory
 
 log = logging.getLogger("kith.inbox")
 
@@ -223,6 +226,31 @@ def _leftovers(conn: Connection) -> list[Leftover]:
     rows = conn.execute(sa.select(inbox).order_by(inbox.c.id)).all()
     return [Leftover(r.id, r.platform, r.message_id, r.payload, r.received_at, r.turn_row, bool(r.decided),
                      int(r.attempts)) for r in rows]
+
+
+def export_of(conn: Connection, person: str) -> list[dict[str, object]]:
+    """Their messages taken in and not yet answered, as their export lists them. Kept as sent until then, so
+    redacted here as history is."""
+    accounts = {a.account for a in directory.accounts_of(conn, person)}
+    out: list[dict[str, object]] = []
+    for row in conn.execute(sa.select(inbox.c.payload, inbox.c.received_at).order_by(inbox.c.id)).all():
+        try:
+            message = from_payload(row.payload)
+        except PayloadError:
+            continue  # the inbox answers an unreadable row honestly and drops it
+        if message.account not in accounts:
+            continue
+        out.append({"account": message.account, "platform": message.platform,
+                    "chat_kind": message.chat_kind.value, "chat_id": message.chat_id, "thread_id": message.thread_id,
+                    "message_id": message.message_id, "at": when(message.timestamp),
+                    "received_at": when(row.received_at), "text": redact(message.text),
+                    "forwarded": message.forwarded})
+    return out
+
+
+WAITING_DATA = PersonData(
+    "waiting", tables=(inbox,), export_rows=export_of, forgotten_by="memory.forgetting.scrub.scan",
+    stays="kept by account and chat, not by person")
 
 
 def _take_up(conn: Connection, left: Sequence[Leftover], now: datetime,

@@ -28,10 +28,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import UtcDateTime, metadata
+from ground.person_data import PersonData, when
 from ground.prepared import Prepared
 from ground.redaction import redact
 from ground.tunables import RETENTION_BATCH_ROWS
 from ground.types import Button, ChatKind, OutboundMessage
+from people import directory, history
 
 MAX_ERROR_CHARS = 64  # last_error holds an error class or code, never content
 
@@ -266,3 +268,27 @@ def prune_sent(conn: Connection, *, before: datetime, limit: int = RETENTION_BAT
         return 0
     conn.execute(outbox_doubts.delete().where(outbox_doubts.c.entry_id.in_(ids)))
     return int(conn.execute(outbox.delete().where(outbox.c.id.in_(ids))).rowcount)
+
+
+def export_of(conn: Connection, person: str) -> list[dict[str, object]]:
+    """kith's messages to the person still in the outbox, as their export lists them: waiting to go, or
+    delivered and kept a few days. Replies to commands are only here (history keeps conversation). A file one
+    carries (an earlier export) is named, not included."""
+    accounts = [a.account for a in directory.accounts_of(conn, person)]
+    private_chats = history.private_chats(conn, person)
+    recipients = {tuple(a.split(":", 1)) for a in accounts if ":" in a}
+    platforms = sorted({r[0] for r in recipients} | {p for p, _c in private_chats})
+    if not platforms:
+        return []
+    rows = conn.execute(sa.select(outbox).where(outbox.c.platform.in_(platforms)).order_by(outbox.c.id)).all()
+    return [{"platform": r.platform, "chat_kind": r.chat_kind, "chat_id": r.chat_id, "thread_id": r.thread_id,
+             "status": r.status, "created_at": when(r.created_at), "text": redact(r.text),
+             "attachment_name": r.attachment_name}
+            for r in rows
+            if (r.platform, r.recipient_id or "") in recipients
+            or (r.chat_kind == "dm" and (r.platform, r.chat_id) in private_chats)]
+
+
+OUTBOX_DATA = PersonData(
+    "outbox", tables=(outbox,), export_rows=export_of, forgotten_by="memory.forgetting.scrub.scan",
+    stays="kept by chat and recipient, not by person")

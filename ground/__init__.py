@@ -15,5 +15,7 @@
   :mod:`ground.visible_text` text as a reader sees it (invisible characters dropped, NFKC), which redaction reads.
 * :mod:`ground.failures`: how a handled failure is logged; :mod:`ground.checks` one line of ``doctor``.
 * :mod:`ground.days`: calendar days in a time zone.
+* :mod:`ground.person_data`: what a feature keeps about a person, declared: how it follows a link, what the
+  export holds of it, what a forget does to it.
 * :mod:`ground.wording`: small rules for the words kith shows people and operators.
 """

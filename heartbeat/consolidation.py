@@ -41,6 +41,7 @@ from conversation.summarizer import Summarizer
 from ground.config import Settings
 from ground.days import day_bounds, local_day
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData
 from ground.tunables import CONSOLIDATION_DAY_PAGE, CONSOLIDATION_FIRST_RUN_DAYS
 from llm.client import LLMClient, LLMError
 from memory.capture import (
@@ -92,6 +93,29 @@ consolidation_chunks = sa.Table(
 
 STAGED = "staged"
 APPLIED = "applied"
+
+
+def day_summaries_of(conn: Connection, person: str) -> list[dict[str, str]]:
+    """The nightly consolidation's summary of the person's day, one per thread and chunk it read, as their
+    export lists them."""
+    c = consolidation_chunks.c
+    out = []
+    for row in conn.execute(sa.select(c.day, c.summaries).where(c.summaries.contains(person))
+                            .order_by(c.day, c.id)).all():
+        try:
+            by_person = json.loads(row.summaries)
+        except ValueError:
+            continue
+        summary = by_person.get(person) if isinstance(by_person, dict) else None
+        if isinstance(summary, str) and summary:
+            out.append({"day": row.day, "summary": summary})
+    return out
+
+
+DAY_SUMMARIES_DATA = PersonData(
+    "day_summaries", tables=(consolidation_chunks,), export_rows=day_summaries_of,
+    forgotten_by="memory.forgetting.scrub.scan",
+    stays="each chunk names the people of its night in its JSON, as they were then")
 
 
 @dataclass(frozen=True, slots=True)

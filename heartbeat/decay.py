@@ -30,6 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData, when
 from heartbeat import memory_scan
 from memory.core import MemoryKind, MemoryRecord, Status, Tier
 from memory.store import MemoryStore, RevisionConflict
@@ -167,6 +168,22 @@ decay_retirements = sa.Table(
     sa.Column("prev_updated_at", UtcDateTime(), nullable=False),
     sa.Column("revision_after", sa.Integer, nullable=False),  # what the retiring write produces
 )
+
+
+def retirements_of(conn: Connection, person: str) -> list[dict[str, str | None]]:
+    """What decay retired of the person's, and whether it was undone, as their export lists it."""
+    r_, run = decay_retirements, decay_runs
+    rows = conn.execute(sa.select(r_.c.memory_id, r_.c.reason, r_.c.prev_status, run.c.started_at, run.c.undone_at)
+                        .select_from(r_.join(run, run.c.id == r_.c.run_id)).where(r_.c.person == person)
+                        .order_by(r_.c.id)).all()
+    return [{"memory": r.memory_id, "reason": r.reason, "previous_status": r.prev_status,
+             "retired_at": when(r.started_at), "undone_at": when(r.undone_at)} for r in rows]
+
+
+DECAY_DATA = PersonData(
+    "decay", tables=(decay_retirements, decay_runs), export_rows=retirements_of,
+    stays="what a run retired and how to undo it, under the person of the time (the memories themselves move)",
+    kept_by_forget="memory ids, reasons and times; no words")
 
 
 def _start_run(conn: Connection, now: datetime) -> int:

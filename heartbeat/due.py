@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 
 from ground.days import local_day
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData, when
 from ground.tunables import (
     DISPUTES_FULL_SCAN_HOURS,
     DISPUTES_INCREMENTAL_MAX,
@@ -163,6 +164,19 @@ def mark_handled(conn: Connection, person: str, keys: Iterable[str], now: dateti
             heartbeat_items.c.person == person, heartbeat_items.c.item_key == key).values(handled_at=now))
         if updated.rowcount == 0:
             conn.execute(heartbeat_items.insert().values(person=person, item_key=key, handled_at=now))
+
+
+def check_ins_of(conn: Connection, person: str) -> list[dict[str, str | None]]:
+    """What the heartbeat checked in about with the person, and when, as their export lists it."""
+    rows = conn.execute(sa.select(heartbeat_items).where(heartbeat_items.c.person == person)
+                        .order_by(heartbeat_items.c.handled_at)).all()
+    return [{"item": r.item_key, "handled_at": when(r.handled_at)} for r in rows]
+
+
+CHECK_INS_DATA = PersonData(
+    "check_ins", tables=(heartbeat_items,), export_rows=check_ins_of,
+    stays="marks of check-ins made, under the person they were made for",
+    kept_by_forget="keys naming a goal, memory or pair by id, and times; no words")
 
 
 class DisputeWatch:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -22,6 +23,7 @@ from delivery.worker import DeliveryWorker
 from ground.background import BackgroundTasks
 from ground.config import Settings
 from ground.db import Database
+from ground.person_data import PersonData, move_person
 from ground.private_files import tighten
 from ground.tunables import (
     GC_THRESHOLDS,
@@ -33,6 +35,7 @@ from heartbeat.service import Heartbeat, build_heartbeat
 from heartbeat.settings import resolve_timezone
 from kith.control.serve import serve_control
 from kith.model_start import new_model_process
+from kith.person_data import gathered
 from kith.person_export import PersonExport
 from kith.schema import create_schema
 from kith.settings import PLATFORMS
@@ -76,6 +79,7 @@ class App:
     recall: RecallEngine
     question_sender: QuestionSender
     memory_commands: MemoryCommands
+    person_data: tuple[PersonData, ...]  # what kith keeps about a person: what a link moves, an export holds
     # The running channels by name: filled by start_channels, shared with the worker and the router.
     channels: dict[str, Channel]
     clock: Callable[[], datetime] = utcnow
@@ -254,19 +258,13 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
         observers=[UseRecorder(memory.store, clock), memory.observer, question_sender],
         tools=[RecallTool(recall, settings.recall)], persona_notes=[MEMORY_CONTROLS_HINT],
         on_llm_error=on_llm_error)
+    person_data = gathered(memory, pauses)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,
                               on_change=recall.forget_pinned, drop_window=core.windows.drop,
-                              exporter=PersonExport(db, memory, clock).yours)
-
-    async def moved(old: str, new: str) -> dict[str, int]:  # a linked account's person: everything follows
-        counts = await memory.reassign(old, new)
-        await questions.reassign(old, new)
-        await pauses.reassign(old, new)
-        await goals.reassign(old, new)
-        return counts
-
+                              exporter=PersonExport(db, memory, clock, person_data).yours)
     commands = ChatCommands(settings.persona.name)
-    linker = Linker(db, clock, worker, on_moved=moved)
+    # A linked account's person: everything kept about them follows.
+    linker = Linker(db, clock, worker, on_moved=functools.partial(move_person, db, person_data))
     commands.register("link", "use me from another platform as the same person", linker.issue)
     commands.register_button("l", linker.press)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
@@ -281,7 +279,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,
                inbox=inbox, cursors=Cursors(db), commands=commands, worker=worker, router=router, memory=memory,
                linker=linker, recall=recall, question_sender=question_sender, memory_commands=memory_commands,
-               channels=channels, clock=clock, model_process=model_process, warming=warming)
+               person_data=person_data, channels=channels, clock=clock, model_process=model_process, warming=warming)
 
 
 def freeze_startup_heap() -> None:

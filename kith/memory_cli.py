@@ -311,8 +311,8 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     with recent.watching() as mark:
         # The document /export gives the person, worded as `memory list` words it, with the display name: the
         # operator reads it, or passes it on.
-        data = await PersonExport(parts.db, service, parts.clock).document(person,
-                                                                           name=await _name_of(service, person))
+        exporter = PersonExport(parts.db, service, parts.clock, await parts.person_data())
+        data = await exporter.document(person, name=await _name_of(service, person))
         text = json.dumps(data, ensure_ascii=False, indent=2)
         # A forget of theirs that landed while it was put together (a bot runs both at once): its words go too.
         for eraser in recent.since(mark, person):

@@ -63,6 +63,7 @@ async def unlink_body(parts: Parts, args: argparse.Namespace, console: Console) 
 
 async def link_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
     from conversation.linking import link_account
+    from ground.person_data import move_person
     from people import directory
 
     target = await parts.db.run(directory.person_of, args.to)
@@ -72,8 +73,9 @@ async def link_body(parts: Parts, args: argparse.Namespace, console: Console) ->
     result = await parts.db.run(link_account, args.account, target, parts.clock())
     if result.old_person:
         # Everything that follows the person moves, as /link in chat moves it.
-        moved = await parts.moved(result.old_person, target)
-        records = counted(sum(moved.values()), "memory record", "memory records")
+        moved = await move_person(parts.db, await parts.person_data(), result.old_person, target)
+        memory = {entry.name for entry in (await parts.memory()).person_data()}
+        records = counted(sum(n for name, n in moved.items() if name in memory), "memory record", "memory records")
         console.out.write(f"linked {args.account} to {target} (moved {records})\n")
     else:
         console.out.write(f"linked {args.account} to {target}\n")

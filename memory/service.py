@@ -17,6 +17,7 @@ from typing import Any
 
 from ground.config import Settings
 from ground.db import Database
+from ground.person_data import PersonData, move_person
 from ground.tunables import SEARCH_POOL_FACTOR
 from ground.types import utcnow
 from llm.client import LLMClient
@@ -31,10 +32,10 @@ from memory.forgetting.journal import JOURNAL_DIR
 from memory.forgetting.plan import ForgetPlan, ForgetResult
 from memory.forgetting.recent_forgets import RecentForgets
 from memory.forgetting.scrub import checkpoint, reassign_saved_exports
-from memory.forgetting.tombstones import TombstoneBook
+from memory.forgetting.tombstones import TOMBSTONES_DATA, TombstoneBook
 from memory.recall.engine import visible
 from memory.recall.ranking import lookup_matches, memory_matches, rank
-from memory.store.changes import ChangeLog
+from memory.store.changes import CHANGES_DATA, ChangeLog
 from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
 
@@ -104,6 +105,13 @@ def note_json(note: Note) -> dict[str, Any]:
         "promoted_to": note.promoted_to,
         "promoted_at": note.promoted_at.isoformat() if note.promoted_at else None,
     }
+
+
+def _worded(entry: dict[str, Any], *, you: bool, name: str) -> dict[str, Any]:
+    """``entry`` with its text as the reader of an export would say it: ``you`` for the person themselves ("You
+    live in Berlin"), else ``name`` (or "this person"). The stored form keeps the extractor's placeholder, which
+    is no one's word for anybody and is not data about the person: an export never shows it."""
+    return entry | {"text": person_facing(entry["text"], you=you, name=name)}
 
 
 class MemoryService:
@@ -267,34 +275,51 @@ class MemoryService:
         return await self.forgetter.apply(plan)
 
     # --- people -------------------------------------------------------------------------
+    def person_data(self) -> tuple[PersonData, ...]:
+        """What memory keeps about a person (:mod:`ground.person_data`), in the export's order."""
+        forgotten_by = "memory.forgetting.Forgetter.apply"
+        return (
+            PersonData("memories", reassign=self._reassign_memories, export_kept=self.export_memories,
+                       forgotten_by=forgotten_by),
+            PersonData("notes", reassign=self.store.reassign_notes, export_kept=self.export_notes,
+                       forgotten_by=forgotten_by),
+            TOMBSTONES_DATA,
+            # Their saved export files follow too, or a forget by the person they became would pass them by.
+            PersonData("saved_exports", reassign=self._reassign_saved_exports,
+                       left_out="copies of earlier exports, kept as files the person was given",
+                       forgotten_by="memory.forgetting.scrub.scrub_saved_exports"),
+            CHANGES_DATA,
+        )
+
+    async def _reassign_memories(self, old: str, new: str) -> int:
+        return await self.store.reassign_memories(old, new, self.clock())
+
+    async def _reassign_saved_exports(self, old: str, new: str) -> int:
+        return await asyncio.to_thread(reassign_saved_exports, self.forgetter.saved_exports, old, new)
+
     async def reassign(self, old_person: str, new_person: str) -> dict[str, int]:
-        """Memory follows the person: move everything of ``old_person`` to ``new_person``."""
+        """Memory follows the person: move everything of ``old_person`` to ``new_person``; how many of each
+        kind (:meth:`person_data`) moved, by name."""
         if old_person == new_person:
-            return {"notes": 0, "memories": 0, "tombstones": 0, "saved_exports": 0}
-        notes, memories = await self.store.reassign(old_person, new_person, self.clock())
-        tombstones = await self.book.reassign(old_person, new_person)
-        # Their saved export files follow too, or a forget by the person they became would pass them by.
-        exports = await asyncio.to_thread(reassign_saved_exports, self.forgetter.saved_exports, old_person,
-                                          new_person)
-        return {"notes": notes, "memories": memories, "tombstones": tombstones, "saved_exports": exports}
+            return {entry.name: 0 for entry in self.person_data() if entry.moves}
+        return await move_person(self.db, self.person_data(), old_person, new_person)
+
+    async def export_memories(self, person: str, *, you: bool = False, name: str = "") -> list[dict[str, Any]]:
+        """Every memory of ``person``, every status, as JSON worded for the reader (:func:`_worded`)."""
+        memories = await self.list_memories(person, include_inactive=True)
+        return [_worded(record_json(m), you=you, name=name) for m in memories]
+
+    async def export_notes(self, person: str, *, you: bool = False, name: str = "") -> list[dict[str, Any]]:
+        """Every staged note of ``person``, as JSON worded for the reader (:func:`_worded`)."""
+        return [_worded(note_json(n), you=you, name=name) for n in await self.list_notes(person)]
 
     async def export(self, person: str, *, you: bool = False, name: str = "") -> dict[str, Any]:
-        """Everything stored about ``person``: memories (every status) and staged notes.
-
-        Texts read as the reader of the file would say them: ``you`` for the person themselves ("You live in
-        Berlin"), else ``name`` (or "this person"). The stored form keeps the extractor's placeholder, which
-        is no one's word for anybody and is not data about the person: the file never shows it.
-        """
-
-        def worded(entry: dict[str, Any]) -> dict[str, Any]:
-            return entry | {"text": person_facing(entry["text"], you=you, name=name)}
-
-        memories = await self.list_memories(person, include_inactive=True)
-        notes = await self.list_notes(person)
+        """Everything stored about ``person``: memories (every status) and staged notes, worded for the reader
+        (:func:`_worded`), and how many tombstones."""
         return {
             "person": person,
             "exported_at": self.clock().isoformat(),
-            "memories": [worded(record_json(m)) for m in memories],
-            "notes": [worded(note_json(n)) for n in notes],
+            "memories": await self.export_memories(person, you=you, name=name),
+            "notes": await self.export_notes(person, you=you, name=name),
             "tombstones": await self.book.count(person),
         }

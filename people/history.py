@@ -18,8 +18,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import UtcDateTime, as_utc, metadata
+from ground.person_data import PersonData
 from ground.prepared import Prepared
 from ground.redaction import redact
+from people import directory
 
 messages = sa.Table(
     "messages",
@@ -222,11 +224,24 @@ def _private_threads(person: str, accounts: Sequence[str]) -> sa.Select[Any]:
     return sa.select(mine.c.conversation).where(_theirs(mine, person, accounts), mine.c.chat_kind == "dm").distinct()
 
 
-def export_of(conn: Connection, person: str, accounts: Sequence[str]) -> list[dict[str, Any]]:
+def _accounts_of(conn: Connection, person: str) -> list[str]:
+    return [a.account for a in directory.accounts_of(conn, person)]
+
+
+def private_chats(conn: Connection, person: str) -> set[tuple[str, str]]:
+    """The person's private chats with kith, as (platform, chat id): where their export's messages are DMs."""
+    m = messages
+    rows = conn.execute(sa.select(m.c.platform, m.c.chat_id).where(
+        _theirs(m, person, _accounts_of(conn, person)), m.c.chat_kind == "dm").distinct()).all()
+    return {(str(r.platform), str(r.chat_id)) for r in rows}
+
+
+def export_of(conn: Connection, person: str) -> list[dict[str, Any]]:
     """What the person's export holds of history, oldest first: every message they sent (forwards and
     what they said while remembering was paused included), every message of kith's in their private
     chats, and in a group kith's reply to each of their messages (the row after it: a thread's turns
     are taken one at a time). Other people's words are not theirs to export."""
+    accounts = _accounts_of(conn, person)
     m = messages
     mine, later = messages.alias("mine"), messages.alias("later")
     following = (sa.select(sa.func.min(later.c.id))
@@ -243,14 +258,23 @@ def export_of(conn: Connection, person: str, accounts: Sequence[str]) -> list[di
              "forwarded": r.role == "user" and r.person is None} for r in rows]
 
 
-def summaries_of(conn: Connection, person: str, accounts: Sequence[str]) -> list[dict[str, Any]]:
+def summaries_of(conn: Connection, person: str) -> list[dict[str, Any]]:
     """The rolling summaries of the person's private threads. A group thread's summary is left out: it is
     of everyone's words, not theirs alone."""
-    rows = conn.execute(sa.select(summaries).where(summaries.c.conversation.in_(_private_threads(person, accounts)),
-                                                   summaries.c.summary != "")
+    private = _private_threads(person, _accounts_of(conn, person))
+    rows = conn.execute(sa.select(summaries).where(summaries.c.conversation.in_(private), summaries.c.summary != "")
                         .order_by(summaries.c.conversation)).all()
     return [{"thread": r.conversation, "summary": r.summary, "updated_at": as_utc(r.updated_at).isoformat()}
             for r in rows]
+
+
+MESSAGES_DATA = PersonData(
+    "messages", tables=(messages,), export_rows=export_of, forgotten_by="people.history.forget_text",
+    stays="each message keeps the person who said it then, so a linked account's earlier messages stay under "
+          "its old person id")
+SUMMARIES_DATA = PersonData(
+    "summaries", tables=(summaries,), export_rows=summaries_of, forgotten_by="people.history.forget_text",
+    stays="kept by thread, not by person")
 
 
 def forget_text(conn: Connection, *, person: str, accounts: Sequence[str], redact: Callable[[str], str],

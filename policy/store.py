@@ -17,8 +17,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, metadata
+from ground.person_data import PersonData, when
 from ground.prepared import Prepared
 from ground.tunables import ACCESS_CAS_ATTEMPTS
+from people import directory
 from policy.pairing import AccessState, PendingCode
 
 ACCESS_TOPIC = "access"  # Database.mark topic: the access state, for caches of it in this process
@@ -103,3 +105,23 @@ def update_outside_the_gate(db: Database, change: Callable[[AccessState], tuple[
     result = db.run_sync(update, change)
     db.mark(ACCESS_TOPIC)
     return result
+
+
+def export_of(conn: Connection, person: str) -> list[dict[str, Any]]:
+    """The person's accounts as their export lists them (:func:`people.directory.export_of`), each with what the
+    access rules keep about it."""
+    state, _revision = load(conn)
+    out = []
+    for account in directory.export_of(conn, person):
+        name = account["account"]
+        pending = state.pending_for(name)
+        out.append(account | {"approved": name in state.approved, "owner": name == state.owner,
+                              "pairing_code_issued_at": when(pending.issued_at) if pending else None})
+    return out
+
+
+ACCOUNTS_DATA = PersonData(
+    "accounts", tables=(directory.accounts, access_state), export_rows=export_of,
+    stays="the link itself moves the account to its new person (people.directory.link)",
+    kept_by_forget="who the person is on each platform, not anything they said; bot.py people unlink separates an "
+                   "account")

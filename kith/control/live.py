@@ -1,7 +1,7 @@
 """The parts of a running bot, as the operator commands it runs see them.
 
 Its own database, memory service (whose in-memory copy every change updates at once), heartbeat
-(whose messages its delivery worker sends at once) and the linker's "everything follows the person".
+(whose messages its delivery worker sends at once) and everything it keeps about a person, over those.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from ground.checks import CheckResult
 from ground.config import Settings
 from ground.db import Database
+from ground.person_data import PersonData
 from ground.tunables import CHROMA_CHECK_TIMEOUT_S
 from heartbeat.service import Heartbeat, build_heartbeat
 from memory.encoders import embedder_result
@@ -53,10 +54,8 @@ class LiveParts:
                                               questions=sender.sweep)
         return self._heartbeat
 
-    async def moved(self, old_person: str, new_person: str) -> dict[str, int]:
-        assert self.app.linker is not None and self.app.linker.on_moved is not None
-        moved = await self.app.linker.on_moved(old_person, new_person)
-        return moved if isinstance(moved, dict) else {}
+    async def person_data(self) -> tuple[PersonData, ...]:
+        return self.app.person_data
 
     def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:
         if self.app.recall is not None:

@@ -14,15 +14,16 @@ from delivery.posting import PostedAtNextStart
 from ground.checks import CheckResult
 from ground.config import Settings
 from ground.db import Database
+from ground.person_data import PersonData
 from ground.types import utcnow
 from heartbeat.service import Heartbeat, build_heartbeat
 from kith import store_checks
 from kith.app import open_database
 from kith.memory_cli import NOT_NEEDED
+from kith.person_data import gathered
 from llm.client import LLMClient
 from memory.controls import PauseBook, QuestionBook
 from memory.encoders import EmbedderStatus
-from memory.goals import reassign as reassign_goals
 from memory.service import MemoryService
 
 
@@ -64,13 +65,9 @@ class LocalParts:
                                               clock=self.clock, questions=questions.sweep)
         return self._heartbeat
 
-    async def moved(self, old_person: str, new_person: str) -> dict[str, int]:
-        memory = await self.memory()
-        moved = await memory.reassign(old_person, new_person)
-        await QuestionBook(self.db, self.clock).reassign(old_person, new_person)
-        await PauseBook(self.db).reassign(old_person, new_person)
-        await self.db.run(reassign_goals, old_person, new_person)
-        return moved
+    async def person_data(self) -> tuple[PersonData, ...]:
+        # No bot keeps a copy of who is paused: a pause book of this command's own will do.
+        return gathered(await self.memory(), PauseBook(self.db))
 
     def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:
         pass  # nothing of anyone is cached here beyond this command

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the client's path imports none of these
     from ground.checks import CheckResult
     from ground.config import Settings
     from ground.db import Database
+    from ground.person_data import PersonData
     from heartbeat.service import Heartbeat
     from memory.service import MemoryService
 
@@ -48,8 +49,8 @@ class Parts(Protocol):
 
     async def heartbeat(self) -> Heartbeat: ...
 
-    async def moved(self, old_person: str, new_person: str) -> dict[str, int]:
-        """Everything that follows a person after a link (memory, questions, pauses, goals); memory's counts."""
+    async def person_data(self) -> tuple[PersonData, ...]:
+        """Everything kept about a person (:func:`kith.person_data.gathered`): what a link moves, an export holds."""
         ...
 
     def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:

@@ -7,9 +7,10 @@
 """
 
 from memory.controls.authorisation import RefusalReason, Refused, Requester
-from memory.controls.pauses import PauseBook, pause_of
+from memory.controls.pauses import PauseBook
 from memory.controls.person_controls import MemoryControls, Resolution
 from memory.controls.questions import (
+    QUESTIONS_DATA,
     Answer,
     ConflictPair,
     DmTarget,
@@ -20,9 +21,9 @@ from memory.controls.questions import (
     parse_answer,
     pick_pair,
 )
-from memory.controls.questions import export_of as export_questions
 
 __all__ = [
+    "QUESTIONS_DATA",
     "Answer",
     "ConflictPair",
     "DmTarget",
@@ -36,8 +37,6 @@ __all__ = [
     "Resolution",
     "askable_pairs",
     "caps_allow",
-    "export_questions",
     "parse_answer",
-    "pause_of",
     "pick_pair",
 ]

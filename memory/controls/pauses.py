@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData
 
 pauses = sa.Table(
     "memory_pauses",
@@ -68,6 +69,12 @@ class PauseBook:
         moved = await self.db.run(_reassign_pause, old, new)
         await self.load()
         return moved
+
+    def person_data(self) -> PersonData:
+        """The pause as kept about a person (:mod:`ground.person_data`): this book moves it, so that its copy
+        of who is paused follows too."""
+        return PersonData("capture", tables=(pauses,), reassign=self.reassign, export_rows=pause_of,
+                          kept_by_forget="whether capture is paused, and since when; no words")
 
 
 __all__ = ["PauseBook", "pause_of", "pauses"]

@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData
 from ground.tunables import OPEN_QUESTIONS_PER_PERSON, QUESTIONS_PER_HOUR
 from memory.core.records import MemoryRecord, Origin, said_at
 
@@ -304,6 +305,12 @@ def _reassign(conn: Connection, old: str, new: str) -> int:
     return conn.execute(questions.update().where(questions.c.person == old).values(person=new)).rowcount
 
 
+QUESTIONS_DATA = PersonData(
+    "questions", tables=(questions,), move_rows=_reassign, export_rows=export_of,
+    kept_by_forget="memory ids and where each was asked, no words; one whose memory a forget removed is void "
+                   "when next read (QuestionBook.still_open)")
+
+
 AlsoInTransaction = Callable[[Connection, Question], None]
 
 
@@ -376,12 +383,9 @@ class QuestionBook:
                     by: str | None = None) -> bool:
         return await self.db.run(_close, question_id, status, answer, by, self.clock())
 
-    async def reassign(self, old: str, new: str) -> int:
-        """Questions follow the person when accounts are linked."""
-        return await self.db.run(_reassign, old, new)
-
 
 __all__ = [
+    "QUESTIONS_DATA",
     "Answer",
     "AskState",
     "ConflictPair",

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, as_utc, metadata
+from ground.person_data import PersonData
 from memory.core.records import MemoryCandidate, Source
 from memory.core.text import normalize
 
@@ -97,6 +98,11 @@ def _count(conn: Connection, person: str) -> int:
     )
 
 
+TOMBSTONES_DATA = PersonData(
+    "tombstones", tables=(tombstones,), move_rows=_reassign, export_rows=_count,  # a count: the rows are hashes
+    kept_by_forget="a forget writes them, so that what it removed is not captured again")
+
+
 class TombstoneBook:
     """The tombstones of every person, in the relational store."""
 
@@ -118,14 +124,12 @@ class TombstoneBook:
         return bool(sources) and all(
             key in forgotten and is_blocked(forgotten[key], [said]) for key, said in sources.items())
 
-    async def reassign(self, old: str, new: str) -> int:
-        return await self.db.run(_reassign, old, new)
-
     async def count(self, person: str) -> int:
         return await self.db.run(_count, person)
 
 
 __all__ = [
+    "TOMBSTONES_DATA",
     "TombstoneBook",
     "digest",
     "digests_of",

@@ -11,6 +11,7 @@ A goal is a direction, not a fact, so it is no memory; it sits beside capture an
 """
 
 from memory.goals.book import (
+    GOALS_DATA,
     GOALS_TOPIC,
     GoalBook,
     add,
@@ -26,6 +27,7 @@ from memory.goals.prompt_part import GoalsInContext
 from memory.goals.records import Goal, GoalStatus
 
 __all__ = [
+    "GOALS_DATA",
     "GOALS_TOPIC",
     "Goal",
     "GoalBook",

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from ground.days import local_day
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData
 from ground.tunables import GOALS_MAX_OPEN, GOALS_REWARM_MIN_S, SHARED_CACHE_TRUST_S
 from memory.forgetting import GOALS
 from memory.goals.records import Goal, GoalStatus
@@ -116,6 +117,10 @@ def reassign(conn: Connection, old: str, new: str) -> int:
     return moved
 
 
+GOALS_DATA = PersonData("goals", tables=(goals,), topic=GOALS_TOPIC, move_rows=reassign, export_rows=export_of,
+                        forgotten_by="memory.forgetting.scrub.scan")
+
+
 # --- the book ---------------------------------------------------------------------------------
 class GoalBook:
     """Goals of every person, in the relational store; ``tz`` decides what "today" is."""
@@ -201,13 +206,6 @@ class GoalBook:
     async def set_status(self, person: str, number: int, status: GoalStatus) -> Goal | None:
         try:
             return await self.db.run(set_status, person, number, status, self.clock())
-        finally:
-            self.db.mark(GOALS_TOPIC)
-
-    async def reassign(self, old: str, new: str) -> int:
-        """Goals follow the person when accounts are linked."""
-        try:
-            return await self.db.run(reassign, old, new)
         finally:
             self.db.mark(GOALS_TOPIC)
 

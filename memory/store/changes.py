@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData
 from ground.tunables import (
     CHANGE_LOG_KEEP,
     CHANGE_LOG_OVERLAP,
@@ -44,6 +45,13 @@ memory_changes = sa.Table(
     sa.Column("memory_id", sa.String(128), nullable=False),
     sa.Column("changed_at", UtcDateTime(), nullable=False),
 )
+
+
+CHANGES_DATA = PersonData(
+    "memory_changes", tables=(memory_changes,),
+    stays="a short log of which memory ids changed, for every process to read again; a move logs both people",
+    left_out="bookkeeping: the memories it names are in the export themselves",
+    kept_by_forget="memory ids and times, no words")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,4 +156,4 @@ class ChangeLog:
         return replace(found, version=version)
 
 
-__all__ = ["Catchup", "Change", "ChangeLog", "memory_changes"]
+__all__ = ["CHANGES_DATA", "Catchup", "Change", "ChangeLog", "memory_changes"]

@@ -274,7 +274,10 @@ class MemoryWrites(StoreParts):
 
     async def reassign(self, old: str, new: str, now: datetime | None = None) -> tuple[int, int]:
         """Move every note and memory of person ``old`` to ``new``; returns (notes, memories) moved."""
-        now = now or datetime.now(UTC)
+        return await self.reassign_notes(old, new), await self.reassign_memories(old, new, now)
+
+    async def reassign_notes(self, old: str, new: str) -> int:
+        """Move every staged note of person ``old`` to ``new``; returns how many moved."""
         moved_notes = 0
         while True:
             page = await self.chroma.run(
@@ -286,6 +289,12 @@ class MemoryWrites(StoreParts):
             await self.chroma.run(self._notes().update, ids=page["ids"], metadatas=metadatas)
             await self.catch_up.log_notes([(person, str(i)) for i in page["ids"] for person in (old, new)])
             moved_notes += len(page["ids"])
+        log.info("memory reassigned notes=%d", moved_notes)
+        return moved_notes
+
+    async def reassign_memories(self, old: str, new: str, now: datetime | None = None) -> int:
+        """Move every memory of person ``old`` to ``new`` (a new revision each, ``now``); returns how many."""
+        now = now or datetime.now(UTC)
         moved_memories = 0
         while True:
             page = await self.chroma.run(self._memories().get, where={"person": old}, include=[], limit=STORE_PAGE)
@@ -313,8 +322,8 @@ class MemoryWrites(StoreParts):
                     self.indexes.touched(record, space, vector=vector)
             await self.catch_up.log(pair for record, _s, _v in moved for pair in ((old, record.id), (new, record.id)))
             moved_memories += len(rows)
-        log.info("memory reassigned notes=%d memories=%d", moved_notes, moved_memories)
-        return moved_notes, moved_memories
+        log.info("memory reassigned memories=%d", moved_memories)
+        return moved_memories
 
 
 __all__ = ["Change", "MemoryNotFound", "MemoryWrites", "RevisionConflict"]
