@@ -5,9 +5,12 @@ is a substring of "I would never say I am vegan". :func:`check_support` takes on
 quotes and the person's turn texts they were found in, and applies these rules, in English, Polish
 and German (with the plainest French and Spanish negations, conditions, modals and family words as
 well), to each quote where it stands in its turn (an occurrence that passes every rule is enough).
-The rules read the turn, the quote and the memory with characters that show nothing removed and
-fullwidth and look-alike letters folded to what they look like ("nоt" with a Cyrillic "о" is "not",
-"？" is "?"), so no spelling trick hides a word from them; what is kept is what was typed.
+The rules read the turn, the quote and the memory through :func:`memory.core.text.fold`: every default-ignorable
+and bidirectional-control character removed (variation selectors, a right-to-left override), fullwidth forms
+folded and the confusables skeleton applied ("nоt" with a Cyrillic "о" or a Coptic "ⲟ" is "not", "？" is "?"),
+so no spelling trick hides a word from them; what is kept is what was typed. Word forms are compared through
+their dictionary forms too (:func:`memory.core.text.lemmas`: "esse"/"isst", "biorę"/"bierze"), so the rules
+follow the grammar, not lists of forms.
 
 1. **Whole words**: the quote neither starts nor ends inside a word ("vegan" out of "vegans").
 2. **A clause from its start**: the quote begins where a clause begins (the turn's or a sentence's
@@ -17,16 +20,19 @@ fullwidth and look-alike letters folded to what they look like ("nоt" with a Cy
    is not cut off ("I am vegan" out of "I doubt I am vegan" is refused).
 3. **Polarity**: the clause the quote stands in is negated ("not", "never", "n't", "nie", "nigdy",
    "nicht", "kein", ...) exactly when the memory is. Words that cut a clause down or undo it count as
-   negations ("rarely", "almost", "quit", "lost", "kaum", "rzadko"). The clause runs from the previous
+   negations ("rarely", "almost", "quit", "lost", "non-", "gave up", "got rid of", "kaum", "rzadko", and
+   any form of "aufgeben", "abschaffen", "rzucić", "pozbyć się"). The clause runs from the previous
    clause boundary (punctuation or a coordinating conjunction) to the next one or to a relative pronoun after
    the quote ("I have a cat that needs ..." is about the cat), so "I'm not a fan of cats,
    but I love dogs" supports "loves dogs", while "I would never say I am vegan" does not support "is vegan".
-   A comma before "that", "że", "dass" does not end the clause before it ("Nigdy nie powiedziałbym, że
-   jestem weganinem").
+   A comma before "that", "że", "dass" or a German "zu" infinitive does not end the clause before it
+   ("Nigdy nie powiedziałbym, że jestem weganinem"), and "or" (or "and" before an article) joining a phrase
+   without a subject of its own keeps it in the clause before: "I don't own a car or a bike" owns no bike.
 4. **Not hypothetical**: no condition anywhere in the sentence ("if", "unless", "in case", "assuming",
-   "gdyby", "jeśli", "wenn", "falls"; a concession such as "even if" is not one), and no modal, hedge,
-   wish, plan, obligation or future in the quote's clause ("would", "I'd", "might", "maybe", "want to",
-   "need", "should", "have to", "will", "going to", "byłbym", "chcę", "würde", "möchte", "muss") unless
+   "gdyby", "jeśli", "wenn", "falls"; "only if" is one too, a concession such as "even if" is not), and no
+   modal, hedge, wish, plan, obligation or future in the quote's clause ("would", "I'd", "might", "maybe",
+   "want to", "need", "should", "have to", "will", "going to", "thinking of", "about to", "byłbym", "chcę",
+   "będę", "würde", "möchte", "muss", "werde", "überlege") unless
    the memory carries a modal or wish of its own ("would like to", "wants to") or repeats the clause's,
    or says no more than what the clause's possessives name ("my dog Luna").
 5. **Not a question**: no question mark from the quote on (also one followed by an emoji, or fullwidth),
@@ -36,15 +42,22 @@ fullwidth and look-alike letters folded to what they look like ("nоt" with a Cy
 6. **Not reported**: no verb of saying, thinking, claiming or denying, nor a hearsay word, comes before
    the quote in its sentence or inside the quote ("my friend says I am vegan", "I think", "I deny",
    "apparently", "podobno", "angeblich"), nor trails it ("..., says my mum"), unless introduced by "as"
-   ("as I said").
+   ("as I said"); a verb of telling that opens the sentence as an order to hold back ("don't tell anyone
+   about my diagnosis", "Erzähl niemandem ...") is the person's own instruction, not a report. What follows
+   a colon after another person or their message ("Her message was: I am pregnant") is theirs.
 7. **Grounded**: every content word of the memory (its names, numbers, places and objects, and its
    verbs) appears in the quotes, allowing for inflection ("lives"/"live", "Krakowie"/"Kraków",
-   "wohnt"/"wohne"); numbers must appear exactly. Words that only refer to the person ("PERSON", their
-   name, pronouns), grammar words and words of wish or modality are exempt.
+   "wohnt"/"wohne", and by dictionary form); numbers, in digits or number words, match as whole values in
+   order ("1,200" is not "200", "12.05.1990" not "05.12.1990", "two" is "2"). Words that only refer to
+   the person ("PERSON", their name, pronouns), grammar words and words of wish or modality are exempt. A
+   name is bound to the noun it follows: "my dog is Rex and my cat is Luna" does not support "dog is Luna".
 8. **About the person**: a sentence about someone else is not a fact about the speaker. Every word for
    another person in the quote's clause ("my sister", "my therapist", "in my family", "mój brat",
    "meine Mutter") and the quote's opening word when it is capitalised and not grammar ("Tom is vegan")
-   must appear in the memory as well, unless the speaker is a subject beside them ("my wife and I"). A
+   must appear in the memory as well, unless the speaker is a subject beside them ("my wife and I"). Those
+   words are matched in any case form by dictionary form ("szwagrem", "teściowej", "mi jefe"); a clause whose
+   first word is followed by a verb in the third person ("ola lives ...", "jonas wohnt ...") has that word for
+   its subject, capitalised or not. A
    quote opening with a verb in the third person ("is vegan", "ist", "jest") has another subject, and a
    clause opening with the speaker's possessive ("my X is ...") is about X, which the memory must name.
 9. **The tense is kept**: a clause in the past ("used to", "früher", "dawniej"; "was", "had", "war",
@@ -56,10 +69,14 @@ fullwidth and look-alike letters folded to what they look like ("nоt" with a Cy
    ("I know that", "the truth is that"), or be in the memory too.
 11. **Their own words**: a quote inside quotation marks, in a sentence opened by ">", or after a
    forwarding header ("Fwd:") is someone else's text passed on.
-12. **Meant**: a tone tag anywhere in the message ("/s", "/j") or a joke marker after the quote ("jk",
-   "kidding", an eye-roll emoji) takes it back.
+12. **Meant**: a tone tag anywhere in the message ("/s", "/j"), a joke marker after the quote ("jk",
+   "kidding", an eye-roll or unamused emoji), a short take-back as the next sentence ("Not.", "haha no",
+   "Nie.", "Nicht.") or sarcasm opening the sentence ("Yeah right, ...", "No jasne, ...", "Ja klar, ...")
+   takes it back.
 
-The sentence (or sentences) the passing occurrence stands in is returned, so the receipt keeps it whole.
+The sentence (or sentences) the passing occurrence stands in is returned, with a short sentence that
+immediately follows it (a few words, or no letters at all: "Really!", an emoji), so the receipt keeps
+what was said whole.
 """
 
 from __future__ import annotations
@@ -71,7 +88,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ground.tunables import GROUNDING_MAX_ENDING_CHARS, PREFIX_MATCH_MIN_CHARS
-from memory.core.text import fold, is_stop_word, tokens, words_match
+from memory.core.text import fold, is_stop_word, lemmas, same_lemma, tokens, words_match
 
 
 class Unsupported(enum.StrEnum):
@@ -106,18 +123,28 @@ NEGATIONS = _set(
 # count as a negation, so the memory must carry one too (most simply, the same word). German "fast" is left
 # out: it is also the English adjective.
 LIMITERS = _set(
-    "hardly barely scarcely rarely seldom almost nearly quit quits stopped ceased lost sold failed",
+    "hardly barely scarcely rarely seldom almost nearly quit quits stopped ceased lost sold failed non",
     "rzadko ledwo ledwie prawie niemal",
     "kaum selten beinahe aufgehört verloren verkauft",
 )
 # Polish verbs of stopping, losing and selling inflect too much for a list: their stems.
 LIMITER_STEMS = ("przesta", "strac", "sprzeda")
+# Verbs that undo what follows, by their dictionary form, so every person, tense and participle counts: "ich
+# habe ... aufgegeben", "rzuciłem palenie", "pozbyłam się samochodu".
+LIMITER_LEMMAS = _set("aufgeben aufhören abschaffen verlieren", "rzucić przestać stracić pozbyć",
+                      "abandonner arrêter dejar abandonar")
+# Undoing spelt in two words: "I gave up smoking", "I got rid of my car".
+LIMITER_PHRASES = tuple((verb, particle) for verb, particle in (
+    *((v, "up") for v in "give gives gave given giving".split()),
+    *((v, "rid") for v in "get gets got gotten getting".split()),
+))
 CONDITIONALS = _set("if unless whether suppose supposing hypothetically assuming provided providing",
                     "jeśli jeżeli gdyby jeśliby czy", "wenn falls sofern ob angenommen vorausgesetzt",
                     "si")  # French and Spanish "if"
 # Conditions of more than one word: "in case I get the job, ...", "as long as I live here, ...".
 CONDITIONAL_PHRASES = (("in", "case"), ("as", "long", "as"), ("o", "ile"))
-CONCESSIVE_BEFORE_IF = _set("even as only nawet auch selbst")  # "even if", "auch wenn", "nawet jeśli"
+# "Only if" is a condition, not a concession: "I drink wine only if there is a wedding" says no more than "if".
+CONCESSIVE_BEFORE_IF = _set("even as nawet auch selbst")  # "even if", "auch wenn", "nawet jeśli"
 MODALS = _set(
     "would could might may maybe perhaps possibly probably wish",
     "bym byś by byłbym byłabym byłoby mógłbym mogłabym może chyba pewnie prawdopodobnie",
@@ -131,9 +158,14 @@ MODALS = _set(
     "werde werden wirst darf dürfte",
     "voudrais voudrait aimerais aimerait devrais devrait pourrais pourrait veux quiero quiere quisiera "
     "querría debería podría quizás quizá",
+    # The future and plans being weighed: "I'm considering ...", "będę pracować", "ich überlege, ...".
+    "considering contemplating będę będziesz będzie będziemy będziecie będą "
+    "überlege überlegt überlegen vorhabe vais voy",
 )
 # Modality spelt in more than one word: "I have to call my mom", "I'm going to quit my job".
-MODAL_PHRASES = (("have", "to"), ("has", "to"), ("had", "to"), ("going", "to"), ("got", "to"))
+MODAL_PHRASES = (("have", "to"), ("has", "to"), ("had", "to"), ("going", "to"), ("got", "to"),
+                 # A plan, not a fact: "I'm thinking of moving", "I'm about to quit".
+                 ("thinking", "of"), ("thinking", "about"), ("about", "to"))
 # Words that carry the modality or wish in the memory itself, and so may stand in it ungrounded.
 WISH_WORDS = _set(
     "would could might may maybe perhaps possibly probably want wants wanted wish wishes hope hopes hoping "
@@ -214,11 +246,34 @@ OTHER_PEOPLE = _set(
     "sœur soeur frère mère père mari femme fille fils ami amie copain copine hermana hermano madre padre "
     "esposa esposo marido novio novia amigo amiga hijo hija médico médecin",
 )
+# Relatives and roles by their dictionary form, so every case and number the lemmatiser knows counts
+# ("szwagrem", "teściowej", "Schwägerin", "jefes") without listing forms.
+OTHER_PEOPLE_LEMMAS = _set(
+    "stepbrother stepsister stepmother stepfather stepson stepdaughter nephew niece grandson granddaughter "
+    "grandchild fiancé husband wife partner boss supervisor colleague mentor coach nanny babysitter",
+    "szwagier szwagierka teść teściowa zięć synowa wnuk wnuczka bratanek bratanica siostrzeniec siostrzenica "
+    "narzeczony narzeczona partner partnerka kuzyn kuzynka szef szefowa kolega koleżanka sąsiad sąsiadka "
+    "przyjaciel przyjaciółka wujek ciocia babcia dziadek brat siostra mama tata matka ojciec syn córka mąż żona "
+    "lekarz lekarka terapeuta terapeutka",
+    "schwager schwägerin schwiegermutter schwiegervater schwiegersohn schwiegertochter enkel enkelin neffe "
+    "nichte verlobte verlobter stiefvater stiefmutter stiefbruder stiefschwester kollege kollegin nachbar "
+    "nachbarin freund freundin bruder schwester mutter vater sohn tochter chef chefin",
+    "jefe jefa cuñado cuñada suegro suegra tío tía primo prima abuelo abuela vecino vecina compañero compañera "
+    "sobrino sobrina nieto nieta hermano hermana",
+    "patron patronne oncle tante cousin cousine voisin voisine collègue neveu nièce frère sœur",
+)
+
+
+def _other_person(word: str) -> bool:
+    """``word`` names another person: a relative or a role, in any form."""
+    return word in OTHER_PEOPLE or not lemmas(word).isdisjoint(OTHER_PEOPLE_LEMMAS)
+
+
 # The speaker's possessives: a clause that opens with one ("my therapist is vegan") is about what follows it.
 POSSESSIVES = _set(
     "my our", "mój moja moje mojego mojej moi nasz nasza nasze nasi",
     "mein meine meinen meinem meiner meines unser unsere unserem unseren unserer",
-    "mon mes notre nos mis nuestro nuestra",
+    "mon mes notre nos mi mis nuestro nuestra",
 )
 # Words that name the person rather than something of theirs ("my name is Ana" is about the speaker).
 NAME_WORDS = _set("name names nickname imię imienia nazwisko spitzname")
@@ -252,7 +307,14 @@ FACTIVE = _set(
 # Tone tags and joke markers that take back what the message says: "I love Mondays /s", "... jk".
 _TONE_TAG = re.compile(r"(?:^|\s)/(?:s|sarc|sarcasm|j|jk|hj)(?=\W|$)", re.IGNORECASE)
 JOKE_WORDS = _set("jk kidding joking", "żartuję żart", "spaß scherz")
-JOKE_SIGNS = "🙄🙃"  # an eye-roll or an upside-down face after a statement marks it as not meant
+# An eye-roll, an upside-down, unamused, smirking or zany face after a statement marks it as not meant.
+JOKE_SIGNS = "🙄🙃😒😏🤪😜🤥"
+# Sarcasm said before the statement, at its sentence's start: "Yeah right, I love Mondays", "No jasne, ...".
+SARCASM_OPENERS = (("yeah", "right"), ("oh", "sure"), ("yeah", "sure"), ("as", "if"), ("no", "jasne"),
+                   ("jasne", "jasne"), ("ja", "klar"), ("na", "klar"), ("klar", "doch"), ("oh", "ja"))
+# A sentence after the statement this short (in words), or with no letters at all, belongs to it: a take-back
+# ("Not.", "haha no", "Nie.") undoes it, anything else ("Really!", an emoji) is kept in its receipt.
+SHORT_FOLLOW_UP_MAX_WORDS = 3
 # A forwarded or pasted message: a header such as "Fwd:" before the quote, or a ">" opening its sentence.
 _FORWARD_HEADER = re.compile(r"(?:^|\W)(?:fwd?|forwarded(?: message)?|wg|weitergeleitet\w*|pd|przekazan\w*)\s*:",
                              re.IGNORECASE)
@@ -328,6 +390,38 @@ _BOUNDARY_RE = re.compile(r"[,;:()]|\s[-–—]\s")
 _HEAD_BOUNDARY_RE = re.compile(r"[,;:()…\"“„«]|\s[-–—]\s|(?:^|\s)['‘]")
 
 
+# "Or" joins what the clause before it says no to as well: "I don't own a car or a bike" owns no bike. "And"
+# does when it joins a noun phrase ("kein Hund und keine Katze" aside, "I don't have a dog and a cat"); "but"
+# never does.
+POLISH_ONLY_COORDINATORS = _set("a")
+SCOPE_OR = _set("or nor lub albo ani oder noch ou ni o")
+SCOPE_AND = _set("and und et y")
+ARTICLES = _set("a an the", "ein eine einen einem einer eines der die das den dem des",
+                "un une le la les des el los las unos unas")
+
+
+def _joins_a_phrase(coordinator: str, conjunct: Sequence[str]) -> bool:
+    """Whether ``coordinator`` joins a phrase (``conjunct``, what follows it up to the quote's end) to the
+    clause before it, rather than opening a clause with a subject of its own: then what governs that clause
+    (a negation, a modal) governs the phrase too."""
+    if not conjunct or conjunct[0] in SUBJECT_PRONOUNS or conjunct[0] in FIRST_PERSON:
+        return False
+    if coordinator in SCOPE_OR:
+        return True
+    return coordinator in SCOPE_AND and conjunct[0] in ARTICLES
+
+
+def _infinitive_clause(rest: str) -> bool:
+    """``rest`` (what follows a comma) opens a German infinitive clause with "zu" and no subject of its own,
+    which the verb before the comma governs ("Ich plane, ... zu kaufen", "Ich habe vor, ... zu ziehen")."""
+    boundary = _BOUNDARY_RE.search(rest)
+    words = tokens(rest[:boundary.start()] if boundary is not None else rest)
+    return (
+        len(words) >= 2 and words[-2] == "zu" and words[-1].endswith("en")
+        and not any(w in SUBJECT_PRONOUNS for w in words)
+    )
+
+
 def _clause_around(sentence: str, start: int, end: int) -> str:
     """The clause(s) of ``sentence`` holding ``sentence[start:end]``: from the last boundary before the quote to
     the first one after it. Boundaries are punctuation and coordinating conjunctions."""
@@ -338,10 +432,18 @@ def _clause_around(sentence: str, start: int, end: int) -> str:
         following = tokens(head[m.end():m.end() + 12])
         if m.group() == "," and following and following[0] in COMPLEMENTISERS:
             continue
+        if m.group() == "," and _infinitive_clause(sentence[m.end():]):
+            continue  # "Ich überlege, nach Wien zu ziehen": what the verb before the comma governs
         cut = m.end()
     words = list(re.finditer(r"\w+(?:['’]\w+)*", head))
+    polish = _reads_polish(tokens(sentence))
     for m in words:
-        if m.start() >= cut and m.group().casefold() in COORDINATORS:
+        word = m.group().casefold()
+        if word in POLISH_ONLY_COORDINATORS and not polish:
+            continue  # English "a" is an article, not Polish "and"
+        if m.start() >= cut and word in COORDINATORS and not _joins_a_phrase(
+            m.group().casefold(), tokens(sentence[m.end():end])
+        ):
             cut = m.end()
     tail = sentence[end:]
     stop = len(tail)
@@ -381,7 +483,9 @@ def _negated(text: str) -> bool:
     return (
         _has(words, NEGATIONS | LIMITERS)
         or any(w.startswith(LIMITER_STEMS) for w in words)
+        or _has_phrase(words, LIMITER_PHRASES)
         or _FRENCH_ELIDED_NEGATION.search(text) is not None
+        or any(not lemmas(w).isdisjoint(LIMITER_LEMMAS) for w in words if not is_stop_word(w))
     )
 
 
@@ -501,8 +605,50 @@ def _question(sentence: str, start: int) -> bool:
     return len(words) >= 2 and words[0] in INVERTED_AUXILIARIES and words[1] in SUBJECT_PRONOUNS
 
 
+# What someone else wrote, posted or put up, by its dictionary form: after such a word and a colon comes their
+# text, not the person's ("Her message was: I am pregnant", "Jej wiadomość: jestem w ciąży").
+MESSAGE_LEMMAS = _set(
+    "message text note letter email mail sms post tweet status sign caption card headline title",
+    "wiadomość list napis notatka kartka esemes wpis post status tytuł",
+    "nachricht brief notiz zettel schild post status überschrift titel",
+    "mensaje carta nota cartel lettre mot panneau",
+)
+# Another person's possessives and pronouns: a colon after them hands the sentence to that person.
+THIRD_PERSON = _set("he she they his her their him them", "on ona oni one jej jego",
+                    "er sie ihr ihre ihren ihrem ihrer sein seine seinen seinem seiner", "su sus son sa ses leur")
+# An order opens a sentence with its verb, after these at most: "don't tell anyone about my diagnosis" is the
+# person's own instruction, not a report of telling.
+IMPERATIVE_LEADS = _set("do not don't dont never please pls just", "nie nigdy proszę", "bitte nie nicht niemals")
+
+
+def _after_someone_elses_colon(sentence: str, start: int) -> bool:
+    """The quote follows a colon whose head names another person or a message: their text, passed on."""
+    colon = sentence.rfind(":", 0, start)
+    if colon == -1:
+        return False
+    head = tokens(sentence[:colon])
+    return any(
+        w in THIRD_PERSON or _other_person(w) or not lemmas(w).isdisjoint(MESSAGE_LEMMAS)
+        for w in head if w not in FIRST_PERSON
+    )
+
+
+_NOBODY = NEGATIONS | _set("niemandem nikomu nikogo")
+
+
+def _imperative(words: Sequence[str], index: int) -> bool:
+    """``words[index]`` opens its sentence as an order to hold back: only negators and "please" come before
+    it, and a negator before it or right after it ("don't tell ...", "erzähl niemandem ...")."""
+    return all(w in IMPERATIVE_LEADS for w in words[:index]) and (
+        _has(words[:index], _NOBODY) or (index + 1 < len(words) and words[index + 1] in _NOBODY)
+    )
+
+
 def _reported(sentence: str, start: int, end: int) -> bool:
-    if any(_reporting(w) for w in tokens(sentence[:end])):
+    head = tokens(sentence[:end])
+    if any(_reporting(w) and not _imperative(head, i) for i, w in enumerate(head)):
+        return True
+    if _after_someone_elses_colon(sentence, start):
         return True
     tail = tokens(sentence[end:])
     for i, word in enumerate(tail):
@@ -532,20 +678,86 @@ def _grounded_word(word: str, quote_words: Sequence[str]) -> bool:
             and len(other) - common <= GROUNDING_MAX_ENDING_CHARS
         ):
             return True
-    return False
+    # Irregular forms no shared stem reveals ("esse"/"isst", "biorę"/"bierze", "told"/"tell"): by their
+    # dictionary forms, looked up last because it is the slowest.
+    return word.isalpha() and any(other.isalpha() and same_lemma(word, other) for other in quote_words)
+
+
+# Number words up to twelve in the five languages, so "two daughters" supports "2 daughters" and back. Words
+# that are also articles ("a", "ein", "un") are left out: they name no number.
+NUMBER_WORDS = {
+    word: str(value)
+    for value, spellings in enumerate((
+        "zero null cero zéro", "one jeden jedna jedno eins uno une", "two dwa dwie dwóch dwoje zwei dos deux",
+        "three trzy trzech troje drei tres trois", "four cztery czterech czworo vier cuatro quatre",
+        "five pięć pięciu fünf cinco cinq", "six sześć sześciu sechs seis", "seven siedem siedmiu sieben siete sept",
+        "eight osiem ośmiu acht ocho huit", "nine dziewięć dziewięciu neun nueve neuf",
+        "ten dziesięć dziesięciu zehn diez dix", "eleven jedenaście elf once onze", "twelve dwanaście zwölf doce douze",
+    ))
+    for word in spellings.split()
+}
+# A number as written: digits with the separators of thousands, decimals, dates and times inside it.
+_NUMBER = re.compile(r"(?<![\w.,:/])\d+(?:[.,:/'’]\d+)*(?![\w])")
+
+
+def _number_values(number: str) -> frozenset[str]:
+    """The whole values ``number`` may be: "1,500" and "1.500" are 1500 (or the decimals 1.5), "72,5" is 72.5,
+    "03.11.1988" is that date and "08:45" that time, each group without leading zeros. Never a part of it:
+    "1,500" is not 500, and "03.11.1988" is not "11.03.1988"."""
+    groups = re.split(r"[.,:/'’]", number)
+    if len(groups) == 1:
+        return frozenset({str(int(number))})
+    separators = re.findall(r"[.,:/'’]", number)
+    values = set()
+    if all(sep in ".,'’" for sep in separators) and len(set(separators)) == 1 and all(len(g) == 3 for g in groups[1:]):
+        values.add(str(int("".join(groups))))  # thousands
+    if len(groups) == 2 and separators[0] in ".,":
+        values.add(f"{int(groups[0])}.{groups[1].rstrip('0') or '0'}")  # a decimal
+    if not values:
+        kind = "t" if separators[0] == ":" else "d"
+        values.add(kind + ".".join(str(int(g)) for g in groups))
+    return frozenset(values)
+
+
+def _numbers(text: str) -> list[frozenset[str]]:
+    """The numbers of ``text`` in order, each as the whole values it may be, number words included."""
+    found: list[tuple[int, frozenset[str]]] = [(m.start(), _number_values(m.group())) for m in _NUMBER.finditer(text)]
+    for m in re.finditer(r"\w+", text):
+        value = NUMBER_WORDS.get(m.group().casefold())
+        if value is not None:
+            found.append((m.start(), frozenset({value})))
+    return [values for _, values in sorted(found, key=lambda f: f[0])]
+
+
+def _numbers_grounded(text: str, quotes: Sequence[str]) -> bool:
+    """Every number of the memory is a whole number of the quotes, and they come in the quotes' order."""
+    said = [values for q in quotes for values in _numbers(q)]
+    at = 0
+    for values in _numbers(text):
+        while at < len(said) and said[at].isdisjoint(values):
+            at += 1
+        if at == len(said):
+            return False
+        at += 1
+    return True
 
 
 def ungrounded_words(text: str, quotes: Sequence[str], person_words: frozenset[str] = frozenset()) -> list[str]:
-    """The content words of a memory's ``text`` that none of its ``quotes`` has (rule 7)."""
+    """The content words of a memory's ``text`` that none of its ``quotes`` has (rule 7); numbers, in digits or
+    words, are compared as whole values in order (a memory whose numbers the quotes lack gets "#")."""
     quote_words = [w for q in quotes for w in tokens(q)]
     missing = []
     for word in tokens(text):
-        if is_stop_word(word) and not word.isdigit():
+        if word.isdigit() or word in NUMBER_WORDS:
+            continue
+        if is_stop_word(word):
             continue
         if word in FREE_WORDS or word in WISH_WORDS or word in person_words:
             continue
         if not _grounded_word(word, quote_words):
             missing.append(word)
+    if not _numbers_grounded(text, quotes):
+        missing.append("#")
     return missing
 
 
@@ -594,13 +806,48 @@ def _about_someone_else(quote: str, clause: str, memory: str) -> bool:
             named.append(w)
         if named and not any(w in NAME_WORDS or _grounded_word(w, memory_words) for w in named):
             return True
-    others = [w for w in clause_words if w in OTHER_PEOPLE]
+    others = [w for w in clause_words if _other_person(w)]
+    if len(opening_words) >= 2 and _third_person_verb(opening_words[1]) and _could_be_a_subject(opening_words[0]):
+        others.append(opening_words[0])  # "marta works at a bank", "jonas wohnt in kiel": lower case or not
     opening = _CAPITALISED_START.match(quote)
     if opening is not None and opening.group("word")[0].isupper():
         first = tokens(opening.group("word"))
-        if first and not is_stop_word(first[0]) and first[0] not in FIRST_PERSON | FREE_WORDS | OPENERS:
+        if first and _could_be_a_subject(first[0]):
             others.append(first[0])
     return any(not _grounded_word(w, memory_words) for w in others)
+
+
+def _first_person_verb(word: str) -> bool:
+    """A Polish verb the speaker uses of themselves, which carries its own subject: "Pozbyłam", "rzuciłem",
+    "pracuję", "mieszkam" (by its dictionary form, so a noun ending in "m" is not one)."""
+    return word.endswith(("łem", "łam", "ę")) or (
+        word.endswith("m") and any(lemma.endswith("ć") for lemma in lemmas(word) - {word})
+    )
+
+
+def _could_be_a_subject(word: str) -> bool:
+    """``word`` may be the subject of its clause: a content word, not the speaker, a negator, an opener, a
+    leading phrase's first word or a verb in the first person."""
+    return not (
+        is_stop_word(word) or word in FIRST_PERSON or word in FREE_WORDS or word in OPENERS or word in NEGATIONS
+        or word in PREPOSITIONS or word in TIME_OPENERS or word in POSSESSIVES or word.endswith("ly")
+        or not word.isalpha() or _first_person_verb(word)
+    )
+
+
+def _third_person_verb(word: str) -> bool:
+    """``word`` is a verb in the third person, which the speaker does not use of themselves: "works" (the
+    speaker says "work"), "wohnt" ("wohne"), "mieszka" ("mieszkam"), "vive" ("vivo"), by its dictionary form."""
+    if word in THIRD_PERSON_OPENERS:
+        return True
+    forms = lemmas(word) - {word}
+    return any(
+        (lemma + "s" == word or lemma + "es" == word or (lemma.endswith("y") and lemma[:-1] + "ies" == word))
+        or (lemma.endswith("en") and word.endswith("t") and not word.endswith("et") and len(word) > 3)
+        or (lemma.endswith("ć") and word[-1:] in set("aei") and not word.endswith(("nie", "cie")))
+        or (lemma.endswith(("ar", "er", "ir")) and word[-1:] in set("ae") and len(word) > 3)
+        for lemma in forms
+    )
 
 
 def _only_what_they_have(memory: str, clause: str, person_words: frozenset[str]) -> bool:
@@ -733,6 +980,31 @@ def _not_their_own(text: str, sentence: str, start: int) -> bool:
     )
 
 
+def _short_follow_up(text: str, sentence_end: int) -> int:
+    """Where the short sentence right after ``text[:sentence_end]`` ends (a few words, or no letters: "Not!",
+    "haha no", "😊"), or ``sentence_end`` when the next sentence is not short or there is none."""
+    rest = text[sentence_end:]
+    if not rest.strip():
+        return sentence_end
+    stop = _SENTENCE_END.search(rest)
+    follow_end = sentence_end + (stop.end() if stop is not None else len(rest))
+    if len(tokens(text[sentence_end:follow_end])) > SHORT_FOLLOW_UP_MAX_WORDS:
+        return sentence_end
+    return follow_end
+
+
+def _takes_back(follow_up: str) -> bool:
+    """A short sentence after a statement that says no to it ("Not.", "Nope", "haha no", "Nicht.", "Nie.")."""
+    words = tokens(follow_up)
+    return _has(words, NEGATIONS | JOKE_WORDS | _set("nope nah nö nee")) or any(c in follow_up for c in JOKE_SIGNS)
+
+
+def _sarcastic_opening(sentence: str, start: int) -> bool:
+    """The sentence opens with a sarcasm marker before the quote: "Yeah right, I love Mondays"."""
+    head = tokens(sentence[:start])
+    return any(tuple(head[:len(p)]) == p for p in SARCASM_OPENERS)
+
+
 def _not_in_earnest(text: str, end: int) -> bool:
     """Rule 12: a tone tag anywhere in the message ("/s", "/j") or a joke marker after the quote ("... jk",
     "just kidding") takes back what it says."""
@@ -820,7 +1092,11 @@ def _judge_occurrence(
     clause = _clause_around(sentence, local_start, local_end)
     if _about_someone_else(quote, clause, memory):
         return Unsupported.NOT_GROUNDED
-    if _negated(clause) != _negated(memory) or _not_in_earnest(text, end):
+    follow_end = _short_follow_up(text, e)
+    if (
+        _negated(clause) != _negated(memory) or _not_in_earnest(text, end) or _takes_back(text[e:follow_end])
+        or _sarcastic_opening(sentence, local_start)
+    ):
         return Unsupported.NEGATED
     if _conditional(tokens(sentence)):
         return Unsupported.HYPOTHETICAL
@@ -830,13 +1106,52 @@ def _judge_occurrence(
         return Unsupported.PARTIAL
     if _in_the_past(clause, memory):
         return Unsupported.PAST
-    os, oe = view.original_span(original, s, e)
+    os, oe = view.original_span(original, s, follow_end)
     return original[os:oe]
 
 
 # The reasons in the order they are reported when no occurrence of a quote passes: the most telling first.
 _PRIORITY = [Unsupported.NOT_GROUNDED, Unsupported.NEGATED, Unsupported.REPORTED, Unsupported.HYPOTHETICAL,
              Unsupported.PAST, Unsupported.QUESTION, Unsupported.PARTIAL]
+
+
+# Words that bind a name to the noun before it: "my dog is Rex", "a dog called Rex", "Pies to Reksio", "der
+# Hund heißt Bello", "mi perro se llama Toby"; and the genitive links a memory puts between them ("the dog of
+# PERSON is Rex", "Der Hund von PERSON heißt Bello").
+BINDING_WORDS = _set("is was s called named", "to jest ma na imię nazywa się", "ist heißt hieß heisst hiess",
+                     "es se llama est appelle")
+_GENITIVE_LINKS = _set("of von de des del")
+_CASED_WORD = re.compile(r"\w+")
+
+
+def _name_bindings(text: str, skip: frozenset[str]) -> list[tuple[str, str]]:
+    """(noun, name) pairs of ``text``: a capitalised word that is not the text's first, and the word before it
+    across binding words only (and, in a memory, the person's names and genitive links): ("dog", "Rex") in "my
+    dog is Rex", none in "I moved to Berlin from Paris"."""
+    words = [m.group() for m in _CASED_WORD.finditer(text)]
+    pairs = []
+    for i, name in enumerate(words):
+        if i == 0 or not name[0].isupper() or name.casefold() in skip or name.isupper():
+            continue
+        j = i - 1
+        while j >= 0 and (words[j].casefold() in BINDING_WORDS or words[j].casefold() in skip):
+            j -= 1
+        if 0 <= j < i - 1 and words[j][0].isalpha() and not is_stop_word(words[j].casefold()):
+            pairs.append((words[j].casefold(), name.casefold()))
+    return pairs
+
+
+def _names_swapped(memory: str, quotes: Sequence[str], person_words: frozenset[str]) -> bool:
+    """Names are bound to the noun they follow: "my dog is Rex and my cat is Luna" does not support "the dog is
+    Luna". A memory binding a name to a noun is refused when the quotes bind that noun to another name and
+    never to this one."""
+    said = [pair for q in quotes for pair in _name_bindings(q, frozenset())]
+    skip = person_words | {"person"} | _GENITIVE_LINKS
+    for noun, name in _name_bindings(memory, skip):
+        bound = [n for h, n in said if words_match(h, noun) or same_lemma(h, noun)]
+        if bound and not any(words_match(n, name) for n in bound):
+            return True
+    return False
 
 
 def check_support(
@@ -862,6 +1177,6 @@ def check_support(
         if found is None:
             return next((r for r in _PRIORITY if r in reasons), Unsupported.PARTIAL)
         sentences.append(found)
-    if ungrounded_words(memory, quotes, person_words):
+    if ungrounded_words(memory, quotes, person_words) or _names_swapped(folded_memory, quotes, person_words):
         return Unsupported.NOT_GROUNDED
     return Supported(tuple(sentences))

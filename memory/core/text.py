@@ -7,9 +7,12 @@ Two different jobs live here and must not be confused:
 * :func:`tokens` / :func:`content_words` / :func:`words_match` are for *matching* (the
   merge/conflict gate and BM25): case-folded, NFKC, script-aware.
 * :func:`fold` is for *recognising* what a text says however it is spelled (the instruction and
-  authority rules): invisible format characters removed, NFKC, every letter that Unicode's
-  confusables table lists as a look-alike of an ASCII letter or digit (Cyrillic "о", Greek "ο",
-  dotless "ı", ...) replaced by it, case-folded. It never touches what is stored.
+  authority rules, the support rules): every default-ignorable and bidirectional-control character
+  removed (:func:`ground.visible_text.is_invisible`, the one definition redaction uses too: zero-width
+  characters, variation selectors, right-to-left overrides), NFKC, then the confusables skeleton: every
+  character that Unicode's confusables table lists as a look-alike of ASCII letters or digits
+  (Cyrillic "о", Greek "ο", Coptic "ⲟ", dotless "ı", ...) replaced by them, case-folded. It never
+  touches what is stored.
 
 Tokenisation by script:
 
@@ -37,6 +40,7 @@ from ground.tunables import (
     INFLECTION_MIN_STEM_CHARS,
     PREFIX_MATCH_MIN_CHARS,
 )
+from ground.visible_text import is_invisible
 
 # Shortest common stem two inflected forms may share ("kot"/"kota"/"kotem").
 
@@ -46,27 +50,20 @@ def normalize(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-# Characters that render as nothing but split a word for a matcher: zero-width space, joiners, the
-# soft hyphen, bidi controls, the BOM (all category Cf), plus the few invisible fillers outside Cf.
-_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u3164\uffa0")
-
-
-def is_invisible(char: str) -> bool:
-    """Whether ``char`` renders as nothing (and so only splits what a reader sees as one word)."""
-    return unicodedata.category(char) == "Cf" or char in _INVISIBLE_EXTRA
-
-
 @functools.cache
 def _confusable_folds() -> dict[int, str]:
-    """Every non-ASCII character Unicode lists as confusable with one ASCII letter or digit -> that
-    character, lower-cased. Letters with diacritics (Polish "ą", German "ä") are not in the table."""
+    """Every non-ASCII character Unicode's confusables table lists as a look-alike of ASCII letters or digits
+    -> those, lower-cased: the skeleton of a word, so Cyrillic "о", Greek "ο" and Coptic "ⲟ" read as "o",
+    and a ligature such as "ǉ" as "lj". Only targets made of letters and digits count, so punctuation
+    ("…", curly quotes) keeps its meaning, and letters with diacritics (Polish "ą", German "ä") are not in
+    the table."""
     folds: dict[int, str] = {}
     for char, glyphs in confusables_data.items():
         if len(char) != 1 or char.isascii():
             continue
         for glyph in glyphs:
             target = glyph["c"]
-            if len(target) == 1 and target.isascii() and target.isalnum():
+            if target.isascii() and target.isalnum():
                 folds[ord(char)] = target.lower()
                 break
     return folds
@@ -176,6 +173,10 @@ INFLECTION_SUFFIXES = _SHORT_STEM_SUFFIXES | frozenset(
 
 
 _CLITICS = frozenset(["s", "m", "re", "ve", "ll", "d"])  # it's, I'm, you're, we've, I'll, I'd
+# French (and Italian) elide a short word onto the next: "j'habite" is "je habite", "n'aime" is "ne aime", so
+# the verb is a word of its own and the negator stays one.
+_ELIDED = {"j": "je", "n": "ne", "l": "le", "d": "de", "m": "me", "t": "te", "s": "se", "c": "ce", "qu": "que",
+           "jusqu": "jusque", "lorsqu": "lorsque", "puisqu": "puisque"}
 
 
 def _word_tokens(word: str) -> list[str]:
@@ -184,6 +185,9 @@ def _word_tokens(word: str) -> list[str]:
     word = word.replace("’", "'")
     if word.endswith("n't"):
         return [word[:-3].replace("'", ""), "not"]
+    elided, _, rest = word.partition("'")
+    if elided in _ELIDED and rest and rest not in _CLITICS:
+        return [_ELIDED[elided], *_word_tokens(rest)]
     head, _, tail = word.rpartition("'")
     if tail in _CLITICS:
         word = head
@@ -244,6 +248,29 @@ def is_cjk_token(token: str) -> bool:
 
 def is_negation(token: str) -> bool:
     return token in NEGATION_WORDS or (is_cjk_token(token) and any(c in NEGATION_CHARS for c in token))
+
+
+# The languages whose lemmas :func:`lemmas` looks up: those the support rules read.
+LEMMA_LANGUAGES = ("en", "pl", "de", "fr", "es")
+
+
+@functools.lru_cache(maxsize=65536)
+def lemmas(token: str) -> frozenset[str]:
+    """The dictionary forms ``token`` (a :func:`tokens` token) may be of, in any of ``LEMMA_LANGUAGES``,
+    itself included: "esse" and "isst" are both "essen", "biorę" and "bierze" "brać", "told" "tell". Read
+    by simplemma, a maintained dictionary lemmatiser for dozens of languages (imported on first use: its
+    Polish dictionary takes seconds to load, and most texts are matched before it is needed)."""
+    if not token.isalpha() or is_cjk_token(token):
+        return frozenset({token})
+    import simplemma
+
+    return frozenset({token, *(simplemma.lemmatize(token, lang=language).casefold() for language in LEMMA_LANGUAGES)})
+
+
+def same_lemma(a: str, b: str) -> bool:
+    """Whether tokens ``a`` and ``b`` are forms of one word in one of ``LEMMA_LANGUAGES`` (irregular forms
+    included, which :func:`words_match` cannot see)."""
+    return a == b or not lemmas(a).isdisjoint(lemmas(b))
 
 
 def _same_inflected_stem(a: str, b: str) -> bool:
