@@ -44,31 +44,31 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from kith.commands import run_chat
+    from kith.app.run import run_chat
 
     return loop.run(run_chat(_settings(args), verbose=args.verbose))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     if config_path(args.config) is None and sys.stdin.isatty() and sys.stdout.isatty():
-        from kith.setup_cli import offer_setup  # imported only here: setup's modules cost other starts nothing
+        from kith.setup.wizard import offer_setup  # imported only here: setup's modules cost other starts nothing
 
         stop = offer_setup()
         if stop is not None:
             return stop
-    from kith.commands import run_all
+    from kith.app.run import run_all
 
     return loop.run(run_all(_settings(args), verbose=args.verbose))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from kith.doctor import run_doctor
+    from kith.operator.doctor import run_doctor
 
     return loop.run(run_doctor(config_path(args.config)))
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from kith.setup_cli import run_setup
+    from kith.setup.wizard import run_setup
 
     return run_setup(args.config)
 
@@ -110,16 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text, fn in commands:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(func=fn)
-    from kith.policy_cli import add_pairing_parser
+    from kith.operator.policy_cli import add_pairing_parser
 
     add_pairing_parser(sub).set_defaults(func=cmd_pairing)
-    from kith.memory_cli import add_memory_parser
+    from kith.operator.memory_cli import add_memory_parser
 
     add_memory_parser(sub).set_defaults(func=cmd_memory)
-    from kith.people_cli import add_people_parser
+    from kith.operator.people_cli import add_people_parser
 
     add_people_parser(sub).set_defaults(func=cmd_people)
-    from kith.heartbeat_cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser
+    from kith.operator.heartbeat_cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser
 
     add_consolidate_parser(sub).set_defaults(func=cmd_consolidate)
     add_heartbeat_parser(sub).set_defaults(func=cmd_heartbeat)

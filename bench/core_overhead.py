@@ -21,7 +21,8 @@ from bench.common import fake_model_process, percentile, summary_ms, verdict
 from ground import loop
 from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from ground.types import ChatKind, InboundMessage, OutboundMessage, RenderedChunk, SentMessage, utcnow
-from kith.app import build_app, freeze_startup_heap
+from kith.app.lifecycle import freeze_startup_heap
+from kith.app.wiring import build_app
 
 ROOT = Path(__file__).resolve().parent.parent
 

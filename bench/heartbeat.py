@@ -27,7 +27,7 @@ from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from ground.db import Database
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 from llm.client import LLMClient
 from memory import goals as goal_table
 from memory.capture import new_memory_id

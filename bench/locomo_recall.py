@@ -83,7 +83,7 @@ from bench.locomo_grid import (
 from ground import loop
 from ground.config import MemorySettings, RecallSettings, Settings
 from ground.db import Database
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 from memory.core import MemoryKind, MemoryRecord, Scope, Source
 from memory.encoders import CrossEncoderReranker, Embedder, EmbedderStatus, Vector, open_embedder, open_reranker
 from memory.recall import RecallEngine

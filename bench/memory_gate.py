@@ -25,7 +25,7 @@ from bench.common import peak_rss_mb, percentile, summary_ms, verdict
 from ground import loop
 from ground.config import LLMSettings, MemorySettings, Settings, StorageSettings
 from ground.db import Database
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 from llm.client import LLMClient
 from memory.capture import new_memory_id
 from memory.core import MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source

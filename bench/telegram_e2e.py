@@ -42,8 +42,9 @@ from bench.telegram_process import TelegramProcess, telegram_process
 from channels.telegram.settings import TelegramSettings
 from ground import loop
 from ground.config import DeliverySettings, LLMSettings, MemorySettings, StorageSettings
-from kith.app import build_app, freeze_startup_heap
-from kith.commands import platform_channels
+from kith.app.lifecycle import freeze_startup_heap
+from kith.app.run import platform_channels
+from kith.app.wiring import build_app
 from kith.settings import AppSettings
 from llm.client import import_litellm
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN

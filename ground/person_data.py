@@ -2,7 +2,7 @@
 account is linked, what the person's export holds of it, and what a forget does to it.
 
 Each feature that stores something about a person declares a :class:`PersonData` for it beside its tables.
-The wiring gathers every declaration (:mod:`kith.person_data`), as :mod:`kith.schema` gathers the tables;
+The wiring gathers every declaration (:mod:`kith.app.person_data`), as :mod:`kith.app.schema` gathers the tables;
 linking an account (``/link``, ``bot.py people link``) goes through that list with :func:`move_person`, and the
 export (``/export``, ``bot.py memory export``) with :func:`export_parts`, so a new kind of thing kept about a
 person is moved and exported the day it is declared, or its declaration says why not. A table with a person

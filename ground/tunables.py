@@ -303,7 +303,7 @@ CHANGE_LOG_OVERLAP = 256  # entries behind the cursor read again (late commits; 
 # wrote since a transaction of this process at most this old.
 SHARED_CACHE_TRUST_S = 0.5
 
-# --- Turns, linking and shutdown (conversation/core.py, conversation/linking.py, kith/app.py) ----------
+# --- Turns, linking and shutdown (conversation/core.py, conversation/linking.py, kith/app/lifecycle.py) ---
 MAX_TOOL_ROUNDS = 3  # tool calls the persona may chain in one reply
 MEMORY_SLOTS_TIMEOUT_S = 0.5  # memory must never hold a reply hostage
 LINK_CODE_LENGTH = 8
@@ -368,16 +368,16 @@ CONTROL_STOP_GRACE_S = 3.0  # a command still running in a bot that stops gets t
 CONTROL_REQUEST_MAX_BYTES = 1_000_000  # one request line; every real one is far smaller
 CONTROL_UNIX_PATH_MAX = 100  # bytes of a socket path every platform binds (macOS: 104); longer ones use TCP
 
-# --- Operator commands: progress on standard error (kith/progress.py) ----------------------
+# --- Operator commands: progress on standard error (kith/operator/progress.py) ----------------------
 PROGRESS_BAR_REDRAW_S = 0.1  # a live bar on a terminal is redrawn at most this often
 PROGRESS_LINE_EVERY_S = 5.0  # not on a terminal (a log, a pipe): one progress line this often
 
-# --- The terminal chat's log file (kith/logs.py) ---------------------------------
+# --- The terminal chat's log file (kith/app/logs.py) ---------------------------------
 LOG_FILE_MAX_BYTES = 5_000_000  # rotated past this size ...
 LOG_FILE_BACKUPS = 3  # ... keeping this many older files
 
-# --- doctor (kith/doctor.py) --------------------------------------------------------
+# --- doctor (kith/operator/doctor.py) --------------------------------------------------------
 DOCTOR_MODEL_TIMEOUT_S = 30.0  # its one real call to the model waits at most this long
 
-# --- setup (kith/setup_cli.py) ------------------------------------------------------
+# --- setup (kith/setup/wizard.py) ------------------------------------------------------
 SETUP_OLLAMA_LOOK_TIMEOUT_S = 3.0  # a local Ollama lists its models at once; past this it counts as not running

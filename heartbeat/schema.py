@@ -1,4 +1,4 @@
-"""The heartbeat's tables, for the wiring's list of every table (kith.schema)."""
+"""The heartbeat's tables, for the wiring's list of every table (kith.app.schema)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from ground.db import Database
 from ground.types import ButtonPress, ChatKind, InboundMessage
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 
 _ids = itertools.count(1)
 

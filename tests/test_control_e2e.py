@@ -19,7 +19,7 @@ from typing import Any
 
 from ground.instance import Role, read_holder
 from ground.types import utcnow
-from kith.app import open_database
+from kith.app.wiring import open_database
 from kith.settings import load_settings
 from llm.client import LLMClient
 from memory.service import MemoryService

@@ -10,7 +10,7 @@ import pytest
 
 from conversation.context import max_prompt_chars
 from ground.config import HistorySettings, LLMSettings
-from kith.app import build_app, open_database
+from kith.app.wiring import build_app, open_database
 from llm.client import HONEST_FAILURE_REPLY
 from people import history
 from tests.helpers import inbound

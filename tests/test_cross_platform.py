@@ -11,9 +11,9 @@ import json
 from channels.slack.settings import SlackSettings
 from channels.telegram.settings import TelegramSettings
 from ground.config import DeliverySettings, MemorySettings
-from kith.app import build_app
-from kith.commands import platform_channels
-from kith.policy_cli import run_pairing
+from kith.app.run import platform_channels
+from kith.app.wiring import build_app
+from kith.operator.policy_cli import run_pairing
 from llm.client import import_litellm
 from people import directory
 from policy.store import load

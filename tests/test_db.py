@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from ground.db import Connection, Database
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 from people import history
 
 

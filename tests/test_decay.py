@@ -17,7 +17,7 @@ from heartbeat.decay import Decay, SensitiveTopics
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from kith.control.parts import Console
-from kith.heartbeat_cli import undo_decay_body
+from kith.operator.heartbeat_cli import undo_decay_body
 from llm.client import LLMClient
 from memory.capture.merge_gate import Outcome
 from memory.core.records import Horizon, MemoryCandidate, MemoryKind, MemoryRecord, Scope, Source, Status

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ground.config import MemorySettings
-from kith.doctor import check_entailment
+from kith.operator.doctor import check_entailment
 from kith.settings import AppSettings
 from memory.capture.validation import RejectReason, validate_extraction
 from memory.core.records import AuthorRole, Scope, Turn

@@ -24,10 +24,11 @@ from ground.types import ChatKind, InboundMessage, OutboundMessage
 from heartbeat.consolidation import consolidation_chunks
 from heartbeat.decay import decay_retirements, decay_runs
 from heartbeat.due import mark_handled
-from kith import schema  # noqa: F401  (gathers every table into the metadata)
-from kith.app import App, build_app
+from kith.app import schema  # noqa: F401  (gathers every table into the metadata)
+from kith.app.lifecycle import App
+from kith.app.wiring import build_app
 from kith.control.dispatch import run_command
-from kith.memory_cli import add_memory_parser
+from kith.operator.memory_cli import add_memory_parser
 from memory.store.notes import Note
 from people import directory, history
 from tests.conftest import ROOT

@@ -16,9 +16,14 @@ import sqlalchemy as sa
 from delivery import outbox
 from ground.config import Settings
 from ground.types import utcnow
-from kith.app import open_database
+from kith.app.wiring import open_database
 from kith.control.dispatch import run_command
-from kith.heartbeat_cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser, add_undo_decay_action
+from kith.operator.heartbeat_cli import (
+    add_consolidate_parser,
+    add_decay_parser,
+    add_heartbeat_parser,
+    add_undo_decay_action,
+)
 from memory import goals
 from people import directory, history
 from tests.fakes.openai_api import FakeOpenAI, Scripted

@@ -162,7 +162,8 @@ async def test_a_job_function_called_without_the_runner_says_so() -> None:
 
 
 async def test_start_heartbeat_wires_into_a_built_app(fake_llm: FakeOpenAI, make_settings: Any) -> None:
-    from kith.app import build_app, start_heartbeat
+    from kith.app.lifecycle import start_heartbeat
+    from kith.app.wiring import build_app
 
     app = await build_app(make_settings(fake_llm), warm_llm=False)
     try:

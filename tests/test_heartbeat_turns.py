@@ -20,7 +20,7 @@ from heartbeat.scheduler import PERSON_JOB_PREFIX
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings
 from kith.control.parts import Console
-from kith.heartbeat_cli import heartbeat_body
+from kith.operator.heartbeat_cli import heartbeat_body
 from llm.client import LLMClient
 from memory.core.records import Horizon, MemoryCandidate, MemoryKind, Source
 from memory.goals import GoalStatus

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ground.config import LLMSettings
-from kith.hints import llm_failure_hint
+from kith.operator.hints import llm_failure_hint
 from llm.client import LLMError
 
 

@@ -11,8 +11,8 @@ import pytest
 from conversation import history_window
 from conversation.history_window import Window, WindowCache, extend, read_window, still_tail, window_after
 from ground.db import Database
-from kith.app import build_app
-from kith.schema import create_schema
+from kith.app.schema import create_schema
+from kith.app.wiring import build_app
 from people import history
 from people.history import StoredMessage, Summary
 from tests.helpers import inbound

@@ -14,7 +14,7 @@ from channels.discord.translate import translate_message as translate_discord
 from channels.slack.translate import translate_block_action, translate_event
 from ground.config import Settings
 from ground.types import ButtonPress, ChatKind, InboundMessage, well_formed
-from kith.app import App
+from kith.app.lifecycle import App
 from llm.client import import_litellm
 from people import history
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401

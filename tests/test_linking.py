@@ -14,9 +14,9 @@ import logging
 from channels.telegram.settings import TelegramSettings
 from channels.terminal import TerminalChannel
 from ground.config import DeliverySettings, MemorySettings
-from kith.app import build_app
-from kith.commands import platform_channels
-from kith.people_cli import run_people
+from kith.app.run import platform_channels
+from kith.app.wiring import build_app
+from kith.operator.people_cli import run_people
 from llm.client import import_litellm
 from people import directory
 from tests.fakes.openai_api import Scripted
@@ -182,7 +182,7 @@ async def test_guessing_codes_stops_after_five_failures_and_is_logged(telegram_a
 
 
 def test_people_command_links_lists_and_unlinks(make_settings, capsys) -> None:
-    from kith.app import open_database
+    from kith.app.wiring import open_database
 
     settings = make_settings()
     db = open_database(settings)
@@ -209,7 +209,7 @@ def test_people_command_links_lists_and_unlinks(make_settings, capsys) -> None:
 def test_people_link_moves_goals_and_pauses_too(make_settings, capsys) -> None:
     from datetime import UTC, datetime
 
-    from kith.app import open_database
+    from kith.app.wiring import open_database
     from memory import goals
     from memory.controls import PauseBook
 

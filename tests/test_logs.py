@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kith.logs import FileLog, log_to_file
+from kith.app.logs import FileLog, log_to_file
 
 FULL_DISK = Path("/dev/full")  # every write to it fails with "No space left on device"
 needs_full_disk = pytest.mark.skipif(not FULL_DISK.exists(), reason="no /dev/full here")

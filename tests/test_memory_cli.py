@@ -22,10 +22,10 @@ import pytest
 from ground.config import Settings
 from ground.db import Database
 from ground.types import printable_name
-from kith.app import open_database
+from kith.app.person_export import PersonExport
+from kith.app.wiring import open_database
 from kith.control.dispatch import run_command
-from kith.memory_cli import add_memory_parser
-from kith.person_export import PersonExport
+from kith.operator.memory_cli import add_memory_parser
 from llm.client import LLMClient
 from memory.core.records import MemoryKind
 from memory.forgetting import journal as journal_module
@@ -242,7 +242,7 @@ def test_an_unknown_account_is_an_error(
 
 def test_building_the_parser_imports_nothing_heavy() -> None:
     probe = (
-        "import argparse, sys; from kith.memory_cli import add_memory_parser; "
+        "import argparse, sys; from kith.operator.memory_cli import add_memory_parser; "
         "add_memory_parser(argparse.ArgumentParser().add_subparsers()); "
         "print(sorted(m for m in ('chromadb', 'litellm', 'sqlalchemy') if m in sys.modules))"
     )

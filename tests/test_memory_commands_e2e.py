@@ -18,9 +18,10 @@ import pytest
 from channels.telegram.settings import TelegramSettings
 from conversation.memory_commands import MemoryCommands, QuestionSender
 from ground.config import DeliverySettings
-from kith.app import App, build_app
-from kith.commands import platform_channels
-from kith.policy_cli import run_pairing
+from kith.app.lifecycle import App
+from kith.app.run import platform_channels
+from kith.app.wiring import build_app
+from kith.operator.policy_cli import run_pairing
 from kith.settings import AppSettings
 from llm.client import import_litellm
 from memory.capture.merge_gate import Outcome

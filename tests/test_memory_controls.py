@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ground.db import Database
-from kith.person_export import PersonExport
+from kith.app.person_export import PersonExport
 from llm.client import LLMClient
 from memory.capture.merge_gate import Outcome
 from memory.controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester

@@ -21,8 +21,8 @@ import pytest
 
 from ground.config import LLMSettings, StorageSettings
 from ground.tunables import MODEL_PROCESS_CALL_RESENDS
-from kith.app import build_app
-from kith.model_start import new_model_process, start_early
+from kith.app.model_start import new_model_process, start_early
+from kith.app.wiring import build_app
 from kith.settings import AppSettings
 from llm.client import LLMClient, LLMError, call_litellm, import_litellm, with_api_key
 from llm.process import WORKER_COMMAND, ModelProcess

@@ -18,10 +18,11 @@ import pytest
 from ground.db import metadata
 from ground.person_data import PersonData, export_parts, move_person
 from ground.types import InboundMessage, OutboundMessage
-from kith import schema  # noqa: F401  (gathers every table into the metadata)
-from kith.app import App, build_app
+from kith.app import schema  # noqa: F401  (gathers every table into the metadata)
+from kith.app.lifecycle import App
+from kith.app.person_export import PersonExport
+from kith.app.wiring import build_app
 from kith.control.local import LocalParts
-from kith.person_export import PersonExport
 from memory.controls.questions import questions
 from memory.store import Note
 from people import directory

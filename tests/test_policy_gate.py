@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from ground.types import ChatKind, OutboundMessage
-from kith.app import open_database
-from kith.policy_cli import run_pairing
+from kith.app.wiring import open_database
+from kith.operator.policy_cli import run_pairing
 from people import directory
 from policy import store
 from policy.gate import PolicyGate

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ground.private_files import looser_than_owner, tighten
-from kith.doctor import check_data_dir, run_doctor
+from kith.operator.doctor import check_data_dir, run_doctor
 from tests.conftest import ROOT, write_config
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")

@@ -20,7 +20,7 @@ from ground.config import BudgetSettings, RecallSettings
 from ground.db import Database
 from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind, InboundMessage
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 from memory.core.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.forgetting import Forgetter, TombstoneBook
 from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)

@@ -14,7 +14,7 @@ import pytest
 from bench.locomo_grid import KS, Axes, best_on_all, grid_recall, leave_one_out, question_arrays, rank_grid
 from ground.config import RecallSettings
 from ground.db import Database
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.recall.engine import Gathered, RecallEngine
 from memory.recall.ranking import RecallMatch

@@ -16,7 +16,7 @@ import pytest
 
 from ground.config import RecallSettings
 from ground.db import Database
-from kith.schema import create_schema
+from kith.app.schema import create_schema
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.core.timeline import ChatTimelines
 from memory.recall.engine import RecallEngine

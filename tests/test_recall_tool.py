@@ -11,7 +11,8 @@ import pytest
 
 from ground.config import Settings
 from ground.types import ChatKind
-from kith.app import App, build_app
+from kith.app.lifecycle import App
+from kith.app.wiring import build_app
 from memory.core.records import Scope
 from memory.recall import RecallEngine, UseRecorder
 from memory.recall.prompt_part import RecallMemoryContext

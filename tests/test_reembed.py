@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 from ground.config import Settings
-from kith.app import build_app
+from kith.app.wiring import build_app
 from kith.control.dispatch import run_command
 from kith.control.live import LiveParts
 from kith.control.operations import run_operation
 from kith.control.parts import Console
-from kith.memory_cli import add_memory_parser
-from kith.progress import ProgressShown, progress_text
+from kith.operator.memory_cli import add_memory_parser
+from kith.operator.progress import ProgressShown, progress_text
 from memory.encoders.embedders import EmbedderStatus
 from memory.store import reembed
 from memory.store.chroma import REBUILD_SUFFIX, VECTOR_KEY, ChromaCollections, Collection, make_client
@@ -251,7 +251,7 @@ async def test_the_command_shows_progress_then_says_nothing_is_left(
     settings = _fake_settings(tmp_path, fake_llm)
     await _fill(settings, Words("test-old", 8))
     fake_llm.embed_delay_s = 0.05
-    monkeypatch.setattr("kith.progress.PROGRESS_LINE_EVERY_S", 0.1)
+    monkeypatch.setattr("kith.operator.progress.PROGRESS_LINE_EVERY_S", 0.1)
     code, out, err = await asyncio.to_thread(_run, settings)
     assert code == 0, err
     lines = err.splitlines()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ground.config import RecallSettings
-from kith.app import build_app
+from kith.app.wiring import build_app
 from memory.encoders.embedders import EmbedderUnavailable, OnnxEmbedder
 from memory.encoders.encoder_files import locate, open_graph
 from memory.encoders.onnx_encoder import EncoderBuildError

@@ -15,7 +15,7 @@ from ground.config import Settings
 from ground.db import Database
 from ground.tunables import INBOUND_DEDUPE_DAYS, RETENTION_INTERVAL_S
 from ground.types import OutboundMessage
-from kith.app import build_app
+from kith.app.wiring import build_app
 from tests.fakes.openai_api import FakeOpenAI
 from tests.helpers import FakeClock
 from tests.support.delivery import SteppedSleep

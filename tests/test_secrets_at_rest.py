@@ -19,7 +19,7 @@ from typing import Any
 from delivery import outbox
 from ground.config import MemorySettings, Settings
 from ground.types import utcnow
-from kith.app import App
+from kith.app.lifecycle import App
 from llm.client import import_litellm
 from people import directory
 from tests.fakes.openai_api import FakeOpenAI, Scripted

@@ -22,10 +22,10 @@ import pytest
 
 from ground.config import ConfigError
 from ground.env_file import EnvFileError, format_env_line, parse_env, update_env_text
-from kith import setup_files
 from kith.settings import load_settings
-from kith.setup_cli import Dialogue, run_setup
-from kith.setup_files import edit_config_text
+from kith.setup import files as setup_files
+from kith.setup.files import edit_config_text
+from kith.setup.wizard import Dialogue, run_setup
 from tests.conftest import ROOT
 from tests.fakes.ollama_api import FakeOllama
 from tests.fakes.openai_api import FakeOpenAI

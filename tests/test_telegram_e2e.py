@@ -17,8 +17,8 @@ from delivery.worker import DeliveryWorker
 from ground.config import Settings
 from ground.db import Database
 from ground.types import ChatKind, OutboundMessage
-from kith.app import App
-from kith.policy_cli import run_pairing
+from kith.app.lifecycle import App
+from kith.operator.policy_cli import run_pairing
 from llm.client import import_litellm
 from policy.store import load
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401

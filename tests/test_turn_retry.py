@@ -15,7 +15,7 @@ from delivery import inbox
 from delivery.inbox import UNHANDLED_REPLY, Inbox
 from ground.config import Settings
 from ground.tunables import INBOX_REPLAYS_MAX
-from kith.app import App
+from kith.app.lifecycle import App
 from llm.client import import_litellm
 from people import history
 from tests.fakes.openai_api import FakeOpenAI

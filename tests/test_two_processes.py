@@ -21,7 +21,7 @@ from ground.types import utcnow
 from heartbeat.scheduler import CONSOLIDATION_JOB, HEARTBEAT_JOB, HeartbeatScheduler
 from heartbeat.service import build_heartbeat
 from heartbeat.settings import HeartbeatSettings, resolve_timezone
-from kith.app import open_database
+from kith.app.wiring import open_database
 from kith.settings import load_settings
 from memory import goals
 from people import directory, history

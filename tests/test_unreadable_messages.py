@@ -22,9 +22,10 @@ from ground.config import DeliverySettings, MemorySettings
 from ground.db import Database
 from ground.types import ChatKind, InboundMessage
 from ground.wording import unreadable_reply
-from kith.app import App, build_app
-from kith.commands import platform_channels
-from kith.policy_cli import run_pairing
+from kith.app.lifecycle import App
+from kith.app.run import platform_channels
+from kith.app.wiring import build_app
+from kith.operator.policy_cli import run_pairing
 from llm.client import import_litellm
 from people.history import messages
 from policy.ratelimit import RATE_LIMIT_NOTICE

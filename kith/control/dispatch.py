@@ -33,7 +33,7 @@ from kith.control.endpoint import ControlRefused, Transport, transport_for
 from kith.control.frames import BadRequest, Request
 from kith.control.operations import operation_of, request_args, run_operation
 from kith.control.parts import Console
-from kith.memory_cli import forget_in_terminal, save_export
+from kith.operator.memory_cli import forget_in_terminal, save_export
 
 if TYPE_CHECKING:
     from kith.control.local import LocalParts

@@ -22,7 +22,7 @@ from memory.encoders import embedder_result
 from memory.service import MemoryService
 
 if TYPE_CHECKING:
-    from kith.app import App
+    from kith.app.lifecycle import App
 
 
 class LiveParts:

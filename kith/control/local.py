@@ -17,10 +17,10 @@ from ground.db import Database
 from ground.person_data import PersonData
 from ground.types import utcnow
 from heartbeat.service import Heartbeat, build_heartbeat
-from kith import store_checks
-from kith.app import open_database
-from kith.memory_cli import NOT_NEEDED
-from kith.person_data import gathered
+from kith.app.person_data import gathered
+from kith.app.wiring import open_database
+from kith.operator import store_checks
+from kith.operator.memory_cli import NOT_NEEDED
 from llm.client import LLMClient
 from memory.controls import PauseBook, QuestionBook
 from memory.encoders import EmbedderStatus

@@ -54,7 +54,8 @@ async def store_checks_body(parts: Parts, _args: argparse.Namespace, console: Co
     return 0
 
 
-M, P, H = "kith.memory_cli:", "kith.people_cli:", "kith.heartbeat_cli:"
+M, P, H = "kith.operator.memory_cli:", "kith.operator.people_cli:", "kith.operator.heartbeat_cli:"
+PAIRING = "kith.operator.policy_cli:pairing_body"
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("memory.list", M + "list_body", {**WHO, "notes": FLAG, "all": FLAG}, writes=False),
     Operation("memory.show", M + "show_body", {**WHO, "memory_id": TEXT}, writes=False),
@@ -67,9 +68,9 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("people.list", P + "list_body", writes=False),
     Operation("people.link", P + "link_body", {"account": TEXT, "to": TEXT}),
     Operation("people.unlink", P + "unlink_body", {"account": TEXT}),
-    Operation("pairing.list", "kith.policy_cli:pairing_body", {"pairing_action": TEXT}, writes=False),
-    Operation("pairing.approve", "kith.policy_cli:pairing_body", {"pairing_action": TEXT, "code": TEXT, "owner": FLAG}),
-    Operation("pairing.revoke", "kith.policy_cli:pairing_body", {"pairing_action": TEXT, "account": TEXT}),
+    Operation("pairing.list", PAIRING, {"pairing_action": TEXT}, writes=False),
+    Operation("pairing.approve", PAIRING, {"pairing_action": TEXT, "code": TEXT, "owner": FLAG}),
+    Operation("pairing.revoke", PAIRING, {"pairing_action": TEXT, "account": TEXT}),
     Operation("consolidate", H + "consolidate_body", heartbeat_job=True),
     Operation("heartbeat", H + "heartbeat_body", {"any_hour": FLAG}, heartbeat_job=True),
     Operation("decay", H + "decay_body", heartbeat_job=True),

@@ -50,7 +50,8 @@ class Parts(Protocol):
     async def heartbeat(self) -> Heartbeat: ...
 
     async def person_data(self) -> tuple[PersonData, ...]:
-        """Everything kept about a person (:func:`kith.person_data.gathered`): what a link moves, an export holds."""
+        """Everything kept about a person (:func:`kith.app.person_data.gathered`): what a link moves, what an
+        export holds."""
         ...
 
     def changed(self, person: str, conversations: tuple[str, ...] = ()) -> None:

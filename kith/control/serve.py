@@ -1,4 +1,5 @@
-"""Start a running bot's control channel over its parts (:meth:`kith.app.App.running` calls this once started)."""
+"""Start a running bot's control channel over its parts (:meth:`kith.app.lifecycle.App.running` calls this once
+started)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kith.control.parts import Console
 from kith.control.server import ControlServer
 
 if TYPE_CHECKING:  # the app serves this channel (App.running): it imports this module
-    from kith.app import App
+    from kith.app.lifecycle import App
 
 log = logging.getLogger("kith.control")
 

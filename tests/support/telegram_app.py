@@ -14,8 +14,9 @@ import pytest
 
 from channels.telegram.settings import TelegramSettings
 from ground.config import DeliverySettings
-from kith.app import App, build_app
-from kith.commands import platform_channels
+from kith.app.lifecycle import App
+from kith.app.run import platform_channels
+from kith.app.wiring import build_app
 from kith.settings import AppSettings
 from tests.conftest import ROOT
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi

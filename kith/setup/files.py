@@ -25,7 +25,7 @@ from ground.env_file import parse_env, update_env_text
 from ground.private_files import write_private_atomically
 from kith.settings import env_file_beside, load_settings
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
 HEADER = ("# kith configuration, written by `bot.py setup`. Keys not here keep their defaults, documented in\n"
           "# config.example.toml. No secret is in this file: the variables it names hold them, in the environment or\n"
           "# in .env beside this file.\n")

@@ -27,7 +27,7 @@ from ground import loop
 from ground.config import ConfigError, LLMSettings
 from ground.private_files import write_private_atomically
 from kith.settings import AppSettings, default_config_path, env_file_beside, load_settings, read_env_file
-from kith.setup_checks import (
+from kith.setup.checks import (
     OllamaFound,
     check_discord,
     check_model,
@@ -38,7 +38,7 @@ from kith.setup_checks import (
     look_for_ollama,
     ollama_base,
 )
-from kith.setup_files import WriteFailed, check_loads, make_plan, write_plan
+from kith.setup.files import WriteFailed, check_loads, make_plan, write_plan
 
 log = logging.getLogger("kith.setup")
 

@@ -10,7 +10,7 @@ STORE_CHECKS = ("database", "chroma", "embedder")
 
 
 async def check_database(settings: Settings) -> CheckResult:
-    from kith.app import open_database
+    from kith.app.wiring import open_database
 
     try:
         db = open_database(settings)

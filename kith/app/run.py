@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING
 
 from ground.instance import AlreadyRunning, DataDirLock, take_for_bot
 from ground.types import Channel
-from kith.hints import llm_failure_hint
-from kith.logs import log_to_file
-from kith.model_start import new_model_process, start_early
+from kith.app.logs import log_to_file
+from kith.app.model_start import new_model_process, start_early
+from kith.operator.hints import llm_failure_hint
 from kith.settings import AppSettings
 from llm.client import LLMError
 from llm.process import ModelProcess
 
 if TYPE_CHECKING:
-    from kith.app import App
+    from kith.app.lifecycle import App
 
 PLATFORM_ENV_HINT = (
     "no platform credentials found; set {telegram} for Telegram, {slack} (and {slack_app} for Socket Mode) "
@@ -43,7 +43,7 @@ BuildApp = Callable[..., Awaitable["App"]]
 def _load_wiring() -> BuildApp:
     # Chroma and every part come in with it (about a second): imported here, on a thread, not when this
     # module is, so the model process is already loading litellm on the other core meanwhile.
-    from kith.app import build_app
+    from kith.app.wiring import build_app
 
     return build_app
 

@@ -74,7 +74,7 @@ def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
     text = ("give every stored memory and note a vector from the configured embedder, with progress; "
             "run it again after an interruption to continue")
     actions.add_parser("reembed", help=text, description=text)
-    from kith.heartbeat_cli import add_undo_decay_action
+    from kith.operator.heartbeat_cli import add_undo_decay_action
 
     add_undo_decay_action(actions)
     return parser
@@ -303,7 +303,7 @@ async def export_body(parts: Parts, args: argparse.Namespace, console: Console) 
     person = await person_of(parts, args, console)
     if person is None:
         return 2
-    from kith.person_export import PersonExport
+    from kith.app.person_export import PersonExport
     from memory.forgetting import erase_json
 
     service = await parts.memory()
@@ -351,7 +351,7 @@ async def reembed_body(parts: Parts, _args: argparse.Namespace, console: Console
 
 
 async def _migrate(chroma: ChromaCollections, source: VectorSource, console: Console) -> int:
-    from kith.progress import ProgressShown, duration
+    from kith.operator.progress import ProgressShown, duration
     from memory.store import Collection, Progress
 
     space = source.space

@@ -18,7 +18,7 @@ from channels.slack.settings import SlackSettings
 from channels.telegram.settings import TelegramSettings
 from ground.config import LLMSettings
 from ground.tunables import SETUP_OLLAMA_LOOK_TIMEOUT_S
-from kith.setup_files import environment_restored
+from kith.setup.files import environment_restored
 from llm.probe import DEFAULT_OLLAMA_BASE, OLLAMA_PROVIDERS
 
 OLLAMA_PORT = 11434
@@ -76,7 +76,7 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
 
 async def check_model(llm: LLMSettings) -> tuple[bool, str]:
     """One real call, as ``doctor`` makes it: (answered, the line to show)."""
-    from kith.doctor import check_llm
+    from kith.operator.doctor import check_llm
     from kith.settings import AppSettings
 
     result = await check_llm(AppSettings(llm=llm))

@@ -19,9 +19,9 @@ from ground.instance import DataDirUnusable, usable_data_dir
 from ground.private_files import looser_than_owner
 from ground.tunables import DOCTOR_MODEL_TIMEOUT_S
 from kith.control.dispatch import call_for_data
-from kith.hints import llm_failure_hint
+from kith.operator.hints import llm_failure_hint
+from kith.operator.store_checks import STORE_CHECKS, check_chroma, check_database, check_embedder
 from kith.settings import AppSettings, load_settings
-from kith.store_checks import STORE_CHECKS, check_chroma, check_database, check_embedder
 from llm.client import LLMError
 from llm.probe import can_probe_directly, probe_directly
 from memory.encoders import EntailmentUnavailable, load_entailment

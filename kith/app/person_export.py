@@ -1,7 +1,7 @@
 """One person's export: everything kith stores about them, as one JSON document (its fields: docs/export.md).
 
 Each feature declares what it keeps about a person and its part of the export (:mod:`ground.person_data`);
-the document holds every declared part, in the order :func:`kith.person_data.gathered` lists them, under the
+the document holds every declared part, in the order :func:`kith.app.person_data.gathered` lists them, under the
 document's own head (schema, time, person).
 
 The chat's ``/export`` and ``bot.py memory export`` both come from here, so they hold the same document; only
@@ -17,7 +17,7 @@ from typing import Any
 
 from ground.db import Database
 from ground.person_data import PersonData, export_parts, when
-from kith.person_data import gathered
+from kith.app.person_data import gathered
 from memory.controls import PauseBook
 from memory.service import MemoryService
 

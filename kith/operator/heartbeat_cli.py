@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ground.wording import counted
-from kith.progress import ProgressShown
+from kith.operator.progress import ProgressShown
 
 if TYPE_CHECKING:
     from kith.control.parts import Console, Parts

@@ -1,8 +1,8 @@
 """Every kind of thing kith keeps about a person, gathered from the features that declare them
-(:mod:`ground.person_data`), as :mod:`kith.schema` gathers their tables.
+(:mod:`ground.person_data`), as :mod:`kith.app.schema` gathers their tables.
 
 Linking an account moves each of them (:func:`ground.person_data.move_person`), and the export holds each of
-them (:mod:`kith.person_export`), in this list's order: the export document's.
+them (:mod:`kith.app.person_export`), in this list's order: the export document's.
 """
 
 from __future__ import annotations
