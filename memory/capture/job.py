@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -45,6 +46,7 @@ from ground.tunables import (
 )
 from ground.turns import CompletedTurn
 from llm.client import LLMClient, LLMError
+from memory.capture.merge_gate import fold_by_meaning
 from memory.capture.validation import ValidationLimits, validate_off_the_loop
 from memory.core.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn, record_of
 from memory.core.text import normalize
@@ -444,14 +446,16 @@ class Capture:
             turns=[t for _r, t in pairs],
             person=person,
             known_ids={m.id for m in shown},
-            limits=validation_limits(self.settings),
+            limits=self._limits(),
             person_names=names_of(pairs, person, names),
             entails=self.entails,
         )
         report.counts.update(validation.counts())
+        accepted = await self._folded_by_meaning(validation.accepted)
+        report.counts["duplicate_by_meaning"] += len(validation.accepted) - len(accepted)
         notes: list[Note] = []
         now = self.clock()
-        for candidate in validation.accepted:
+        for candidate in accepted:
             if await self.book.blocks_candidate(person, candidate):
                 report.tombstoned += 1
                 continue
@@ -474,6 +478,22 @@ class Capture:
         report.duplicates += len(notes) - len(added)
         report.note_ids.extend(added)
         return True
+
+    def _limits(self) -> ValidationLimits:
+        """The validator's limits for this run. With an embedder, its fold of one answer's items merges lexical
+        repeats only: two items it could only call a conflict (it drops the later, receipts and all) are left
+        for :meth:`_folded_by_meaning`, which folds them when they mean the same and keeps both otherwise."""
+        limits = validation_limits(self.settings)
+        return replace(limits, conflict_at=math.inf) if self.store.vector_source.ready else limits
+
+    async def _folded_by_meaning(self, accepted: list[MemoryCandidate]) -> list[MemoryCandidate]:
+        """``accepted`` with rewordings of one fact folded into one (:func:`memory.capture.merge_gate.fold_by_meaning`),
+        when the embedder gives vectors; as they are otherwise (the validator's lexical fold is what there is)."""
+        if len(accepted) < 2:
+            return accepted
+        vectors = await self.store.vectors([c.text for c in accepted])
+        limits = validation_limits(self.settings)
+        return fold_by_meaning(accepted, vectors, merge_at=limits.merge_at, conflict_at=limits.conflict_at)
 
     def not_forgotten(self, notes: list[Note], person: str, mark: int) -> list[Note]:
         """``notes`` without the words of forgets applied since ``mark``: a note holding them in its text or

@@ -9,6 +9,10 @@ For one candidate the gate takes the person's nearest active memories from Chrom
   each other's id in ``conflicts_with``, so kith asks which is current instead of choosing.
 * NEW: written as is.
 
+The same decision folds the items of one capture run into each other by meaning
+(:func:`fold_by_meaning`): rewordings of one fact in one answer become one staged note with every
+receipt, before any of them is stored.
+
 Nothing is deleted or rewritten automatically. A cosine counts only when both vectors came
 from the embedder; when the embedder fails the decision is lexical and the write still
 happens. Every change to an existing memory is a compare-and-swap; a lost race re-reads and
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,7 +49,7 @@ from memory.core.records import (
     record_of,
     without_links,
 )
-from memory.core.similarity import Action, Match, Via, matches
+from memory.core.similarity import Action, Match, Via, decide, matches
 from memory.forgetting.tombstones import TombstoneBook
 from memory.store.memory_store import MemoryStore
 from memory.store.person_index import MemorySummary
@@ -128,6 +133,52 @@ def merged_record(existing: MemoryRecord, candidate: MemoryCandidate, now: datet
         expires_at=expires_at,
         updated_at=now,
     )
+
+
+def merged_candidate(earlier: MemoryCandidate, later: MemoryCandidate) -> MemoryCandidate:
+    """``earlier`` with ``later``'s receipts added (quotes, sentences, sources): one fact said twice in one run."""
+    return replace(
+        earlier,
+        evidence=tuple(dict.fromkeys((*earlier.evidence, *later.evidence))),
+        evidence_sentences=tuple(dict.fromkeys((*earlier.evidence_sentences, *later.evidence_sentences))),
+        sources=tuple(dict.fromkeys((*earlier.sources, *later.sources))),
+        scope=Scope.DM if Scope.DM in (earlier.scope, later.scope) else Scope.SHARED,
+        importance=max(earlier.importance, later.importance),
+    )
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    norms = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
+
+
+def fold_by_meaning(
+    candidates: Sequence[MemoryCandidate], vectors: Vectors, *, merge_at: float, conflict_at: float
+) -> list[MemoryCandidate]:
+    """The items of one capture run with each rewording folded into the first item it is the same fact as.
+
+    ``vectors`` are the candidates' texts' vectors, in order; unless they came from the embedder the items come
+    back as they are (the validator's lexical fold already ran). The decision is the gate's
+    (:func:`memory.core.similarity.decide`), so two items that disagree (another place, number, negation) stay
+    two, for the gate to flag against each other when they are promoted; a merge adds the later item's
+    receipts to the earlier (:func:`merged_candidate`)."""
+    if not vectors.from_embedder or len(candidates) < 2:
+        return list(candidates)
+    kept: list[tuple[MemoryCandidate, Sequence[float]]] = []
+    for candidate, vector in zip(candidates, vectors.values, strict=True):
+        best: tuple[float, int] | None = None
+        for position, (earlier, earlier_vector) in enumerate(kept):
+            cosine = _cosine(vector, earlier_vector)
+            decision = decide(candidate.text, earlier.text, cosine=cosine, cosine_from_embedder=True,
+                              same_kind=candidate.kind is earlier.kind, merge_at=merge_at, conflict_at=conflict_at)
+            if decision.action is Action.MERGE and (best is None or decision.score > best[0]):
+                best = (decision.score, position)
+        if best is None:
+            kept.append((candidate, vector))
+        else:
+            earlier, earlier_vector = kept[best[1]]
+            kept[best[1]] = (merged_candidate(earlier, candidate), earlier_vector)
+    return [candidate for candidate, _vector in kept]
 
 
 class MemoryGate:

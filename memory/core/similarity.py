@@ -18,8 +18,21 @@ rewritten here. Two layers decide:
 * the **embedding** layer: a cosine the caller got from the embedder. It counts only when
   it really came from the embedder (``cosine_from_embedder``); a cosine from a cold or
   partial index is ignored outright, so it can neither merge nor manufacture a conflict.
+  It decides *same fact or not* only: a rewording ("lives in Gdańsk" / "is based in Gdańsk")
+  merges when the cosine is above ``MEANING_MERGE_THRESHOLD`` (chosen from labelled pairs:
+  ``bench/dedupe_threshold.py``), unless :func:`disagree` finds the two facts differ in what a
+  fact turns on. "Lives in Gdańsk" and "lives in Sopot" are close in embedding space; the
+  cosine says they are about the same thing, never that they say the same thing.
 
-Decision: MERGE when either layer scores above ``MERGE_THRESHOLD``. Otherwise, for facts of
+:func:`disagree` is structural, in any language: the two facts differ in a name or a number
+(each side has one the other lacks: another place, person, amount, date or time; number words
+read as their value, so "two" is "2"), or they are one frame with one word swapped (at least
+``SUBSTITUTION_MIN_SHARED`` content words shared and exactly one left over on each side:
+"drinks coffee every morning" / "drinks tea every morning"). A negation on one side only is
+the guard below.
+
+Decision: MERGE, unless the two facts :func:`disagree`, when the lexical layer scores above
+``MERGE_THRESHOLD`` or the embedding layer above ``MEANING_MERGE_THRESHOLD``. Otherwise, for facts of
 the same kind only, CONFLICT when a trusted cosine is in ``[CONFLICT_THRESHOLD,
 MERGE_THRESHOLD]``, or when the lexical score is in that band *and* both facts have at least
 ``CONFLICT_MIN_WORDS`` content words, at least ``CONFLICT_MIN_AGREEMENTS`` words agree and the
@@ -35,10 +48,15 @@ opposite; their score is capped at the merge line, so they are judged as a possi
 from __future__ import annotations
 
 import enum
+import functools
 import math
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from num2words import num2words
 
 from ground.tunables import (
     CONFLICT_MIN_AGREEMENTS,
@@ -46,11 +64,14 @@ from ground.tunables import (
     CONFLICT_MIN_WORDS,
     CONFLICT_THRESHOLD,
     DISTINCTIVE_MIN_CHARS,
+    MEANING_MERGE_THRESHOLD,
     MERGE_THRESHOLD,
+    NUMBER_WORDS_UP_TO,
     SHORT_FACT_MAX_WORDS,
     SINGLE_WORD_LINK_SCORE,
+    SUBSTITUTION_MIN_SHARED,
 )
-from memory.core.text import content_words, is_cjk_token, is_negation, words_match
+from memory.core.text import content_words, is_cjk_token, is_negation, is_stop_word, tokens, words_match
 
 # A shared word this short ("car", "tea" pass; "go", "tv" do not) is too common to link two facts.
 
@@ -129,10 +150,24 @@ def _is_distinctive(word: str) -> bool:
     return not is_negation(word) and (is_cjk_token(word) or len(word) >= DISTINCTIVE_MIN_CHARS)
 
 
+# Negation words of languages memory.core.text's list does not cover yet (German, French, Spanish, Italian,
+# Portuguese), for the guard only: "mag Katzen" / "mag keine Katzen" must never merge.
+_MORE_NEGATIONS = frozenset(
+    "nicht kein keine keinen keinem keiner keines niemals nirgends "
+    "ne pas jamais aucun aucune personne rien "
+    "nunca jamás ningún ninguna ninguno nada nadie "
+    "non mai nessuno nessuna niente nulla não nenhum nenhuma".split()
+)
+
+
+def _negated(words: set[str]) -> bool:
+    return any(is_negation(w) or w in _MORE_NEGATIONS for w in words)
+
+
 def lexical_similarity(a: str, b: str) -> LexicalScore:
     """The lexical score of two fact texts (symmetric), over their content words, with whether one is negated."""
     words_a, words_b = set(content_words(a)), set(content_words(b))
-    negation_mismatch = any(map(is_negation, words_a)) != any(map(is_negation, words_b))
+    negation_mismatch = _negated(set(tokens(a))) != _negated(set(tokens(b)))
     if not words_a or not words_b:
         return LexicalScore(0.0, 0.0, 0.0, 0.0, 0, len(words_a), len(words_b), negation_mismatch)
     shared_words = _shared_words(words_a, words_b)
@@ -154,6 +189,77 @@ def lexical_similarity(a: str, b: str) -> LexicalScore:
     )
 
 
+# Languages whose number words are read as their value. 0 and 1 are left out: "a", "one", "een", "un" are
+# articles as often as numbers, and "has a dog" / "has one dog" must not differ.
+NUMBER_WORD_LANGUAGES = ("en", "pl", "de", "fr", "es", "it", "pt", "nl")
+# A run of letters and digits ("SQLite3" is one name, "5km" one number), a number keeping its separators
+# ("1,200", "72.5", "12.05.1990", "10:30").
+_PIVOT_TOKEN_RE = re.compile(r"[^\W_]+(?:[.,:/]\d+)*")
+_SENTENCE_END_RE = re.compile(r"[.!?…。！？]")
+
+
+@functools.cache
+def number_words() -> dict[str, str]:
+    """Every one-word number word from 2 to ``NUMBER_WORDS_UP_TO`` in :data:`NUMBER_WORD_LANGUAGES`, case-folded,
+    to its value as digits (num2words is a maintained lexicon of them; inflected forms it does not give,
+    such as Polish "dwie", stay words)."""
+    found: dict[str, str] = {}
+    for language in NUMBER_WORD_LANGUAGES:
+        for value in range(2, NUMBER_WORDS_UP_TO + 1):
+            word = num2words(value, lang=language).casefold()
+            if _PIVOT_TOKEN_RE.fullmatch(word):
+                found.setdefault(word, str(value))
+    return found
+
+
+def pivots(text: str) -> list[str]:
+    """What a fact turns on, as comparable tokens: its numbers (separators read alike: "1,200" is "1.200"; a
+    number word is its value) and its names (a capitalised word that does not open a sentence, case-folded)."""
+    text = unicodedata.normalize("NFKC", text)
+    found: list[str] = []
+    previous_end = 0
+    for match in _PIVOT_TOKEN_RE.finditer(text):
+        token = match.group()
+        opens_sentence = previous_end == 0 or bool(_SENTENCE_END_RE.search(text, previous_end, match.start()))
+        previous_end = match.end()
+        if token[0].isdigit():
+            found.append(token.replace(",", "."))
+        elif (value := number_words().get(token.casefold())) is not None:
+            found.append(value)
+        elif token[0].isupper() and not opens_sentence and not is_stop_word(token.casefold()):
+            found.append(token.casefold())  # a stop word ("PERSON", the extractor's placeholder) names no one
+    return found
+
+
+def _unmatched(words: Sequence[str], others: Sequence[str]) -> list[str]:
+    """Words of ``words`` with no match (:func:`memory.core.text.words_match`; numbers only exactly) in ``others``."""
+    return [w for w in words if not any(w == o or (not w[0].isdigit() and words_match(w, o)) for o in others)]
+
+
+def _frame_words(text: str) -> set[str]:
+    """The content words a fact's frame is made of. Its first word is left out: it is the fact's subject, the
+    person nearly always (the extractor's "PERSON", or their name), shared by every fact about them and no
+    part of what one says. Words of one or two letters ("en", "à", "im") are function words in the languages
+    whose stop words :mod:`memory.core.text` does not list yet, numbers aside."""
+    opening = tokens(text)[:1]
+    return {w for w in content_words(text) if (len(w) > 2 or w.isdigit()) and w not in opening}
+
+
+def disagree(a: str, b: str) -> bool:
+    """Whether two facts differ in what a fact turns on, so no cosine may call them one fact: each has a name or
+    number the other lacks; or one has a number the other lacks while the other has a word of its own in its
+    place (a number word no lexicon knows, Polish "dwie"); or both are one frame with one content word swapped."""
+    pivots_a, pivots_b = pivots(a), pivots(b)
+    only_a, only_b = _unmatched(pivots_a, pivots_b), _unmatched(pivots_b, pivots_a)
+    if only_a and only_b:
+        return True
+    words_a, words_b = _frame_words(a), _frame_words(b)
+    shared = len(_shared_words(words_a, words_b))
+    extra_a, extra_b = len(words_a) - shared, len(words_b) - shared
+    number = (any(p[0].isdigit() for p in only_a) and extra_b) or (any(p[0].isdigit() for p in only_b) and extra_a)
+    return bool(number) or (shared >= SUBSTITUTION_MIN_SHARED and extra_a == 1 and extra_b == 1)
+
+
 def _lexical_conflict_gates(lex: LexicalScore) -> bool:
     return (
         min(lex.words_a, lex.words_b) >= CONFLICT_MIN_WORDS
@@ -171,17 +277,21 @@ def decide(
     same_kind: bool,
     merge_at: float = MERGE_THRESHOLD,
     conflict_at: float = CONFLICT_THRESHOLD,
+    meaning_at: float = MEANING_MERGE_THRESHOLD,
 ) -> Decision:
     """MERGE, CONFLICT or NEW for fact text ``new`` against one stored fact text ``existing``.
 
-    ``merge_at`` and ``conflict_at``: the config's ``[memory] merge_threshold`` and ``conflict_threshold``.
+    ``merge_at`` and ``conflict_at``: the config's ``[memory] merge_threshold`` and ``conflict_threshold``;
+    ``meaning_at``: the cosine above which a trusted one calls two facts that do not :func:`disagree` one.
     """
     lex = lexical_similarity(new, existing)
     trusted = cosine if cosine is not None and cosine_from_embedder else None
-    if not lex.negation_mismatch:
+    # Neither layer merges two facts that differ in what they turn on ("earns 1,200" / "earns 200" share most
+    # of their words): they are judged as a possible conflict instead.
+    if not lex.negation_mismatch and not disagree(new, existing):
         if lex.score > merge_at:
             return Decision(Action.MERGE, lex.score, Via.LEXICAL, lex)
-        if trusted is not None and trusted > merge_at:
+        if trusted is not None and trusted > meaning_at:
             return Decision(Action.MERGE, trusted, Via.EMBEDDING, lex)
     if same_kind:
         conflicts: list[tuple[float, Via]] = []
@@ -206,6 +316,7 @@ def matches(
     *,
     merge_at: float = MERGE_THRESHOLD,
     conflict_at: float = CONFLICT_THRESHOLD,
+    meaning_at: float = MEANING_MERGE_THRESHOLD,
 ) -> list[Match]:
     """Every stored fact the candidate merges with or conflicts with, strongest first.
 
@@ -224,6 +335,7 @@ def matches(
             same_kind=str(memory.kind) == str(kind),
             merge_at=merge_at,
             conflict_at=conflict_at,
+            meaning_at=meaning_at,
         )
         if decision.action is not Action.NEW:
             found.append((position, Match(memory.id, decision)))
