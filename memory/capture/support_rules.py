@@ -646,7 +646,10 @@ def _imperative(words: Sequence[str], index: int) -> bool:
 
 def _reported(sentence: str, start: int, end: int) -> bool:
     head = tokens(sentence[:end])
-    if any(_reporting(w) and not _imperative(head, i) for i, w in enumerate(head)):
+    if any(
+        _reporting(w) and not _imperative(head, i) and not (i == 0 and head[1:2] == ["what"])  # "Guess what: ..."
+        for i, w in enumerate(head)
+    ):
         return True
     if _after_someone_elses_colon(sentence, start):
         return True
@@ -680,7 +683,16 @@ def _grounded_word(word: str, quote_words: Sequence[str]) -> bool:
             return True
     # Irregular forms no shared stem reveals ("esse"/"isst", "biorę"/"bierze", "told"/"tell"): by their
     # dictionary forms, looked up last because it is the slowest.
-    return word.isalpha() and any(other.isalpha() and same_lemma(word, other) for other in quote_words)
+    return word.isalpha() and any(
+        other.isalpha() and (same_lemma(word, other) or _polish_persons(word, other)) for other in quote_words
+    )
+
+
+def _polish_persons(a: str, b: str) -> bool:
+    """``a`` and ``b`` are the first and third person of one Polish verb, "gram"/"gra", "czytam"/"czyta",
+    which a lemmatiser may take for a noun ("gra", a game)."""
+    shorter, longer = sorted((a, b), key=len)
+    return longer == shorter + "m" and any(lemma.endswith("ć") for lemma in lemmas(longer) - {longer})
 
 
 # Number words up to twelve in the five languages, so "two daughters" supports "2 daughters" and back. Words
@@ -777,6 +789,16 @@ def _with_the_speaker(words: Sequence[str]) -> bool:
     )
 
 
+# Prepositions of company: "I live in Lisbon with my partner" is still the speaker's fact, the partner beside them.
+WITH = _set("with", "z ze", "mit", "avec con")
+
+
+def _beside_the_speaker(words: Sequence[str], index: int) -> bool:
+    """``words[index]`` (a word for another person) stands in a phrase of company ("with my partner", "z mężem",
+    "mit meiner Frau", "con mi novio"), at most two words after its preposition."""
+    return any(w in WITH for w in words[max(0, index - 2):index])
+
+
 def _without_openers(words: Sequence[str]) -> list[str]:
     words = list(words)
     while words and words[0] in OPENERS:
@@ -806,7 +828,7 @@ def _about_someone_else(quote: str, clause: str, memory: str) -> bool:
             named.append(w)
         if named and not any(w in NAME_WORDS or _grounded_word(w, memory_words) for w in named):
             return True
-    others = [w for w in clause_words if _other_person(w)]
+    others = [w for i, w in enumerate(clause_words) if _other_person(w) and not _beside_the_speaker(clause_words, i)]
     if len(opening_words) >= 2 and _third_person_verb(opening_words[1]) and _could_be_a_subject(opening_words[0]):
         others.append(opening_words[0])  # "marta works at a bank", "jonas wohnt in kiel": lower case or not
     opening = _CAPITALISED_START.match(quote)
@@ -993,10 +1015,19 @@ def _short_follow_up(text: str, sentence_end: int) -> int:
     return follow_end
 
 
+# What a take-back is made of besides its "no": laughter and words that only weigh it ("haha not really").
+_TAKE_BACK_FILLERS = _set("really at all just lol lmao haha hahaha hehe xd obviously of course",
+                          "naprawdę wcale serio oczywiście", "wirklich gar echt natürlich", "vraiment pas du tout")
+
+
 def _takes_back(follow_up: str) -> bool:
-    """A short sentence after a statement that says no to it ("Not.", "Nope", "haha no", "Nicht.", "Nie.")."""
+    """A short sentence after a statement that says no to it and nothing else ("Not.", "Nope", "haha no",
+    "not really", "Nicht.", "Nie.") or an eye-roll; "Not in Bergen." or "No kids yet." says something new."""
     words = tokens(follow_up)
-    return _has(words, NEGATIONS | JOKE_WORDS | _set("nope nah nö nee")) or any(c in follow_up for c in JOKE_SIGNS)
+    refusing = NEGATIONS | JOKE_WORDS | _set("nope nah nö nee")
+    return (_has(words, refusing) and all(w in refusing or w in _TAKE_BACK_FILLERS for w in words)) or any(
+        c in follow_up for c in JOKE_SIGNS
+    )
 
 
 def _sarcastic_opening(sentence: str, start: int) -> bool:
