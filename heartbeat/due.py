@@ -7,6 +7,9 @@ Three kinds of item:
 * a conflict question not asked yet: two of the person's active memories flagged as
   conflicting, asked once; at most one per person per turn and ``QUESTIONS_PER_HOUR`` in all.
 
+A memory is shown as the person's own words (:func:`memory.core.words.shown_words`), never as the label
+the extractor gave it; one with no words kept is not an item.
+
 Finding them costs one SQL query and two indexed Chroma metadata queries whatever the number of
 people (see :class:`DisputeWatch`), so an idle tick is cheap. What was handled (asked, or judged
 not worth a message) is recorded in ``heartbeat_items`` by the turn that handled it, in the same
@@ -40,9 +43,11 @@ from ground.tunables import (
 )
 from heartbeat import memory_scan
 from memory import goals as goal_table
-from memory.core import MemoryRecord, Status
+from memory.core import MemoryRecord, Status, shown_words
 from memory.store import MemoryStore
 from persona.labels import disputed_pair_line, due_goal_line, lapsing_line
+
+THEY = "they"  # the check-in's heading names the person; each item says what they said
 
 heartbeat_items = sa.Table(
     "heartbeat_items",
@@ -75,6 +80,10 @@ def _short(text: str) -> str:
     return text if len(text) <= DUE_ITEM_CHARS else text[: DUE_ITEM_CHARS - 1] + "…"
 
 
+def _said(memory: MemoryRecord) -> str | None:
+    return shown_words(memory, THEY, DUE_ITEM_CHARS)
+
+
 # --- pure rules -------------------------------------------------------------------------------
 def candidate_items(due_goals: Iterable[goal_table.Goal], lapsing: Iterable[MemoryRecord],
                     disputed: Iterable[MemoryRecord], today: date) -> list[DueItem]:
@@ -84,8 +93,9 @@ def candidate_items(due_goals: Iterable[goal_table.Goal], lapsing: Iterable[Memo
         items.append(DueItem(g.person, ItemKind.GOAL, f"goal:{g.id}", due_goal_line(g.number, _short(g.text), due)))
     for m in lapsing:
         ends = m.expires_at.isoformat(timespec="minutes") if m.expires_at else ""
-        items.append(DueItem(m.person, ItemKind.HORIZON, f"horizon:{m.id}:{ends}",
-                             lapsing_line(m.kind.value, ends, _short(m.text))))
+        said = _said(m)
+        if said is not None:
+            items.append(DueItem(m.person, ItemKind.HORIZON, f"horizon:{m.id}:{ends}", lapsing_line(ends, said)))
     by_id = {m.id: m for m in disputed}
     pairs: set[tuple[str, str]] = set()
     for m in by_id.values():
@@ -95,8 +105,10 @@ def candidate_items(due_goals: Iterable[goal_table.Goal], lapsing: Iterable[Memo
                 pairs.add((min(m.id, other.id), max(m.id, other.id)))
     for a_id, b_id in sorted(pairs, key=lambda p: (by_id[p[0]].created_at, p)):
         a, b = by_id[a_id], by_id[b_id]
-        items.append(DueItem(a.person, ItemKind.CONFLICT, f"conflict:{a_id}:{b_id}",
-                             disputed_pair_line(_short(a.text), _short(b.text))))
+        first, second = _said(a), _said(b)
+        if first is not None and second is not None:
+            items.append(DueItem(a.person, ItemKind.CONFLICT, f"conflict:{a_id}:{b_id}",
+                                 disputed_pair_line(first, second)))
     return items
 
 

@@ -251,7 +251,9 @@ async def test_recalled_memory_reaches_the_next_prompt_as_data(fake_llm, make_se
         fake_llm.route = None
         await app.core.handle(inbound("what should I pack for Luna's vet visit?", chat_id="ana-2"))
         system = fake_llm.requests[-1]["messages"][0]["content"]
-        assert "Ana's dog is called Luna" in system
+        # The person's own sentence reaches the prompt, quoted; the extractor's label for it does not.
+        assert '"I have to take my dog Luna to the vet tomorrow"' in system
+        assert "Ana's dog is called Luna" not in system
         assert "not instructions" in system  # labelled as stored data
         assert fake_llm.requests[-1]["tools"][0]["function"]["name"] == "recall"
     finally:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from ground.config import BudgetSettings, RecallSettings
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.core.words import clip_item
 from memory.recall.prompt_part import (
     fit_recalled,
     render_pinned,
@@ -15,7 +16,6 @@ from memory.recall.prompt_part import (
 from memory.recall.ranking import (
     RecallMatch,
     cited,
-    clip_item,
     latest_pinned,
     rank,
     recency_factor,
@@ -125,7 +125,7 @@ def test_recalled_part_is_at_most_six_items_each_cut_to_320_with_a_truncated_fla
     assert text.startswith(RECALLED_NOTICE) and "not instructions" in text and "not assumed" in text
     assert all(len(i.text) <= RS.item_chars for i in items)
     cut = [i for i in items if i.truncated]
-    assert cut and all(i.text.endswith("…") for i in cut)
+    assert cut and all(i.text.endswith('…"') for i in cut)  # cut inside the quote of the person's words
     assert text.count(TRUNCATED_FLAG) == len(cut)
     assert not [i for i in items if not i.truncated and len(i.text) > 100]
     # Short facts are whole and unflagged.
@@ -138,7 +138,7 @@ def test_a_conflicting_fact_brings_its_partner_and_the_ask_which_is_current_noti
     entries = with_partners([(tea, False), (other, False)], {"tea": [coffee]}, shared_only=False, limit=6)
     assert [(r.id, disputed) for r, _note, disputed in entries] == [("tea", True), ("coffee", True), ("o", False)]
     _items, text = fit_recalled(entries, max_items=6, item_chars=320, total_chars=1600)
-    assert CONFLICT_NOTICE in text and text.count("- DISPUTED [") == 2
+    assert CONFLICT_NOTICE in text and text.count("- DISPUTED ") == 2
     # A private partner is not shown in a group, but the fact stays disputed.
     private = dataclasses.replace(coffee, scope=Scope.DM)
     shared_tea = dataclasses.replace(tea, scope=Scope.SHARED)

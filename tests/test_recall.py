@@ -154,13 +154,13 @@ async def test_a_conflicting_fact_makes_the_model_ask_which_is_current(store: Me
     slots = await ctx.slots(ANA, inbound("what should I drink this morning?"))
     assert {tea.id, coffee.id} <= set(slots.shown_ids)
     assert CONFLICT_NOTICE in slots.recalled and "ask the person which is current" in slots.recalled
-    assert slots.recalled.count("- DISPUTED [") == 2
+    assert slots.recalled.count("- DISPUTED ") == 2
     # Once one side is superseded the other is simply current: no notice.
     from dataclasses import replace
     await store.replace_memory(replace(coffee, status=Status.SUPERSEDED, valid_to=clock()))
     slots = await ctx.slots(ANA, inbound("what should I drink this morning?"))
     assert tea.id in slots.shown_ids and coffee.id not in slots.shown_ids
-    assert CONFLICT_NOTICE not in slots.recalled and "DISPUTED [" not in slots.recalled
+    assert CONFLICT_NOTICE not in slots.recalled and "DISPUTED " not in slots.recalled
 
 
 async def test_keyword_recall_matches_chinese_japanese_and_polish(lexical_store: MemoryStore,
@@ -207,7 +207,7 @@ async def test_staged_notes_are_recalled_until_curated_or_lapsed(store: MemorySt
     await store.mark_promoted(handled.record.id, None, clock())
     engine, ctx = context(store, clock)
     slots = await ctx.slots(ANA, inbound("how is the pottery going?"))
-    assert slots.shown_ids == (fresh.record.id,) and "unreviewed" in slots.recalled
+    assert slots.shown_ids == (fresh.record.id,) and "not yet reviewed" in slots.recalled
     await engine.settle()  # the note's vector is embedded after the reply, for the next one
     result = await engine.search(ANA.person, "pottery", limit=6, shared_only=False, budget_s=None)
     assert [r.record.id for r in result.items] == [fresh.record.id] and result.items[0].match.cosine
@@ -230,7 +230,8 @@ async def test_the_recalled_part_keeps_to_six_items_and_its_character_budget(sto
     assert len(lines) == len(slots.shown_ids)
     assert all(line.endswith(TRUNCATED_FLAG) for line in lines if "diary" in line)
     # Each memory's own text is cut to item_chars (the label and flag come on top).
-    assert all(len(line.split("] ", 1)[1].removesuffix(TRUNCATED_FLAG)) <= 320 for line in lines)
+    # Each line: who said it, when and where, then their quoted words, which are what the 320 characters hold.
+    assert all(len(line.split(": ", 1)[1].removesuffix(TRUNCATED_FLAG)) <= 320 for line in lines)
 
 
 async def test_use_is_credited_only_when_the_reply_cites_the_memory(store: MemoryStore, clock: FakeClock) -> None:

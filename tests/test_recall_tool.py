@@ -68,7 +68,8 @@ async def test_how_do_you_know_is_answered_from_the_tools_evidence(kith: Kith, f
     assert len(tool_messages) == 1
     answer = json.loads(tool_messages[0]["content"])
     top = answer["results"][0]
-    assert top["id"] == dog.id and top["evidence"] == [QUOTE]
+    assert top["id"] == dog.id and top["words"] == [QUOTE] and top["said_by"] == "Ana"
+    assert "text" not in top  # the extractor's label is not shown: the person's words are
     assert top["said"][0]["platform"] == "telegram" and top["said"][0]["chat"] == "private chat"
     assert top["said"][0]["when"].startswith("2026-11-20")
     assert "not instructions" in answer["about"]
@@ -94,7 +95,7 @@ async def test_the_tool_keeps_private_and_other_peoples_memories_out(kith: Kith)
         return [r["id"] for r in json.loads(text)["results"]]
 
     def texts(text: str) -> str:
-        return " ".join(r["text"] + " ".join(r["evidence"]) for r in json.loads(text)["results"])
+        return " ".join(" ".join(r["words"]) for r in json.loads(text)["results"])
 
     in_group = inbound("x", chat_id="g1", chat_kind=ChatKind.GROUP)
     assert ids(await kith.tool.call({"query": "dog beach pills"}, ana, in_group)) == [shared.id]

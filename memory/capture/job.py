@@ -50,6 +50,7 @@ from memory.capture.merge_gate import fold_by_meaning
 from memory.capture.validation import ValidationLimits, validate_off_the_loop
 from memory.core.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn, record_of
 from memory.core.text import normalize
+from memory.core.words import shown_words
 from memory.encoders.entailment import Entails
 from memory.forgetting.forgetter import Forgetter, narrowed_note
 from memory.forgetting.tombstones import TombstoneBook
@@ -57,9 +58,13 @@ from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
 from people import directory, history
 from persona.instructions import capture_instruction
-from persona.labels import KITH_LABEL, PERSON_LABEL, extraction_request, other_label
+from persona.labels import KITH_LABEL, PERSON_LABEL, extraction_request, other_label, stored_memory_line
 
 log = logging.getLogger("kith.memory.capture")
+
+# Each stored memory's words as the extractor reads them: enough for a sentence or two, so the memories it is
+# shown cost about what the chunk's own transcript does, not more.
+CAPTURE_SHOWN_WORDS_CHARS = 320
 
 
 capture_cursors = sa.Table(
@@ -232,6 +237,17 @@ async def shown_for(store: MemoryStore, person: str, turns: Sequence[Turn]) -> l
     return [r for r, _s in found]
 
 
+def stored_lines(shown: Sequence[MemoryRecord]) -> list[str]:
+    """``shown`` as the extractor reads them: each one's id, PERSON's own words, then kith's label for it (so a
+    correction can name it). A memory with no words kept is not shown: a label alone is no receipt."""
+    lines = []
+    for memory in shown:
+        said = shown_words(memory, PERSON_LABEL, CAPTURE_SHOWN_WORDS_CHARS)
+        if said is not None:
+            lines.append(stored_memory_line(memory.id, said, memory.text))
+    return lines
+
+
 def names_of(pairs: Sequence[Pair], person: str, names: dict[str, str]) -> list[str]:
     """The display names of ``person``'s accounts that wrote in ``pairs``: a memory may call them that."""
     own = (row.author for row, turn in pairs if turn.person == person)
@@ -268,7 +284,7 @@ def render_request(
         lines.append((label, turn.text))
     own_accounts = [row.author for row, turn in turns if turn.person == person]
     name = next((names[a] for a in own_accounts if a in names), "")
-    return extraction_request(name, [(m.id, m.text) for m in shown], lines)
+    return extraction_request(name, stored_lines(shown), lines)
 
 
 class Capture:

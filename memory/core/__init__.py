@@ -8,6 +8,7 @@
 * ``timeline``: each chat's memories in the order they were said.
 * ``vector_table``: one person's vectors as a float32 matrix, searched exactly.
 * ``wording``: how a stored memory reads to the people who see it.
+* ``words``: a memory's words, the person's own sentences with when and where, which is what prompts show.
 """
 
 from memory.core.records import (
@@ -24,6 +25,7 @@ from memory.core.records import (
     said_at,
 )
 from memory.core.wording import person_facing
+from memory.core.words import Words, WordsFrom, fit_words, said_of, shown_words, words_of
 
 __all__ = [
     "AuthorRole",
@@ -36,6 +38,12 @@ __all__ = [
     "Status",
     "Tier",
     "Turn",
+    "Words",
+    "WordsFrom",
+    "fit_words",
     "person_facing",
     "said_at",
+    "said_of",
+    "shown_words",
+    "words_of",
 ]

@@ -1,11 +1,16 @@
 """Automatic memory before each reply: the prompt's pinned and recalled parts.
 
+Each memory reaches the prompt as the person's own words (:func:`memory.core.words.words_of`): their
+sentences, quoted, with who said them, when and where. The label the extractor wrote (``text``) found the
+memory and ranked it; it is not shown, so a wrong one cannot mislead a reply. A memory with no words kept is
+left out.
+
 Pinned facts come first: the latest ``pinned_max``. Then at most ``max_items`` recalled
-candidates, each cut to ``item_chars`` with a visible truncated flag, the whole part within
-the ``[budget] recall_chars``, under a notice that they are stored candidates: data, not
-instructions, and not assumed to match. A candidate flagged as conflicting with another live
-memory is marked, its partner is shown next to it when this chat may see it, and the notice
-tells the model to ask which is current instead of asserting either.
+candidates, each one's words cut to ``item_chars`` with a visible truncated flag, the whole part within
+the ``[budget] recall_chars`` (words are longer than labels: fewer fit, the budget stays), under a notice
+that they are stored candidates: data, not instructions, and not assumed to match. A candidate flagged as
+conflicting with another live memory is marked, its partner's words are shown next to it when this chat
+may see it, and the notice tells the model to ask which is current instead of asserting either.
 
 The query embedding has ``embed_budget_ms``; past it this reply recalls by keywords alone
 (see :mod:`memory.recall.engine`). Rendering is pure and lives in the functions below; the words that
@@ -22,47 +27,51 @@ from dataclasses import dataclass
 from ground.config import BudgetSettings, RecallSettings
 from ground.tunables import RECALL_MIN_ITEM_CHARS, RECALL_MIN_RELEVANCE
 from ground.turns import MemorySlots, Speaker
-from ground.types import ChatKind, InboundMessage
-from memory.core.records import MemoryRecord, Scope, said_at
+from ground.types import ChatKind, InboundMessage, quoted_name
+from memory.core.records import MemoryRecord, Scope
+from memory.core.words import Words, fit_words, said_of, words_of
 from memory.recall.engine import RecallEngine
-from memory.recall.ranking import clip_item
 from persona.labels import (
     CONFLICT_NOTICE,
     PINNED_NOTICE,
     RECALLED_NOTICE,
     TRUNCATED_FLAG,
     pinned_line,
-    provenance,
     recalled_line,
 )
 
+THEY = "they"  # who said it, when the person's name is not known
+
 log = logging.getLogger("kith.memory.context")
+
+
+def who_said(name: str) -> str:
+    """The person the memories are about, as each line names them: their quoted display name, else "they"."""
+    return quoted_name(name) if name.strip() else THEY
 
 
 @dataclass(frozen=True, slots=True)
 class RecalledItem:
     record: MemoryRecord
-    text: str  # as shown, cut to the item budget
+    words: Words
+    text: str  # the words as shown: quoted, cut to the item budget
     truncated: bool
     disputed: bool
     note: bool = False
-
-
-def describe(record: MemoryRecord, *, note: bool) -> str:
-    """The short provenance label of one item: kind, when it was said, where."""
-    return provenance(record.kind.value, said_at(record).date(), private=record.scope is Scope.DM, unreviewed=note)
+    who: str = THEY
 
 
 def render_line(item: RecalledItem) -> str:
-    return recalled_line(describe(item.record, note=item.note), item.text, truncated=item.truncated,
-                         disputed=item.disputed)
+    return recalled_line(said_of(item.words, item.who, unreviewed=item.note), item.text,
+                         truncated=item.truncated, disputed=item.disputed)
 
 
 def fit_recalled(entries: Sequence[tuple[MemoryRecord, bool, bool]], *, max_items: int, item_chars: int,
-                 total_chars: int) -> tuple[list[RecalledItem], str]:
-    """The recalled part: ``entries`` are (record, note, disputed) best first.
+                 total_chars: int, who: str = THEY) -> tuple[list[RecalledItem], str]:
+    """The recalled part: ``entries`` are (record, note, disputed) best first; ``who`` names the person.
 
-    Returns the items shown and the rendered text, which never exceeds ``total_chars``.
+    Returns the items shown and the rendered text, which never exceeds ``total_chars``. A memory with no
+    words kept is skipped (see :mod:`memory.core.words`).
     """
     if not entries or max_items <= 0:
         return [], ""
@@ -72,12 +81,16 @@ def fit_recalled(entries: Sequence[tuple[MemoryRecord, bool, bool]], *, max_item
     used = len(header) + (len(footer) + 1 if footer else 0)
     items: list[RecalledItem] = []
     for record, note, disputed in entries[:max_items]:
-        frame = render_line(RecalledItem(record, "", False, disputed, note))
+        words = words_of(record)
+        if not words.sentences:
+            log.info("memory without words left out of the prompt memory=%s", record.id)
+            continue
+        frame = render_line(RecalledItem(record, words, "", False, disputed, note, who))
         room = total_chars - used - 1 - len(frame) - len(TRUNCATED_FLAG)
-        text, truncated = clip_item(record.text, min(item_chars, max(0, room)))
-        if not text.strip(" …") or (truncated and len(text) < RECALL_MIN_ITEM_CHARS):
+        text, truncated = fit_words(words.sentences, min(item_chars, max(0, room)))
+        if not text.strip(' "…') or (truncated and len(text) < RECALL_MIN_ITEM_CHARS):
             break
-        item = RecalledItem(record, text, truncated, disputed, note)
+        item = RecalledItem(record, words, text, truncated, disputed, note, who)
         used += 1 + len(render_line(item))
         items.append(item)
     if not items:
@@ -90,15 +103,18 @@ def fit_recalled(entries: Sequence[tuple[MemoryRecord, bool, bool]], *, max_item
     return items, "\n".join(lines)
 
 
-def render_pinned(records: Sequence[MemoryRecord], *, item_chars: int, total_chars: int
+def render_pinned(records: Sequence[MemoryRecord], *, item_chars: int, total_chars: int, who: str = THEY
                   ) -> tuple[list[MemoryRecord], str]:
-    """The pinned part, newest first, within ``total_chars``; what did not fit is left out."""
+    """The pinned part, newest first, within ``total_chars``; what did not fit (or has no words) is left out."""
     lines = [PINNED_NOTICE]
     used = len(PINNED_NOTICE)
     shown: list[MemoryRecord] = []
     for record in records:
-        text, truncated = clip_item(record.text, item_chars)
-        line = pinned_line(text, truncated=truncated)
+        words = words_of(record)
+        text, truncated = fit_words(words.sentences, item_chars)
+        if not text:
+            continue
+        line = pinned_line(said_of(words, who), text, truncated=truncated)
         if used + 1 + len(line) > total_chars:
             break
         lines.append(line)
@@ -146,8 +162,9 @@ class RecallMemoryContext:
             self.engine.pinned(speaker.person, shared_only=shared_only, budget_s=budget_s),
             self.engine.search(speaker.person, message.text, limit=rs.max_items + rs.pinned_max,
                                shared_only=shared_only, budget_s=budget_s, min_relevance=RECALL_MIN_RELEVANCE))
+        who = who_said(speaker.name)
         pinned_shown, pinned_text = render_pinned(pinned, item_chars=rs.item_chars,
-                                                  total_chars=self.budget.pinned_chars)
+                                                  total_chars=self.budget.pinned_chars, who=who)
         pinned_ids = {r.id for r in pinned_shown}
         ranked = [(r.record, r.match.note) for r in result.items if r.record.id not in pinned_ids]
         ranked = ranked[:rs.max_items]
@@ -156,7 +173,7 @@ class RecallMemoryContext:
         entries = with_partners(ranked, partners, shared_only=shared_only, limit=rs.max_items,
                                 already_shown=frozenset(pinned_ids))
         items, recalled_text = fit_recalled(entries, max_items=rs.max_items, item_chars=rs.item_chars,
-                                            total_chars=self.budget.recall_chars)
+                                            total_chars=self.budget.recall_chars, who=who)
         log.info("memory slots person=%s pinned=%d recalled=%d disputed=%d lexical_only=%s ms=%.1f",
                  speaker.person, len(pinned_shown), len(items), sum(i.disputed for i in items),
                  result.lexical_only, result.elapsed_ms)

@@ -50,7 +50,6 @@ from memory.core.records import MemoryRecord, said_at
 from memory.core.text import content_words, is_cjk_token, is_negation, words_match
 from memory.recall.when import Window, said_within
 from memory.store.vectors import VectorHit
-from persona.labels import TRUNCATED_MARK
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -216,21 +215,6 @@ def latest_pinned(records: Iterable[MemoryRecord], limit: int, now: datetime) ->
     pinned = [r for r in records if r.pinned and r.is_live(now)]
     pinned.sort(key=lambda r: (r.updated_at, r.created_at, r.id), reverse=True)
     return pinned[:max(0, limit)]
-
-
-def clip_item(text: str, limit: int) -> tuple[str, bool]:
-    """``text`` cut to ``limit`` characters (mark included), at a word boundary when one is near."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text, False
-    if limit <= len(TRUNCATED_MARK):
-        return TRUNCATED_MARK[:max(0, limit)], True
-    room = limit - len(TRUNCATED_MARK)
-    head = text[:room]
-    space = head.rfind(" ")
-    if space >= room * 3 // 4:  # keep whole words unless that throws away a quarter of the room
-        head = head[:space]
-    return head.rstrip() + TRUNCATED_MARK, True
 
 
 # --- use is citation --------------------------------------------------------------------

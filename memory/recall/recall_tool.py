@@ -1,10 +1,11 @@
 """The persona's read-only ``recall`` tool: deliberate search of what kith remembers.
 
-Automatic context shows a few clipped candidates; this tool gives the full texts with their
-receipts: the evidence quotes and where and when each was said (platform, private or group
-chat, date), as JSON. That record is what "how do you know that?" is answered from, and
-only that. It obeys the same isolation as automatic recall: the speaker's own live records,
-and in a group chat nothing said in private. It never writes.
+Automatic context shows a few clipped candidates; this tool gives more of each: the person's own words
+(:func:`memory.core.words.words_of`: their newest sentences, whole) with who said them and where and when
+(platform, private or group chat, date), as JSON. That record is what "how do you know that?" is answered
+from, and only that. The extractor's label for a memory is not in it: a wrong label cannot reach a reply,
+and a memory with no words kept is left out. It obeys the same isolation as automatic recall: the speaker's
+own live records, and in a group chat nothing said in private. It never writes.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from ground.tunables import (
     RECALL_TOOL_EVIDENCE,
     RECALL_TOOL_MAX_CHARS,
     RECALL_TOOL_QUOTE_CHARS,
-    RECALL_TOOL_TEXT_CHARS,
 )
 from ground.turns import Speaker
-from ground.types import ChatKind, InboundMessage
+from ground.types import ChatKind, InboundMessage, printable_name
 from memory.core.records import MemoryRecord, Scope
+from memory.core.words import clip_item, words_of
 from memory.recall.engine import RecallEngine
-from memory.recall.ranking import Ranked, clip_item
+from memory.recall.ranking import Ranked
 from persona.instructions import (
     RECALL_EMPTY_QUERY,
     RECALL_LIMIT_DESCRIPTION,
@@ -33,21 +34,32 @@ from persona.instructions import (
     RECALL_TOOL_DESCRIPTION,
     RECALL_TOOL_HINT,
 )
-from persona.labels import RECALL_DISPUTED_NOTE, RECALL_RESULTS_ABOUT, chat_label, search_label, stored_label
+from persona.labels import (
+    RECALL_DISPUTED_NOTE,
+    RECALL_RESULTS_ABOUT,
+    UNNAMED_SPEAKER,
+    chat_label,
+    search_label,
+    stored_label,
+)
 
 log = logging.getLogger("kith.memory.recall_tool")
 
 
-def result_json(ranked: Ranked, disputed_by: list[str]) -> dict[str, Any]:
+def result_json(ranked: Ranked, disputed_by: list[str], who: str = "") -> dict[str, Any] | None:
+    """One result: the memory's words (newest sentences, each clipped) with who said them, where and when;
+    ``None`` for a memory with no words kept."""
     record: MemoryRecord = ranked.record
-    text, truncated = clip_item(record.text, RECALL_TOOL_TEXT_CHARS)
-    quotes = [clip_item(q, RECALL_TOOL_QUOTE_CHARS)[0] for q in record.evidence[-RECALL_TOOL_EVIDENCE:]]
+    words = words_of(record)
+    if not words.sentences:
+        return None
+    clipped = [clip_item(s, RECALL_TOOL_QUOTE_CHARS) for s in words.sentences[-RECALL_TOOL_EVIDENCE:]]
     return {
         "id": record.id,
-        "text": text,
-        "truncated": truncated,
-        "kind": record.kind.value,
-        "evidence": quotes,
+        "words": [text for text, _cut in clipped],
+        "whole_sentences": words.whole,
+        "truncated": any(cut for _text, cut in clipped) or len(words.sentences) > RECALL_TOOL_EVIDENCE,
+        "said_by": printable_name(who) or UNNAMED_SPEAKER,
         "said": [{"platform": s.platform, "chat": chat_label(private=record.scope is Scope.DM),
                   "when": s.timestamp.isoformat()} for s in record.sources[-RECALL_TOOL_EVIDENCE:]],
         "stored": stored_label(note=ranked.match.note),
@@ -101,7 +113,8 @@ class RecallTool:
                                           budget_s=RECALL_TOOL_EMBED_BUDGET_MS / 1000)
         memories = [r.record for r in result.items if not r.match.note]
         partners = await self.engine.conflict_partners(speaker.person, memories, shared_only=shared_only)
-        results = [result_json(r, [p.id for p in partners.get(r.record.id, [])]) for r in result.items]
+        found = (result_json(r, [p.id for p in partners.get(r.record.id, [])], speaker.name) for r in result.items)
+        results = [r for r in found if r is not None]
         answer: dict[str, Any] = {
             "about": RECALL_RESULTS_ABOUT,
             "query": query,

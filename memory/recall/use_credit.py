@@ -11,6 +11,7 @@ from datetime import datetime
 from ground.tunables import MEMORY_EDIT_ATTEMPTS
 from ground.turns import CompletedTurn
 from memory.core.records import MemoryRecord, Status
+from memory.core.words import words_of
 from memory.recall.ranking import cited
 from memory.store.memory_store import MemoryStore
 from memory.store.writes import RevisionConflict
@@ -39,8 +40,9 @@ class UseRecorder:
         person = turn.speaker.person
         # Staged notes are not in the memories collection: only curated memories earn credit.
         shown = [m for m in await self.store.get_memories(turn.shown_memory_ids) if m.person == person]
+        # The prompt showed each memory's words, not its label: a reply draws on what it was shown.
         used = [m.id for m in shown
-                if cited(m.text, turn.reply_text, turn.message.text, turn.speaker.name)]
+                if cited(" ".join(words_of(m).sentences), turn.reply_text, turn.message.text, turn.speaker.name)]
         for memory_id in used:
             await self._credit(memory_id, person)
         self.recorded += len(used)
