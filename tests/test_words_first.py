@@ -108,6 +108,42 @@ async def test_the_reply_prompt_shows_the_persons_sentences_and_never_the_wrong_
         await app.close()
 
 
+async def test_a_small_budget_fits_fewer_whole_lines_and_a_dispute_shows_both_sides_words(
+        fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> None:
+    budget = BudgetSettings(recall_chars=1_000, pinned_chars=400)
+    app = await build_app(make_settings(fake_llm, budget=budget), warm_llm=False)
+    try:
+        ana = await app.core.speaker_of(inbound("hi"))
+        store = app.memory.store
+        await store.add_memory(memory("m_tea", ana.person, "PERSON drinks tea in the morning", ("herbatę",),
+                                      ("Rano piję tylko herbatę, kawy nie znoszę.",), conflicts_with=("m_coffee",)))
+        await store.add_memory(memory("m_coffee", ana.person, "PERSON drinks coffee in the morning", ("Kaffee",),
+                                      ("Morgens trinke ich immer Kaffee.",), conflicts_with=("m_tea",)))
+        long = "Am Morgen laufe ich am Fluss entlang, bevor die Stadt aufwacht, und höre dabei Hörbücher. " * 3
+        for i in range(6):
+            await store.add_memory(memory(f"m_run{i}", ana.person, f"PERSON runs in the morning {i}", ("laufe",),
+                                          (long + str(i),), when=SAID - timedelta(days=i + 1)))
+        for i in range(5):
+            await store.add_memory(memory(f"m_pin{i}", ana.person, f"PERSON's rule {i}", ("Bitte",),
+                                          (f"Bitte erinnere mich morgens an Regel Nummer {i}, danke.",),
+                                          pinned=True))
+        fake_llm.reply("Tea or coffee these days?")
+        await app.core.handle(inbound("What should I drink in the morning?"))
+        system = fake_llm.requests[-1]["messages"][0]["content"]
+        print("\n--- a small budget's memory section ---\n" + memory_section(system))
+        recalled, pinned = part(system, RECALLED_NOTICE), part(system, PINNED_NOTICE)
+        assert len("\n".join(recalled)) <= budget.recall_chars and len("\n".join(pinned)) <= budget.pinned_chars
+        # Every line is whole (the prompt's own clipping never had to cut one): fewer memories, not more characters.
+        assert all(quoted_words(line) for line in recalled[1:-1])
+        disputed = [quoted_words(line) for line in recalled[1:-1] if line.startswith("- DISPUTED ")]
+        assert sorted(disputed) == [["Morgens trinke ich immer Kaffee."], ["Rano piję tylko herbatę, kawy nie znoszę."]]
+        assert "ask the person which is current" in recalled[-1]
+        assert 1 <= len(pinned) - 1 < 5 and all(quoted_words(line) for line in pinned[1:])
+        assert "PERSON" not in system
+    finally:
+        await app.close()
+
+
 async def test_the_recall_tool_answers_with_the_persons_words_and_who_said_them(
         fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> None:
     app = await build_app(make_settings(fake_llm), warm_llm=False)
