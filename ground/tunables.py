@@ -261,7 +261,6 @@ RECALL_MIN_ITEM_CHARS = 60  # a candidate squeezed below this by the part's budg
 RECALL_TOOL_EMBED_BUDGET_MS = 2_000  # a deliberate search may wait longer for its embedding than a reply's context
 RECALL_TOOL_EVIDENCE = 3  # newest evidence quotes per result
 RECALL_TOOL_QUOTE_CHARS = 500
-RECALL_TOOL_TEXT_CHARS = 2_000
 RECALL_TOOL_MAX_CHARS = 12_000  # the whole JSON answer; the weakest results go first
 
 # --- Memory: similarity (memory/similarity.py) --------------------------------
