@@ -7,8 +7,8 @@ next short sentence or before the statement, "only if", plans and the future, so
 another person named by a lower-case name or a relative or role word in any case form, numbers and dates that must
 match as whole values, names bound to the noun they follow, and characters that show nothing or look like others.
 Every category runs in English, Polish and German, both ways: what must be refused, and the everyday fact beside
-it that must be kept. None of these sentences is one of the issue's own examples; the lemmatiser, the number
-values and the clause structure decide, not a list of these words.
+it that must be kept. ``CASES`` holds none of the issue's own examples (``MORE`` has a few beside many others);
+the lemmatiser, the number values and the clause structure decide, not a list of these words.
 
 A case's id starts with its language (``en-``, ``pl-``, ``de-``, ``fr-``, ``es-``), or ``keep-`` and the
 language for a fact that must be kept; :func:`figures` counts both shares per language from them.
@@ -209,6 +209,132 @@ CASES = [
     Case("keep-es-irregular", "Tengo dos gatos", "PERSON tiene 2 gatos", "Tengo dos gatos", KEEP),
 ]
 
+# More of Ana's sentences, each category again in other words, and everyday facts beside them: (language, said,
+# memory, quote, must be refused). Only kept or refused is asserted here; the reasons are the table's above.
+MORE = [
+    ('en', 'I gave up smoking', 'PERSON smokes', 'I gave up smoking', True),
+    ('en', "I'm a non-smoker", 'PERSON is a smoker', "I'm a non-smoker", True),
+    ('en', 'I got rid of my car', 'PERSON has a car', 'I got rid of my car', True),
+    ('de', 'Ich habe das Rauchen aufgegeben', 'PERSON raucht', 'Ich habe das Rauchen aufgegeben', True),
+    ('en', "I don't have a dog or a hamster", 'PERSON has a hamster', 'a hamster', True),
+    ('en', "I don't have a dog or a hamster", 'PERSON has a hamster', 'or a hamster', True),
+    ('en', 'I live in Paris. Not.', 'PERSON lives in Paris', 'I live in Paris', True),
+    ('en', 'Yeah right, I love Mondays', 'PERSON loves Mondays', 'I love Mondays', True),
+    ('en', 'I love Mondays 😒', 'PERSON loves Mondays', 'I love Mondays', True),
+    ('en', "I eat meat only if it's organic", 'PERSON eats meat', 'I eat meat', True),
+    ('en', "I'm thinking of moving to Spain", 'PERSON moves to Spain', 'moving to Spain', True),
+    ('en', "I'm about to quit my job", 'PERSON quit their job', 'quit my job', True),
+    ('pl', 'Będę mieszkać w Krakowie', 'PERSON mieszka w Krakowie', 'Będę mieszkać w Krakowie', True),
+    ('en', 'Her message was: I am pregnant', 'PERSON is pregnant', 'I am pregnant', True),
+    ('en', 'ola lives in gdansk', 'PERSON lives in gdansk', 'ola lives in gdansk', True),
+    ('en', 'ola lives in gdansk', 'PERSON lives in gdansk', 'lives in gdansk', True),
+    ('pl', 'Mój szwagier mieszka w Gdańsku', 'PERSON mieszka w Gdańsku', 'szwagier mieszka w Gdańsku', True),
+    ('es', 'mi jefe vive en Madrid', 'PERSON vive en Madrid', 'vive en Madrid', True),
+    ('en', 'I earn 1,200 euros', 'PERSON earns 200 euros', 'I earn 1,200 euros', True),
+    ('en', 'I was born on 12.05.1990', 'PERSON was born on 05.12.1990', 'I was born on 12.05.1990', True),
+    ('en', 'My alarm is at 10:30', "PERSON's alarm is at 30:10", 'My alarm is at 10:30', True),
+    ('en', 'I weigh 72.5 kg', 'PERSON weighs 5 kg', 'I weigh 72.5 kg', True),
+    ('en', 'my dog is Rex and my cat is Luna', "PERSON's dog is Luna", 'my dog is Rex and my cat is Luna', True),
+    ('en', "don't tell anyone about my diagnosis",
+     "PERSON doesn't want anyone told about their diagnosis", "don't tell anyone about my diagnosis", False),
+    ('de', 'Ich esse kein Fleisch', 'PERSON isst kein Fleisch', 'Ich esse kein Fleisch', False),
+    ('fr', "J'habite à Lyon", 'PERSON habite à Lyon', "J'habite à Lyon", False),
+    ('en', 'I have two daughters', 'PERSON has 2 daughters', 'I have two daughters', False),
+    ('en', 'I stopped eating sugar in May', 'PERSON eats sugar', 'I stopped eating sugar', True),
+    ('en', 'I no longer drive', 'PERSON drives', 'I no longer drive', True),
+    ('pl', 'Nie piję już alkoholu', 'PERSON pije alkohol', 'Nie piję już alkoholu', True),
+    ('de', 'Ich rauche nicht mehr', 'PERSON raucht', 'Ich rauche nicht mehr', True),
+    ('en', 'I never eat fish or chicken', 'PERSON eats chicken', 'chicken', True),
+    ('de', 'Ich esse weder Fisch noch Huhn', 'PERSON isst Huhn', 'Huhn', True),
+    ('en', "I'm a big fan of rain. NOT", 'PERSON is a fan of rain', "I'm a big fan of rain", True),
+    ('pl', 'Uwielbiam deszcz 🙄', 'PERSON uwielbia deszcz', 'Uwielbiam deszcz', True),
+    ('en', 'I plan to adopt a cat', 'PERSON adopts a cat', 'adopt a cat', True),
+    ('de', 'Ich werde Vater', 'PERSON ist Vater', 'Ich werde Vater', True),
+    ('pl', 'Jutro będę w Warszawie', 'PERSON jest w Warszawie', 'będę w Warszawie', True),
+    ('en', 'His tweet: I am moving to Berlin', 'PERSON is moving to Berlin', 'I am moving to Berlin', True),
+    ('pl', 'kasia pracuje w szpitalu', 'PERSON pracuje w szpitalu', 'kasia pracuje w szpitalu', True),
+    ('de', 'Meine Schwägerin arbeitet als Ärztin', 'PERSON arbeitet als Ärztin', 'arbeitet als Ärztin', True),
+    ('en', 'I run 10 km every day', 'PERSON runs 100 km every day', 'I run 10 km every day', True),
+    ('en', 'I run 10 km every day', 'PERSON runs 10 km every day', 'I run 10 km every day', False),
+    ('en', 'I have three cats: Tom, Mia and Leo', 'PERSON has 3 cats', 'I have three cats', False),
+    ('pl', 'Mam trzech braci', 'PERSON ma 3 braci', 'Mam trzech braci', False),
+    ('en', 'I live in Lisbon with my partner', 'PERSON lives in Lisbon', 'I live in Lisbon', False),
+    ('de', 'Ich arbeite als Lehrerin in Graz',
+     'PERSON arbeitet als Lehrerin in Graz', 'Ich arbeite als Lehrerin in Graz', False),
+    ('pl', 'Pracuję jako pielęgniarka', 'PERSON pracuje jako pielęgniarka', 'Pracuję jako pielęgniarka', False),
+    ('en', 'I moved to Berlin from Paris in 2015',
+     'PERSON moved to Berlin from Paris', 'I moved to Berlin from Paris', False),
+    ('en', 'My favourite band is Queen', "PERSON's favourite band is Queen", 'My favourite band is Queen', False),
+    ('en', 'I love hiking and swimming', 'PERSON loves swimming', 'I love hiking and swimming', False),
+    ('en', "I'm allergic to peanuts. Seriously.", 'PERSON is allergic to peanuts', "I'm allergic to peanuts", False),
+    ('en', "I'm vegetarian, not vegan", 'PERSON is vegetarian', "I'm vegetarian", False),
+    ('pl', 'Mam psa i kota', 'PERSON ma kota', 'kota', False),
+    ('de', 'Ich spiele Gitarre und singe', 'PERSON singt', 'singe', False),
+    ('en', 'I study law', 'PERSON studies law', 'I study law', False),
+    ('pl', 'Gram na gitarze od 10 lat', 'PERSON gra na gitarze', 'Gram na gitarze', False),
+    ('en', 'My sister and I run a bakery', 'PERSON runs a bakery', 'My sister and I run a bakery', False),
+    ('en', "I'm 29", 'PERSON is 29', "I'm 29", False),
+    ('en', 'Work is stressful right now', "PERSON's work is stressful", 'Work is stressful', False),
+    ('fr', 'Je suis infirmière', 'PERSON est infirmière', 'Je suis infirmière', False),
+    ('es', 'Vivo en Sevilla con mi novio', 'PERSON vive en Sevilla', 'Vivo en Sevilla', False),
+    ('en', 'Honestly, I love my job', 'PERSON loves their job', 'I love my job', False),
+    ('en', "I don't smoke but I vape", 'PERSON vapes', 'I vape', False),
+    ('en', 'I am lactose intolerant', 'PERSON is lactose intolerant', 'I am lactose intolerant', False),
+    ('de', 'Ich wohne in München. 🙂', 'PERSON wohnt in München', 'Ich wohne in München', False),
+    ('en', "Please don't mention my divorce to anyone",
+     'PERSON does not want their divorce mentioned', "don't mention my divorce to anyone", False),
+    ('en', 'I work as a software engineer in Dublin',
+     'PERSON works as a software engineer in Dublin', 'I work as a software engineer in Dublin', False),
+    ('en', 'I have a daughter named Zoe', 'PERSON has a daughter named Zoe', 'I have a daughter named Zoe', False),
+    ('en', 'My daughter Zoe is 7', "PERSON's daughter Zoe is 7", 'My daughter Zoe is 7', False),
+    ('en', "I'm married to Tom", 'PERSON is married to Tom', "I'm married to Tom", False),
+    ('en', 'I play tennis on Sundays', 'PERSON plays tennis on Sundays', 'I play tennis on Sundays', False),
+    ('en', "I'm allergic to cats", 'PERSON is allergic to cats', "I'm allergic to cats", False),
+    ('en', "I don't eat gluten", "PERSON doesn't eat gluten", "I don't eat gluten", False),
+    ('en', 'I never drink coffee after 4pm',
+     'PERSON never drinks coffee after 4pm', 'I never drink coffee after 4pm', False),
+    ('en', 'My birthday is on 14.02.1985', "PERSON's birthday is on 14.02.1985", 'My birthday is on 14.02.1985', False),
+    ('en', 'I get up at 6:30 every day', 'PERSON gets up at 6:30', 'I get up at 6:30', False),
+    ('en', "I'm 1.82 m tall", 'PERSON is 1.82 m tall', "I'm 1.82 m tall", False),
+    ('en', 'I have 2 kids, Ben and Ella', 'PERSON has 2 kids', 'I have 2 kids', False),
+    ('pl', 'Mam dwoje dzieci', 'PERSON ma 2 dzieci', 'Mam dwoje dzieci', False),
+    ('pl', 'Mieszkam w Poznaniu od pięciu lat', 'PERSON mieszka w Poznaniu', 'Mieszkam w Poznaniu', False),
+    ('pl', 'Nie jem mięsa', 'PERSON nie je mięsa', 'Nie jem mięsa', False),
+    ('pl', 'Jestem nauczycielką', 'PERSON jest nauczycielką', 'Jestem nauczycielką', False),
+    ('pl', 'Mój mąż ma na imię Piotr', 'Mąż PERSON ma na imię Piotr', 'Mój mąż ma na imię Piotr', False),
+    ('pl', 'Czytam dużo kryminałów', 'PERSON czyta dużo kryminałów', 'Czytam dużo kryminałów', False),
+    ('de', 'Ich bin Ärztin', 'PERSON ist Ärztin', 'Ich bin Ärztin', False),
+    ('de', 'Ich habe einen Sohn, er heißt Max', 'PERSON hat einen Sohn', 'Ich habe einen Sohn', False),
+    ('de', 'Mein Sohn heißt Max', 'Der Sohn von PERSON heißt Max', 'Mein Sohn heißt Max', False),
+    ('de', 'Ich trinke keinen Alkohol', 'PERSON trinkt keinen Alkohol', 'Ich trinke keinen Alkohol', False),
+    ('de', 'Ich lese gern Krimis', 'PERSON liest gern Krimis', 'Ich lese gern Krimis', False),
+    ('de', 'Ich gehe jeden Morgen joggen', 'PERSON geht jeden Morgen joggen', 'Ich gehe jeden Morgen joggen', False),
+    ('de', 'Ich spreche fließend Spanisch', 'PERSON spricht fließend Spanisch', 'Ich spreche fließend Spanisch', False),
+    ('en', 'I speak French and German', 'PERSON speaks German', 'I speak French and German', False),
+    ('en', 'I quit my job to start a business', 'PERSON quit their job', 'I quit my job', False),
+    ('en', 'I just got a new job at Spotify',
+     'PERSON got a new job at Spotify', 'I just got a new job at Spotify', False),
+    ('en', "I'm pregnant!", 'PERSON is pregnant', "I'm pregnant", False),
+    ('en', 'Finally: I passed my driving test', 'PERSON passed their driving test', 'I passed my driving test', False),
+    ('en', "I'm not sure, but I think I like it", 'PERSON likes it', 'I like it', True),
+    ('en', 'Guess what: I got engaged', 'PERSON got engaged', 'I got engaged', False),
+    ('en', 'I love my cat, she is 3', 'PERSON loves their cat', 'I love my cat', False),
+    ('en', 'Love sushi!', 'PERSON loves sushi', 'Love sushi', False),
+    ('en', 'Running keeps me sane', 'Running keeps PERSON sane', 'Running keeps me sane', False),
+    ('en', 'Tea helps me sleep', 'PERSON drinks tea to sleep', 'Tea helps me sleep', True),
+    ('en', 'I grew up in Kraków', 'PERSON grew up in Kraków', 'I grew up in Kraków', False),
+    ('en', "I'm from Brazil", 'PERSON is from Brazil', "I'm from Brazil", False),
+    ('es', 'Soy de México', 'PERSON es de México', 'Soy de México', False),
+    ('en', 'I have a cat and a dog', 'PERSON has a dog', 'a dog', False),
+    ('en', 'I have a cat or two', 'PERSON has a cat', 'I have a cat', False),
+    ('en', "I don't know if I like jazz", 'PERSON likes jazz', 'I like jazz', True),
+    ('en', 'No, I live in Rome', 'PERSON lives in Rome', 'I live in Rome', False),
+    ('en', "Nope, I'm a nurse", 'PERSON is a nurse', "I'm a nurse", False),
+    ('en', "I'm a nurse. No kids yet.", 'PERSON is a nurse', "I'm a nurse", False),
+    ('en', 'I live in Oslo. Not in Bergen.', 'PERSON lives in Oslo', 'I live in Oslo', False),
+    ('en', 'I teach yoga. Not full-time though.', 'PERSON teaches yoga', 'I teach yoga', False),
+]
+
 ADVERSARIAL = [c for c in CASES if c.refused_as is not None]
 EVERYDAY = [c for c in CASES if c.refused_as is None]
 
@@ -235,6 +361,15 @@ def test_a_memory_is_kept_only_when_the_sentence_says_it(case: Case) -> None:
     else:
         assert report.accepted == [], case.id
         assert [r.reason for r in report.rejected] == [case.refused_as], case.id
+
+
+@pytest.mark.parametrize(("language", "said", "text", "evidence", "refused"), MORE,
+                         ids=[f"{m[0]}:{m[1][:40]}" for m in MORE])
+def test_more_sentences_kept_or_refused_by_what_they_say(
+    language: str, said: str, text: str, evidence: str, refused: bool
+) -> None:
+    report = validate(said, text, evidence)
+    assert (report.accepted == []) is refused, (language, said, text, report.rejected)
 
 
 @pytest.mark.parametrize(("said", "evidence", "kept"), [

@@ -185,13 +185,13 @@ REPORTING = _set(
     "powiedziałam twierdzi twierdzą twierdził twierdziła myśli myślą myślał myślała myślę sądzi sądzę "
     "uważa uważam uważają podobno ponoć rzekomo według słyszałem słyszałam napisał napisała pisze żartuje "
     "żartował żartowała udaje udawał udawała wydaje",
-    "sagt sagen sagte sagten gesagt sage meint meinen meinte glaubt glaube glaubte glauben denkt denke "
+    "sagt sagen sagte sagten gesagt sage meint meinte glaubt glaube glaubte glauben denkt denke "
     "dachte behauptet behauptete erzählt erzählte angeblich laut schreibt schrieb geschrieben scherzt "
     "scherzte vermutet vermute anscheinend gehört bezweifle bezweifelt bestreite bestreitet leugne leugnet",
 )
 # Clause boundaries for polarity and modality: coordinators and causal connectives start a new clause.
 COORDINATORS = _set(
-    "and but or so yet then because since while whereas however",
+    "and but or nor so yet then because since while whereas however",
     "i a ale lecz lub albo oraz więc bo ponieważ jednak zaś natomiast",
     "und aber oder sondern denn doch weil da während jedoch",
 )
@@ -264,9 +264,29 @@ OTHER_PEOPLE_LEMMAS = _set(
 )
 
 
+def _stems(lemma: str) -> set[str]:
+    """Where the case forms of ``lemma`` start: itself, without its final vowel ("kolega" -> "koleg-"), and with
+    the Polish mobile "e" dropped ("szwagier" -> "szwagr-owi"). Stems shorter than five letters are left out:
+    they start too many other words ("neve-" of "neveu" starts "never")."""
+    stems = {lemma, lemma[:-1] if lemma[-1:] in "aeiouy" else lemma}
+    if lemma[-3:-1] == "ie" or lemma[-2:-1] == "e":
+        stems.add(lemma[:-3] + lemma[-1] if lemma[-3:-1] == "ie" else lemma[:-2] + lemma[-1])
+    return {stem for stem in stems if len(stem) >= 5}
+
+
+_OTHER_PEOPLE_STEMS = tuple(sorted({stem for lemma in OTHER_PEOPLE_LEMMAS for stem in _stems(lemma)}))
+CASE_ENDING_MAX_CHARS = 3  # "-owi", "-ami", "-em": what a case adds to a stem
+
+
 def _other_person(word: str) -> bool:
-    """``word`` names another person: a relative or a role, in any form."""
-    return word in OTHER_PEOPLE or not lemmas(word).isdisjoint(OTHER_PEOPLE_LEMMAS)
+    """``word`` names another person: a relative or a role, in any form, by its dictionary form, or where the
+    lemmatiser does not know the form, by a lexicon stem with a short case ending ("szwagrowi")."""
+    if word in OTHER_PEOPLE or not lemmas(word).isdisjoint(OTHER_PEOPLE_LEMMAS):
+        return True
+    if is_stop_word(word) or word in NEGATIONS:
+        return False
+    return any(word.startswith(stem) and len(word) - len(stem) <= CASE_ENDING_MAX_CHARS for stem in _OTHER_PEOPLE_STEMS
+               if stem[0] == word[:1])
 
 
 # The speaker's possessives: a clause that opens with one ("my therapist is vegan") is about what follows it.
@@ -866,7 +886,7 @@ def _third_person_verb(word: str) -> bool:
     return any(
         (lemma + "s" == word or lemma + "es" == word or (lemma.endswith("y") and lemma[:-1] + "ies" == word))
         or (lemma.endswith("en") and word.endswith("t") and not word.endswith("et") and len(word) > 3)
-        or (lemma.endswith("ć") and word[-1:] in set("aei") and not word.endswith(("nie", "cie")))
+        or (lemma.endswith("ć") and word[-1:] in set("aeił") and not word.endswith(("nie", "cie")))
         or (lemma.endswith(("ar", "er", "ir")) and word[-1:] in set("ae") and len(word) > 3)
         for lemma in forms
     )
