@@ -20,10 +20,13 @@ _INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u
 
 
 def is_invisible(char: str) -> bool:
-    """Whether ``char`` renders as nothing (and so only splits what a reader sees as one word)."""
+    """Whether ``char`` renders as nothing (and so only splits what a reader sees as one word): every
+    Default_Ignorable_Code_Point of Unicode, the bidirectional controls among them (a right-to-left override),
+    variation selectors and the code points reserved as ignorable but not yet assigned."""
     code = ord(char)
     return (unicodedata.category(char) == "Cf" or char in _INVISIBLE_EXTRA
-            or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF)  # variation selectors
+            or 0xFE00 <= code <= 0xFE0F or 0xE0000 <= code <= 0xE0FFF  # variation selectors, tags and their block
+            or code == 0x2065 or 0xFFF0 <= code <= 0xFFF8)  # reserved default-ignorables
 
 
 def visible(text: str) -> str:
