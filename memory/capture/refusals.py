@@ -100,6 +100,8 @@ _AUTHORITY = [
     re.compile(rf"\b{_ROLE}\s+(?:of|for|over|on|in|von|des|der|für|über|dla|nad|de|du|del|sur|sobre)\s+"
                rf"(?:{_KITH_NP}|bots?\b)"),
     re.compile(rf"\b{_ROLE}\s+(?:(?:tego|naszego)\s+)?(?:kitha|bota|asystenta|czatu|serwera|systemu)\b"),
+    # A German genitive needs no preposition: "der Admin dieses Bots", "der Besitzer des Assistenten".
+    re.compile(rf"\b{_ROLE}\s+(?:dieses|des|unseres|eures|deines)\s+(?:bots|assistenten|chatbots|kith)\b"),
     re.compile(rf"\b(?:kith|bot|assistant|chatbot)[-\s]?{_ROLE}\b"),
     re.compile(
         r"(?:\b(?:is|am|are|was|be|become|becomes|became|counts?\s+as|acts?\s+as|serves?\s+as|jest|jestem|jesteś|są|"

@@ -395,13 +395,20 @@ def _clause_starts_at(text: str, sentence_start: int, start: int) -> bool:
     head = tokens(before[cut:])
     for i in range(len(head) - 1, -1, -1):
         if head[i] in OPENERS:
+            if head[i] in PREPOSITIONS and _leading_phrase(head[i:]):
+                return True  # "since" opens a leading phrase here, not a clause: "Since 2020 I've been ..."
             head = head[i + 1:]
             break
     if all(is_stop_word(w) for w in head):
         return True
     if len(head) == 1 and head[0].endswith("ly"):  # "secretly", "honestly"
         return True
-    return (head[0] in PREPOSITIONS or head[0] in TIME_OPENERS) and len(head) <= LEADING_PHRASE_MAX_WORDS
+    return _leading_phrase(head)
+
+
+def _leading_phrase(head: Sequence[str]) -> bool:
+    """``head`` is one leading phrase of place or time: "at work", "these days", "seit 2019"."""
+    return bool(head) and (head[0] in PREPOSITIONS or head[0] in TIME_OPENERS) and len(head) <= LEADING_PHRASE_MAX_WORDS
 
 
 RELATIVES = _set("that who which whose whom", "który która które którzy którego której", "welche welcher welches")
@@ -809,8 +816,9 @@ def _with_the_speaker(words: Sequence[str]) -> bool:
     )
 
 
-# Prepositions of company: "I live in Lisbon with my partner" is still the speaker's fact, the partner beside them.
-WITH = _set("with", "z ze", "mit", "avec con")
+# Prepositions of company or benefit: "I live in Lisbon with my partner", "Gotuję obiad dla rodziny" are still
+# the speaker's facts, the others beside them or what they do it for ("in my family" is not one of these).
+WITH = _set("with for", "z ze dla", "mit für", "avec con pour para")
 
 
 def _beside_the_speaker(words: Sequence[str], index: int) -> bool:
