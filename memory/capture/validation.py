@@ -467,8 +467,7 @@ def validate_extraction(
 
 
 async def validate_off_the_loop(raw: str, tool_calls: int, **kwargs: Any) -> ValidationReport:
-    """``validate_extraction``; on a worker thread when a local NLI model is asked (its inference would hold up
-    the replies), on the event loop otherwise (the rules alone take microseconds)."""
-    if kwargs.get("entails") is None:
-        return validate_extraction(raw, tool_calls, **kwargs)
+    """``validate_extraction`` on a worker thread, so the replies are not held up: a local NLI model's inference
+    takes time, and so does the lemmatiser's first look-up in a language (loading its dictionary takes seconds;
+    after that the rules take milliseconds)."""
     return await asyncio.to_thread(functools.partial(validate_extraction, raw, tool_calls, **kwargs))
