@@ -185,9 +185,21 @@ def check_ins_of(conn: Connection, person: str) -> list[dict[str, str | None]]:
     return [{"item": r.item_key, "handled_at": when(r.handled_at)} for r in rows]
 
 
+def move_check_ins(conn: Connection, old: str, new: str) -> int:
+    """A link's move of check-in marks: person ``old``'s become ``new``'s. A mark's key names its goal, memory or
+    disputed pair by id, and those move with the link too, so without their marks they would be asked about
+    again. An item both had marked keeps one mark, the later. Returns how many of ``old``'s marks moved."""
+    h, theirs = heartbeat_items, heartbeat_items.alias("theirs")
+    olds = sa.and_(theirs.c.person == old, theirs.c.item_key == h.c.item_key)
+    conn.execute(h.update().where(h.c.person == new, sa.exists().where(olds, theirs.c.handled_at > h.c.handled_at))
+                 .values(handled_at=sa.select(theirs.c.handled_at).where(olds).scalar_subquery()))
+    both = conn.execute(h.delete().where(h.c.person == old, h.c.item_key.in_(
+        sa.select(theirs.c.item_key).where(theirs.c.person == new)))).rowcount
+    return both + conn.execute(h.update().where(h.c.person == old).values(person=new)).rowcount
+
+
 CHECK_INS_DATA = PersonData(
-    "check_ins", tables=(heartbeat_items,), export_rows=check_ins_of,
-    stays="marks of check-ins made, under the person they were made for",
+    "check_ins", tables=(heartbeat_items,), move_rows=move_check_ins, export_rows=check_ins_of,
     kept_by_forget="keys naming a goal, memory or pair by id, and times; no words")
 
 

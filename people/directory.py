@@ -110,7 +110,8 @@ def export_of(conn: Connection, person: str) -> list[dict[str, Any]]:
 
 
 def unlink(conn: Connection, account: str, now: datetime) -> str | None:
-    """Give ``account`` a person of its own again; returns the new person id."""
+    """Give ``account`` a person of its own again; returns the new person id. Nothing moves back: what the
+    account said and what kith kept of it while it was linked stay with the person it leaves."""
     if person_of(conn, account) is None:
         return None
     person = new_person_id()

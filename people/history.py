@@ -4,7 +4,9 @@ History is what was said, in order, with provenance. It is not memory: memory is
 from it later. Secrets (keys, passwords, card and id numbers) are redacted before a row or a
 summary is written: the model sees the person's original words in the turn they were said only,
 and every later turn reads the redacted row. The summary of a thread's older part advances a ``summary_through`` cursor
-with a conditional update, so two summarizers can neither skip nor duplicate messages.
+with a conditional update, so two summarizers can neither skip nor duplicate messages. A message
+keeps the person who said it; when a link joins that person to another, their messages go along
+(:func:`move_messages`).
 """
 
 from __future__ import annotations
@@ -268,13 +270,25 @@ def summaries_of(conn: Connection, person: str) -> list[dict[str, Any]]:
             for r in rows]
 
 
+def move_messages(conn: Connection, old: str, new: str) -> int:
+    """A link's move of history: every message person ``old`` said becomes person ``new``'s, so the words an
+    account said before it was linked are in the person's export and a forget of theirs reaches them (and,
+    through them, their threads' summaries and kith's messages in those threads). Returns how many moved.
+
+    An unlink moves nothing back, as memories do not go back: what the account said while it was the
+    person's stays the person's (they may export it and forget it), and the account starts afresh as a
+    person of its own (:func:`people.directory.unlink`). Only the person column changes: a copy of a thread's
+    messages kept in memory still holds their text as it is."""
+    return conn.execute(messages.update().where(messages.c.person == old).values(person=new)).rowcount
+
+
 MESSAGES_DATA = PersonData(
-    "messages", tables=(messages,), export_rows=export_of, forgotten_by="people.history.forget_text",
-    stays="each message keeps the person who said it then, so a linked account's earlier messages stay under "
-          "its old person id")
+    "messages", tables=(messages,), move_rows=move_messages, export_rows=export_of,
+    forgotten_by="people.history.forget_text")
 SUMMARIES_DATA = PersonData(
     "summaries", tables=(summaries,), export_rows=summaries_of, forgotten_by="people.history.forget_text",
-    stays="kept by thread, not by person")
+    stays="kept by thread, not by person: a thread's summary is the person's through the messages they said "
+          "in it, which a link moves (move_messages)")
 
 
 def forget_text(conn: Connection, *, person: str, accounts: Sequence[str], redact: Callable[[str], str],

@@ -18,6 +18,7 @@ import pytest
 from ground.db import metadata
 from ground.person_data import PersonData, export_parts, move_person
 from ground.types import InboundMessage, OutboundMessage
+from heartbeat.due import mark_handled
 from kith.app import schema  # noqa: F401  (gathers every table into the metadata)
 from kith.app.lifecycle import App
 from kith.app.person_export import PersonExport
@@ -107,6 +108,7 @@ async def keep_one_of_each_kind_that_moves(app: App, who: str) -> str:
     await app.db.run(lambda conn: conn.execute(questions.insert().values(
         id="q_1", person=person, first_id="m_1", second_id="m_2", pair_key="m_1|m_2", evidence_key="e",
         evidence_count=1, platform="telegram", chat_id=who, status="open", asked_at=NOW)))
+    await app.db.run(mark_handled, person, ["conflict:m_1:m_2"], NOW)  # the heartbeat asked about that pair
     saved = app.settings.storage.exports_path()
     saved.mkdir(parents=True, exist_ok=True)
     (saved / "kith-export-1.json").write_text(json.dumps({"person": person}), encoding="utf-8")
