@@ -94,7 +94,9 @@ async def test_a_fact_said_on_telegram_is_recalled_on_slack_after_linking(
         replies = [r for r in fake_llm.requests if not r["messages"][0]["content"].startswith(CAPTURE_PROMPT_START)]
         assert replies[-1]["messages"][-1]["content"] == "guess who knocked over the plant today, my cat"
         system = replies[-1]["messages"][0]["content"]
-        assert "Ana's cat is named Biscuit" in system  # said on Telegram, recalled on Slack
+        # Said on Telegram, recalled on Slack, in her own words (the label is kith's index, never the prompt's).
+        assert '"my cat Biscuit knocked over a plant again"' in system and "on telegram" in system
+        assert "Ana's cat is named Biscuit" not in system
     finally:
         await app.close()
 
