@@ -1,6 +1,7 @@
 """What a person may do with their own memory, and the conflict questions kith asks them.
 
-* ``person_controls``: list, why, remember, pin, forget, export and pause, only ever on the requester's own memory.
+* ``person_controls``: list (staged notes too), why, remember, correct a label, pin, forget, export and pause, only
+  ever on the requester's own memory.
 * ``authorisation``: who asks (:class:`Requester`), and the refusal of anything not their own.
 * ``pauses``: whose capture is paused.
 * ``questions``: which conflicting pair to ask about, the caps, and the questions' state.
@@ -8,7 +9,13 @@
 
 from memory.controls.authorisation import RefusalReason, Refused, Requester
 from memory.controls.pauses import PauseBook
-from memory.controls.person_controls import MemoryControls, Resolution
+from memory.controls.person_controls import (
+    Listed,
+    MemoryControls,
+    Resolution,
+    notes_in_use,
+    relabel_memory,
+)
 from memory.controls.questions import (
     QUESTIONS_DATA,
     Answer,
@@ -27,6 +34,7 @@ __all__ = [
     "Answer",
     "ConflictPair",
     "DmTarget",
+    "Listed",
     "MemoryControls",
     "PauseBook",
     "Question",
@@ -37,6 +45,8 @@ __all__ = [
     "Resolution",
     "askable_pairs",
     "caps_allow",
+    "notes_in_use",
     "parse_answer",
     "pick_pair",
+    "relabel_memory",
 ]

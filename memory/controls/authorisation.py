@@ -22,7 +22,8 @@ class RefusalReason(enum.StrEnum):
     ALREADY_ANSWERED = "already_answered"
     STALE = "stale"  # the question's facts changed before the answer
     BLOCKED = "blocked"  # a tombstone refused /remember (cannot happen for a fresh message)
-    INSTRUCTION = "instruction"  # /remember of an instruction to the model or a claim of authority over it
+    INSTRUCTION = "instruction"  # /remember or /label of an instruction to the model or a claim of authority over it
+    UNREVIEWED = "unreviewed"  # a /label of a staged note the nightly review has not looked at yet
 
 
 class Refused(Exception):

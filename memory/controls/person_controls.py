@@ -1,5 +1,10 @@
 """What a person may do with their own memory, whatever the platform: list, ask why, remember,
-pin, forget (plan first, then confirm), export, pause capture, and answer conflict questions.
+correct a label, pin, forget (plan first, then confirm), export, pause capture, and answer conflict questions.
+
+What they are shown is everything kith uses: their memories and the staged notes capture wrote since the
+nightly review (recall puts those into the very next prompt), each note marked as not yet reviewed
+(:class:`Listed`). A label (a record's ``text``, the extractor's paraphrase) is theirs to correct
+(:func:`relabel_memory`); the words it stands on (its evidence, sentences and sources) never change with it.
 
 Only the person: every operation takes a :class:`~memory.controls.authorisation.Requester` and acts on that
 requester's own memories only (:mod:`memory.controls.authorisation`); pauses are kept by
@@ -48,9 +53,12 @@ from memory.core.records import (
     without_links,
 )
 from memory.core.text import normalize
+from memory.core.words import words_of
 from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
+from memory.recall.engine import note_is_live
 from memory.service import MemoryService
 from memory.store.memory_store import MemoryStore
+from memory.store.notes import Note
 
 log = logging.getLogger("kith.memory.controls")
 
@@ -58,6 +66,51 @@ log = logging.getLogger("kith.memory.controls")
 # 16 hex digits (memory.capture.merge_gate); anything of this looser shape is taken as an id, never searched for
 # as words.
 MEMORY_ID = re.compile(r"m_[0-9a-f]{6,32}")
+# A staged note's id: "n_" and 20 hex digits (memory.capture.job.note_id).
+NOTE_ID = re.compile(r"n_[0-9a-f]{6,32}")
+# A number in the person's listing (/memory numbers its entries from 1, across pages).
+LISTED_NUMBER = re.compile(r"[1-9][0-9]{0,5}")
+
+
+# --- what a person types to keep: a /remember, or a label of their own ----------------------------
+def checked_words(text: str, max_chars: int) -> str:
+    """``text`` as kith keeps it (normalised, secrets redacted), or :class:`Refused`: nothing, too long, or an
+    instruction to the model or a claim of authority over it. One rule for a /remember and a /label."""
+    clean = redact(normalize(text))
+    if not clean:
+        raise Refused(RefusalReason.EMPTY)
+    if len(clean) > max_chars:
+        raise Refused(RefusalReason.TOO_LONG)
+    if instruction_or_authority(clean) is not None:
+        raise Refused(RefusalReason.INSTRUCTION)
+    return clean
+
+
+def relabelled(record: MemoryRecord, person: str, label: str, now: datetime) -> MemoryRecord | None:
+    """``record`` with ``label`` as its text, the person's words (evidence, sentences, sources) untouched;
+    None when it is not ``person``'s or no longer current (a correction replaced it, or it was retired)."""
+    if record.person != person or record.status is not Status.ACTIVE:
+        return None
+    if record.text == label:
+        return record
+    return replace(record, text=label, updated_at=now)
+
+
+async def relabel_memory(memory: MemoryService, person: str, memory_id: str, label: str,
+                         now: datetime) -> MemoryRecord:
+    """The one path a label is corrected by (the chat's /label, ``bot.py memory label``): ``label`` checked as a
+    /remember is, then written with the store's compare-and-swap edit, so a capture merging a new receipt into
+    the memory meanwhile is kept. The memory is re-embedded under its new label (replace_memory does)."""
+    clean = checked_words(label, memory.settings.memory.max_memory_chars)
+    stored = await memory.store.edit(memory_id, lambda m: relabelled(m, person, clean, now))
+    if stored is None:
+        raise Refused(RefusalReason.NOT_FOUND, memory_id)
+    return stored
+
+
+async def notes_in_use(memory: MemoryService, person: str, now: datetime) -> list[Note]:
+    """``person``'s staged notes that recall puts into prompts now (not yet reviewed, not lapsed), oldest first."""
+    return [n for n in await memory.store.notes_of(person, unpromoted_only=True) if note_is_live(n, now)]
 
 
 # --- changes to a memory (each through MemoryStore.edit) --------------------------------------------
@@ -70,11 +123,22 @@ def ended(record: MemoryRecord, person: str, status: Status, now: datetime) -> M
 
 # --- results ----------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
+class Listed:
+    """One thing kith uses about a person, as they are shown it: a memory, or a staged note not yet reviewed."""
+
+    record: MemoryRecord
+    unreviewed: bool = False  # a staged note: in prompts already, not yet looked at by the nightly review
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryPage:
     items: tuple[MemoryRecord, ...]
     page: int  # 1-based, clamped to the pages there are
     pages: int
     total: int
+    unreviewed: frozenset[str] = frozenset()  # ids of the items that are staged notes, not yet reviewed
+    first_number: int = 1  # the listing's number of the first item (the numbers /why and /label take)
+    notes: int = 0  # staged notes among all ``total``
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,16 +217,25 @@ class MemoryControls:
             self.on_change(person)
 
     # --- reading ----------------------------------------------------------------------------------
-    async def page(self, requester: Requester, page: int = 1) -> MemoryPage:
-        """The person's current memories, newest first, ``page_size`` per page."""
+    async def listing(self, requester: Requester) -> list[Listed]:
+        """Everything kith uses about the person now, newest first: their current memories and the staged notes
+        recall already puts into prompts. /memory shows it numbered from 1; /why and /label take those numbers."""
         person = person_asking(requester)
-        records = sorted(await self.memory.list_memories(person), key=lambda r: (said_at(r), r.id), reverse=True)
         now = self.clock()
-        records = [r for r in records if r.is_live(now)]
-        pages = max(1, -(-len(records) // self.page_size))
+        listed = [Listed(r) for r in await self.memory.list_memories(person) if r.is_live(now)]
+        listed += [Listed(n.record, unreviewed=True) for n in await notes_in_use(self.memory, person, now)]
+        return sorted(listed, key=lambda e: (said_at(e.record), e.record.id), reverse=True)
+
+    async def page(self, requester: Requester, page: int = 1) -> MemoryPage:
+        """The person's listing (:meth:`listing`), ``page_size`` per page."""
+        listed = await self.listing(requester)
+        pages = max(1, -(-len(listed) // self.page_size))
         page = min(max(page, 1), pages)
         start = (page - 1) * self.page_size
-        return MemoryPage(tuple(records[start:start + self.page_size]), page, pages, len(records))
+        shown = listed[start:start + self.page_size]
+        return MemoryPage(tuple(e.record for e in shown), page, pages, len(listed),
+                          unreviewed=frozenset(e.record.id for e in shown if e.unreviewed),
+                          first_number=start + 1, notes=sum(e.unreviewed for e in listed))
 
     async def _own(self, requester: Requester, memory_id: str) -> MemoryRecord:
         record = await self.memory.get(memory_id)
@@ -184,12 +257,55 @@ class MemoryControls:
         hits = [h.record for h in (await self.memory.search(person, target, limit * 3)).hits if keep(h.record)]
         return hits[:limit]
 
-    async def why(self, requester: Requester, target: str) -> list[MemoryRecord]:
-        """The memories ``target`` (an id, or words) names, with their receipts; an id may be inactive."""
-        found = await self._find(requester, target, WHY_MAX_HITS)
+    async def _own_note(self, requester: Requester, note_id: str) -> Note:
+        notes = await self.store.get_notes([note_id])
+        if not notes:
+            raise Refused(RefusalReason.NOT_YOURS, note_id)
+        check_owner(requester, notes[0].record.person, note_id)
+        return notes[0]
+
+    async def _numbered(self, requester: Requester, number: str) -> Listed:
+        listed = await self.listing(requester)
+        index = int(number) - 1
+        if index >= len(listed):
+            raise Refused(RefusalReason.NOT_FOUND, number)
+        return listed[index]
+
+    async def explain(self, requester: Requester, target: str) -> list[Listed]:
+        """What ``target`` names (a number of the listing, a memory's or a staged note's id, or words), to show
+        with its words and receipts; an id may name a memory no longer current. Words find staged notes too
+        (by whole words, as a forget does: they are few), before the memories search finds."""
+        person = person_asking(requester)
+        target = target.strip()
+        if LISTED_NUMBER.fullmatch(target):
+            listed = await self.listing(requester)
+            if int(target) <= len(listed):
+                return [listed[int(target) - 1]]
+            # Beyond the listing, a number is words to search for ("/why 1990").
+        if NOTE_ID.fullmatch(target):
+            return [Listed((await self._own_note(requester, target)).record, unreviewed=True)]
+        now = self.clock()
+        said: list[Listed] = []
+        if target and not MEMORY_ID.fullmatch(target):
+            # The search ranks by label; a person asks in their own words, which a label in another language or
+            # other words does not hold ("/why Gdańsku" of "PERSON's sister lives in Gdansk"): their words are
+            # matched too, whole words as a forget matches them, the staged notes first.
+            notes = [Listed(n.record, unreviewed=True)
+                     for n in reversed(await notes_in_use(self.memory, person, now))]
+            memories = [Listed(r) for r in sorted(await self.memory.active_memories(person),
+                                                  key=lambda r: (said_at(r), r.id), reverse=True) if r.is_live(now)]
+            said = [e for e in (*notes, *memories)
+                    if query_matches(target, [e.record.text, *words_of(e.record).sentences])]
+        searched = [Listed(r) for r in await self._find(requester, target, WHY_MAX_HITS)
+                    if all(r.id != e.record.id for e in said)]
+        found = [*said, *searched][:WHY_MAX_HITS]
         if not found:
             raise Refused(RefusalReason.NOT_FOUND, target)
         return found
+
+    async def why(self, requester: Requester, target: str) -> list[MemoryRecord]:
+        """The memories and staged notes ``target`` names (:meth:`explain`), with their receipts."""
+        return [e.record for e in await self.explain(requester, target)]
 
     async def open_question(self, requester: Requester) -> Question | None:
         """The person's oldest open question that still asks about current facts.
@@ -206,13 +322,7 @@ class MemoryControls:
     async def remember(self, requester: Requester, text: str, source: Source, scope: Scope) -> GateResult:
         """An explicit memory: the person's own words, this very message as the receipt, through the gate."""
         person = person_asking(requester)
-        clean = redact(normalize(text))
-        if not clean:
-            raise Refused(RefusalReason.EMPTY)
-        if len(clean) > self.memory.settings.memory.max_memory_chars:
-            raise Refused(RefusalReason.TOO_LONG)
-        if instruction_or_authority(clean) is not None:
-            raise Refused(RefusalReason.INSTRUCTION)
+        clean = checked_words(text, self.memory.settings.memory.max_memory_chars)
         candidate = MemoryCandidate(kind=MemoryKind.FACT, text=clean, evidence=(clean,),
                                     importance=REMEMBER_IMPORTANCE, horizon=Horizon.LASTING, sources=(source,),
                                     scope=scope)
@@ -221,6 +331,29 @@ class MemoryControls:
             raise Refused(RefusalReason.BLOCKED)
         self._changed(person)
         return result
+
+    # --- labels -------------------------------------------------------------------------------------
+    async def relabel(self, requester: Requester, target: str, label: str) -> MemoryRecord:
+        """Correct the label of the memory ``target`` names (a number of the listing or an id) to ``label``,
+        the person's words under it unchanged (:func:`relabel_memory`). A staged note is refused as not yet
+        reviewed: the nightly review may still merge it, and a memory's label is what is corrected."""
+        person = person_asking(requester)
+        target = target.strip()
+        async with self._locks.hold([person]):
+            if LISTED_NUMBER.fullmatch(target):
+                listed = await self._numbered(requester, target)
+            elif NOTE_ID.fullmatch(target):
+                listed = Listed((await self._own_note(requester, target)).record, unreviewed=True)
+            elif MEMORY_ID.fullmatch(target):
+                listed = Listed(await self._own(requester, target))
+            else:
+                raise Refused(RefusalReason.EMPTY if not target else RefusalReason.NOT_FOUND, target)
+            if listed.unreviewed:
+                raise Refused(RefusalReason.UNREVIEWED, listed.record.id)
+            stored = await relabel_memory(self.memory, person, listed.record.id, label, self.clock())
+        log.info("label corrected person=%s memory=%s", person, stored.id)
+        self._changed(person)
+        return stored
 
     # --- pins ---------------------------------------------------------------------------------------
     async def pins(self, requester: Requester) -> list[MemoryRecord]:
@@ -402,10 +535,15 @@ def forget_counts(plan: ForgetPlan) -> tuple[int, int, int, int]:
 __all__ = [
     "ExportFile",
     "Exporter",
+    "Listed",
     "MemoryControls",
     "MemoryPage",
     "PendingForget",
     "Resolution",
+    "checked_words",
     "ended",
     "forget_counts",
+    "notes_in_use",
+    "relabel_memory",
+    "relabelled",
 ]
