@@ -1,9 +1,14 @@
 """The person's memory controls in chat, the same on every platform, and kith's conflict questions.
 
 Commands (registered in :class:`~conversation.chat_commands.ChatCommands`, so Telegram's menu shows them):
-``/memory [page]``, ``/why <words or id>``, ``/remember <text>``, ``/pin``/``/unpin <id or words>``,
-``/forget <words>`` (shows the plan; deletes only after the person confirms), ``/export``,
-``/pause`` and ``/resume``. They work in a DM only; in a group they say so and show nothing.
+``/memory [page]``, ``/why <number, words or id>``, ``/remember <text>``, ``/label <number or id> <new label>``,
+``/pin``/``/unpin <id or words>``, ``/forget <words>`` (shows the plan; deletes only after the person confirms),
+``/export``, ``/pause`` and ``/resume``. They work in a DM only; in a group they say so and show nothing.
+
+The person's words come first, kith's label second: ``/memory``, ``/why`` and the conflict questions quote what
+they said (:func:`memory.core.words_of`), with where and when, and show the label (the extractor's paraphrase,
+which ``/label`` corrects) under it. ``/memory`` and ``/why`` show everything kith uses, the staged notes recall
+already puts into prompts too, each marked as not yet reviewed.
 
 Buttons: ``q:<question id>:<answer>`` answers a conflict question, ``f:<token>:yes|no`` confirms or
 cancels a forget plan. Every button has a typed twin ("first", "2", "both", "neither"; "yes"/"no")
@@ -23,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -61,7 +66,7 @@ from memory.controls import (
     parse_answer,
     pick_pair,
 )
-from memory.core import MemoryRecord, Origin, Scope, Source, Status, person_facing, said_at
+from memory.core import MemoryRecord, Origin, Scope, Source, Status, person_facing, said_at, words_of
 from memory.forgetting import JournalUnwritable, describe_places, erase_json
 from memory.service import MemoryService
 from people import directory, history
@@ -104,25 +109,39 @@ def _where(record: MemoryRecord, platform: str) -> str:
 
 _VERB = {Origin.HEARD: "you said", Origin.READ: "I read", Origin.THOUGHT: "I concluded",
          Origin.DID: "I did"}
+NO_WORDS = "(no words of yours kept)"  # a record with no receipt at all, which no current path writes
+UNREVIEWED = "not yet reviewed"  # a staged note: recall uses it already; the nightly review has not looked at it
+WORDS_CUT = " (words quoted from a longer sentence)"
+
+
+def said(record: MemoryRecord) -> str:
+    """The person's newest words a memory stands on, quoted as they said them (never kith's label)."""
+    sentences = words_of(record).sentences
+    return f"“{literal(clip(sentences[-1], QUESTION_QUOTE_CHARS))}”" if sentences else NO_WORDS
+
+
+def label_line(record: MemoryRecord, *, starts: bool = False) -> str:
+    """Kith's label for a memory, shown after the words it stands on (``starts``: it begins a sentence)."""
+    return f"{'My' if starts else 'my'} label: {literal(clip(yours(record.text), QUESTION_QUOTE_CHARS))}"
 
 
 def receipt(record: MemoryRecord) -> str:
-    """One line of provenance: who said it (or how kith knows), the newest quote, where and when."""
-    quote = clip(record.evidence[-1], QUESTION_QUOTE_CHARS) if record.evidence else yours(record.text)
+    """One line of provenance, words first: who said it (or how kith knows), their newest words, where and when."""
     source = max(record.sources, key=lambda s: s.timestamp, default=None)
     where = _where(record, source.platform) if source is not None else ""
     when = said_at(record).date().isoformat()
-    return f"{_VERB[record.origin]} “{literal(quote)}” {where}, {when}".replace("  ", " ")
+    cut = "" if words_of(record).whole else WORDS_CUT
+    return f"{_VERB[record.origin]} {said(record)}{cut} {where}, {when}".replace("  ", " ")
 
 
 def question_text(pair: ConflictPair) -> str:
     return "\n".join([
-        "Two things I remember about you disagree. Which is right?",
+        "Two things you told me disagree. Which is right?",
         "",
-        f"1. {literal(yours(pair.first.text))}",
-        f"   ({receipt(pair.first)})",
-        f"2. {literal(yours(pair.second.text))}",
-        f"   ({receipt(pair.second)})",
+        f"1. {receipt(pair.first)}",
+        f"   ({label_line(pair.first)})",
+        f"2. {receipt(pair.second)}",
+        f"   ({label_line(pair.second)})",
         "",
         "Tap a button, or reply first, second, both or neither.",
     ])
@@ -140,23 +159,28 @@ def question_message(question: Question, pair: ConflictPair) -> OutboundMessage:
 
 
 def resolution_text(resolution: Resolution) -> str:
-    first, second = literal(yours(resolution.first.text)), literal(yours(resolution.second.text))
+    first, second = said(resolution.first), said(resolution.second)
     if resolution.answer is Answer.FIRST:
-        return f"Got it: “{first}” is right. I set “{second}” aside; it stays on record as no longer current."
+        return f"Got it: {first} is right. I set {second} aside; it stays on record as no longer current."
     if resolution.answer is Answer.SECOND:
-        return f"Got it: “{second}” is right. I set “{first}” aside; it stays on record as no longer current."
+        return f"Got it: {second} is right. I set {first} aside; it stays on record as no longer current."
     if resolution.answer is Answer.BOTH:
         return "Got it: both are true, so I no longer treat them as a disagreement."
     return "Got it: neither is current. I set both aside; they stay on record as no longer current."
 
 
-def memory_line(record: MemoryRecord) -> str:
-    flags = "".join([" 📌" if record.pinned else "", " (disputed)" if record.conflicts_with else ""])
-    return f"- `{record.id}` {literal(clip(yours(record.text), QUESTION_QUOTE_CHARS))} ({record.kind.value}, " \
-           f"{said_at(record).date().isoformat()}){flags}"
+def memory_line(record: MemoryRecord, number: int | None = None, *, unreviewed: bool = False) -> str:
+    """One entry of a listing, two lines: the person's words with where and when, then kith's label and id.
+    ``number``: its number in /memory, which /why and /label take."""
+    flags = "".join([f" ({UNREVIEWED})" if unreviewed else "", " 📌" if record.pinned else "",
+                     " (disputed)" if record.conflicts_with else ""])
+    head = f"{number}." if number is not None else "-"
+    return f"{head} {receipt(record)}{flags}\n   {label_line(record)} ({record.kind.value}, `{record.id}`)"
 
 
-def _status_line(record: MemoryRecord) -> str:
+def _status_line(record: MemoryRecord, *, unreviewed: bool = False) -> str:
+    if unreviewed:
+        return f"{UNREVIEWED} (I noted it from our chat and use it already; the nightly review decides if I keep it)"
     if record.status is Status.ACTIVE:
         return "current" + (", pinned" if record.pinned else "")
     when = f" on {record.valid_to.date().isoformat()}" if record.valid_to else ""
@@ -164,16 +188,21 @@ def _status_line(record: MemoryRecord) -> str:
             Status.FORGOTTEN: "forgotten"}[record.status] + when
 
 
-def why_text(records: Sequence[MemoryRecord]) -> str:
+def why_text(records: Sequence[MemoryRecord], unreviewed: Collection[str] = ()) -> str:
+    """How kith knows each record, words first: what the person said (the whole sentences, newest last), then
+    kith's label, its status, and where and when. ``unreviewed``: ids of staged notes among ``records``."""
     blocks = []
     for record in records:
         verb = _VERB[record.origin]
-        lines = [f"`{record.id}` {literal(yours(record.text))}",
-                 f"Status: {_status_line(record)}; {record.tier.value}, {record.kind.value}."]
-        for quote in record.evidence[-WHY_RECEIPTS:]:
-            # The whole sentence the words stand in: a fragment could hide "I would never say I am vegan".
-            said = next((s for s in record.evidence_sentences if quote in s), quote)
-            lines.append(f"- {verb}: “{literal(clip(said, QUESTION_QUOTE_CHARS))}”")
+        words = words_of(record)
+        # The whole sentence the words stand in: a fragment could hide "I would never say I am vegan".
+        cut = "" if words.whole else WORDS_CUT
+        lines = [f"`{record.id}`"]
+        lines += [f"- {verb}{cut}: “{literal(clip(sentence, QUESTION_QUOTE_CHARS))}”"
+                  for sentence in words.sentences[-WHY_RECEIPTS:]] or [f"- {NO_WORDS}"]
+        status = (_status_line(record, unreviewed=True) if record.id in unreviewed
+                  else f"{_status_line(record)}; {record.tier.value}")
+        lines += [label_line(record, starts=True), f"Status: {status}; {record.kind.value}."]
         for source in sorted(record.sources, key=lambda s: s.timestamp)[-WHY_RECEIPTS:]:
             lines.append(f"- {_where(record, source.platform)}, "
                          f"{source.timestamp.strftime('%Y-%m-%d %H:%M %Z').strip()}")
@@ -196,9 +225,11 @@ def refusal_text(refused: Refused, usage: str = "") -> str:
     subject = literal(refused.subject)
     reason = refused.reason
     if reason in (RefusalReason.NOT_A_PERSON, RefusalReason.NOT_YOURS):
-        if refused.subject.startswith("m_"):
+        if refused.subject.startswith(("m_", "n_")):
             return f"`{subject}` is not one of your memories: I only show or change what you told me."
         return "Only the person it is about can do that, from their own chat."
+    if reason is RefusalReason.NOT_FOUND and refused.subject.isdigit():
+        return f"/memory has no number {subject}: it numbers what I remember about you from 1."
     return {
         RefusalReason.NOT_FOUND: f"Nothing I remember about you matches “{subject}”.",
         RefusalReason.EMPTY: usage or "Tell me what, after the command.",
@@ -211,6 +242,8 @@ def refusal_text(refused: Refused, usage: str = "") -> str:
         RefusalReason.BLOCKED: "I could not keep that.",
         RefusalReason.INSTRUCTION: "I keep what you tell me about you and your life, not instructions for me "
                                    "or claims of authority over me.",
+        RefusalReason.UNREVIEWED: f"`{subject}` is {UNREVIEWED}: the nightly review looks at it first, and may "
+                                  "merge it with something you said before. Correct its label after that.",
     }.get(reason, "I could not do that.")
 
 
@@ -359,8 +392,10 @@ class MemoryCommands:
     def register(self, commands: ChatCommands) -> None:
         for name, description, handler in (
             ("memory", "what I remember about you (/memory 2: next page)", self.memory),
-            ("why", "how I know something: /why <words or id>", self.why),
+            ("why", "how I know something: /why <number, words or id>", self.why),
             ("remember", "keep something you say: /remember <text>", self.remember),
+            ("label", "correct how I label a memory, your words unchanged: /label <number or id> <new label>",
+             self.label),
             ("pin", "always keep a memory in mind: /pin <id or words>", self.pin),
             ("unpin", "stop keeping a pinned memory in mind: /unpin <id or words>", self.unpin),
             ("forget", "forget something (shows what would go first): /forget <words>", self.forget),
@@ -398,19 +433,39 @@ class MemoryCommands:
         if not page.total:
             return reply_to(message, "I don't remember anything about you yet. /remember <text> keeps "
                                      "something." + note)
-        lines = [f"What I remember about you (page {page.page} of {page.pages}, {page.total} in all):",
-                 *(memory_line(r) for r in page.items), ""]
+        lines = [f"What I remember about you, your words first and my label under them (page {page.page} of "
+                 f"{page.pages}, {page.total} in all):"]
+        if page.notes:
+            which = "One is" if page.notes == 1 else f"{page.notes} of them are"
+            lines.append(f"{which} {UNREVIEWED}: noted from our chats since the nightly review, and used already.")
+        lines += [memory_line(r, page.first_number + i, unreviewed=r.id in page.unreviewed)
+                  for i, r in enumerate(page.items)]
+        lines.append("")
         if page.page < page.pages:
             lines.append(f"/memory {page.page + 1} shows more.")
-        lines.append("/why <id> shows how I know one; /forget <words> removes things; /export gives you all.")
+        lines.append("/why <number> shows how I know one; /label <number> <new label> corrects my label (your "
+                     "words stay); /forget <words> removes things; /export gives you all.")
         return reply_to(message, "\n".join(lines) + note)
 
     async def why(self, message: InboundMessage, args: str) -> OutboundMessage:
         try:
-            found = await self.controls.why(await self._requester(message), args)
+            found = await self.controls.explain(await self._requester(message), args)
         except Refused as refused:
-            return reply_to(message, refusal_text(refused, "Which memory? /why <words or id>"))
-        return reply_to(message, why_text(found))
+            return reply_to(message, refusal_text(refused, "Which memory? /why <number, words or id>"))
+        return reply_to(message, why_text([e.record for e in found], {e.record.id for e in found if e.unreviewed}))
+
+    async def label(self, message: InboundMessage, args: str) -> OutboundMessage:
+        usage = ("Which one, and what should my label say? /label <number or id> <new label>: /memory shows the "
+                 "numbers. Your words stay as you said them.")
+        target, _, text = args.strip().partition(" ")
+        if not target or not text.strip():
+            return reply_to(message, usage)
+        try:
+            record = await self.controls.relabel(await self._requester(message), target, text)
+        except Refused as refused:
+            return reply_to(message, refusal_text(refused, usage))
+        return reply_to(message, f"Relabelled `{record.id}`: {label_line(record)}. Your words stay as you said "
+                                 f"them: {receipt(record)}.")
 
     async def remember(self, message: InboundMessage, args: str) -> OutboundMessage:
         requester = await self._requester(message)

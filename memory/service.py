@@ -25,6 +25,7 @@ from memory.capture.job import Capture, PausedHook
 from memory.capture.merge_gate import MemoryGate, PromoteReport
 from memory.core.records import MemoryRecord, Status
 from memory.core.wording import person_facing
+from memory.core.words import words_of
 from memory.encoders.embedders import Embedder, EmbedderStatus, open_embedder
 from memory.encoders.entailment import optional_entailment
 from memory.forgetting.forgetter import Forgetter
@@ -59,7 +60,8 @@ class SearchResult:
 
 
 def record_json(record: MemoryRecord) -> dict[str, Any]:
-    """A memory as plain JSON, every field, for export and the operator commands."""
+    """A memory as plain JSON, every field, for export and the operator commands: the person's words first
+    (:func:`memory.core.words_of`), then kith's label for them (``text``)."""
 
     def when(value: datetime | None) -> str | None:
         return value.isoformat() if value is not None else None
@@ -67,8 +69,9 @@ def record_json(record: MemoryRecord) -> dict[str, Any]:
     return {
         "id": record.id,
         "person": record.person,
-        "kind": record.kind.value,
+        "words": list(words_of(record).sentences),
         "text": record.text,
+        "kind": record.kind.value,
         "evidence": list(record.evidence),
         "evidence_sentences": list(record.evidence_sentences),
         "sources": [

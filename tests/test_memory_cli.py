@@ -377,7 +377,7 @@ def test_names_from_the_database_reach_the_terminal_as_one_clean_line(
     assert code == 0
     (line,) = [line for line in out.splitlines() if line.endswith("likes tea")]
     assert "\x1b" not in out and "\x07" not in out
-    assert line.strip() == printable_name(raw) + " likes tea" and len(printable_name(raw)) <= 64
+    assert line.strip() == "label: " + printable_name(raw) + " likes tea" and len(printable_name(raw)) <= 64
     assert 'evidence: "I collect \\x1b]0;owned\\x07stamps"' in out
 
 

@@ -60,6 +60,7 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("memory.list", M + "list_body", {**WHO, "notes": FLAG, "all": FLAG}, writes=False),
     Operation("memory.show", M + "show_body", {**WHO, "memory_id": TEXT}, writes=False),
     Operation("memory.search", M + "search_body", {**WHO, "query": WORDS, "limit": NUMBER}, writes=False),
+    Operation("memory.label", M + "label_body", {**WHO, "memory_id": TEXT, "label": WORDS}),
     Operation("memory.forget", M + "forget_body", {**WHO, "query": WORDS, "yes": FLAG, "preview": FLAG,
                                                    "expect": MAYBE_WORDS}),
     Operation("memory.export", M + "export_body", WHO, writes=False),

@@ -1,7 +1,7 @@
 """The operator's commands, each an argument parser for ``bot.py`` and async bodies that run in the running bot
 or, with none, under the data directory's lock (:mod:`kith.control`).
 
-* :mod:`kith.operator.memory_cli`: ``memory list|show|search|forget|export|reembed|undo-decay``.
+* :mod:`kith.operator.memory_cli`: ``memory list|show|search|label|forget|export|reembed|undo-decay``.
 * :mod:`kith.operator.people_cli`: ``people list|link|unlink``.
 * :mod:`kith.operator.policy_cli`: ``pairing list|approve|revoke``.
 * :mod:`kith.operator.heartbeat_cli`: ``consolidate``, ``heartbeat``, ``decay``: a scheduled job run once, now.

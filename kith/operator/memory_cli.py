@@ -3,9 +3,15 @@
     bot.py memory list   --account telegram:42 [--notes] [--all]
     bot.py memory show   --person p_1234 MEMORY_ID
     bot.py memory search --account telegram:42 QUERY...
+    bot.py memory label  --person p_1234 MEMORY_ID NEW LABEL...
     bot.py memory forget --account telegram:42 QUERY... [--yes]
     bot.py memory export --person p_1234 [--out FILE]
     bot.py memory reembed
+
+Every memory shows the person's words first (:func:`memory.core.words_of`: their sentences, quoted, with who
+said them, when and where) and kith's label second; ``list`` shows the staged notes kith already uses too, marked
+as not yet reviewed. ``label`` corrects a label for the person, their words unchanged, through the same path as
+the chat's ``/label`` (:func:`memory.controls.relabel_memory`).
 
 A person is chosen by one of their accounts or by person id. ``forget`` prints its plan first
 and deletes only after ``--yes`` or a typed "y" (asked in the operator's terminal, see
@@ -32,7 +38,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ground.types import printable_name
 from ground.wording import counted
-from memory.core import person_facing
+from memory.core import person_facing, said_of, words_of
+from persona.labels import quote, said_words
 
 if TYPE_CHECKING:
     from kith.control.parts import Console, Parts, Stream
@@ -58,14 +65,19 @@ def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
         who.add_argument("--person", metavar="PERSON_ID", help="the person id, e.g. p_0123456789abcdef")
         return sub
 
-    listing = action("list", "the person's memories with their evidence and sources")
-    listing.add_argument("--notes", action="store_true", help="also the staged notes capture wrote")
+    listing = action("list", "the person's memories and the staged notes in use, their words first, with "
+                             "evidence and sources")
+    listing.add_argument("--notes", action="store_true",
+                         help="every staged note capture wrote, the reviewed ones too")
     listing.add_argument("--all", action="store_true", help="also superseded, retired and expired memories")
     show = action("show", "one memory in full: evidence, sources, conflicts, revision")
     show.add_argument("memory_id")
     search = action("search", "the person's memories that match a query")
     search.add_argument("query", nargs="+")
     search.add_argument("--limit", type=int, default=10)
+    label = action("label", "correct kith's label for one memory; the person's words stay as they said them")
+    label.add_argument("memory_id")
+    label.add_argument("label", nargs="+", metavar="LABEL")
     forget = action("forget", "show what matches a query, then delete exactly that (asks first)")
     forget.add_argument("query", nargs="+")
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -114,14 +126,23 @@ def _when(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "-"
 
 
-def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "") -> list[str]:
+def words_line(record: MemoryRecord, *, name: str = "", unreviewed: bool = False) -> str:
+    """The person's words a record stands on, every sentence quoted, after who said them, when and where."""
+    words = words_of(record)
+    if not words.sentences:
+        return "    (no words kept: only kith's label)"
+    quoted = " ".join(quote(sentence) for sentence in words.sentences)  # every one, whole: the operator audits
+    return shown(f"    {said_words(said_of(words, name or 'they', unreviewed=unreviewed), quoted)}")
+
+
+def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "", unreviewed: bool = False) -> list[str]:
     head = (
         f"{record.id}  {record.kind.value}  {record.status.value}  importance {record.importance:.2f}  "
         f"{record.tier.value}  {record.scope.value}  rev {record.revision}"
     )
     if record.pinned:
         head += "  pinned"
-    lines = [head, f"    {_worded(record.text, name)}"]
+    lines = [head, words_line(record, name=name, unreviewed=unreviewed), f"    label: {_worded(record.text, name)}"]
     lines += [f'    evidence: "{shown(quote)}"' for quote in record.evidence]
     lines += [
         f"    source: {s.platform} chat {s.chat_id} message {s.message_id} at {_when(s.timestamp)}"
@@ -144,7 +165,7 @@ def note_lines(note: Note, *, name: str = "") -> list[str]:
         if note.promoted_to
         else ("handled, not promoted" if note.promoted_at else "staged")
     )
-    lines = memory_lines(note.record, name=name)
+    lines = memory_lines(note.record, name=name, unreviewed=note.promoted_at is None)
     lines[0] = f"{note.record.id}  note  {note.record.kind.value}  {state}  from {note.conversation or '-'}"
     return lines
 
@@ -181,8 +202,14 @@ async def list_body(parts: Parts, args: argparse.Namespace, console: Console) ->
     if args.notes:
         notes = await service.list_notes(person)
         out.write(f"{counted(len(notes), 'staged note', 'staged notes')}\n")
-        for note in notes:
-            _print(out, note_lines(note, name=name))
+    else:
+        # What recall already puts into prompts, though the nightly review has not looked at it yet.
+        from memory.controls import notes_in_use
+
+        notes = await notes_in_use(service, person, now)
+        out.write(f"{counted(len(notes), 'staged note', 'staged notes')} in use, not yet reviewed\n")
+    for note in notes:
+        _print(out, note_lines(note, name=name))
     return 0
 
 
@@ -220,6 +247,32 @@ async def search_body(parts: Parts, args: argparse.Namespace, console: Console) 
         lines = memory_lines(hit.record, name=name)
         lines[0] += f"  score {hit.score:.2f}"
         _print(out, lines)
+    return 0
+
+
+async def label_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    """Correct one memory's label for the person; their words, evidence and sources stay as they are."""
+    from memory.controls import Refused, relabel_memory
+
+    person = await person_of(parts, args, console)
+    if person is None:
+        return 2
+    service = await parts.memory()
+    record = await service.get(args.memory_id)
+    if record is None or record.person != person:
+        console.err.write(f"kith: {person} has no memory {args.memory_id}\n")
+        return 1
+    try:
+        stored = await relabel_memory(service, person, record.id, " ".join(args.label), service.clock())
+    except Refused as refused:
+        why = {"empty": "the label is empty", "too_long": "the label is too long for one memory",
+               "instruction": "the label reads as an instruction to kith or a claim of authority over it",
+               "not_found": "it is no longer current"}.get(refused.reason.value, refused.reason.value)
+        console.err.write(f"kith: label not changed: {why}\n")
+        return 1
+    parts.changed(person)
+    name = await _name_of(service, person)
+    _print(console.out, ["relabelled:", *memory_lines(stored, name=name)])
     return 0
 
 
