@@ -34,7 +34,7 @@ from memory.capture import new_memory_id
 from memory.core import MemoryKind, MemoryRecord, Scope, Source
 from memory.service import MemoryService
 from people import directory, history
-from tests.helpers import FakeClock
+from tests.support.clock import FakeClock
 
 IDLE_TARGET_MS = 100.0
 IDLE_TICKS = 20

@@ -6,7 +6,7 @@ The wiring gathers every declaration (:mod:`kith.app.person_data`), as :mod:`kit
 linking an account (``/link``, ``bot.py people link``) goes through that list with :func:`move_person`, and the
 export (``/export``, ``bot.py memory export``) with :func:`export_parts`, so a new kind of thing kept about a
 person is moved and exported the day it is declared, or its declaration says why not. A table with a person
-column that no declaration names fails a test (tests/test_person_data.py).
+column that no declaration names fails a test (tests/e2e/test_person_data.py).
 """
 
 from __future__ import annotations

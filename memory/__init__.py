@@ -13,5 +13,5 @@ Memory knows no platform. It lives in rooms, each importing only the rooms below
 * :mod:`memory.encoders`: the local sentence encoder, reranker and entailment models.
 * :mod:`memory.core`: the shapes and text rules, pure.
 
-The rest of kith imports a room or the service, never a module inside a room (``tests/test_layers.py``).
+The rest of kith imports a room or the service, never a module inside a room (``tests/unit/test_layers.py``).
 """

@@ -22,10 +22,8 @@ from ground.config import (
 from ground.db import Database
 from kith.settings import AppSettings
 from tests.fakes.openai_api import FakeOpenAI
-from tests.helpers import FakeClock, open_db
-
-ROOT = Path(__file__).resolve().parent.parent
-
+from tests.support.clock import FakeClock
+from tests.support.database import open_db
 
 @pytest.fixture(scope="session", autouse=True)
 def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -88,10 +86,3 @@ def make_settings(tmp_path: Path) -> Callable[..., AppSettings]:
         return dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
 
     return make
-
-
-def write_config(path: Path, fake: FakeOpenAI, data_dir: Path, extra: str = "") -> Path:
-    path.write_text(
-        f'[llm]\nmodel = "openai/fake-model"\napi_base = "{fake.base_url}"\ntimeout_s = 5.0\nmax_retries = 0\n'
-        f'[storage]\ndata_dir = "{data_dir}"\n[memory]\nembedder = "none"\ncapture = false\n{extra}', encoding="utf-8")
-    return path

@@ -6,7 +6,7 @@ import asyncio
 from collections import defaultdict
 
 from ground.types import ButtonHandler, InboundHandler, OutboundMessage, RenderedChunk, SentMessage
-from tests.helpers import FakeClock
+from tests.support.clock import FakeClock
 
 
 class FakeChannel:

@@ -36,14 +36,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from llm.client import HONEST_FAILURE_REPLY
-from tests.conftest import ROOT, write_config
 from tests.fakes import discord_api as fake_discord
 from tests.fakes import slack_api as fake_slack
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
+from tests.support.config_file import write_config
 from tests.support.fault_bot import API_ENV, GATEWAY_ENV
+from tests.support.paths import ROOT
 from tests.support.tcp_proxy import FaultProxy
 
 TOKEN = re.compile(r"kf\d{6}")

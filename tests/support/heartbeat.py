@@ -19,7 +19,8 @@ from memory.core.records import MemoryCandidate, MemoryKind
 from memory.service import MemoryService
 from people import history
 from tests.fakes.openai_api import FakeOpenAI
-from tests.helpers import FakeClock, open_db
+from tests.support.clock import FakeClock
+from tests.support.database import open_db
 from tests.support.delivery import FakeChannel, send_anything
 from tests.support.memory import candidate, memory_settings, say
 

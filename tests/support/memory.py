@@ -20,7 +20,7 @@ from memory.encoders.embedders import Vector
 from memory.service import MemoryService
 from people import directory, history
 from tests.fakes.openai_api import FakeOpenAI
-from tests.helpers import T0, FakeClock
+from tests.support.clock import T0, FakeClock
 
 
 def memory_settings(

@@ -18,8 +18,8 @@ from kith.app.lifecycle import App
 from kith.app.run import platform_channels
 from kith.app.wiring import build_app
 from kith.settings import AppSettings
-from tests.conftest import ROOT
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
+from tests.support.paths import ROOT
 
 # Quick retries and a short debounce, so a test waits on behaviour rather than on production timings.
 QUICK_DELIVERY = DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4)

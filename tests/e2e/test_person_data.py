@@ -1,0 +1,162 @@
+"""Everything kith keeps about a person is declared once (ground.person_data), and the declarations are what
+linking and the export go through: a table with a person column declared nowhere fails here, and so does a
+declared kind that a link does not move or an export does not hold."""
+
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from ground.db import metadata
+from ground.person_data import PersonData, export_parts, move_person
+from ground.types import InboundMessage, OutboundMessage
+from heartbeat.due import mark_handled
+from kith.app import schema  # noqa: F401  (gathers every table into the metadata)
+from kith.app.lifecycle import App
+from kith.app.person_export import PersonExport
+from kith.app.wiring import build_app
+from kith.control.local import LocalParts
+from memory.controls.questions import questions
+from memory.store import Note
+from people import directory
+from tests.support.lived import Lived
+from tests.support.memory import record
+from tests.support.messages import inbound
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+# A column that names a person: person, persons, person_id, a first_person ...
+PERSON_COLUMN = re.compile(r"^persons?(_ids?)?$|_persons?$")
+
+
+def tables_with_a_person_column() -> set[str]:
+    return {t.name for t in metadata.tables.values() if any(PERSON_COLUMN.search(c.name) for c in t.columns)}
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names something that exists: a module, then attributes down from it."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+@pytest.fixture
+async def app(fake_llm, make_settings) -> AsyncIterator[App]:
+    built = await build_app(make_settings(fake_llm), warm_llm=False)
+    try:
+        yield built
+    finally:
+        await built.close()
+
+
+async def test_every_table_with_a_person_column_is_declared(app: App) -> None:
+    found = tables_with_a_person_column()
+    assert {"accounts", "messages", "goals", "consolidation_chunks"} <= found  # the scan sees person columns
+    declared = {table.name for entry in app.person_data for table in entry.tables}
+    assert sorted(found - declared) == []
+    assert declared <= set(metadata.tables)
+
+
+async def test_each_kind_is_declared_once_and_names_a_forget_step_that_exists(app: App) -> None:
+    names = [entry.name for entry in app.person_data]
+    assert len(names) == len(set(names))
+    tables = [table.name for entry in app.person_data for table in entry.tables]
+    assert len(tables) == len(set(tables))  # one home for each table
+    missing = [entry.forgotten_by for entry in app.person_data
+               if entry.forgotten_by and not resolves(entry.forgotten_by)]
+    assert missing == []
+    with pytest.raises(ValueError, match="give exactly one of move_rows, reassign, stays"):
+        PersonData("nowhere", left_out="a test", kept_by_forget="a test")
+
+
+def dm(text: str, who: str) -> InboundMessage:
+    return inbound(text, platform="telegram", chat_id=who, sender_id=who, sender_name="Ana")
+
+
+async def command(app: App, message: InboundMessage) -> OutboundMessage:
+    reply = await app.commands(message)
+    assert reply is not None, message.text
+    return reply
+
+
+async def keep_one_of_each_kind_that_moves(app: App, who: str) -> str:
+    """The person behind ``who`` with something of every kind a link moves."""
+    await app.core.handle(dm("hello", who))
+    person = await app.db.run(directory.person_of, f"telegram:{who}")
+    assert person is not None
+    await command(app, dm("/remember I keep bees on the roof", who))
+    await app.memory.store.add_notes([Note(record(person, "Ana is learning Rust"), conversation=f"telegram:{who}")])
+    await app.memory.book.add(person, ["a-forgotten-digest"], NOW)
+    await command(app, dm("/goals add run a marathon", who))
+    await command(app, dm("/pause", who))
+    await app.db.run(lambda conn: conn.execute(questions.insert().values(
+        id="q_1", person=person, first_id="m_1", second_id="m_2", pair_key="m_1|m_2", evidence_key="e",
+        evidence_count=1, platform="telegram", chat_id=who, status="open", asked_at=NOW)))
+    await app.db.run(mark_handled, person, ["conflict:m_1:m_2"], NOW)  # the heartbeat asked about that pair
+    saved = app.settings.storage.exports_path()
+    saved.mkdir(parents=True, exist_ok=True)
+    (saved / "kith-export-1.json").write_text(json.dumps({"person": person}), encoding="utf-8")
+    return person
+
+
+@pytest.mark.parametrize("host", ["chat", "operator"])
+async def test_a_link_moves_every_kind_that_moves(app: App, host: str) -> None:
+    old = await keep_one_of_each_kind_that_moves(app, "701")
+    new = await app.db.run(directory.resolve, "telegram:702", "Ana", NOW)
+    kinds = app.person_data
+    nobody = await export_parts(app.db, kinds, "p_nobody")
+    before = await export_parts(app.db, kinds, old)
+    if host == "chat":  # /link's way: the bot's own list
+        assert app.linker.on_moved is not None
+        moved = await app.linker.on_moved(old, new)
+    else:  # bot.py people link with no bot running: the command gathers its own
+        await app.close()
+        parts = LocalParts(app.settings)
+        try:
+            kinds = await parts.person_data()
+            moved = await move_person(parts.db, kinds, old, new)
+        finally:
+            await parts.close()
+        app = await build_app(app.settings, warm_llm=False)
+    try:
+        assert isinstance(moved, dict)
+        moving = [entry.name for entry in kinds if entry.moves]
+        assert list(moved) == moving
+        assert [name for name in moving if not moved[name]] == []  # each kind had something, and it moved
+        after = await export_parts(app.db, app.person_data, old)
+        theirs = await export_parts(app.db, app.person_data, new)
+        for name in moving:
+            if name in nobody:
+                assert before[name] != nobody[name], name
+                assert after[name] == nobody[name], name
+                assert theirs[name] != nobody[name], name
+    finally:
+        if host == "operator":
+            await app.close()
+
+
+async def test_the_export_holds_every_kind_that_is_exported(lived: Lived) -> None:
+    app = lived.app
+    await command(app, dm("/pause", "501"))  # she resumed, and forgot nothing: both would read as nobody's
+    await app.memory.book.add(lived.ana, ["a-forgotten-digest"], NOW)
+    document = await PersonExport(app.db, app.memory, app.clock, app.person_data).document(lived.ana, you=True)
+    nobody = await export_parts(app.db, app.person_data, "p_nobody")
+    exported = [entry.name for entry in app.person_data if entry.exported]
+    assert list(document) == ["schema", "exported_at", "person", *exported]
+    assert [name for name in exported if document[name] == nobody[name]] == []  # each part was really read
+    assert [entry.name for entry in app.person_data if not entry.exported and entry.name in document] == []

@@ -1,0 +1,320 @@
+"""A hostile or sloppy extractor whose quote is exact but whose memory claims more than the sentence says.
+
+Each case is one message of Ana's and one memory proposed about her, with evidence quoted word for word.
+The quote is always really there; what is attacked is support: a negation, limiter or sarcasm marker
+dropped, a condition, question, wish, plan or obligation turned into a fact, the past turned into the
+present, someone else's fact (a relative, a role, a quoted or forwarded text) given to Ana, a quantity
+inflated, and the same tricks spelt with look-alike letters, characters that show nothing and fullwidth
+forms. Every one must be refused for the reason named. The everyday facts next to them must still be kept.
+None of these repeats a case of test_adversarial_capture.py or test_validation.py (beside this file).
+"""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ground.db import Database
+from memory.capture.validation import RejectReason, validate_extraction
+from memory.core.records import AuthorRole, Scope, Turn
+from memory.service import MemoryService
+from tests.fakes.openai_api import FakeOpenAI, Scripted
+from tests.support.memory import T0, memory_settings, reply, say, service  # noqa: F401
+
+NEGATED = RejectReason.EVIDENCE_NEGATED
+HYPOTHETICAL = RejectReason.EVIDENCE_HYPOTHETICAL
+QUESTION = RejectReason.EVIDENCE_QUESTION
+REPORTED = RejectReason.EVIDENCE_REPORTED
+PARTIAL = RejectReason.EVIDENCE_PARTIAL
+PAST = RejectReason.EVIDENCE_PAST
+NOT_GROUNDED = RejectReason.NOT_GROUNDED
+KEEP = None
+
+ZWSP, ZWNJ, RLM, CYR_O = "\u200b", "\u200c", "\u200f", "\u043e"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    said: str
+    text: str
+    evidence: str
+    refused_as: RejectReason | None  # None: it must be kept
+
+
+CASES = [
+    # --- negation and what undoes a clause -------------------------------------------------------------
+    Case("en-quote-drops-dont", "I don't have a dog", "PERSON has a dog", "have a dog", NEGATED),
+    Case("en-hardly", "I hardly drink coffee", "PERSON drinks coffee", "I hardly drink coffee", NEGATED),
+    Case("en-rarely", "I rarely drink coffee", "PERSON drinks coffee", "I rarely drink coffee", NEGATED),
+    Case("en-almost", "I almost died", "PERSON died", "I almost died", NEGATED),
+    Case("en-nearly", "I nearly married Tom", "PERSON married Tom", "I nearly married Tom", NEGATED),
+    Case("en-quit", "I quit smoking last year", "PERSON smokes", "I quit smoking", NEGATED),
+    Case("en-lost", "I lost my job", "PERSON has a job", "I lost my job", NEGATED),
+    Case("en-deny-that", "I deny that I have diabetes", "PERSON has diabetes", "I have diabetes", REPORTED),
+    Case("en-doubt-that", "I doubt that I am vegan", "PERSON is vegan", "I am vegan", REPORTED),
+    Case("de-kaum", "Ich trinke kaum Kaffee", "PERSON trinkt Kaffee", "Ich trinke kaum Kaffee", NEGATED),
+    Case("de-selten", "Ich trinke selten Kaffee", "PERSON trinkt Kaffee", "Ich trinke selten Kaffee", NEGATED),
+    Case("de-aufgehoert", "Ich habe aufgehört zu rauchen", "PERSON raucht", "Ich habe aufgehört zu rauchen",
+         NEGATED),
+    Case("de-bezweifle-dass", "Ich bezweifle, dass ich Veganer bin", "PERSON ist Veganer", "ich Veganer bin",
+         REPORTED),
+    Case("fr-ne-pas", "Je n'habite pas à Paris", "PERSON habite à Paris", "Je n'habite pas à Paris", NEGATED),
+    Case("fr-ne-jamais", "Je ne suis jamais allé à Paris", "PERSON est allé à Paris",
+         "Je ne suis jamais allé à Paris", NEGATED),
+    # --- conditions, questions ---------------------------------------------------------------------------
+    Case("en-in-case", "In case I get the job, I move to Lisbon", "PERSON moves to Lisbon", "I move to Lisbon",
+         HYPOTHETICAL),
+    Case("en-assuming", "Assuming I get the job, I move to Lisbon", "PERSON moves to Lisbon",
+         "I move to Lisbon", HYPOTHETICAL),
+    Case("en-should-i-inverted", "Should I get the job, I will move to Lisbon", "PERSON will move to Lisbon",
+         "I will move to Lisbon", QUESTION),
+    Case("en-question-no-mark", "Do I have diabetes", "PERSON has diabetes", "I have diabetes", QUESTION),
+    Case("en-question-lowercase", "should I move to Lisbon", "PERSON should move to Lisbon", "I move to Lisbon",
+         QUESTION),
+    Case("en-question-fullwidth-mark", "Should I move to Lisbon？", "PERSON moves to Lisbon", "I move to Lisbon",
+         QUESTION),
+    Case("en-question-mark-then-emoji", "Should I move to Lisbon?🤔", "PERSON moves to Lisbon",
+         "I move to Lisbon", QUESTION),
+    Case("en-am-i-fullwidth", "Am I vegan？", "PERSON is vegan", "I vegan", QUESTION),
+    Case("de-question-no-mark", "Soll ich nach Lissabon ziehen", "PERSON soll nach Lissabon ziehen",
+         "Soll ich nach Lissabon ziehen", QUESTION),
+    # --- wishes, plans, obligations and the future turned into facts ------------------------------------
+    Case("en-want-to-play", "I want to play piano", "PERSON plays piano", "I want to play piano", HYPOTHETICAL),
+    Case("en-id-love-to", "I'd love to play piano", "PERSON plays piano", "I'd love to play piano", HYPOTHETICAL),
+    Case("en-ill-move", "I'll move to Lisbon", "PERSON moves to Lisbon", "I'll move to Lisbon", HYPOTHETICAL),
+    Case("en-will-move", "I will move to Lisbon next year", "PERSON moves to Lisbon", "I will move to Lisbon",
+         HYPOTHETICAL),
+    Case("en-going-to", "I'm going to quit my job", "PERSON quit PERSON's job", "quit my job", HYPOTHETICAL),
+    Case("en-should", "I should exercise more", "PERSON exercises more", "exercise more", HYPOTHETICAL),
+    Case("en-have-to", "I have to call my mom", "PERSON calls mom", "call my mom", HYPOTHETICAL),
+    Case("en-need-a-car", "I need a car", "PERSON has a car", "I need a car", HYPOTHETICAL),
+    Case("en-hope-that", "I hope that I get the job", "PERSON gets the job", "I get the job", HYPOTHETICAL),
+    Case("de-moechte", "Ich möchte Klavier lernen", "PERSON lernt Klavier", "Ich möchte Klavier lernen",
+         HYPOTHETICAL),
+    Case("de-will", "Ich will Klavier spielen", "PERSON spielt Klavier", "Ich will Klavier spielen", HYPOTHETICAL),
+    Case("de-sollte", "Ich sollte mehr Sport machen", "PERSON macht mehr Sport", "Ich sollte mehr Sport machen",
+         HYPOTHETICAL),
+    Case("de-muss", "Ich muss mehr Sport machen", "PERSON macht mehr Sport", "Ich muss mehr Sport machen",
+         HYPOTHETICAL),
+    Case("de-hoffe-dass", "Ich hoffe, dass ich den Job bekomme", "PERSON bekommt den Job", "ich den Job bekomme",
+         PARTIAL),
+    Case("pl-chce", "Chcę grać na pianinie", "PERSON gra na pianinie", "Chcę grać na pianinie", HYPOTHETICAL),
+    Case("fr-voudrais", "Je voudrais apprendre le piano", "PERSON apprend le piano",
+         "Je voudrais apprendre le piano", HYPOTHETICAL),
+    # --- the past turned into the present ----------------------------------------------------------------
+    Case("en-used-to", "I used to live in Paris", "PERSON lives in Paris", "live in Paris", PAST),
+    Case("en-lived", "I lived in Paris for ten years", "PERSON lives in Paris", "I lived in Paris", PAST),
+    Case("en-was-a-smoker", "I was a smoker", "PERSON is a smoker", "I was a smoker", PAST),
+    Case("en-back-then", "Back then I was vegan", "PERSON is vegan", "I was vegan", PAST),
+    Case("en-had-a-dog", "I had a dog", "PERSON has a dog", "I had a dog", PAST),
+    Case("en-have-lived-no-since", "I have lived in Paris", "PERSON lives in Paris", "I have lived in Paris", PAST),
+    Case("de-wohnte-frueher", "Ich wohnte früher in Paris", "PERSON wohnt in Paris", "Ich wohnte früher in Paris",
+         PAST),
+    Case("de-war", "Ich war Veganer", "PERSON ist Veganer", "Ich war Veganer", PAST),
+    Case("pl-mieszkalam", "Mieszkałam w Paryżu", "PERSON mieszka w Paryżu", "Mieszkałam w Paryżu", PAST),
+    # --- someone else's fact -----------------------------------------------------------------------------
+    Case("en-apposition", "Tom, my roommate, is vegan", "PERSON is vegan", "is vegan", NOT_GROUNDED),
+    Case("en-my-therapist", "My therapist is vegan", "PERSON is vegan", "My therapist is vegan", NOT_GROUNDED),
+    Case("en-our-neighbour", "Our neighbour owns a boat", "PERSON owns a boat", "Our neighbour owns a boat",
+         NOT_GROUNDED),
+    Case("de-meine-therapeutin", "Meine Therapeutin ist Veganerin", "PERSON ist Veganerin",
+         "Meine Therapeutin ist Veganerin", NOT_GROUNDED),
+    Case("pl-moja-terapeutka", "Moja terapeutka jest weganką", "PERSON jest weganką",
+         "Moja terapeutka jest weganką", NOT_GROUNDED),
+    Case("fr-ma-soeur", "Ma sœur est végane", "PERSON est végane", "Ma sœur est végane", NOT_GROUNDED),
+    Case("es-mi-hermana", "Mi hermana es vegana", "PERSON es vegana", "Mi hermana es vegana", NOT_GROUNDED),
+    # --- quoted, forwarded, not meant --------------------------------------------------------------------
+    Case("en-song-lyric", 'My favourite song goes "I am a rock"', "PERSON is a rock", "I am a rock", REPORTED),
+    Case("en-she-was-like", 'She was like "I am vegan"', "PERSON is vegan", "I am vegan", REPORTED),
+    Case("en-quoted-reply", "> I am vegan", "PERSON is vegan", "I am vegan", REPORTED),
+    Case("en-fwd-header", "Fwd: I am vegan", "PERSON is vegan", "I am vegan", REPORTED),
+    Case("de-german-quotes", "Auf ihrem Shirt steht „Ich bin Veganerin“", "PERSON ist Veganerin",
+         "Ich bin Veganerin", REPORTED),
+    Case("en-tone-tag", "I love Mondays /s", "PERSON loves Mondays", "I love Mondays", NEGATED),
+    Case("en-tone-tag-next-sentence", "I love Mondays. /s", "PERSON loves Mondays", "I love Mondays", NEGATED),
+    Case("en-jk", "I love Mondays jk", "PERSON loves Mondays", "I love Mondays", NEGATED),
+    Case("en-eye-roll", "I love Mondays 🙄", "PERSON loves Mondays", "I love Mondays", NEGATED),
+    # --- quantity and frequency inflated -----------------------------------------------------------------
+    Case("en-twice-to-daily", "I drink coffee twice a day", "PERSON drinks coffee daily",
+         "I drink coffee twice a day", NOT_GROUNDED),
+    Case("en-once-to-regularly", "I went running once", "PERSON runs regularly", "I went running once",
+         NOT_GROUNDED),
+    Case("en-once-to-many-times", "I have been to Japan once", "PERSON has been to Japan many times",
+         "I have been to Japan once", NOT_GROUNDED),
+    Case("en-one-beer-to-a-lot", "I had one beer", "PERSON drinks a lot of beer", "I had one beer", PAST),
+    Case("en-2-to-22", "I have 2 cats", "PERSON has 22 cats", "I have 2 cats", NOT_GROUNDED),
+    Case("en-smoke-to-heavy", "I smoke", "PERSON is a heavy smoker", "I smoke", NOT_GROUNDED),
+    # --- spelling tricks inside the quote ----------------------------------------------------------------
+    Case("en-zwsp-in-dont", f"I don{ZWSP}'t have a dog", "PERSON has a dog", f"I don{ZWSP}'t have a dog", NEGATED),
+    Case("en-cyrillic-o-in-not", f"I do n{CYR_O}t have a dog", "PERSON has a dog", f"I do n{CYR_O}t have a dog",
+         NEGATED),
+    Case("en-zwnj-in-never", f"I am ne{ZWNJ}ver sad", "PERSON is sad", f"I am ne{ZWNJ}ver sad", NEGATED),
+    Case("en-zwsp-in-would", f"I wou{ZWSP}ld eat meat", "PERSON eats meat", f"I wou{ZWSP}ld eat meat",
+         HYPOTHETICAL),
+    Case("en-cyrillic-o-in-doctor", f"My d{CYR_O}ctor is vegan", "PERSON is vegan", f"My d{CYR_O}ctor is vegan",
+         NOT_GROUNDED),
+    Case("en-fullwidth-if", "ｉｆ I were rich, I buy a boat", "PERSON buys a boat", "I buy a boat", HYPOTHETICAL),
+    Case("en-rlm-before-used", f"I {RLM}used to smoke", "PERSON smokes", f"I {RLM}used to smoke", PAST),
+    # --- everyday facts: still kept ----------------------------------------------------------------------
+    Case("keep-en-diagnosed", "I was diagnosed with diabetes last year", "PERSON is diabetic",
+         "I was diagnosed with diabetes", KEEP),
+    Case("keep-en-got-a-dog", "I got a dog two years ago", "PERSON has a dog", "I got a dog", KEEP),
+    Case("keep-en-lived-since", "I've lived in Berlin since 2019", "PERSON lives in Berlin",
+         "I've lived in Berlin since 2019", KEEP),
+    Case("keep-en-used-to-kept", "I used to live in Paris", "PERSON used to live in Paris",
+         "I used to live in Paris", KEEP),
+    Case("keep-en-born", "I was born in Poland", "PERSON was born in Poland", "I was born in Poland", KEEP),
+    Case("keep-en-want-kept", "I want to learn piano", "PERSON wants to learn piano", "I want to learn piano",
+         KEEP),
+    Case("keep-en-rarely-kept", "I rarely drink coffee", "PERSON rarely drinks coffee", "I rarely drink coffee",
+         KEEP),
+    Case("keep-en-know-that", "I know that I have diabetes", "PERSON has diabetes", "I have diabetes", KEEP),
+    Case("keep-en-my-dog", "I love my dog Rex", "PERSON has a dog called Rex", "I love my dog Rex", KEEP),
+    Case("keep-en-my-name", "My name is Ana", "PERSON is called Ana", "My name is Ana", KEEP),
+    Case("keep-en-wife-and-i", "My wife and I live in Berlin", "PERSON lives in Berlin",
+         "My wife and I live in Berlin", KEEP),
+    Case("keep-en-by-bike", "I go to work by bike", "PERSON goes to work by bike", "I go to work by bike", KEEP),
+    Case("keep-en-stopped-by", "I stopped by the bakery", "PERSON stopped by the bakery",
+         "I stopped by the bakery", KEEP),
+    Case("keep-en-need-glasses", "I need glasses to read", "PERSON needs glasses to read",
+         "I need glasses to read", KEEP),
+    Case("keep-en-have-to-my-dog", "I have to walk my dog Luna every morning", "PERSON's dog is called Luna",
+         "I have to walk my dog Luna every morning", KEEP),
+    Case("keep-en-age", "I am 34 years old", "PERSON is 34 years old", "I am 34 years old", KEEP),
+    Case("keep-en-rlm-marks", f"{RLM}I am {RLM}vegan", "PERSON is vegan", f"I am {RLM}vegan", KEEP),
+    Case("keep-de-seit", "Ich wohne seit 2019 in Berlin", "PERSON wohnt seit 2019 in Berlin",
+         "Ich wohne seit 2019 in Berlin", KEEP),
+    Case("keep-de-katzen", "Ich habe zwei Katzen", "PERSON hat zwei Katzen", "Ich habe zwei Katzen", KEEP),
+    Case("keep-pl-pies", "Mój pies ma na imię Burek", "Pies PERSON ma na imię Burek", "Mój pies ma na imię Burek",
+         KEEP),
+    Case("keep-pl-mam-psa", "Mam psa", "PERSON ma psa", "Mam psa", KEEP),
+    Case("keep-es-vivo", "Vivo en Madrid", "PERSON vive en Madrid", "Vivo en Madrid", KEEP),
+    # English "by" is not Polish "by": a fact that leaves it out is still said.
+    Case("keep-en-by-author", "My favourite book is Dune by Herbert", "PERSON's favourite book is Dune",
+         "My favourite book is Dune", KEEP),
+    Case("keep-en-cycle-by-bike", "I cycle to work by bike", "PERSON cycles to work", "I cycle to work", KEEP),
+    Case("pl-by-still-conditional", "Ja by nie jadł mięsa", "PERSON nie je mięsa", "Ja by nie jadł mięsa",
+         HYPOTHETICAL),
+    # A question turned to the listener after a statement asks about them, not about it.
+    Case("keep-en-do-you", "I love sushi, do you?", "PERSON loves sushi", "I love sushi", KEEP),
+    Case("keep-en-and-you", "I'm a nurse, and you?", "PERSON is a nurse", "I'm a nurse", KEEP),
+    Case("keep-en-what-about-you", "I live in Porto, what about you?", "PERSON lives in Porto", "I live in Porto",
+         KEEP),
+    Case("keep-de-und-du", "Ich wohne in Berlin, und du?", "PERSON wohnt in Berlin", "Ich wohne in Berlin", KEEP),
+    Case("keep-pl-a-ty", "Mieszkam w Krakowie, a ty?", "PERSON mieszka w Krakowie", "Mieszkam w Krakowie", KEEP),
+    # A relative clause after the quote tells of the thing it names; an interjection governs nothing.
+    Case("keep-en-cat-that-needs", "I have a cat that needs a lot of attention", "PERSON has a cat", "I have a cat",
+         KEEP),
+    Case("keep-en-teacher-who-wants", "I'm a teacher who wants to change schools", "PERSON is a teacher",
+         "I'm a teacher", KEEP),
+    Case("keep-en-omg", "OMG I just adopted a puppy!!", "PERSON just adopted a puppy", "I just adopted a puppy",
+         KEEP),
+    Case("en-relative-keeps-the-negation-before", "I don't have a dog that barks", "PERSON has a dog",
+         "have a dog", NEGATED),
+    Case("en-dont-i", "I love sushi, don't I?", "PERSON loves sushi", "I love sushi", QUESTION),
+    Case("en-is-that-weird", "I love sushi, is that weird?", "PERSON loves sushi", "I love sushi", QUESTION),
+    # --- issue 32: the holes closed by structure ----------------------------------------------------------
+    Case("en-gave-up-sweets", "I gave up sweets for good", "PERSON eats sweets", "I gave up sweets", NEGATED),
+    Case("en-non-vegan", "I'm a non-vegan", "PERSON is a vegan", "I'm a non-vegan", NEGATED),
+    Case("de-abgegeben", "Ich habe meinen Hund abgegeben und das Rauchen aufgegeben", "PERSON raucht",
+         "das Rauchen aufgegeben", NEGATED),
+    Case("en-nor-scope", "I neither smoke nor drink beer", "PERSON drinks beer", "drink beer", NEGATED),
+    Case("en-nope-next", "I love camping. Nope.", "PERSON loves camping", "I love camping", NEGATED),
+    Case("de-ja-klar-sarcasm", "Ja klar, ich liebe Montage", "PERSON liebt Montage", "ich liebe Montage", NEGATED),
+    Case("en-only-if-time", "I cook only if I have time", "PERSON cooks", "I cook", HYPOTHETICAL),
+    Case("pl-bede-studiowac", "Będę studiować prawo", "PERSON studiuje prawo", "Będę studiować prawo",
+         HYPOTHETICAL),
+    Case("de-werde-umziehen", "Ich werde nach Graz umziehen", "PERSON zieht nach Graz um",
+         "Ich werde nach Graz umziehen", HYPOTHETICAL),
+    Case("en-colon-her-card", "Her card said it all: I am retiring", "PERSON is retiring", "I am retiring", REPORTED),
+    Case("pl-szwagrowi", "szwagrowi urodził się syn", "PERSON urodził się syn", "szwagrowi urodził się syn",
+         NOT_GROUNDED),
+    Case("en-pawel-lower", "pawel plays the cello", "PERSON plays the cello", "pawel plays the cello", NOT_GROUNDED),
+    Case("de-number-dot", "Ich laufe 2.000 Meter", "PERSON läuft 2 Meter", "Ich laufe 2.000 Meter", NOT_GROUNDED),
+    Case("pl-time-swap", "Wstaję o 7:20", "PERSON wstaje o 20:7", "Wstaję o 7:20", NOT_GROUNDED),
+    Case("en-name-swap-pets", "My horse is Storm and my goat is Daisy", "PERSON's horse is Daisy",
+         "My horse is Storm and my goat is Daisy", NOT_GROUNDED),
+    Case("keep-en-name-bound-pets", "My horse is Storm and my goat is Daisy", "PERSON's goat is Daisy",
+         "my goat is Daisy", KEEP),
+    Case("keep-en-dont-share", "Please never share my address with anyone", "PERSON never wants their address "
+         "shared", "never share my address with anyone", KEEP),
+    Case("keep-de-fahre", "Ich fahre einen alten Golf", "PERSON fährt einen alten Golf", "Ich fahre einen alten Golf",
+         KEEP),
+    Case("keep-pl-ide", "Idę co tydzień na basen", "PERSON idzie co tydzień na basen", "Idę co tydzień na basen",
+         KEEP),
+    Case("keep-fr-elision-aime", "J'aime le jazz", "PERSON aime le jazz", "J'aime le jazz", KEEP),
+    Case("keep-en-four-kids", "I have four kids", "PERSON has 4 kids", "I have four kids", KEEP),
+    Case("keep-de-vier", "Ich habe 4 Enkel", "PERSON hat vier Enkel", "Ich habe 4 Enkel", KEEP),
+]
+
+ADVERSARIAL = [c for c in CASES if c.refused_as is not None]
+LEGITIMATE = [c for c in CASES if c.refused_as is None]
+
+
+def item(case: Case) -> dict[str, Any]:
+    return {"kind": "fact", "text": case.text, "evidence": case.evidence}
+
+
+def validate(case: Case):
+    turns = [Turn(AuthorRole.USER, "p_ana", case.said, "console", "chat", "m0", T0, Scope.DM)]
+    return validate_extraction(json.dumps({"memories": [item(case)]}), 0, turns=turns, person="p_ana",
+                               known_ids=set(), person_names=["Ana"])
+
+
+def test_the_table_has_no_duplicates_and_covers_its_languages() -> None:
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert len({(c.said, c.text, c.evidence) for c in CASES}) == len(CASES)
+    for prefix in ("en-", "de-", "pl-", "fr-", "es-", "keep-en-", "keep-de-", "keep-pl-"):
+        assert any(c.id.startswith(prefix) for c in CASES), prefix
+    assert all(c.evidence in c.said for c in CASES)  # every quote is really there: support is what is attacked
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_the_validator_refuses_what_the_sentence_does_not_say(case: Case) -> None:
+    report = validate(case)
+    if case.refused_as is None:
+        assert len(report.accepted) == 1, (case.id, report.rejected)
+    else:
+        assert report.accepted == [], case.id
+        assert [r.reason for r in report.rejected] == [case.refused_as], case.id
+
+
+def test_a_receipt_keeps_the_sentence_as_written_not_as_the_rules_read_it() -> None:
+    """The rules read look-alike letters and invisible marks folded away; what is kept is what was typed."""
+    said = f"Ｈｉ！ {RLM}I am {RLM}vegan and I cycle."
+    turns = [Turn(AuthorRole.USER, "p_ana", said, "console", "chat", "m0", T0, Scope.DM)]
+    raw = json.dumps({"memories": [{"kind": "fact", "text": "PERSON is vegan", "evidence": f"I am {RLM}vegan"}]})
+    report = validate_extraction(raw, 0, turns=turns, person="p_ana", known_ids=set())
+    (kept,) = report.accepted
+    assert kept.evidence_sentences == (f"{RLM}I am {RLM}vegan and I cycle.",)
+
+
+# --- a few through the real capture path, the fake model playing the hostile extractor -----------------
+
+THROUGH_CAPTURE = ["en-used-to", "en-cyrillic-o-in-not", "en-going-to", "en-my-therapist", "en-tone-tag",
+                   "de-will", "keep-en-diagnosed", "keep-en-lived-since", "keep-en-have-to-my-dog"]
+
+
+async def test_through_capture_only_the_supported_memories_are_staged(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI
+) -> None:
+    proposing: list[dict[str, Any]] = []
+    fake_llm.route = lambda body: Scripted(text=json.dumps({"memories": proposing}))
+    cases = [c for c in CASES if c.id in THROUGH_CAPTURE]
+    assert len(cases) == len(THROUGH_CAPTURE)
+    kept: dict[str, list[str]] = {}
+    for n, case in enumerate(cases):
+        conversation = f"console:attack{n}"
+        where = {"conversation": conversation, "chat_id": f"attack{n}", "group": False}
+        person, _ = await say(db, f"console:ana{n}", case.said, name="Ana", **where)
+        last = await reply(db, "I see.", **where)
+        proposing[:] = [item(case)]
+        await service.capture.run(conversation, last)
+        kept[case.id] = [note.record.text for note in await service.list_notes(person)]
+    assert {i: t for i, t in kept.items() if t} == {c.id: [c.text] for c in cases if c.refused_as is None}
