@@ -8,7 +8,8 @@ Commands (registered in :class:`~conversation.chat_commands.ChatCommands`, so Te
 The person's words come first, kith's label second: ``/memory``, ``/why`` and the conflict questions quote what
 they said (:func:`memory.core.words_of`), with where and when, and show the label (the extractor's paraphrase,
 which ``/label`` corrects) under it. ``/memory`` and ``/why`` show everything kith uses, the staged notes recall
-already puts into prompts too, each marked as not yet reviewed.
+already puts into prompts too, each marked as not yet reviewed. A ``/forget`` plan lists what goes, and what keeps
+its fact but loses a sentence, the same way (:func:`plan_line`).
 
 Buttons: ``q:<question id>:<answer>`` answers a conflict question, ``f:<token>:yes|no`` confirms or
 cancels a forget plan. Every button has a typed twin ("first", "2", "both", "neither"; "yes"/"no")
@@ -67,7 +68,7 @@ from memory.controls import (
     pick_pair,
 )
 from memory.core import MemoryRecord, Origin, Scope, Source, Status, person_facing, said_at, words_of
-from memory.forgetting import JournalUnwritable, describe_places, erase_json
+from memory.forgetting import ForgetPlan, JournalUnwritable, describe_places, erase_json
 from memory.service import MemoryService
 from people import directory, history
 
@@ -176,6 +177,14 @@ def memory_line(record: MemoryRecord, number: int | None = None, *, unreviewed: 
                      " (disputed)" if record.conflicts_with else ""])
     head = f"{number}." if number is not None else "-"
     return f"{head} {receipt(record)}{flags}\n   {label_line(record)} ({record.kind.value}, `{record.id}`)"
+
+
+def plan_line(plan: ForgetPlan, record_id: str) -> str:
+    """One entry of a forget plan, as /memory lists it: the person's words first, kith's label under them."""
+    record = plan.previews.get(record_id)
+    if record is None:  # every id a plan shows has its record; said plainly rather than fail the whole plan
+        return f"- `{record_id}`"
+    return memory_line(record, unreviewed=record_id in plan.unreviewed)
 
 
 def _status_line(record: MemoryRecord, *, unreviewed: bool = False) -> str:
@@ -527,17 +536,13 @@ class MemoryCommands:
         lines = [f"If I forget “{literal(args.strip())}”:"]
         if ids:
             lines.append("These go for good:")
-        for item in ids[:FORGET_PREVIEW_MAX]:
-            staged = " (not yet reviewed)" if item in plan.note_ids else ""
-            preview = yours(plan.previews.get(item, ''))
-            lines.append(f"- `{item}` {literal(clip(preview, QUESTION_QUOTE_CHARS))}{staged}")
+        lines += [plan_line(plan, item) for item in ids[:FORGET_PREVIEW_MAX]]
         if len(ids) > FORGET_PREVIEW_MAX:
             lines.append(f"…and {len(ids) - FORGET_PREVIEW_MAX} more.")
         if plan.receipt_ids:
             # The fact stays: only the sentence of theirs that held those words leaves its receipt.
             lines.append("These stay, without the sentences of yours that held those words:")
-            lines += [f"- `{i}` {literal(clip(yours(plan.previews.get(i, '')), QUESTION_QUOTE_CHARS))}"
-                      for i in plan.receipt_ids[:FORGET_PREVIEW_MAX]]
+            lines += [plan_line(plan, i) for i in plan.receipt_ids[:FORGET_PREVIEW_MAX]]
         if plan.unlink:
             lines.append(f"{counted(len(plan.unlink), 'other memory disagrees', 'other memories disagree')} "
                          "with these; that link goes too.")

@@ -10,7 +10,9 @@
 
 Every memory shows the person's words first (:func:`memory.core.words_of`: their sentences, quoted, with who
 said them, when and where) and kith's label second; ``list`` shows the staged notes kith already uses too, marked
-as not yet reviewed. ``label`` corrects a label for the person, their words unchanged, through the same path as
+as not yet reviewed, and ``forget`` lists its plan the same way. ``search`` finds what the person's own words hold
+as ``/why`` does (:func:`memory.controls.said_matching`: the search index is over labels), then what the label
+search ranks. ``label`` corrects a label for the person, their words unchanged, through the same path as
 the chat's ``/label`` (:func:`memory.controls.relabel_memory`).
 
 A person is chosen by one of their accounts or by person id. ``forget`` prints its plan first
@@ -44,6 +46,7 @@ from persona.labels import quote, said_words
 if TYPE_CHECKING:
     from kith.control.parts import Console, Parts, Stream
     from memory.core import MemoryRecord
+    from memory.forgetting import ForgetPlan
     from memory.service import MemoryService
     from memory.store import ChromaCollections, Note, VectorSource
 
@@ -159,6 +162,16 @@ def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "", un
     return lines
 
 
+def plan_lines(plan: ForgetPlan, record_id: str, *, name: str = "") -> list[str]:
+    """One record of a forget plan: its id, then the person's words (:func:`words_line`), then kith's label."""
+    record = plan.previews.get(record_id)
+    if record is None:  # every id a plan shows has its record; said plainly rather than fail the whole plan
+        return [f"  {record_id}"]
+    return [f"  {record_id}  {record.kind.value}",
+            "  " + words_line(record, name=name, unreviewed=record_id in plan.unreviewed),
+            f"      label: {_worded(record.text, name)}"]
+
+
 def note_lines(note: Note, *, name: str = "") -> list[str]:
     state = (
         f"promoted to {note.promoted_to}"
@@ -233,17 +246,31 @@ async def show_body(parts: Parts, args: argparse.Namespace, console: Console) ->
 
 
 async def search_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
+    """What the person said that holds the query's words (as ``/why`` finds it), then the label search's hits in
+    recall's ranking, at most ``--limit`` in all."""
+    from memory.controls import said_matching
+
     person = await person_of(parts, args, console)
     if person is None:
         return 2
     service = await parts.memory(embedder=True)  # the only action that embeds
     out = console.out
-    result = await service.search(person, " ".join(args.query), args.limit)
+    query = " ".join(args.query)
+    # The index is over labels: a word only the person's sentence holds ("Geige" of "plays the violin") is
+    # found by their words, the way /why finds it.
+    said = (await said_matching(service, person, query, service.clock()))[:args.limit]
+    result = await service.search(person, query, args.limit)
+    room = max(0, args.limit - len(said))
+    ranked = [h for h in result.hits if all(h.record.id != e.record.id for e in said)][:room]
     name = await _name_of(service, person)
     if result.lexical_only:
         out.write(f"note: keyword search only ({result.reason})\n")
-    out.write(f"{counted(len(result.hits), 'match', 'matches')}\n")
-    for hit in result.hits:
+    out.write(f"{counted(len(said) + len(ranked), 'match', 'matches')}\n")
+    for entry in said:
+        lines = memory_lines(entry.record, name=name, unreviewed=entry.unreviewed)
+        lines[0] += "  their words match"
+        _print(out, lines)
+    for hit in ranked:
         lines = memory_lines(hit.record, name=name)
         lines[0] += f"  score {hit.score:.2f}"
         _print(out, lines)
@@ -301,11 +328,11 @@ async def forget_body(parts: Parts, args: argparse.Namespace, console: Console) 
         out.write(f"forgetting {query!r} for {person} removes {plan.describe()}:\n")
         name = await _name_of(service, person)
         for record_id in [*plan.memory_ids, *plan.note_ids]:
-            out.write(f"  {record_id}  {_worded(plan.previews.get(record_id, ''), name)}\n")
+            _print(out, plan_lines(plan, record_id, name=name))
         if plan.receipt_ids:
             out.write("kept, but their receipts lose the sentences holding those words:\n")
             for record_id in plan.receipt_ids:
-                out.write(f"  {record_id}  {_worded(plan.previews.get(record_id, ''), name)}\n")
+                _print(out, plan_lines(plan, record_id, name=name))
         links = sum(len(v) for v in plan.unlink.values())
         if links:
             out.write(f"and clears {links} conflict flags on {len(plan.unlink)} other memories\n")

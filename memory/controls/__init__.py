@@ -1,7 +1,8 @@
 """What a person may do with their own memory, and the conflict questions kith asks them.
 
 * ``person_controls``: list (staged notes too), why, remember, correct a label, pin, forget, export and pause, only
-  ever on the requester's own memory.
+  ever on the requester's own memory; and what a person's own words find (``said_matching``, for ``/why`` and the
+  operator's search).
 * ``authorisation``: who asks (:class:`Requester`), and the refusal of anything not their own.
 * ``pauses``: whose capture is paused.
 * ``questions``: which conflicting pair to ask about, the caps, and the questions' state.
@@ -15,6 +16,7 @@ from memory.controls.person_controls import (
     Resolution,
     notes_in_use,
     relabel_memory,
+    said_matching,
 )
 from memory.controls.questions import (
     QUESTIONS_DATA,
@@ -49,4 +51,5 @@ __all__ = [
     "parse_answer",
     "pick_pair",
     "relabel_memory",
+    "said_matching",
 ]

@@ -113,6 +113,20 @@ async def notes_in_use(memory: MemoryService, person: str, now: datetime) -> lis
     return [n for n in await memory.store.notes_of(person, unpromoted_only=True) if note_is_live(n, now)]
 
 
+async def said_matching(memory: MemoryService, person: str, query: str, now: datetime) -> list[Listed]:
+    """What kith uses about ``person`` whose own words (or label) hold every word of ``query``: the staged notes in
+    use first, then the live memories, each newest first. Matched whole words, as a forget matches them.
+
+    The search (:meth:`memory.service.MemoryService.search`) ranks by label; a person, or an operator reading
+    their chat, asks in the person's own words, which a label in another language or other words does not hold
+    ("Geige" of "PERSON plays the violin", "Gdańsku" of "PERSON's sister lives in Gdansk"). ``/why`` and
+    ``bot.py memory search`` put these before what the search ranks."""
+    notes = [Listed(n.record, unreviewed=True) for n in reversed(await notes_in_use(memory, person, now))]
+    memories = [Listed(r) for r in sorted(await memory.active_memories(person),
+                                          key=lambda r: (said_at(r), r.id), reverse=True) if r.is_live(now)]
+    return [e for e in (*notes, *memories) if query_matches(query, [e.record.text, *words_of(e.record).sentences])]
+
+
 # --- changes to a memory (each through MemoryStore.edit) --------------------------------------------
 def ended(record: MemoryRecord, person: str, status: Status, now: datetime) -> MemoryRecord | None:
     """``record`` no longer current (superseded or retired), links dropped; never a delete."""
@@ -284,18 +298,9 @@ class MemoryControls:
             # Beyond the listing, a number is words to search for ("/why 1990").
         if NOTE_ID.fullmatch(target):
             return [Listed((await self._own_note(requester, target)).record, unreviewed=True)]
-        now = self.clock()
         said: list[Listed] = []
         if target and not MEMORY_ID.fullmatch(target):
-            # The search ranks by label; a person asks in their own words, which a label in another language or
-            # other words does not hold ("/why Gdańsku" of "PERSON's sister lives in Gdansk"): their words are
-            # matched too, whole words as a forget matches them, the staged notes first.
-            notes = [Listed(n.record, unreviewed=True)
-                     for n in reversed(await notes_in_use(self.memory, person, now))]
-            memories = [Listed(r) for r in sorted(await self.memory.active_memories(person),
-                                                  key=lambda r: (said_at(r), r.id), reverse=True) if r.is_live(now)]
-            said = [e for e in (*notes, *memories)
-                    if query_matches(target, [e.record.text, *words_of(e.record).sentences])]
+            said = await said_matching(self.memory, person, target, self.clock())
         searched = [Listed(r) for r in await self._find(requester, target, WHY_MAX_HITS)
                     if all(r.id != e.record.id for e in said)]
         found = [*said, *searched][:WHY_MAX_HITS]
@@ -546,4 +551,5 @@ __all__ = [
     "notes_in_use",
     "relabel_memory",
     "relabelled",
+    "said_matching",
 ]

@@ -89,7 +89,8 @@ class Forgetter:
         gone = {r.id for r in records}
         receipts = [r for r in [*memories, *(n.record for n in notes)]
                     if r.id not in gone and _receipt_matches(r, eraser)]
-        previews = {r.id: r.text for r in [*records, *receipts]}
+        previews = {r.id: r for r in [*records, *receipts]}
+        unreviewed = frozenset(n.record.id for n in notes if n.promoted_at is None and n.record.id in previews)
         places = Places()
         if self.db is not None:
             places = (await self.db.run(scan, person, eraser, apply=False)).places
@@ -105,6 +106,7 @@ class Forgetter:
             phrases,
             places,
             tuple(dict.fromkeys(r.id for r in receipts)),
+            unreviewed,
         )
 
     async def _widened(self, plan: ForgetPlan) -> ForgetPlan:

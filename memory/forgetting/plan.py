@@ -3,7 +3,9 @@ what applying it did, counted.
 
 A plan names the notes and memories that match, the conflict links that hang off them, the memories and notes
 kept whose receipt sentences hold the words (they keep their fact and lose those sentences, see
-:func:`memory.forgetting.scrub.kept_sentences`), and the rows elsewhere that hold them.
+:func:`memory.forgetting.scrub.kept_sentences`), and the rows elsewhere that hold them. It keeps each of those
+records as it stood when planned (:attr:`ForgetPlan.previews`), so the person is shown their own words first and
+kith's label second (:func:`memory.core.words_of`), never a label alone.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from ground.wording import counted
+from memory.core.records import MemoryRecord
 from memory.core.text import content_words, words_match
 from memory.forgetting.scrub import Eraser, Places
 
@@ -26,12 +29,15 @@ class ForgetPlan:
     memory_ids: tuple[str, ...]
     # memory id -> ids it links to (conflicts_with) that the plan removes; those links go too
     unlink: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    previews: dict[str, str] = field(default_factory=dict)  # id -> text, shown to the person only
+    # id -> the record as it stood when planned: its words and label, shown to the person only (never journalled)
+    previews: dict[str, MemoryRecord] = field(default_factory=dict)
     # The forgotten records' texts, quotes and sentences: with ``query``, what is redacted everywhere else.
     phrases: tuple[str, ...] = ()
     places: Places = field(default_factory=Places)  # rows elsewhere that hold matching text, when planned
     # Memories and notes kept whose receipt sentences hold matching text: those sentences go, the fact stays.
     receipt_ids: tuple[str, ...] = ()
+    # The staged notes among the ones shown that the nightly review has not looked at yet (recall uses them).
+    unreviewed: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
