@@ -1,4 +1,5 @@
-"""Shared fixtures: a loopback fake LLM server and settings pointing at it, a fresh database, a clock."""
+"""Shared fixtures: a loopback fake LLM server and settings pointing at it, a fresh database, a clock; and each
+test's marker, from the folder it is in."""
 
 from __future__ import annotations
 
@@ -24,6 +25,20 @@ from kith.settings import AppSettings
 from tests.fakes.openai_api import FakeOpenAI
 from tests.support.clock import FakeClock
 from tests.support.database import open_db
+
+TESTS = Path(__file__).resolve().parent
+KINDS = ("unit", "e2e", "process")  # the folders under tests/ and the markers pyproject.toml registers
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the kind its folder holds, so ``-m "not process"`` is the inner loop without any
+    real process started."""
+    for item in items:
+        kind = item.path.resolve().relative_to(TESTS).parts[0]
+        if kind not in KINDS:
+            raise pytest.UsageError(f"{item.nodeid}: a test lives in tests/unit, tests/e2e or tests/process")
+        item.add_marker(kind)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
