@@ -1,16 +1,14 @@
 """The terminal chat cannot show a file: ``/export`` typed there writes it under the data directory, owner-only,
-and the reply's line says where."""
+and the reply's line says where (the terminal channel's own file handling is
+tests/unit/channels/test_terminal_files.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import stat
 from pathlib import Path
 
-from channels.terminal import TerminalChannel
-from ground.types import OutboundMessage
 from tests.support.bot_process import run_bot
 from tests.support.config_file import write_config
 
@@ -37,40 +35,6 @@ async def test_export_in_the_terminal_chat_writes_the_file_and_names_it(fake_llm
     assert said == [("person", "My cat is Miso"), ("kith", "echo: My cat is Miso"),
                     ("person", "I am moving to Porto"), ("kith", "echo: I am moving to Porto")]  # paused, still kept
     assert data["capture"]["paused"] is False and data["accounts"][0]["platform"] == "console"
-
-
-def _file(name: str) -> OutboundMessage:
-    return OutboundMessage("console", "ana", "Here it is.", attachment_name=name, attachment_bytes=b'{"a": 1}')
-
-
-async def _send(terminal: TerminalChannel, message: OutboundMessage) -> None:
-    for index, chunk in enumerate(terminal.render(message)):
-        await terminal.send_chunk(message, chunk, index)
-
-
-async def test_a_files_name_cannot_leave_the_directory_or_hide(tmp_path: Path) -> None:
-    out = io.StringIO()
-    terminal = TerminalChannel(stdin=io.StringIO(""), stdout=out, user="ana", interactive=False,
-                               files_dir=tmp_path / "exports")
-    await _send(terminal, _file("../../escape me.json"))
-    await _send(terminal, _file(".hidden"))
-    assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == ["escape_me.json", "hidden"]
-    assert not (tmp_path / "escape me.json").exists()
-    assert out.getvalue().splitlines()[0] == f"Here it is. (saved to {tmp_path / 'exports' / 'escape_me.json'}, " \
-                                             "readable by you only)"
-
-
-async def test_a_file_that_cannot_be_written_is_said_so_not_dropped(tmp_path: Path) -> None:
-    blocked = tmp_path / "exports"
-    blocked.write_text("a file where the directory should be")
-    out = io.StringIO()
-    terminal = TerminalChannel(stdin=io.StringIO(""), stdout=out, user="ana", interactive=False, files_dir=blocked)
-    await _send(terminal, _file("kith-export.json"))
-    nowhere = TerminalChannel(stdin=io.StringIO(""), stdout=out, user="ana", interactive=False)
-    await _send(nowhere, _file("kith-export.json"))
-    assert out.getvalue().splitlines() == [
-        "Here it is. (the file kith-export.json could not be saved: File exists)",
-        "Here it is. (the file kith-export.json cannot be shown in this terminal)"]
 
 
 async def test_forget_reaches_the_export_files_the_terminal_saved(fake_llm, tmp_path: Path) -> None:

@@ -1,13 +1,11 @@
-"""The policy gate over the real relational store, and the owner's pairing command."""
+"""The policy gate over the real relational store, and the owner's pairing command run in this process (``bot.py
+pairing`` itself is tests/process/test_pairing_command.py)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import dataclasses
-import os
-import sys
-from pathlib import Path
 
 from ground.types import ChatKind, OutboundMessage
 from kith.app.wiring import open_database
@@ -19,7 +17,6 @@ from policy.rules import Verdict
 from policy.settings import PolicySettings
 from tests.support.clock import FakeClock
 from tests.support.messages import inbound
-from tests.support.paths import ROOT
 
 
 def _tg(text: str, sender: str = "42", **kw) -> object:
@@ -132,20 +129,6 @@ async def test_each_platform_has_the_rate_limit_its_config_gives(make_settings) 
         assert console == [Verdict.ALLOW] * 8 + [Verdict.NOTICE]
     finally:
         db.close()
-
-
-def test_pairing_command_line(tmp_path: Path) -> None:
-    import subprocess
-
-    cfg = tmp_path / "kith.toml"
-    cfg.write_text(f'[storage]\ndata_dir = "{tmp_path / "data"}"\n')
-    result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "pairing", "list"],
-                            capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[:2] == ["pending: 0", "approved: 0"]
-    result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "pairing", "approve",
-                             "ABCDEFGH"], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert result.returncode == 1 and "no pending request has this code" in result.stdout
 
 
 async def test_a_revoke_from_the_pairing_command_stops_sends_at_once(make_settings) -> None:

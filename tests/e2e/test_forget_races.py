@@ -1,6 +1,6 @@
 """Forgetting under races: what a person asks to forget stays gone when the forget lands while other work is
-under way (a capture waiting on its model, a reply being written, an export being built) and when the bot is
-killed in the middle of it."""
+under way (a capture waiting on its model, a reply being written, an export being built). A bot killed in the
+middle of a forget is tests/process/test_forget_killed.py."""
 
 # ruff: noqa: F811
 
@@ -10,8 +10,6 @@ import asyncio
 import errno
 import json
 import os
-import signal
-import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,11 +36,10 @@ from people import directory, history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.clock import FakeClock
-from tests.support.config_file import write_config
 from tests.support.heartbeat import close_rig, make_rig
 from tests.support.memory import answer, fact, memory_settings, reply, say, service  # noqa: F401
 from tests.support.messages import inbound
-from tests.support.telegram_app import start_telegram_app, start_telegram_bot, telegram_settings
+from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 CONV = "console:ana"
 ANA = 7301
@@ -227,66 +224,6 @@ async def test_a_forget_cut_off_half_way_is_finished_by_the_next_start(
         assert len(digests) == len(set(digests)) > 0
     finally:
         await again.close()
-
-
-def _every_row(db_file: Path) -> str:
-    """Every row of every table, as text, read as another process would (the log included)."""
-    conn = sqlite3.connect(db_file)
-    try:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return "\n".join(repr(row) for name in names for row in conn.execute(f'SELECT * FROM "{name}"'))
-    finally:
-        conn.close()
-
-
-def _files_holding(directory: Path, needle: bytes) -> list[str]:
-    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*")
-                  if p.is_file() and needle in p.read_bytes().lower())
-
-
-async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_start_and_says_so(
-        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    cfg = write_config(tmp_path / "kith.toml", fake_llm, data, extra=(
-        f'[telegram]\nbase_url = "{telegram_api.base_url}"\npoll_timeout_s = 1\n[policy.telegram]\ndm = "open"\n'
-        '[delivery]\ndebounce_ms = 100\n[heartbeat]\nenabled = false\n'))
-    journal = data / JOURNAL_DIR
-
-    def texts() -> list[str]:
-        return [m.visible_text for m in telegram_api.sent if m.chat_id == ANA]
-
-    bot = await start_telegram_bot(cfg)
-    try:
-        telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
-        await telegram_api.wait_until(lambda: len(texts()) == 1, timeout=60)
-        telegram_api.push_text(ANA, ANA, f"{WORD} sleeps on my keyboard all day.")
-        await telegram_api.wait_until(lambda: len(texts()) == 2, timeout=30)
-        telegram_api.push_text(ANA, ANA, f"/forget {WORD}")
-        await telegram_api.wait_until(lambda: len(texts()) == 3, timeout=30)
-        assert texts()[-1].startswith("If I forget")
-        telegram_api.push_text(ANA, ANA, "yes")
-        # Killed inside the confirmed forget: from its journal entry's appearance on, before it is done.
-        await _until(lambda: journal.is_dir() and any(journal.glob("*.json")), timeout=30)
-    finally:
-        bot.send_signal(signal.SIGKILL)
-        await bot.wait()
-    assert list(journal.glob("*.json")) and not any(t.startswith("Forgotten") for t in texts())
-
-    bot = await start_telegram_bot(cfg)
-    try:
-        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in texts()), timeout=60)
-        assert texts()[-1].startswith("Forgotten (I was restarted while doing it, and finished it when I came back)")
-        assert list(journal.iterdir()) == []
-        assert WORD.lower() not in _every_row(data / "kith.db").lower()
-        # The raw bytes: the database, its write-ahead log, every file of Chroma's directory and the journal's.
-        assert _files_holding(data, WORD.lower().encode()) == []
-        telegram_api.push_text(ANA, ANA, "What is my cat called?")
-        await telegram_api.wait_until(lambda: texts()[-1] == "echo: What is my cat called?", timeout=30)
-        assert WORD.lower() not in json.dumps(fake_llm.requests[-1]).lower()
-    finally:
-        bot.send_signal(signal.SIGTERM)
-        _out, err = await asyncio.wait_for(bot.communicate(), 30)
-    assert b"Traceback" not in err
 
 
 async def test_an_export_put_together_while_the_words_were_forgotten_does_not_carry_them(
