@@ -173,7 +173,10 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
         out_b, err_b = await asyncio.wait_for(proc.communicate(), WAIT_S)
         assert "HEAVY [] EXIT 0" in out_b.decode() and "people: " in out_b.decode(), err_b.decode()
 
-        await telegram_api.wait_for_sent(1 + 12 + 1, timeout=WAIT_S)  # every message answered
+        # Every message answered: each reached a reply's prompt (a quick burst from one person may be one turn,
+        # by debounce), and every turn's reply was sent.
+        await _until(lambda: _answered(fake_llm) >= set(range(12)), "a reply to every message")
+        await telegram_api.wait_for_sent(len(_replies(fake_llm)), timeout=WAIT_S)
         await _until(lambda: _captured(fake_llm) >= set(range(12)), "every message's capture call")
         await asyncio.sleep(1.0)  # the last capture's write lands
     finally:
@@ -189,6 +192,12 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
         code, out, err = await _command(cfg, "memory", "list", "--account", f"telegram:{who}", "--notes")
         assert code == 0, err
         assert {int(n) for n in re.findall(r'evidence: "I like tea number (\d+)"', out)} == set(numbers), out
+
+
+def _answered(fake: FakeOpenAI) -> set[int]:
+    """The numbered messages a reply's prompt carried as the person's turn."""
+    return {int(n) for request in _replies(fake)
+            for n in re.findall(r"I like tea number (\d+)", str(request["messages"][-1]["content"]))}
 
 
 def _captured(fake: FakeOpenAI) -> set[int]:
