@@ -46,6 +46,7 @@ from memory.core.records import (
     Status,
     Tier,
     horizon_expiry,
+    merged_candidate,
     record_of,
     without_links,
 )
@@ -135,18 +136,6 @@ def merged_record(existing: MemoryRecord, candidate: MemoryCandidate, now: datet
     )
 
 
-def merged_candidate(earlier: MemoryCandidate, later: MemoryCandidate) -> MemoryCandidate:
-    """``earlier`` with ``later``'s receipts added (quotes, sentences, sources): one fact said twice in one run."""
-    return replace(
-        earlier,
-        evidence=tuple(dict.fromkeys((*earlier.evidence, *later.evidence))),
-        evidence_sentences=tuple(dict.fromkeys((*earlier.evidence_sentences, *later.evidence_sentences))),
-        sources=tuple(dict.fromkeys((*earlier.sources, *later.sources))),
-        scope=Scope.DM if Scope.DM in (earlier.scope, later.scope) else Scope.SHARED,
-        importance=max(earlier.importance, later.importance),
-    )
-
-
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     norms = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
     return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
@@ -161,7 +150,7 @@ def fold_by_meaning(
     back as they are (the validator's lexical fold already ran). The decision is the gate's
     (:func:`memory.core.similarity.decide`), so two items that disagree (another place, number, negation) stay
     two, for the gate to flag against each other when they are promoted; a merge adds the later item's
-    receipts to the earlier (:func:`merged_candidate`)."""
+    receipts to the earlier (:func:`memory.core.records.merged_candidate`)."""
     if not vectors.from_embedder or len(candidates) < 2:
         return list(candidates)
     kept: list[tuple[MemoryCandidate, Sequence[float]]] = []

@@ -63,7 +63,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ground.redaction import redact
@@ -85,6 +85,7 @@ from memory.core.records import (
     Scope,
     Source,
     Turn,
+    merged_candidate,
 )
 from memory.core.similarity import Action, decide
 from memory.core.text import content_words, normalize, tokens
@@ -374,18 +375,6 @@ def _same_fact(
     ).action
 
 
-def _folded(earlier: MemoryCandidate, later: MemoryCandidate) -> MemoryCandidate:
-    """``earlier`` with ``later``'s receipts added: one fact said twice in one stretch of conversation."""
-    return replace(
-        earlier,
-        evidence=tuple(dict.fromkeys((*earlier.evidence, *later.evidence))),
-        evidence_sentences=tuple(dict.fromkeys((*earlier.evidence_sentences, *later.evidence_sentences))),
-        sources=tuple(dict.fromkeys((*earlier.sources, *later.sources))),
-        scope=Scope.DM if Scope.DM in (earlier.scope, later.scope) else Scope.SHARED,
-        importance=max(earlier.importance, later.importance),
-    )
-
-
 def gate_within_run(
     accepted: list[tuple[int, MemoryCandidate]], limits: ValidationLimits, person_names: Sequence[str] = ()
 ) -> tuple[list[MemoryCandidate], list[Rejection]]:
@@ -407,7 +396,7 @@ def gate_within_run(
             if action is Action.NEW:
                 continue
             if action is Action.MERGE:
-                kept[position] = _folded(earlier, candidate)
+                kept[position] = merged_candidate(earlier, candidate)
             dropped.append(Rejection(RejectReason.DUPLICATE_IN_RUN, index))
             break
         else:

@@ -308,3 +308,16 @@ def from_metadata(metadata: Mapping[str, MetadataValue]) -> MemoryRecord:
 def said_at(record: MemoryRecord) -> datetime:
     """When the person last said it: the newest source, else when it was stored."""
     return max((s.timestamp for s in record.sources), default=record.created_at)
+
+
+def merged_candidate(earlier: MemoryCandidate, later: MemoryCandidate) -> MemoryCandidate:
+    """``earlier`` with ``later``'s receipts added (quotes, sentences, sources): one fact said twice in one run.
+    Said anywhere private, it stays private."""
+    return replace(
+        earlier,
+        evidence=tuple(dict.fromkeys((*earlier.evidence, *later.evidence))),
+        evidence_sentences=tuple(dict.fromkeys((*earlier.evidence_sentences, *later.evidence_sentences))),
+        sources=tuple(dict.fromkeys((*earlier.sources, *later.sources))),
+        scope=Scope.DM if Scope.DM in (earlier.scope, later.scope) else Scope.SHARED,
+        importance=max(earlier.importance, later.importance),
+    )
