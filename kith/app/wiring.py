@@ -4,7 +4,6 @@ app does once built is :mod:`kith.app.lifecycle`'s."""
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from datetime import datetime
 
@@ -32,7 +31,6 @@ from kith.settings import PLATFORMS
 from llm.client import LLMClient, LLMError
 from llm.process import ModelProcess
 from memory.controls import MemoryControls, PauseBook, QuestionBook
-from memory.core import warm_lemmas
 from memory.encoders import open_reranker
 from memory.goals import GoalBook, GoalsCommand, GoalsInContext
 from memory.recall import RecallEngine, RecallMemoryContext, RecallTool, UseRecorder
@@ -95,11 +93,6 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
     background.spawn(memory.store.indexes.warm(), name="memory-warm")
     background.spawn(goals.warm(), name="goals-warm")
-    if settings.memory.capture:
-        # The support rules read words through a lemmatiser whose dictionaries take seconds of CPU to read: read
-        # while the model process starts, not inside the first capture beside a conversation. A daemon thread,
-        # so a stop never waits for it.
-        threading.Thread(target=warm_lemmas, name="lemmas-warm", daemon=True).start()
     questions = QuestionBook(db, clock)
     channels: dict[str, Channel] = {}
     worker = DeliveryWorker(db, channels, gate.may_send, settings=settings.delivery, clock=clock)

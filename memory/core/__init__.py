@@ -24,7 +24,6 @@ from memory.core.records import (
     Turn,
     said_at,
 )
-from memory.core.text import warm_lemmas
 from memory.core.wording import person_facing
 from memory.core.words import Words, WordsFrom, fit_words, said_of, shown_words, words_of
 
@@ -46,6 +45,5 @@ __all__ = [
     "said_at",
     "said_of",
     "shown_words",
-    "warm_lemmas",
     "words_of",
 ]

@@ -267,14 +267,6 @@ def lemmas(token: str) -> frozenset[str]:
     return frozenset({token, *(lemmatize(token, lang=language).casefold() for language in LEMMA_LANGUAGES)})
 
 
-def warm_lemmas() -> None:
-    """Read every language's lemma dictionary now (seconds of CPU): a caller starts this on a thread of its own
-    at start-up, so that the first capture, beside a conversation, does not pay for it."""
-    lemmatize = _lemmatizer().lemmatize
-    for language in LEMMA_LANGUAGES:
-        lemmatize("warm", lang=language)
-
-
 @functools.cache
 def _lemmatizer() -> Any:
     """simplemma reading its dictionaries in place (``low_memory``): its default builds each language's whole
