@@ -41,6 +41,10 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
+def _text_of(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
 def _time_command(cfg: Path, command: tuple[str, ...]) -> float:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), *command], cwd=ROOT,
@@ -51,8 +55,8 @@ def _time_command(cfg: Path, command: tuple[str, ...]) -> float:
     return elapsed
 
 
-def _work_ms(log: Path, name: str) -> list[float]:
-    text = log.read_text(errors="replace")
+def _work_ms(logs: tuple[Path, ...], name: str) -> list[float]:
+    text = "".join(_text_of(log) for log in logs)
     return [float(ms) for ms in re.findall(rf"control command command={re.escape(name)} exit=0 ms=([\d.]+)", text)]
 
 
@@ -67,12 +71,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kith-bench-") as where:
         cfg = _config(Path(where))
         log = Path(where) / "bot.log"
+        # With no platform, run falls back to the terminal chat, which logs to its file, not standard error.
+        chat_log = Path(where) / "data" / "logs" / "kith.log"
         with log.open("wb") as log_file:
             bot = subprocess.Popen([sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "run"], cwd=ROOT,
                                    env=_env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log_file)
         try:
             deadline = time.monotonic() + START_WAIT_S
-            while "control channel listening" not in log.read_text(errors="replace"):
+            while "control channel listening" not in _text_of(log) + _text_of(chat_log):
                 if time.monotonic() > deadline or bot.poll() is not None:
                     raise SystemExit(f"the bot did not start:\n{log.read_text(errors='replace')[-2000:]}")
                 time.sleep(0.1)
@@ -89,7 +95,7 @@ def main() -> None:
         print(f"operator commands: {runs} runs each through a running bot, then with no bot running")
         worst_beyond = 0.0
         for name, walls in through.items():
-            work = _work_ms(log, name)[-len(walls):]  # the warm-up's line came first
+            work = _work_ms((log, chat_log), name)[-len(walls):]  # the warm-up's line came first
             beyond = [wall - ms for wall, ms in zip(walls, work, strict=True)]
             worst_beyond = max(worst_beyond, percentile(beyond, 95))
             print(f"{name}")
