@@ -14,37 +14,29 @@ None of these repeats a case of test_adversarial_capture.py or test_validation.p
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from ground.db import Database
-from memory.capture.validation import RejectReason, validate_extraction
+from memory.capture.validation import validate_extraction
 from memory.core.records import AuthorRole, Scope, Turn
 from memory.service import MemoryService
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.memory import T0, memory_settings, reply, say, service  # noqa: F401
-
-NEGATED = RejectReason.EVIDENCE_NEGATED
-HYPOTHETICAL = RejectReason.EVIDENCE_HYPOTHETICAL
-QUESTION = RejectReason.EVIDENCE_QUESTION
-REPORTED = RejectReason.EVIDENCE_REPORTED
-PARTIAL = RejectReason.EVIDENCE_PARTIAL
-PAST = RejectReason.EVIDENCE_PAST
-NOT_GROUNDED = RejectReason.NOT_GROUNDED
-KEEP = None
+from tests.support.support_cases import (
+    HYPOTHETICAL,
+    KEEP,
+    NEGATED,
+    NOT_GROUNDED,
+    PARTIAL,
+    PAST,
+    QUESTION,
+    REPORTED,
+    Case,
+)
 
 ZWSP, ZWNJ, RLM, CYR_O = "\u200b", "\u200c", "\u200f", "\u043e"
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    said: str
-    text: str
-    evidence: str
-    refused_as: RejectReason | None  # None: it must be kept
 
 
 CASES = [

@@ -17,35 +17,24 @@ language for a fact that must be kept; :func:`figures` counts both shares per la
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pytest
 
 from memory.capture.refusals import Refusal, refusal
-from memory.capture.validation import RejectReason, validate_extraction
+from memory.capture.validation import validate_extraction
 from memory.core.records import AuthorRole, Scope, Turn
 from memory.core.text import fold
 from tests.support.memory import T0
-
-NEGATED = RejectReason.EVIDENCE_NEGATED
-HYPOTHETICAL = RejectReason.EVIDENCE_HYPOTHETICAL
-QUESTION = RejectReason.EVIDENCE_QUESTION
-REPORTED = RejectReason.EVIDENCE_REPORTED
-PARTIAL = RejectReason.EVIDENCE_PARTIAL
-PAST = RejectReason.EVIDENCE_PAST
-NOT_GROUNDED = RejectReason.NOT_GROUNDED
-KEEP = None
+from tests.support.support_cases import (
+    HYPOTHETICAL,
+    KEEP,
+    NEGATED,
+    NOT_GROUNDED,
+    REPORTED,
+    Case,
+)
 
 VS16, RLO, PDF, COPTIC_O, ZWJ = "\ufe0f", "\u202e", "\u202c", "\u2c9f", "\u200d"
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    said: str
-    text: str
-    evidence: str
-    refused_as: RejectReason | None  # None: it must be kept
 
 
 CASES = [
