@@ -12,10 +12,8 @@ holds what is searched for or shown.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
-import io
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,8 +26,6 @@ from ground.tunables import QUESTION_QUOTE_CHARS
 from kith.app.lifecycle import App
 from kith.app.run import platform_channels
 from kith.app.wiring import build_app, open_database
-from kith.control.dispatch import run_command
-from kith.operator.memory_cli import add_memory_parser
 from kith.settings import AppSettings
 from llm.client import LLMClient, import_litellm
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
@@ -40,6 +36,7 @@ from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.clock import FakeClock
 from tests.support.memory import T0, memory_settings
+from tests.support.memory_cli import operator
 
 import_litellm()
 
@@ -170,16 +167,6 @@ async def test_a_long_sentence_in_a_plan_is_clipped_to_the_same_budget_as_before
 
 
 # --- the operator's commands ------------------------------------------------------------------------------
-def operator(settings: Settings, *argv: str) -> tuple[int, str]:
-    """``bot.py memory ...`` as bot.py runs it, with no bot running: its exit code and standard output."""
-    parser = argparse.ArgumentParser(prog="bot.py")
-    add_memory_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["memory", *argv])
-    out = io.StringIO()
-    code = run_command(settings, f"memory.{args.memory_command}", args, out=out, stdin=io.StringIO(""))
-    return code, out.getvalue()
-
-
 @pytest.fixture
 def seeded(tmp_path: Path) -> tuple[Settings, str]:
     """Ana (telegram:42): a German and a Spanish memory, a Polish staged note; Bob (telegram:7): one of his own."""

@@ -11,10 +11,8 @@ and English: the words shown are always the person's own.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
-import io
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
@@ -30,8 +28,6 @@ from kith.app.lifecycle import App
 from kith.app.person_export import PersonExport
 from kith.app.run import platform_channels
 from kith.app.wiring import build_app, open_database
-from kith.control.dispatch import run_command
-from kith.operator.memory_cli import add_memory_parser
 from kith.settings import AppSettings
 from llm.client import LLMClient, import_litellm
 from memory.controls import (
@@ -52,6 +48,7 @@ from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_a
 from tests.support.clock import FakeClock
 from tests.support.database import open_db
 from tests.support.memory import T0, memory_settings
+from tests.support.memory_cli import operator
 
 import_litellm()
 
@@ -225,16 +222,6 @@ def test_a_conflict_question_quotes_both_sets_of_words_before_the_labels() -> No
 
 
 # --- the operator's commands and the export ---------------------------------------------------------------
-def operator(settings: Settings, *argv: str) -> tuple[int, str]:
-    """``bot.py memory ...`` as bot.py runs it, with no bot running: its exit code and standard output."""
-    parser = argparse.ArgumentParser(prog="bot.py")
-    add_memory_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["memory", *argv])
-    out = io.StringIO()
-    code = run_command(settings, f"memory.{args.memory_command}", args, out=out, stdin=io.StringIO(""))
-    return code, out.getvalue()
-
-
 @pytest.fixture
 def seeded(tmp_path: Path) -> tuple[Settings, str]:
     """Ana (telegram:42) with a German memory and a Polish staged note; Bob (telegram:7) with one of his own."""
