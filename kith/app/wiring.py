@@ -3,7 +3,9 @@ app does once built is :mod:`kith.app.lifecycle`'s."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import threading
 from collections.abc import Callable
 from datetime import datetime
 
@@ -31,6 +33,7 @@ from kith.settings import PLATFORMS
 from llm.client import LLMClient, LLMError
 from llm.process import ModelProcess
 from memory.controls import MemoryControls, PauseBook, QuestionBook
+from memory.core import read_lemma_dictionaries
 from memory.encoders import open_reranker
 from memory.goals import GoalBook, GoalsCommand, GoalsInContext
 from memory.recall import RecallEngine, RecallMemoryContext, RecallTool, UseRecorder
@@ -82,6 +85,9 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     policy = PolicySettings.from_mapping(settings.policy or None, platforms=PLATFORMS)
     gate = PolicyGate(db, policy, configured=set(settings.policy),
                       clock=clock)
+    # The support rules' lemma dictionaries take seconds of CPU to read, holding the interpreter's lock: read them
+    # while the rest is built (mostly waiting on files and the model process), and before anything is served.
+    lemmas_read = _on_daemon_thread(read_lemma_dictionaries) if settings.memory.capture else None
     pauses = PauseBook(db)
     await pauses.load()
     memory = await MemoryService.open(settings, db, llm, clock=clock, is_paused=pauses.is_paused)
@@ -124,7 +130,34 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                     typing_refresh_s=settings.delivery.typing_refresh_s,
                     typing_delay_s=settings.delivery.typing_delay_s, commands=commands, buttons=commands.press,
                     pending=memory_commands.answer_if_pending, kept=inbox)
+    if lemmas_read is not None:
+        await lemmas_read
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,
                inbox=inbox, cursors=Cursors(db), commands=commands, worker=worker, router=router, memory=memory,
                linker=linker, recall=recall, question_sender=question_sender, memory_commands=memory_commands,
                person_data=person_data, channels=channels, clock=clock, model_process=model_process, warming=warming)
+
+
+def _on_daemon_thread(work: Callable[[], None]) -> asyncio.Future[None]:
+    """``work`` on a thread of its own, as a future: a daemon thread, so a stop (Ctrl-C while kith starts) never
+    waits for it, as it would for the default executor's threads."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if not done.done():
+            done.set_exception(error) if error is not None else done.set_result(None)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            work()
+        except BaseException as exc:  # handed to the awaiting coroutine
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, error)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: nobody waits any more
+
+    threading.Thread(target=run, name="lemmas-read", daemon=True).start()
+    return done

@@ -24,6 +24,7 @@ from memory.core.records import (
     Turn,
     said_at,
 )
+from memory.core.text import read_lemma_dictionaries
 from memory.core.wording import person_facing
 from memory.core.words import Words, WordsFrom, fit_words, said_of, shown_words, words_of
 
@@ -42,6 +43,7 @@ __all__ = [
     "WordsFrom",
     "fit_words",
     "person_facing",
+    "read_lemma_dictionaries",
     "said_at",
     "said_of",
     "shown_words",

@@ -267,6 +267,15 @@ def lemmas(token: str) -> frozenset[str]:
     return frozenset({token, *(lemmatize(token, lang=language).casefold() for language in LEMMA_LANGUAGES)})
 
 
+def read_lemma_dictionaries() -> None:
+    """Read every language's lemma dictionary now. It takes seconds of CPU that hold the interpreter's lock, so
+    the bot does it before it serves: read by the first capture instead, it starved the conversation turns of
+    those seconds (a reply's recall ran out of time)."""
+    lemmatize = _lemmatizer().lemmatize
+    for language in LEMMA_LANGUAGES:
+        lemmatize("read", lang=language)
+
+
 @functools.cache
 def _lemmatizer() -> Any:
     """simplemma reading its dictionaries in place (``low_memory``): its default builds each language's whole
