@@ -191,7 +191,7 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
     for who, numbers in sent.items():
         code, out, err = await _command(cfg, "memory", "list", "--account", f"telegram:{who}", "--notes")
         assert code == 0, err
-        assert {int(n) for n in re.findall(r'evidence: "I like tea number (\d+)"', out)} == set(numbers), out
+        assert {int(n) for n in re.findall(r'"I like tea number (\d+)"', out)} == set(numbers), out
 
 
 def _answered(fake: FakeOpenAI) -> set[int]:
