@@ -54,8 +54,10 @@ from memory.core.words import shown_words
 from memory.encoders.entailment import Entails
 from memory.forgetting.forgetter import Forgetter, narrowed_note
 from memory.forgetting.tombstones import TombstoneBook
+from memory.store.chroma import Collection
 from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
+from memory.store.vectors import HASH_SPACE, Vectors
 from people import directory, history
 from persona.instructions import capture_instruction
 from persona.labels import KITH_LABEL, PERSON_LABEL, extraction_request, other_label, stored_memory_line
@@ -287,6 +289,13 @@ def render_request(
     return extraction_request(name, stored_lines(shown), lines)
 
 
+def _vectors_of(notes: Sequence[Note], candidates: Sequence[MemoryCandidate], vectors: Vectors) -> Vectors:
+    """The vectors of ``notes`` out of ``vectors``, computed for ``candidates`` in order: a note's text is one of
+    theirs (a fold keeps the earlier candidate's text), so no text is embedded twice in one capture."""
+    by_text = dict(zip((c.text for c in candidates), vectors.values, strict=True))
+    return Vectors([by_text[n.record.text] for n in notes], vectors.space)
+
+
 class Capture:
     """The after-reply capture job (a TurnObserver)."""
 
@@ -467,7 +476,10 @@ class Capture:
             entails=self.entails,
         )
         report.counts.update(validation.counts())
-        accepted = await self._folded_by_meaning(validation.accepted)
+        # One embedding per accepted text, for both the fold and the notes' own vectors.
+        texts = [c.text for c in validation.accepted]
+        vectors = await self.store.vectors(texts, Collection.NOTES) if texts else Vectors([], HASH_SPACE)
+        accepted = self._folded_by_meaning(validation.accepted, vectors)
         report.counts["duplicate_by_meaning"] += len(validation.accepted) - len(accepted)
         notes: list[Note] = []
         now = self.clock()
@@ -483,13 +495,13 @@ class Capture:
             )
         unique = list({n.record.id: n for n in notes}.values())
         if self.forgetter is None:
-            added = await self.store.add_notes(unique)
+            added = await self.store.add_notes(unique, _vectors_of(unique, validation.accepted, vectors))
         else:
             # Under the forget's lock: a forget either ran before (and is checked here) or sees these notes.
             async with self.forgetter.recent.locks.hold([person]):
                 kept = self.not_forgotten(unique, person, mark)
                 report.tombstoned += len(unique) - len(kept)
-                added = await self.store.add_notes(kept)
+                added = await self.store.add_notes(kept, _vectors_of(kept, validation.accepted, vectors))
         report.written += len(added)
         report.duplicates += len(notes) - len(added)
         report.note_ids.extend(added)
@@ -502,12 +514,10 @@ class Capture:
         limits = validation_limits(self.settings)
         return replace(limits, conflict_at=math.inf) if self.store.vector_source.ready else limits
 
-    async def _folded_by_meaning(self, accepted: list[MemoryCandidate]) -> list[MemoryCandidate]:
+    def _folded_by_meaning(self, accepted: list[MemoryCandidate], vectors: Vectors) -> list[MemoryCandidate]:
         """``accepted`` with rewordings of one fact folded into one (:func:`memory.capture.merge_gate.fold_by_meaning`),
-        when the embedder gives vectors; as they are otherwise (the validator's lexical fold is what there is)."""
-        if len(accepted) < 2:
-            return accepted
-        vectors = await self.store.vectors([c.text for c in accepted])
+        when ``vectors`` (theirs, in order) came from the embedder; as they are otherwise (the validator's lexical
+        fold is what there is)."""
         limits = validation_limits(self.settings)
         return fold_by_meaning(accepted, vectors, merge_at=limits.merge_at, conflict_at=limits.conflict_at)
 

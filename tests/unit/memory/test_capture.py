@@ -18,10 +18,12 @@ from ground.types import ChatKind
 from llm.client import LLMClient
 from memory.capture.job import CAPTURE_MAX_ATTEMPTS, CAPTURE_SHOWN_MEMORIES
 from memory.core.records import MemoryKind, Scope
+from memory.encoders.embedders import EmbedderStatus
 from memory.service import MemoryService
+from memory.store.chroma import Collection
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.clock import FakeClock
-from tests.support.memory import T0, answer, fact, memory_settings, record, reply, say
+from tests.support.memory import T0, TableEmbedder, answer, fact, memory_settings, record, reply, say
 from tests.support.messages import inbound
 
 CONV = "console:ana"
@@ -345,3 +347,31 @@ async def test_capture_refuses_what_the_entailment_check_does_not_find_said(
     report = await service.capture.run(CONV, last)
     assert report.counts["rejected_not_entailed"] == 1
     assert await notes_text(service, ana) == ["Ana is vegetarian"]
+
+
+async def test_a_capture_embeds_each_accepted_text_once_for_its_fold_and_its_notes(
+    service_for: Callable[..., Any], db: Database, fake_llm: FakeOpenAI
+) -> None:
+    # Two rewordings of one fact (one vector) and another fact: the fold and the notes share one embedding call,
+    # and each note is stored with its own text's vector, not a neighbour's.
+    home, rust = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    embedder = TableEmbedder({"Ana lives in Gdańsk": home, "Ana is based in Gdańsk": home,
+                              "Ana is learning Rust": rust})
+    service = await service_for(memory={"embedder": "test"}, embedder=embedder,
+                                status=EmbedderStatus("test", ready=True, dim=3))
+    ana, _ = await say(db, CONV, "I live in Gdańsk. I'm based in Gdańsk. I am learning Rust.")
+    last = await reply(db, "Nice.")
+    fake_llm.reply(answer(fact("Ana lives in Gdańsk", "I live in Gdańsk"),
+                          fact("Ana is based in Gdańsk", "I'm based in Gdańsk"),
+                          fact("Ana is learning Rust", "I am learning Rust")))
+    before = embedder.calls
+    report = await service.capture.run(CONV, last)
+    assert embedder.calls - before == 1
+    assert report.counts["duplicate_by_meaning"] == 1 and report.written == 2
+    notes = {n.record.id: n.record.text for n in await service.list_notes(ana)}
+    stored = await service.store.chroma.run(
+        lambda: service.store.chroma.collection(Collection.NOTES).get(ids=list(notes), include=["embeddings"])
+    )
+    vectors = {notes[i]: [round(float(x), 6) for x in v] for i, v in zip(stored["ids"], stored["embeddings"],
+                                                                          strict=True)}
+    assert vectors == {"Ana lives in Gdańsk": home, "Ana is learning Rust": rust}
