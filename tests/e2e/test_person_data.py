@@ -160,3 +160,33 @@ async def test_the_export_holds_every_kind_that_is_exported(lived: Lived) -> Non
     assert list(document) == ["schema", "exported_at", "person", *exported]
     assert [name for name in exported if document[name] == nobody[name]] == []  # each part was really read
     assert [entry.name for entry in app.person_data if not entry.exported and entry.name in document] == []
+
+
+class MoveFailed(Exception):
+    """A declared kind whose rows cannot move (a full disk, a constraint a later kind breaks)."""
+
+
+def _fails(_conn: object, _old: str, _new: str) -> int:
+    raise MoveFailed
+
+
+async def test_a_failure_inside_the_row_moves_moves_no_row_and_the_link_can_be_moved_again(app: App) -> None:
+    """Every kind's rows move in one transaction: when the last kind's move fails, none of the earlier kinds' rows
+    has moved (no person is left with half of a link's rows), and moving again with the same list finishes it."""
+    old = await keep_one_of_each_kind_that_moves(app, "711")
+    new = await app.db.run(directory.resolve, "telegram:712", "Ana", NOW)
+    in_rows = [entry.name for entry in app.person_data if entry.move_rows is not None]
+    assert {"questions", "goals", "messages", "check_ins"} <= set(in_rows)
+    before = await export_parts(app.db, app.person_data, old)
+    failing = PersonData("failing", move_rows=_fails, left_out="a test", kept_by_forget="a test")
+
+    with pytest.raises(MoveFailed):
+        await move_person(app.db, (*app.person_data, failing), old, new)
+
+    after = await export_parts(app.db, app.person_data, old)
+    assert [name for name in in_rows if after[name] != before[name]] == []
+    moved = await move_person(app.db, app.person_data, old, new)
+    assert [name for name in in_rows if not moved[name]] == []  # each kind's rows were still there to move
+    nobody = await export_parts(app.db, app.person_data, "p_nobody")
+    left = await export_parts(app.db, app.person_data, old)
+    assert [name for name in in_rows if left[name] != nobody[name]] == []
