@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ground.model_cache import model_cache_dir
 from ground.private_files import write_private_atomically
 from memory.encoders.onnx_encoder import (
     BertShape,
@@ -88,8 +89,7 @@ class EncoderFiles:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kith" / "encoders"
+    return model_cache_dir()
 
 
 def _sha256(path: Path) -> str:
