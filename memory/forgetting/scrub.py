@@ -36,7 +36,8 @@ from delivery.inbox import PayloadError, from_payload, to_payload
 from delivery.outbox import outbox
 from ground.db import metadata
 from ground.private_files import write_private_atomically
-from memory.core.text import content_words, is_invisible, normalize, words_match
+from ground.visible_text import visible
+from memory.core.text import content_words, normalize, words_match
 from people import directory, history
 
 log = logging.getLogger("kith.memory.scrub")
@@ -108,7 +109,7 @@ class Eraser:
 
 def readable(text: str) -> str:
     """``text`` composed (NFC) and without the characters that render as nothing, as a reader sees it."""
-    return "".join(c for c in unicodedata.normalize("NFC", text) if not is_invisible(c))
+    return visible(unicodedata.normalize("NFC", text))
 
 
 def _holds(sentence: str, wanted: set[str]) -> bool:
