@@ -225,25 +225,26 @@ FIRST_PERSON = _set(
     "ja mnie mi mną mój moja moje mojego mojej moim moją moich my nas nasz nasza nasze",
     "ich mich mir mein meine meinen meinem meiner meines wir uns unser unsere",
 )
-# Words for another person: a quote holding one is about them unless the memory names them too.
+# Words for another person: a quote holding one is about them unless the memory names them too. Only the forms
+# OTHER_PEOPLE_LEMMAS below does not already give (each of its words counts as it is, and by every form of it).
 OTHER_PEOPLE = _set(
-    "mother mom mum mommy dad daddy father brother brothers sister sisters wife husband partner boyfriend "
-    "girlfriend friend friends son sons daughter daughters kid kids child children boss colleague colleagues "
-    "coworker coworkers neighbour neighbor neighbours neighbors uncle aunt cousin grandma grandmother grandpa "
+    "mother mom mum mommy dad daddy father brother brothers sister sisters boyfriend "
+    "girlfriend friend friends son sons daughter daughters kid kids child children colleagues "
+    "coworker coworkers neighbour neighbor neighbours neighbors uncle aunt grandma grandmother grandpa "
     "grandfather roommate flatmate fiance fiancee parents family he she they",
     # People by their role: what a doctor or a therapist is, the speaker is not.
     "doctor therapist teacher student classmate manager client patient landlord tenant ex",
-    "mama mamy mamą matka matki ojciec ojca tata taty brat brata bratem siostra siostry siostrą żona żony "
-    "żoną mąż męża mężem chłopak dziewczyna przyjaciel przyjaciela przyjaciółka kolega kolegi koleżanka syn "
-    "syna córka córki dziecko dzieci szef szefowa sąsiad sąsiadka wujek ciocia kuzyn kuzynka babcia dziadek "
+    "mamy mamą matki ojca taty brata bratem siostry siostrą żony "
+    "żoną męża mężem chłopak dziewczyna przyjaciela kolegi "
+    "syna córki dziecko dzieci "
     "rodzice rodzina rodzinie rodziny rodzinę",
-    "mutter mama vater papa bruder brüder schwester schwestern ehefrau ehemann partnerin freund freunde "
-    "freundin freundinnen sohn tochter kinder kollege kollegin nachbar nachbarin onkel tante cousine oma "
+    "papa brüder schwestern ehefrau ehemann partnerin freunde "
+    "freundinnen kinder onkel oma "
     "opa großmutter großvater eltern familie mitbewohner mitbewohnerin arzt ärztin therapeut therapeutin "
-    "lehrer lehrerin chef chefin",
-    "lekarz lekarka terapeuta terapeutka nauczyciel nauczycielka współlokator współlokatorka",
+    "lehrer lehrerin",
+    "nauczyciel nauczycielka współlokator współlokatorka",
     # French and Spanish family words, so a sister's fact in those languages is not taken for the speaker's.
-    "sœur soeur frère mère père mari femme fille fils ami amie copain copine hermana hermano madre padre "
+    "soeur mère père mari femme fille fils ami amie copain copine madre padre "
     "esposa esposo marido novio novia amigo amiga hijo hija médico médecin",
 )
 # Relatives and roles by their dictionary form, so every case and number the lemmatiser knows counts
@@ -274,7 +275,15 @@ def _stems(lemma: str) -> set[str]:
     return {stem for stem in stems if len(stem) >= 5}
 
 
-_OTHER_PEOPLE_STEMS = tuple(sorted({stem for lemma in OTHER_PEOPLE_LEMMAS for stem in _stems(lemma)}))
+def _by_initial(stems: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """``stems`` grouped by their first letter, so a word is compared with the few that can start it."""
+    grouped: dict[str, list[str]] = {}
+    for stem in sorted(stems):
+        grouped.setdefault(stem[0], []).append(stem)
+    return {initial: tuple(group) for initial, group in grouped.items()}
+
+
+_OTHER_PEOPLE_STEMS = _by_initial(stem for lemma in OTHER_PEOPLE_LEMMAS for stem in _stems(lemma))
 CASE_ENDING_MAX_CHARS = 3  # "-owi", "-ami", "-em": what a case adds to a stem
 
 
@@ -285,8 +294,8 @@ def _other_person(word: str) -> bool:
         return True
     if is_stop_word(word) or word in NEGATIONS:
         return False
-    return any(word.startswith(stem) and len(word) - len(stem) <= CASE_ENDING_MAX_CHARS for stem in _OTHER_PEOPLE_STEMS
-               if stem[0] == word[:1])
+    return any(word.startswith(stem) and len(word) - len(stem) <= CASE_ENDING_MAX_CHARS
+               for stem in _OTHER_PEOPLE_STEMS.get(word[:1], ()))
 
 
 # The speaker's possessives: a clause that opens with one ("my therapist is vegan") is about what follows it.
@@ -505,10 +514,13 @@ def _reporting(word: str) -> bool:
 _FRENCH_ELIDED_NEGATION = re.compile(r"(?<!\w)n['’](?=\w)", re.IGNORECASE)
 
 
+_NEGATIONS_AND_LIMITERS = NEGATIONS | LIMITERS
+
+
 def _negated(text: str) -> bool:
     words = tokens(text)
     return (
-        _has(words, NEGATIONS | LIMITERS)
+        _has(words, _NEGATIONS_AND_LIMITERS)
         or any(w.startswith(LIMITER_STEMS) for w in words)
         or _has_phrase(words, LIMITER_PHRASES)
         or _FRENCH_ELIDED_NEGATION.search(text) is not None
@@ -1046,14 +1058,15 @@ def _short_follow_up(text: str, sentence_end: int) -> int:
 # What a take-back is made of besides its "no": laughter and words that only weigh it ("haha not really").
 _TAKE_BACK_FILLERS = _set("really at all just lol lmao haha hahaha hehe xd obviously of course",
                           "naprawdę wcale serio oczywiście", "wirklich gar echt natürlich", "vraiment pas du tout")
+# What a take-back's "no" is: a negator, a joke marker, or a plain refusal.
+_REFUSING = NEGATIONS | JOKE_WORDS | _set("nope nah nö nee")
 
 
 def _takes_back(follow_up: str) -> bool:
     """A short sentence after a statement that says no to it and nothing else ("Not.", "Nope", "haha no",
     "not really", "Nicht.", "Nie.") or an eye-roll; "Not in Bergen." or "No kids yet." says something new."""
     words = tokens(follow_up)
-    refusing = NEGATIONS | JOKE_WORDS | _set("nope nah nö nee")
-    return (_has(words, refusing) and all(w in refusing or w in _TAKE_BACK_FILLERS for w in words)) or any(
+    return (_has(words, _REFUSING) and all(w in _REFUSING or w in _TAKE_BACK_FILLERS for w in words)) or any(
         c in follow_up for c in JOKE_SIGNS
     )
 
