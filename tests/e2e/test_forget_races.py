@@ -40,6 +40,7 @@ from tests.support.heartbeat import close_rig, make_rig
 from tests.support.memory import answer, fact, memory_settings, reply, say, service  # noqa: F401
 from tests.support.messages import inbound
 from tests.support.telegram_app import start_telegram_app, telegram_settings
+from tests.support.waiting import until
 
 CONV = "console:ana"
 ANA = 7301
@@ -64,13 +65,6 @@ def _open_dms_without_capture(make_settings: Any, fake_llm: FakeOpenAI, telegram
                              memory=MemorySettings(embedder="none", capture=False), policy={"dm": "open"})
 
 
-async def _until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-
-
 async def _everything_of(service: MemoryService, person: str) -> str:
     notes = [n.record for n in await service.list_notes(person)]
     memories = await service.list_memories(person, include_inactive=True)
@@ -84,7 +78,7 @@ async def test_a_capture_waiting_on_its_model_while_the_words_are_forgotten_does
     last = await reply(db, "What a lovely name.", when=clock())
     _slow_capture(fake_llm, 0.6)
     capture = asyncio.create_task(service.capture.run(CONV, last))
-    await _until(lambda: len(fake_llm.requests) == 1)  # the capture read the message and waits on its model
+    await until(lambda: len(fake_llm.requests) == 1, 10, every=0.01)  # the capture read it and waits on its model
     result = await service.apply_forget(await service.plan_forget(ana, WORD))
     assert result.places.history == 1
     report = await capture
@@ -108,7 +102,8 @@ async def test_a_fact_captured_while_a_word_of_its_sentence_was_forgotten_keeps_
 
     fake_llm.route = route
     capture = asyncio.create_task(service.capture.run(CONV, last))
-    await _until(lambda: len(fake_llm.requests) == 1)  # read before the forget: its receipt sentence names her
+    # read before the forget: its receipt sentence names her
+    await until(lambda: len(fake_llm.requests) == 1, 10, every=0.01)
     await service.apply_forget(await service.plan_forget(ana, WORD))
     report = await capture
 
@@ -156,7 +151,8 @@ async def test_a_reply_written_from_the_words_while_they_were_forgotten_does_not
     await core.handle(inbound(SAID, chat_kind=ChatKind.DM))
     ana = (await core.speaker_of(inbound("x"))).person
     turn = asyncio.create_task(core.handle(inbound("What is my cat called?", chat_kind=ChatKind.DM)))
-    await _until(lambda: any(r["messages"][-1]["content"] == "What is my cat called?" for r in fake_llm.requests))
+    await until(lambda: any(r["messages"][-1]["content"] == "What is my cat called?" for r in fake_llm.requests),
+                10, every=0.01)
     result = await service.apply_forget(await service.plan_forget(ana, WORD))
     assert result.places.history == 2  # her message and kith's echo of it
     core.windows.drop(CONV)  # as the confirmation does for every thread the forget rewrote
@@ -275,8 +271,8 @@ async def test_with_capture_off_a_reply_that_raced_a_forget_still_loses_the_word
         assert memory is not None
         ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
         telegram_api.push_text(ANA, ANA, "What is my cat called?")
-        await _until(lambda: any(r["messages"][-1]["content"] == "What is my cat called?"
-                                 for r in fake_llm.requests))
+        await until(lambda: any(r["messages"][-1]["content"] == "What is my cat called?"
+                                for r in fake_llm.requests), 10, every=0.01)
         await memory.apply_forget(await memory.plan_forget(ana, WORD))
         await telegram_api.wait_until(lambda: len(telegram_api.sent) == 2)
         await app.background.drain()
@@ -304,7 +300,8 @@ async def test_the_nightly_consolidation_waiting_on_its_model_while_the_words_ar
 
         fake_llm.route = route
         run = asyncio.create_task(rig.heartbeat.consolidate())
-        await _until(lambda: any("You consolidate" in r["messages"][0]["content"] for r in fake_llm.requests))
+        await until(lambda: any("You consolidate" in r["messages"][0]["content"] for r in fake_llm.requests),
+                    10, every=0.01)
         await rig.memory.apply_forget(await rig.memory.plan_forget(ana, WORD))
         report = await run
         assert report.days_completed == 1
@@ -455,7 +452,7 @@ async def test_a_capture_waiting_longer_than_a_plan_is_kept_still_brings_nothing
     last = await reply(db, "What a lovely name.", when=clock())
     _slow_capture(fake_llm, 0.6)
     capture = asyncio.create_task(service.capture.run(CONV, last))
-    await _until(lambda: len(fake_llm.requests) == 1)
+    await until(lambda: len(fake_llm.requests) == 1, 10, every=0.01)
     await service.apply_forget(await service.plan_forget(ana, WORD))
     assert (await capture).written == 0
     assert WORD not in await _everything_of(service, ana)

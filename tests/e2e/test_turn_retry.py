@@ -23,6 +23,7 @@ from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_a
 from tests.support.database import open_db
 from tests.support.messages import inbound
 from tests.support.telegram_app import start_telegram_app, telegram_settings
+from tests.support.waiting import until
 
 import_litellm()  # seconds, once: a first reply must not race the test's timeouts
 
@@ -58,13 +59,6 @@ async def _kept(app: App) -> int:
     return await app.db.run(lambda conn: conn.exec_driver_sql("SELECT count(*) FROM inbox").scalar())
 
 
-async def _until(predicate, timeout: float = 15.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-
-
 async def test_a_turn_whose_reply_could_not_be_committed_is_answered_once_the_fault_clears(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings, monkeypatch,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -72,7 +66,7 @@ async def test_a_turn_whose_reply_could_not_be_committed_is_answered_once_the_fa
     try:
         await _sql(app, FAULT)
         telegram_api.push_text(ANA, ANA, "are you there?")
-        await _until(lambda: "turn failed" in caplog.text)
+        await until(lambda: "turn failed" in caplog.text, 15, every=0.02)
         await _sql(app, "DROP TRIGGER disk_full")
         sent = await telegram_api.wait_for_sent(1, timeout=15)
         await asyncio.sleep(1.0)  # time for anything doubled to show up
@@ -110,7 +104,7 @@ async def test_the_honest_reply_waits_out_a_fault_that_outlasts_the_attempts(
         await _sql(app, "CREATE TRIGGER disk_full BEFORE INSERT ON outbox "
                         "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
         telegram_api.push_text(ANA, ANA, "are you there?")
-        await _until(lambda: "unhandled reply failed" in caplog.text)
+        await until(lambda: "unhandled reply failed" in caplog.text, 15, every=0.02)
         assert telegram_api.sent == [] and await _kept(app) == 1  # still kept, never dropped
         await _sql(app, "DROP TRIGGER disk_full")
         await telegram_api.wait_for_sent(1, timeout=15)
@@ -157,7 +151,7 @@ async def test_a_full_disk_is_one_log_line_with_ids_and_its_reason_never_a_trace
         pages = await app.db.run(lambda conn: conn.exec_driver_sql("PRAGMA page_count").scalar())
         await _sql(app, f"PRAGMA max_page_count = {pages + FULL_DISK_SPARE_PAGES}")
         telegram_api.push_text(ANA, ANA, "are you there?")
-        await _until(lambda: "turn failed" in caplog.text)
+        await until(lambda: "turn failed" in caplog.text, 15, every=0.02)
         await _sql(app, "DROP TRIGGER disk_full")
         await telegram_api.wait_for_sent(1, timeout=15)
         assert [m.visible_text for m in telegram_api.sent] == ["echo: are you there?"]

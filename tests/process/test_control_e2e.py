@@ -28,6 +28,7 @@ from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.memory import record
 from tests.support.paths import ROOT
+from tests.support.waiting import until
 
 ANA = 501
 BEN = 502
@@ -96,13 +97,6 @@ async def _command(cfg: Path, *args: str) -> tuple[int, str, str]:
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-async def _until(condition: Any, what: str, timeout: float = WAIT_S) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 def _replies(fake: FakeOpenAI) -> list[dict[str, Any]]:
     return [r for r in fake.requests if not r["messages"][0]["content"].startswith(CAPTURE)]
 
@@ -130,7 +124,8 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
         ("memory", "forget", "--account", f"telegram:{BEN}", "chess", "--yes"),  # linked from Carl: Ben's now
     ]
     try:
-        await _until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), "the bot to start")
+        await until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), WAIT_S,
+                    what="the bot to start")
         telegram_api.push_text(ANA, ANA, "what do you know about me and Mruczek?")
         await telegram_api.wait_for_sent(1, timeout=WAIT_S)
         assert "Mruczek" in _prompt_of(fake_llm, "what do you know about me and Mruczek?")  # pinned, and said
@@ -160,8 +155,8 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
         code, out, err = await _command(cfg, "memory", "forget", "--account", f"telegram:{ANA}", "Mruczek", "--yes")
         assert code == 0 and "forgotten: 1 memor" in out, out + err
         telegram_api.push_text(ANA, ANA, "and now, what do you know?")
-        await _until(lambda: any(r["messages"][-1]["content"] == "and now, what do you know?"
-                                 for r in _replies(fake_llm)), "the next reply's prompt")
+        await until(lambda: any(r["messages"][-1]["content"] == "and now, what do you know?"
+                                for r in _replies(fake_llm)), WAIT_S, what="the next reply's prompt")
         assert "Mruczek" not in _prompt_of(fake_llm, "and now, what do you know?")
 
         # Through the running bot the command's process loads none of the heavy libraries.
@@ -175,9 +170,9 @@ async def test_commands_beside_a_running_bot_run_in_it_and_take_effect_at_once(
 
         # Every message answered: each reached a reply's prompt (a quick burst from one person may be one turn,
         # by debounce), and every turn's reply was sent.
-        await _until(lambda: _answered(fake_llm) >= set(range(12)), "a reply to every message")
+        await until(lambda: _answered(fake_llm) >= set(range(12)), WAIT_S, what="a reply to every message")
         await telegram_api.wait_for_sent(len(_replies(fake_llm)), timeout=WAIT_S)
-        await _until(lambda: _captured(fake_llm) >= set(range(12)), "every message's capture call")
+        await until(lambda: _captured(fake_llm) >= set(range(12)), WAIT_S, what="every message's capture call")
         await asyncio.sleep(1.0)  # the last capture's write lands
     finally:
         bot.send_signal(signal.SIGTERM)
@@ -214,12 +209,12 @@ async def test_a_bot_started_during_a_command_waits_for_it_before_opening_the_st
     await _seed(cfg)
     fake_llm.hang(4)  # consolidation's model call: the command holds the data directory meanwhile
     command = asyncio.ensure_future(_command(cfg, "consolidate", "--now"))
-    await _until(lambda: len(fake_llm.requests) == 1, "the command to reach the model")
+    await until(lambda: len(fake_llm.requests) == 1, WAIT_S, what="the command to reach the model")
     log = tmp_path / "bot.log"
     bot = await _bot(cfg, log)
     try:
-        await _until(lambda: "waiting for an operator command (pid" in log.read_text(errors="replace"),
-                     "the bot to say what it waits for")
+        await until(lambda: "waiting for an operator command (pid" in log.read_text(errors="replace"), WAIT_S,
+                    what="the bot to say what it waits for")
         data = tmp_path / "data"
         while (holder := read_holder(data)) is not None and holder.role is Role.COMMAND:
             # While the command holds the data directory the bot opens no store (its first line about one).
@@ -227,7 +222,8 @@ async def test_a_bot_started_during_a_command_waits_for_it_before_opening_the_st
             await asyncio.sleep(0.05)
         code, out, err = await command
         assert code == 0 and "consolidated 1/1 days" in out, out + err
-        await _until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), "the bot to start")
+        await until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), WAIT_S,
+                    what="the bot to start")
         code, out, err = await _command(cfg, "people", "list")  # and now through it
         assert code == 0 and out.startswith("people: 3"), out + err
     finally:
@@ -254,10 +250,11 @@ async def test_a_long_consolidate_does_not_hold_up_other_commands(
     log = tmp_path / "bot.log"
     bot = await _bot(cfg, log)
     try:
-        await _until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), "the bot to start")
+        await until(lambda: "kith: running on telegram" in log.read_text(errors="replace"), WAIT_S,
+                    what="the bot to start")
         folding = asyncio.ensure_future(_command(cfg, "consolidate", "--now"))
-        await _until(lambda: any(CONSOLIDATE in str(r["messages"][0]["content"]) for r in fake_llm.requests),
-                     "the consolidation to reach the model")
+        await until(lambda: any(CONSOLIDATE in str(r["messages"][0]["content"]) for r in fake_llm.requests), WAIT_S,
+                    what="the consolidation to reach the model")
         code, out, err = await _command(cfg, "people", "link", f"telegram:{CARL}", "--to", f"telegram:{BEN}")
         assert code == 0 and "linked telegram:701 to" in out, out + err
         assert not folding.done()  # the link went through while the fold still waited on its model

@@ -17,6 +17,7 @@ from ground.tunables import INBOX_REPLAYS_MAX
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.telegram_app import start_telegram_bot
+from tests.support.waiting import until
 
 ANA = 801
 STUCK = ("first, the one that never gets an answer", "second, just as stuck")  # the model hangs on these
@@ -53,13 +54,6 @@ def _asked(fake: FakeOpenAI, text: str) -> int:
     return sum(1 for r in fake.requests if r["messages"][-1]["content"] == text)
 
 
-async def _until(predicate, timeout: float = 60.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 async def test_kills_before_a_message_is_reached_never_drop_it_and_a_turn_under_way_at_every_kill_gets_an_answer(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
     def route(request: dict[str, Any]) -> Scripted | None:
@@ -71,12 +65,12 @@ async def test_kills_before_a_message_is_reached_never_drop_it_and_a_turn_under_
     bot = await start_telegram_bot(cfg)
     try:
         telegram_api.push_text(ANA, ANA, STUCK[0])
-        await _until(lambda: _asked(fake_llm, STUCK[0]) == 1)  # its turn is under way
+        await until(lambda: _asked(fake_llm, STUCK[0]) == 1, 60)  # its turn is under way
         telegram_api.push_text(ANA, ANA, STUCK[1])
-        await _until(lambda: len(_kept(data)) == 2)
+        await until(lambda: len(_kept(data)) == 2, 60)
         await asyncio.sleep(1.0)  # past the debounce window: the next one is a turn of its own
         telegram_api.push_text(ANA, ANA, WAITING)
-        await _until(lambda: len(_kept(data)) == 3)
+        await until(lambda: len(_kept(data)) == 3, 60)
     finally:
         await _kill(bot)
     kills = 1
@@ -85,7 +79,7 @@ async def test_kills_before_a_message_is_reached_never_drop_it_and_a_turn_under_
             expected = _asked(fake_llm, stuck) + 1
             bot = await start_telegram_bot(cfg)
             try:
-                await _until(lambda: _asked(fake_llm, stuck) == expected)  # noqa: B023
+                await until(lambda: _asked(fake_llm, stuck) == expected, 60)  # noqa: B023
             finally:
                 await _kill(bot)
             kills += 1
@@ -97,7 +91,7 @@ async def test_kills_before_a_message_is_reached_never_drop_it_and_a_turn_under_
     bot = await start_telegram_bot(cfg)
     try:
         await telegram_api.wait_for_sent(3, timeout=60)
-        await _until(lambda: _kept(data) == [])
+        await until(lambda: _kept(data) == [], 60)
         await asyncio.sleep(1.0)  # time for anything doubled to show up
         assert [m.visible_text for m in telegram_api.sent] == [UNHANDLED_REPLY, UNHANDLED_REPLY, f"echo: {WAITING}"]
         assert [_asked(fake_llm, t) for t in (*STUCK, WAITING)] == [INBOX_REPLAYS_MAX, INBOX_REPLAYS_MAX, 1]

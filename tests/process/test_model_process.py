@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,8 +29,10 @@ from llm.process import WORKER_COMMAND, ModelProcess
 from llm.worker import InlinePreparation, read_requests
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.paths import ROOT
+from tests.support.waiting import until
 
 SLOW_LOAD_S = 2.0  # the child's extra load time in one test: twice that test's model timeout
+CATCH_EVERY_S = 0.005  # short: a child must be caught while it still loads
 
 
 @pytest.fixture
@@ -60,12 +62,6 @@ def _record_wire(process: ModelProcess, monkeypatch: pytest.MonkeyPatch) -> list
     monkeypatch.setattr(stdin, "write", write)
     return written
 
-
-async def _until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.005)  # short: a child must be caught while it still loads
 
 
 def _arrivals(fake: FakeOpenAI) -> asyncio.Event:
@@ -238,7 +234,7 @@ async def test_concurrent_calls_are_answered_as_each_finishes(fake_llm: FakeOpen
 async def test_closing_while_it_starts_leaves_no_child(fake_llm: FakeOpenAI) -> None:
     process = ModelProcess(start_timeout_s=120, stop_timeout_s=5, restart_backoff_s=10)
     starting = asyncio.create_task(process.start())
-    await _until(lambda: process.pid is not None)  # spawned: the child is still loading litellm
+    await until(lambda: process.pid is not None, 60, every=CATCH_EVERY_S)  # spawned: the child is still loading litellm
     pid = process.pid
     assert pid is not None
     await process.close()
@@ -255,7 +251,7 @@ async def test_a_child_killed_while_it_loads_is_replaced_and_the_waiting_calls_a
     waiting = [asyncio.create_task(llm.complete([{"role": "user", "content": f"hello {i}"}])) for i in range(3)]
     killed = []
     for _ in range(2):  # two in a row: one fewer than the attempts that make a failed start
-        await _until(lambda: process.pid is not None and process.pid not in killed)
+        await until(lambda: process.pid is not None and process.pid not in killed, 60, every=CATCH_EVERY_S)
         pid = process.pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)

@@ -44,6 +44,7 @@ from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, RecordedMessage, telegram_api  # noqa: F401
 from tests.support.fault_bot import API_ENV, GATEWAY_ENV
 from tests.support.paths import ROOT
+from tests.support.waiting import until
 
 WAIT_S = 60.0  # generous: the machine may be busy; nothing here is a timing claim
 ANA = 501
@@ -200,13 +201,6 @@ def _encoder_installed() -> str | None:
     return None
 
 
-async def _until(condition: Any, what: str, timeout: float = WAIT_S) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 def _capture_route(request: dict[str, Any]) -> Scripted | None:
     """Capture keeps the bees; every other call is echoed."""
     if not str(request["messages"][0]["content"]).startswith(CAPTURE):
@@ -281,7 +275,7 @@ async def _session(telegram: FakeTelegramApi, discord: FakeDiscord, slack: FakeS
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tests.support.fault_bot", "run", cwd=str(ROOT), env=env,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=log.open("wb"))
-        await _until(lambda: "kith: running on" in log.read_text(errors="replace"), "the bot to start")
+        await until(lambda: "kith: running on" in log.read_text(errors="replace"), WAIT_S, what="the bot to start")
         return proc, log
 
     async def command(*args: str) -> tuple[int, str, str]:
@@ -302,21 +296,24 @@ async def _session(telegram: FakeTelegramApi, discord: FakeDiscord, slack: FakeS
     try:
         # A DM on each platform: each reaches the model through the model process and is answered.
         telegram.push_text(ANA, ANA, "hello, I keep bees on the roof")
-        await _until(lambda: discord.connected > 0 and slack.open_sockets > 0, "Discord and Slack to connect")
+        await until(lambda: discord.connected > 0 and slack.open_sockets > 0, WAIT_S,
+                    what="Discord and Slack to connect")
         discord.push_message(discord_dm, DISCORD_USER, "hello from Discord")
         slack.push_dm(SLACK_USER, "hello from Slack")
         await telegram.wait_for_sent(1, timeout=WAIT_S)
-        await _until(lambda: any(m.content == "echo: hello from Discord" for m in discord.posted), "Discord's reply")
-        await _until(lambda: any(m.text == "echo: hello from Slack" for m in slack.posted), "Slack's reply")
+        await until(lambda: any(m.content == "echo: hello from Discord" for m in discord.posted), WAIT_S,
+                    what="Discord's reply")
+        await until(lambda: any(m.text == "echo: hello from Slack" for m in slack.posted), WAIT_S, what="Slack's reply")
 
         telegram.push_text(ANA, ANA, "/remember My sister lives in Lisbon")
-        await _until(lambda: len(said_to_ana()) == 2, "/remember's answer")
+        await until(lambda: len(said_to_ana()) == 2, WAIT_S, what="/remember's answer")
         telegram.push_text(ANA, ANA, "/export")
-        await _until(lambda: len(telegram.documents) == 1 and len(said_to_ana()) == 3, "the export file")
+        await until(lambda: len(telegram.documents) == 1 and len(said_to_ana()) == 3, WAIT_S,
+                    what="the export file")
         telegram.push_text(ANA, ANA, "/forget Lisbon")
-        await _until(lambda: len(said_to_ana()) == 4, "the forget plan")
+        await until(lambda: len(said_to_ana()) == 4, WAIT_S, what="the forget plan")
         telegram.push_callback_query(ANA, ANA, _button(said_to_ana()[-1], "Yes, forget them"))
-        await _until(lambda: len(said_to_ana()) == 5, "the forget's answer")
+        await until(lambda: len(said_to_ana()) == 5, WAIT_S, what="the forget's answer")
         assert said_to_ana()[-1].visible_text.startswith("Forgotten: 1 memory"), said_to_ana()[-1].visible_text
 
         code, out, err = await command("memory", "list", "--account", f"telegram:{ANA}", "--notes")
@@ -328,7 +325,7 @@ async def _session(telegram: FakeTelegramApi, discord: FakeDiscord, slack: FakeS
     bot, log2 = await start(2)
     try:
         telegram.push_text(ANA, ANA, "are you back?")
-        await _until(lambda: len(said_to_ana()) == 6, "the reply after the restart")
+        await until(lambda: len(said_to_ana()) == 6, WAIT_S, what="the reply after the restart")
     finally:
         await stop(bot)
     text = log.read_text(errors="replace") + log2.read_text(errors="replace")

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import termios
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,18 +24,12 @@ from ground.instance import LOCK_FILE
 from tests.fakes.openai_api import FakeOpenAI
 from tests.support.config_file import write_config
 from tests.support.paths import ROOT
+from tests.support.waiting import until
 
 WAIT_S = 60.0  # generous: the machine may be busy; nothing here is a timing claim
 
 # The model process is found among the bot's children through /proc (Linux).
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to find the model process")
-
-
-async def _until(condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
 
 
 def _alive(pid: int) -> bool:
@@ -97,14 +90,14 @@ class TerminalBot:
         os.write(self.master, text.encode())
 
     async def shows(self, text: str) -> None:
-        await _until(lambda: text.encode() in self.output, repr(text))
+        await until(lambda: text.encode() in self.output, WAIT_S, what=repr(text), every=0.01)
 
     async def model_process(self) -> int:
-        await _until(lambda: len(_model_processes(self.proc.pid)) == 1, "the model process")
+        await until(lambda: len(_model_processes(self.proc.pid)) == 1, WAIT_S, what="the model process", every=0.01)
         return _model_processes(self.proc.pid)[0]
 
     async def exit_code(self) -> int:
-        await _until(lambda: self.proc.poll() is not None, "the bot to exit")
+        await until(lambda: self.proc.poll() is not None, WAIT_S, what="the bot to exit", every=0.01)
         return self.proc.returncode
 
     def close(self) -> None:
@@ -127,7 +120,7 @@ async def _lock_comes_free_after(pid: int, lock_path: Path, bot: TerminalBot) ->
         lock.release()
         return True
 
-    await _until(free, "the data directory's lock")
+    await until(free, WAIT_S, what="the data directory's lock", every=0.01)
     assert not _alive(pid), "the lock was released while the model process still ran"
     await bot.exit_code()
 

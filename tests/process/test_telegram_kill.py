@@ -16,6 +16,7 @@ from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.config_file import write_config
 from tests.support.paths import ROOT
+from tests.support.waiting import until
 
 ANA = 501
 BEN = 502
@@ -37,13 +38,6 @@ def _kept(data_dir: Path) -> list[str]:
             return []  # not created yet
 
 
-async def _until(predicate, timeout: float = 30.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 async def test_messages_waiting_for_an_answer_when_the_process_is_killed_are_answered_once_after_restart(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
     data = tmp_path / "data"
@@ -54,9 +48,9 @@ async def test_messages_waiting_for_an_answer_when_the_process_is_killed_are_ans
     bot = await _start_bot(cfg)
     try:
         telegram_api.push_text(ANA, ANA, "are you still there?")
-        await _until(lambda: len(fake_llm.requests) == 1)  # her turn is open: her message is in history
+        await until(lambda: len(fake_llm.requests) == 1, 30)  # her turn is open: her message is in history
         telegram_api.push_text(BEN, BEN, "good morning")
-        await _until(lambda: len(_kept(data)) == 2)  # his waits out the debounce window
+        await until(lambda: len(_kept(data)) == 2, 30)  # his waits out the debounce window
     finally:
         bot.send_signal(signal.SIGKILL)
         await bot.wait()
@@ -74,7 +68,7 @@ async def test_messages_waiting_for_an_answer_when_the_process_is_killed_are_ans
         ana = next(r for r in asked if any(m["content"] == "are you still there?" for m in r["messages"]))
         # Her message was recorded before the kill: the turn goes on from that row, not from a copy.
         assert [m["content"] for m in ana["messages"]].count("are you still there?") == 1
-        await _until(lambda: _kept(data) == [])
+        await until(lambda: _kept(data) == [], 30)
     finally:
         bot.send_signal(signal.SIGTERM)
         _out, err = await asyncio.wait_for(bot.communicate(), 30)

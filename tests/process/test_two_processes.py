@@ -30,6 +30,7 @@ from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.heartbeat import close_rig, make_rig
 from tests.support.paths import ROOT
+from tests.support.waiting import until
 
 ANA = 601
 BEN = 602
@@ -146,13 +147,6 @@ def _no_traceback(log: Path) -> None:
     assert "Traceback" not in text, text[-3000:]
 
 
-async def _until(condition: Any, what: str, timeout: float = WAIT_S) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 def _running(log: Path) -> bool:
     return "kith: running on telegram" in log.read_text(errors="replace")
 
@@ -181,7 +175,7 @@ async def test_commands_killed_half_way_leave_nothing_and_the_bot_then_runs_each
     # is left to send.
     fake_llm.route = _route(check_in_delay_s=3.0)
     command = await _started(cfg, "heartbeat", "--now", "--any-hour")
-    await _until(lambda: any(map(_is_check_in, fake_llm.requests)), "the command to ask the model")
+    await until(lambda: any(map(_is_check_in, fake_llm.requests)), WAIT_S, what="the command to ask the model")
     command.send_signal(signal.SIGKILL)
     await command.wait()
     assert _rows(data, "SELECT count(*) FROM outbox") == [(0,)]
@@ -197,7 +191,7 @@ async def test_commands_killed_half_way_leave_nothing_and_the_bot_then_runs_each
 
     fake_llm.route = burek_is_slow
     command = await _started(cfg, "consolidate", "--now")
-    await _until(lambda: sum(map(_is_consolidation, fake_llm.requests)) == 2, "the second day's model call")
+    await until(lambda: sum(map(_is_consolidation, fake_llm.requests)) == 2, WAIT_S, what="the second day's model call")
     command.send_signal(signal.SIGKILL)
     await command.wait()
     assert _rows(data, "SELECT count(*) FROM consolidation_days") == [(1,)]
@@ -208,8 +202,9 @@ async def test_commands_killed_half_way_leave_nothing_and_the_bot_then_runs_each
     log = tmp_path / "bot.log"
     bot = await _bot(cfg, log)
     try:
-        await _until(lambda: sum(map(_is_check_in, fake_llm.requests)) == 2
-                     and sum(map(_is_consolidation, fake_llm.requests)) == 3, "the bot's own runs to ask the model")
+        await until(lambda: sum(map(_is_check_in, fake_llm.requests)) == 2
+                    and sum(map(_is_consolidation, fake_llm.requests)) == 3,
+                    WAIT_S, what="the bot's own runs to ask the model")
         # ...when the operator sends the same two jobs from another shell.
         (hb_code, hb_out, hb_err), (code, out, err) = await asyncio.gather(
             _command(cfg, "heartbeat", "--now", "--any-hour"), _command(cfg, "consolidate", "--now"))
@@ -241,7 +236,7 @@ async def test_a_second_run_refuses_and_pairing_changes_from_another_shell_reach
     log = tmp_path / "bot.log"
     bot = await _bot(cfg, log)
     try:
-        await _until(lambda: _running(log), "the bot to start")
+        await until(lambda: _running(log), WAIT_S, what="the bot to start")
         code, out, err = await _command(cfg, "run")
         assert code == 1 and out == ""
         assert err.splitlines() == [f"kith: another kith is already running on {tmp_path / 'data'} "

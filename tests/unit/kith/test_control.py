@@ -8,7 +8,6 @@ import io
 import json
 import socket
 import stat
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from kith.control.endpoint import ControlRefused, Transport, socket_path, token_
 from kith.control.frames import Request
 from kith.control.parts import Console
 from kith.control.server import ControlServer
+from tests.support.waiting import until
 
 TRANSPORTS = [Transport.UNIX, Transport.TCP]
 
@@ -108,7 +108,7 @@ async def test_a_client_that_leaves_mid_command_costs_the_bot_nothing(tmp_path: 
                 sock.recv(16)  # it has started
 
         await asyncio.to_thread(leave)
-        await asyncio.wait_for(_until(lambda: finished == [0]), 10)  # the command ran to its end
+        await until(lambda: finished == [0], 10, what="the command to run to its end", every=0.02)
         code, out, _err, _data = await asyncio.to_thread(_call, tmp_path, Transport.UNIX, Request("next", {}))
         assert (code, out) == (0, "{}\n")
     finally:
@@ -137,8 +137,3 @@ async def test_a_stale_socket_is_replaced_and_something_else_in_its_place_is_nev
     assert socket_path(tmp_path).is_symlink()  # left as it was for its owner to look at
 
 
-async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
