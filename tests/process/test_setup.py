@@ -23,19 +23,10 @@ from tests.fakes.ollama_api import FakeOllama
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 from tests.support.ports import free_port
-from tests.support.setup_session import SECRET_VARS, Session, newcomer_env
+from tests.support.setup_session import Session, environment_as_it_was, newcomer_env  # noqa: F401 (autouse)
 
 RIGHT_KEY = "sk-right-0123456789abcdef"
 WRONG_KEY = "sk-wrong-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def _environment_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loading a config puts its .env into this process's environment: unset here, and as they were afterwards
-    (a token left behind would start Telegram in a later test's `run`)."""
-    for name in SECRET_VARS:
-        monkeypatch.setenv(name, "")  # remembers the value to restore ...
-        monkeypatch.delenv(name)  # ... and the test starts without it
 
 
 @pytest.fixture

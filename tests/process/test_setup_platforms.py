@@ -26,7 +26,7 @@ from tests.fakes.slack_api import BOT_NAME, BOT_USER_ID, FAKE_APP_TOKEN, FAKE_BO
 from tests.support.fault_bot import API_ENV
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
-from tests.support.setup_session import SECRET_VARS, Session, newcomer_env
+from tests.support.setup_session import Session, environment_as_it_was, newcomer_env  # noqa: F401 (autouse)
 
 WRONG_DISCORD_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDA5.wrong.not-the-bot-token"
 WRONG_BOT_TOKEN = "xoxb-wrong_bot_token_for_kith_tests"
@@ -35,14 +35,6 @@ USER_TOKEN = "xoxp-a_person_s_own_token_not_the_bot_s"
 SIGNING_SECRET = "0123456789abcdef0123456789abcdef"
 KEEP_MODEL = "Which model should kith use? [1]: "  # the configured (or suggested) llama3.2 is the default
 TRY_AGAIN = "Try again? [Y/n] "
-
-
-@pytest.fixture(autouse=True)
-def _environment_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loading a config puts its .env into this process's environment: unset here, restored afterwards."""
-    for name in SECRET_VARS:
-        monkeypatch.setenv(name, "")
-        monkeypatch.delenv(name)
 
 
 @pytest.fixture

@@ -10,12 +10,23 @@ import pty
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import ROOT
 
 SECRET_VARS = ("KITH_CONFIG", "XDG_CONFIG_HOME", "OLLAMA_HOST", "OPENAI_API_KEY", "LLM_API_KEY", "ANTHROPIC_API_KEY",
                "OPENROUTER_API_KEY", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
                "SLACK_SIGNING_SECRET")
 WAIT_S = 60.0
+
+
+@pytest.fixture(autouse=True)
+def environment_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a config puts its .env into this process's environment: unset here, and as they were afterwards
+    (a token left behind would start Telegram in a later test's `run`). Autouse in each module that imports it."""
+    for name in SECRET_VARS:
+        monkeypatch.setenv(name, "")  # remembers the value to restore ...
+        monkeypatch.delenv(name)  # ... and the test starts without it
 
 
 def newcomer_env(home: Path, **extra: str) -> dict[str, str]:
