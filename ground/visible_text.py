@@ -9,7 +9,6 @@ text as it was typed and nothing else of it moves.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -34,11 +33,6 @@ def visible(text: str) -> str:
     return "".join(c for c in text if not is_invisible(c))
 
 
-# Between two digits these only group them ("4111.1111.1111.1111", "1 234", "1’000", "12_345").
-_DIGIT_SEPARATORS = frozenset(".·'’_ ")
-_DIGIT_GROUP = re.compile(r"(?<=\d)[.'_ ](?=\d)")
-
-
 @dataclass(frozen=True, slots=True)
 class SourceMappedText:
     """A normalised view of ``source``: ``text``, and for each of its characters the index it came from."""
@@ -57,12 +51,11 @@ class SourceMappedText:
         return self.origin[start], self.origin[end - 1] + 1
 
 
-def folded_for_matching(text: str, *, digit_groups: bool = False) -> SourceMappedText:
+def folded_for_matching(text: str) -> SourceMappedText:
     """``text`` with invisible characters dropped and each character in its NFKC form (fullwidth digits and
-    letters become ASCII, a no-break space a space); with ``digit_groups`` a separator between two digits
-    becomes a space, so grouped numbers read as the plain groups every number pattern knows."""
+    letters become ASCII, a no-break space a space)."""
     if text.isascii():  # most messages: nothing is invisible or has another form, so the view keeps every index
-        return SourceMappedText(text, _DIGIT_GROUP.sub(" ", text) if digit_groups else text, None)
+        return SourceMappedText(text, text, None)
     chars: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
@@ -72,8 +65,4 @@ def folded_for_matching(text: str, *, digit_groups: bool = False) -> SourceMappe
         for piece in folded:
             chars.append(piece)
             origin.append(index)
-    if digit_groups:
-        for i in range(1, len(chars) - 1):
-            if chars[i] in _DIGIT_SEPARATORS and chars[i - 1].isdigit() and chars[i + 1].isdigit():
-                chars[i] = " "
     return SourceMappedText(text, "".join(chars), tuple(origin))
