@@ -7,7 +7,8 @@ longest importable prefix imports and the rest is found on it by ``getattr`` (on
 the attributes its methods set). A role's name that does not start with a kith package is looked up where the
 docstring is, as Sphinx does: in the enclosing classes, innermost first, then in the module. A settings key
 reads like a package name (``memory.embedder``), so a backticked name whose second part is a key of that
-section in ``config.example.toml`` is taken as a key.
+section in ``config.example.toml`` is taken as a key, unless that part is a module too (``memory.capture`` is
+both a key and a room).
 """
 
 from __future__ import annotations
@@ -80,6 +81,12 @@ def docstrings(node: ast.AST, module: str, classes: tuple[str, ...] = ()) -> Ite
         yield from docstrings(child, module, classes)
 
 
+def is_module(dotted: str) -> bool:
+    """Whether a kith module or package is at ``dotted``, read from the files (nothing imported)."""
+    path = ROOT.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def references_in(doc: Docstring, keys: dict[str, set[str]]) -> Iterator[Reference]:
     where = f"{doc.module} (line {doc.line})"
     for m in _ROLE.finditer(doc.text):
@@ -88,7 +95,7 @@ def references_in(doc: Docstring, keys: dict[str, set[str]]) -> Iterator[Referen
     for m in _BACKTICKED.finditer(doc.text):
         name = m["name"]
         first, second = name.split(".")[:2]
-        if first in PACKAGES and second not in keys.get(first, set()):
+        if first in PACKAGES and (second not in keys.get(first, set()) or is_module(f"{first}.{second}")):
             yield Reference(where, name)
 
 
@@ -191,6 +198,14 @@ def test_a_made_up_name_is_found(text: str) -> None:
 def test_a_real_name_resolves(text: str) -> None:
     references = list(references_in(Docstring("conversation.router", 1, text, _IN_A_METHOD), keys={}))
     assert len(references) == 1 and not unresolved(references)
+
+
+def test_a_made_up_name_in_a_module_that_is_also_a_settings_key_is_found() -> None:
+    keys = config_keys("[memory]\ncapture = true\n")
+    doc = Docstring("memory", 1, "``memory.capture.no_such_rule`` and ``memory.capture``", ("memory",))
+    references = list(references_in(doc, keys))
+    assert [r.name for r in references] == ["memory.capture.no_such_rule", "memory.capture"]
+    assert unresolved(references) == ["memory (line 1): memory.capture.no_such_rule"]
 
 
 def test_a_settings_key_is_not_a_name() -> None:
