@@ -47,7 +47,7 @@ def people(slack_api: FakeSlack) -> FakeSlack:
 
 
 def _channel(api: FakeSlack, journal: InboundJournal, **kwargs: Any) -> SlackChannel:
-    settings = replace(SlackSettings(api_url=api.api_url))
+    settings = SlackSettings(api_url=api.api_url)
     return SlackChannel(settings, FAKE_BOT_TOKEN, journal=journal, app_token=FAKE_APP_TOKEN, ping_interval_s=0.2,
                         connect_wait_s=5.0, stop_grace_s=1.0, send_timeout_s=SEND_TIMEOUT_S, **kwargs)
 
@@ -61,6 +61,17 @@ async def _deliver(db: Database, channel: SlackChannel, message: OutboundMessage
     entry_id = await worker.post(message)
     await worker.wait_idle()
     return entry_id
+
+
+async def _deliver_dm_answered_after(api: FakeSlack, db: Database, journal: InboundJournal, delay_s: float,
+                                     text: str) -> tuple[int, outbox.OutboxEntry | None, list[tuple[int, int]]]:
+    """One reply to Alice's DM through the worker while Slack answers chat.postMessage after ``delay_s``: its
+    outbox id, its outbox entry and the doubts counted for it."""
+    message = OutboundMessage(platform="slack", chat_id=api.dm_channel(ALICE), text=text)
+    async with running(_channel(api, journal), Inbox()) as channel:
+        api.answer_slowly("chat.postMessage", delay_s)
+        entry_id = await _deliver(db, channel, message)
+        return entry_id, await db.run(outbox.get, entry_id), await db.run(outbox.doubts, entry_id)
 
 
 def _post_calls(api: FakeSlack) -> list[str]:
@@ -78,11 +89,7 @@ async def test_a_dm_reply_answered_too_late_is_found_posted_and_not_sent_twice(
     api = people
     chat = api.dm_channel(ALICE)
     caplog.set_level(logging.INFO)
-    async with running(_channel(api, journal), Inbox()) as channel:
-        api.answer_slowly("chat.postMessage", LATE_S)
-        entry_id = await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text="once only"))
-        entry = await db.run(outbox.get, entry_id)
-        doubts = await db.run(outbox.doubts, entry_id)
+    entry_id, entry, doubts = await _deliver_dm_answered_after(api, db, journal, LATE_S, "once only")
 
     # Slack posted it although kith never heard so; the look before the resend found it.
     assert [(p.channel, p.text) for p in api.posted] == [(chat, "once only")]
@@ -136,12 +143,8 @@ async def test_a_reply_answered_within_the_budget_is_an_ordinary_delivery(
     people: FakeSlack, db: Database, journal: InboundJournal, caplog: pytest.LogCaptureFixture
 ) -> None:
     api = people
-    chat = api.dm_channel(ALICE)
     caplog.set_level(logging.INFO)
-    async with running(_channel(api, journal), Inbox()) as channel:
-        api.answer_slowly("chat.postMessage", PROMPT_S)
-        entry_id = await _deliver(db, channel, OutboundMessage(platform="slack", chat_id=chat, text="slow, fine"))
-        doubts = await db.run(outbox.doubts, entry_id)
+    _entry_id, _entry, doubts = await _deliver_dm_answered_after(api, db, journal, PROMPT_S, "slow, fine")
 
     assert [p.text for p in api.posted] == ["slow, fine"]
     assert _post_calls(api) == ["chat.postMessage"]
