@@ -53,6 +53,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -71,9 +72,7 @@ from ground.tunables import (
     SINGLE_WORD_LINK_SCORE,
     SUBSTITUTION_MIN_SHARED,
 )
-from memory.core.text import content_words, is_cjk_token, is_negation, is_stop_word, tokens, words_match
-
-# A shared word this short ("car", "tea" pass; "go", "tv" do not) is too common to link two facts.
+from memory.core.text import is_cjk_token, is_negation, is_stop_word, tokens, words_match
 
 
 class Action(enum.StrEnum):
@@ -126,7 +125,7 @@ class Match:
     decision: Decision
 
 
-def _shared_words(a: set[str], b: set[str]) -> list[str]:
+def _shared_words(a: AbstractSet[str], b: AbstractSet[str]) -> list[str]:
     """Words of ``a`` paired one-to-one with words of ``b``: exact pairs first, then fuzzy."""
     unmatched = set(b)
     shared: list[str] = []
@@ -160,14 +159,36 @@ _MORE_NEGATIONS = frozenset(
 )
 
 
-def _negated(words: set[str]) -> bool:
+def _negated(words: Sequence[str]) -> bool:
     return any(is_negation(w) or w in _MORE_NEGATIONS for w in words)
+
+
+@dataclass(frozen=True, slots=True)
+class FactWords:
+    """What the comparisons read of one fact text, read once: a gate compares a candidate with every stored fact
+    it found, and each comparison needs these of both sides several times over."""
+
+    content: frozenset[str]  # its content words (memory.core.text.content_words)
+    negated: bool
+    frame: frozenset[str]  # the content words its frame is made of (:func:`_frame_words`)
+    pivots: tuple[str, ...]  # its names and numbers (:func:`pivots`)
+
+
+def read_fact(text: str) -> FactWords:
+    """``text`` read for :func:`lexical_similarity`, :func:`disagree` and :func:`decide`, tokenised once."""
+    words = tokens(text)
+    content = [w for w in words if not is_stop_word(w)]
+    return FactWords(frozenset(content), _negated(words), _frame_words(words[:1], content), tuple(pivots(text)))
 
 
 def lexical_similarity(a: str, b: str) -> LexicalScore:
     """The lexical score of two fact texts (symmetric), over their content words, with whether one is negated."""
-    words_a, words_b = set(content_words(a)), set(content_words(b))
-    negation_mismatch = _negated(set(tokens(a))) != _negated(set(tokens(b)))
+    return _lexical_similarity(read_fact(a), read_fact(b))
+
+
+def _lexical_similarity(a: FactWords, b: FactWords) -> LexicalScore:
+    words_a, words_b = a.content, b.content
+    negation_mismatch = a.negated != b.negated
     if not words_a or not words_b:
         return LexicalScore(0.0, 0.0, 0.0, 0.0, 0, len(words_a), len(words_b), negation_mismatch)
     shared_words = _shared_words(words_a, words_b)
@@ -236,24 +257,27 @@ def _unmatched(words: Sequence[str], others: Sequence[str]) -> list[str]:
     return [w for w in words if not any(w == o or (not w[0].isdigit() and words_match(w, o)) for o in others)]
 
 
-def _frame_words(text: str) -> set[str]:
-    """The content words a fact's frame is made of. Its first word is left out: it is the fact's subject, the
-    person nearly always (the extractor's "PERSON", or their name), shared by every fact about them and no
-    part of what one says. Words of one or two letters ("en", "à", "im") are function words in the languages
-    whose stop words :mod:`memory.core.text` does not list yet, numbers aside."""
-    opening = tokens(text)[:1]
-    return {w for w in content_words(text) if (len(w) > 2 or w.isdigit()) and w not in opening}
+def _frame_words(opening: Sequence[str], content: Sequence[str]) -> frozenset[str]:
+    """The content words a fact's frame is made of, from its ``content`` words and its ``opening`` (first) token.
+    Its first word is left out: it is the fact's subject, the person nearly always (the extractor's "PERSON", or
+    their name), shared by every fact about them and no part of what one says. Words of one or two letters
+    ("en", "à", "im") are function words in the languages whose stop words :mod:`memory.core.text` does not list
+    yet, numbers aside."""
+    return frozenset(w for w in content if (len(w) > 2 or w.isdigit()) and w not in opening)
 
 
 def disagree(a: str, b: str) -> bool:
     """Whether two facts differ in what a fact turns on, so no cosine may call them one fact: each has a name or
     number the other lacks; or one has a number the other lacks while the other has a word of its own in its
     place (a number word no lexicon knows, Polish "dwie"); or both are one frame with one content word swapped."""
-    pivots_a, pivots_b = pivots(a), pivots(b)
-    only_a, only_b = _unmatched(pivots_a, pivots_b), _unmatched(pivots_b, pivots_a)
+    return _disagree(read_fact(a), read_fact(b))
+
+
+def _disagree(a: FactWords, b: FactWords) -> bool:
+    only_a, only_b = _unmatched(a.pivots, b.pivots), _unmatched(b.pivots, a.pivots)
     if only_a and only_b:
         return True
-    words_a, words_b = _frame_words(a), _frame_words(b)
+    words_a, words_b = a.frame, b.frame
     shared = len(_shared_words(words_a, words_b))
     extra_a, extra_b = len(words_a) - shared, len(words_b) - shared
     number = (any(p[0].isdigit() for p in only_a) and extra_b) or (any(p[0].isdigit() for p in only_b) and extra_a)
@@ -284,11 +308,26 @@ def decide(
     ``merge_at`` and ``conflict_at``: the config's ``[memory] merge_threshold`` and ``conflict_threshold``;
     ``meaning_at``: the cosine above which a trusted one calls two facts that do not :func:`disagree` one.
     """
-    lex = lexical_similarity(new, existing)
+    return _decide(read_fact(new), read_fact(existing), cosine=cosine, cosine_from_embedder=cosine_from_embedder,
+                   same_kind=same_kind, merge_at=merge_at, conflict_at=conflict_at, meaning_at=meaning_at)
+
+
+def _decide(
+    new: FactWords,
+    existing: FactWords,
+    *,
+    cosine: float | None,
+    cosine_from_embedder: bool,
+    same_kind: bool,
+    merge_at: float,
+    conflict_at: float,
+    meaning_at: float,
+) -> Decision:
+    lex = _lexical_similarity(new, existing)
     trusted = cosine if cosine is not None and cosine_from_embedder else None
     # Neither layer merges two facts that differ in what they turn on ("earns 1,200" / "earns 200" share most
     # of their words): they are judged as a possible conflict instead.
-    if not lex.negation_mismatch and not disagree(new, existing):
+    if not lex.negation_mismatch and not _disagree(new, existing):
         if lex.score > merge_at:
             return Decision(Action.MERGE, lex.score, Via.LEXICAL, lex)
         if trusted is not None and trusted > meaning_at:
@@ -325,11 +364,12 @@ def matches(
     before conflicts, then by score, then by ``existing`` order. Callers pass live facts only.
     """
     found: list[tuple[int, Match]] = []
+    candidate = read_fact(candidate_text)
     for position, memory in enumerate(existing):
         cosine = cosines.get(memory.id) if cosines is not None else None
-        decision = decide(
-            candidate_text,
-            memory.text,
+        decision = _decide(
+            candidate,
+            read_fact(memory.text),
             cosine=cosine,
             cosine_from_embedder=cosine is not None,
             same_kind=str(memory.kind) == str(kind),
