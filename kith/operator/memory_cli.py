@@ -138,6 +138,11 @@ def words_line(record: MemoryRecord, *, name: str = "", unreviewed: bool = False
     return shown(f"    {said_words(said_of(words, name or 'they', unreviewed=unreviewed), quoted)}")
 
 
+def words_and_label(record: MemoryRecord, *, name: str = "", unreviewed: bool = False) -> list[str]:
+    """The person's words first (:func:`words_line`), kith's label under them: how every listing shows a record."""
+    return [words_line(record, name=name, unreviewed=unreviewed), f"    label: {_worded(record.text, name)}"]
+
+
 def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "", unreviewed: bool = False) -> list[str]:
     head = (
         f"{record.id}  {record.kind.value}  {record.status.value}  importance {record.importance:.2f}  "
@@ -145,7 +150,7 @@ def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "", un
     )
     if record.pinned:
         head += "  pinned"
-    lines = [head, words_line(record, name=name, unreviewed=unreviewed), f"    label: {_worded(record.text, name)}"]
+    lines = [head, *words_and_label(record, name=name, unreviewed=unreviewed)]
     lines += [f'    evidence: "{shown(quote)}"' for quote in record.evidence]
     lines += [
         f"    source: {s.platform} chat {s.chat_id} message {s.message_id} at {_when(s.timestamp)}"
@@ -163,13 +168,12 @@ def memory_lines(record: MemoryRecord, *, full: bool = False, name: str = "", un
 
 
 def plan_lines(plan: ForgetPlan, record_id: str, *, name: str = "") -> list[str]:
-    """One record of a forget plan: its id, then the person's words (:func:`words_line`), then kith's label."""
+    """One record of a forget plan: its id, then the person's words and kith's label (:func:`words_and_label`)."""
     record = plan.previews.get(record_id)
     if record is None:  # every id a plan shows has its record; said plainly rather than fail the whole plan
         return [f"  {record_id}"]
-    return [f"  {record_id}  {record.kind.value}",
-            "  " + words_line(record, name=name, unreviewed=record_id in plan.unreviewed),
-            f"      label: {_worded(record.text, name)}"]
+    shown_as = words_and_label(record, name=name, unreviewed=record_id in plan.unreviewed)
+    return [f"  {record_id}  {record.kind.value}", *("  " + line for line in shown_as)]
 
 
 def note_lines(note: Note, *, name: str = "") -> list[str]:
