@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from ground.db import Database
 from memory.capture.merge_gate import Outcome
-from memory.core.records import MemoryKind, Source
+from memory.core.records import MemoryKind, MemoryRecord, Source
 from memory.forgetting import describe_places
 from memory.forgetting.scrub import FORGOTTEN_MARK
 from memory.forgetting.tombstones import tombstones
@@ -181,16 +181,24 @@ async def test_reassign_carries_tombstones_with_the_person(service: MemoryServic
     assert blocked.outcome is Outcome.BLOCKED
 
 
-async def test_a_word_only_in_a_receipt_sentence_goes_and_the_fact_stays(
-    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
-) -> None:
+async def _ana_has_a_cat(service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock,
+                         answered: str) -> tuple[str, int, MemoryRecord]:
+    """Ana names her cat in a sentence that says more; kith answers ``answered``; capture keeps "Ana has a cat"
+    (its quote without the name) and it is promoted. Ana, her message's history row, and the memory."""
     ana, row = await say(db, "console:ana", "I have a cat named Mruczek who hates the vet. I work at the library.",
                          when=clock())
-    last = await reply(db, "A cat who hates the vet, a classic.", when=clock())
+    last = await reply(db, answered, when=clock())
     fake_llm.reply(answer(fact("Ana has a cat", "I have a cat")))
     await service.capture.run(CONV, last)
     await service.promote(ana)
     (cat,) = await service.list_memories(ana)
+    return ana, row, cat
+
+
+async def test_a_word_only_in_a_receipt_sentence_goes_and_the_fact_stays(
+    service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
+) -> None:
+    ana, row, cat = await _ana_has_a_cat(service, db, fake_llm, clock, "A cat who hates the vet, a classic.")
     (note,) = await service.list_notes(ana)
     assert any("Mruczek" in s for s in cat.evidence_sentences)
 
@@ -223,13 +231,7 @@ async def test_a_word_only_in_a_receipt_sentence_goes_and_the_fact_stays(
 async def test_forgetting_a_memory_takes_the_whole_sentence_it_stood_in_from_history(
     service: MemoryService, db: Database, fake_llm: FakeOpenAI, clock: FakeClock
 ) -> None:
-    ana, row = await say(db, "console:ana", "I have a cat named Mruczek who hates the vet. I work at the library.",
-                         when=clock())
-    last = await reply(db, "Noted.", when=clock())
-    fake_llm.reply(answer(fact("Ana has a cat", "I have a cat")))
-    await service.capture.run(CONV, last)
-    await service.promote(ana)
-    (cat,) = await service.list_memories(ana)
+    ana, row, cat = await _ana_has_a_cat(service, db, fake_llm, clock, "Noted.")
     result = await service.apply_forget(await service.plan_forget(ana, cat.id))
     assert (result.memories_deleted, result.leftover) == (1, 0)
     # Not just the quote ("[forgotten] named Mruczek who hates the vet."): what was said with it goes too.
