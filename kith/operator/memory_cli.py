@@ -197,6 +197,15 @@ async def _name_of(service: MemoryService, person: str) -> str:
     return next((n for n in names if n), "")
 
 
+async def _memory_of(service: MemoryService, person: str, memory_id: str, console: Console) -> MemoryRecord | None:
+    """The memory ``memory_id`` if it is ``person``'s; None (said so) if there is none, or it is someone else's."""
+    record = await service.get(memory_id)
+    if record is None or record.person != person:
+        console.err.write(f"kith: {person} has no memory {memory_id}\n")
+        return None
+    return record
+
+
 def _print(out: Stream, lines: list[str]) -> None:
     out.write("\n".join(lines) + "\n")
 
@@ -236,9 +245,8 @@ async def show_body(parts: Parts, args: argparse.Namespace, console: Console) ->
         return 2
     service = await parts.memory()
     out = console.out
-    record = await service.get(args.memory_id)
-    if record is None or record.person != person:
-        console.err.write(f"kith: {person} has no memory {args.memory_id}\n")
+    record = await _memory_of(service, person, args.memory_id, console)
+    if record is None:
         return 1
     name = await _name_of(service, person)
     _print(out, memory_lines(record, full=True, name=name))
@@ -289,9 +297,8 @@ async def label_body(parts: Parts, args: argparse.Namespace, console: Console) -
     if person is None:
         return 2
     service = await parts.memory()
-    record = await service.get(args.memory_id)
-    if record is None or record.person != person:
-        console.err.write(f"kith: {person} has no memory {args.memory_id}\n")
+    record = await _memory_of(service, person, args.memory_id, console)
+    if record is None:
         return 1
     try:
         stored = await relabel_memory(service, person, record.id, " ".join(args.label), service.clock())
