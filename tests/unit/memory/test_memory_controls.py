@@ -18,7 +18,7 @@ from llm.client import LLMClient
 from memory.capture.merge_gate import Outcome
 from memory.controls import MemoryControls, PauseBook, RefusalReason, Refused, Requester
 from memory.controls.questions import Answer, DmTarget, Question, QuestionBook, QuestionStatus, askable_pairs
-from memory.core.records import MemoryCandidate, MemoryKind, Origin, Scope, Source, Status
+from memory.core.records import MemoryCandidate, MemoryKind, MemoryRecord, Origin, Scope, Source, Status
 from memory.service import MemoryService
 from people import directory, history
 from tests.support.clock import FakeClock
@@ -267,3 +267,31 @@ async def test_the_export_reads_as_the_person_would_say_it_with_the_sentences_ke
     assert memory["text"] == "You live in a small flat in Berlin with two cats"
     assert memory["evidence_sentences"] == ["Honestly, I live in a small flat in Berlin with two cats."]
     assert "PERSON" not in json.dumps(data)
+
+
+async def test_a_label_corrected_while_a_capture_merges_a_receipt_into_it_keeps_both(
+    kit: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The merge lands between the relabel's read and its write: the relabel's compare-and-swap loses, reads the
+    # merged memory again and relabels that, so neither the new receipt nor the person's label is lost.
+    base = await kit.memory.gate.admit("p_ana", candidate("Ana drinks green tea", message="m0"))
+    assert base.memory_id is not None
+    store = kit.memory.store
+    write = store.replace_memory
+    merges: list[Outcome] = []
+
+    async def merge_first(record: MemoryRecord) -> MemoryRecord:
+        if not merges:
+            merges.append(Outcome.NEW)  # only the relabel's first write is raced
+            merged = await kit.memory.gate.admit(
+                "p_ana", candidate("Ana drinks green tea daily", evidence=["green tea daily"], message="m1"))
+            merges[0] = merged.outcome
+        return await write(record)
+
+    monkeypatch.setattr(store, "replace_memory", merge_first)
+    await kit.controls.relabel(ANA, base.memory_id, "Ana loves her green tea")
+    assert merges == [Outcome.MERGED]
+    stored = await kit.memory.get(base.memory_id)
+    assert stored is not None and stored.text == "Ana loves her green tea"
+    assert stored.evidence == ("Ana drinks green tea", "green tea daily") and len(stored.sources) == 2
+    assert stored.revision == 3  # stored, merged into, relabelled: one write each
