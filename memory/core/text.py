@@ -8,7 +8,7 @@ Two different jobs live here and must not be confused:
   merge/conflict gate and BM25): case-folded, NFKC, script-aware.
 * :func:`fold` is for *recognising* what a text says however it is spelled (the instruction and
   authority rules, the support rules): every default-ignorable and bidirectional-control character
-  removed (:func:`ground.visible_text.is_invisible`, the one definition redaction uses too: zero-width
+  removed (:func:`ground.visible_text.visible`, the one definition redaction uses too: zero-width
   characters, variation selectors, right-to-left overrides), NFKC, then the confusables skeleton: every
   character that Unicode's confusables table lists as a look-alike of ASCII letters or digits
   (Cyrillic "о", Greek "ο", Coptic "ⲟ", dotless "ı", ...) replaced by them, case-folded. It never
@@ -41,9 +41,7 @@ from ground.tunables import (
     INFLECTION_MIN_STEM_CHARS,
     PREFIX_MATCH_MIN_CHARS,
 )
-from ground.visible_text import is_invisible
-
-# Shortest common stem two inflected forms may share ("kot"/"kota"/"kotem").
+from ground.visible_text import visible
 
 
 def normalize(text: str) -> str:
@@ -74,8 +72,7 @@ def fold(text: str) -> str:
     """``text`` as a matcher should read it: invisible characters dropped, NFKC, ASCII look-alikes folded
     to ASCII, case-folded, curly apostrophes straightened, whitespace folded. For recognising, never
     for storing or quoting."""
-    visible = "".join(c for c in text if not is_invisible(c))
-    folded = unicodedata.normalize("NFKC", visible).translate(_confusable_folds()).casefold()
+    folded = unicodedata.normalize("NFKC", visible(text)).translate(_confusable_folds()).casefold()
     return " ".join(folded.replace("’", "'").replace("‘", "'").split())
 
 
