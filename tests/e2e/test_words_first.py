@@ -24,7 +24,7 @@ from memory.recall.prompt_part import fit_recalled, render_pinned, who_said
 from persona.labels import PINNED_NOTICE, RECALLED_NOTICE, TRUNCATED_FLAG
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.heartbeat import close_rig, make_rig, recent_morning
-from tests.support.memory import say
+from tests.support.memory import memory_section, say
 from tests.support.messages import inbound
 
 SAID = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
@@ -39,11 +39,6 @@ def memory(memory_id: str, person: str, label: str, quotes: tuple[str, ...], sen
                         evidence_sentences=sentences, sources=(Source(platform, "c1", memory_id + "-said", when),),
                         scope=scope, pinned=pinned, conflicts_with=conflicts_with, expires_at=expires_at,
                         created_at=when, updated_at=when)
-
-
-def memory_section(system: str) -> str:
-    """The prompt's stored-data part: from the notice that heads it to its end."""
-    return system[system.index("The sections below marked as stored data"):]
 
 
 def part(system: str, heading: str) -> list[str]:

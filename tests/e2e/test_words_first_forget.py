@@ -13,30 +13,28 @@ holds what is searched for or shown.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from channels.telegram.settings import TelegramSettings
-from ground.config import DeliverySettings, MemorySettings, Settings
+from ground.config import MemorySettings, Settings
 from ground.tunables import QUESTION_QUOTE_CHARS
 from kith.app.lifecycle import App
-from kith.app.run import platform_channels
-from kith.app.wiring import build_app, open_database
+from kith.app.wiring import open_database
 from kith.settings import AppSettings
 from llm.client import LLMClient, import_litellm
-from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
+from memory.core.records import MemoryRecord
 from memory.service import MemoryService
 from memory.store.notes import Note
 from people import directory
 from tests.fakes.openai_api import FakeOpenAI
-from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.clock import FakeClock
-from tests.support.memory import T0, memory_settings
+from tests.support.memory import T0, memory_settings, said_memory
 from tests.support.memory_cli import operator
+from tests.support.telegram_app import ask, start_telegram_app, telegram_settings
 
 import_litellm()
 
@@ -47,38 +45,17 @@ CAT = "Mam kota, który wabi się Mruczek."  # Polish: "I have a cat called Mruc
 NURSE = "Trabajo como enfermera en el hospital de Valencia."  # Spanish: "I work as a nurse in Valencia's hospital."
 
 
-def said_memory(record_id: str, person: str, label: str, quote: str, sentence: str, *, when: datetime,
-                platform: str = "telegram") -> MemoryRecord:
-    """A record as capture leaves it: ``label`` the extractor's (English), ``quote`` and ``sentence`` the person's."""
-    return MemoryRecord(id=record_id, person=person, kind=MemoryKind.FACT, text=label, evidence=(quote,),
-                        evidence_sentences=(sentence,), sources=(Source(platform, "c1", record_id + "-said", when),),
-                        scope=Scope.DM, created_at=when, updated_at=when)
-
-
 # --- /forget in chat, end to end on Telegram ---------------------------------------------------------------
 @pytest.fixture
 async def app(telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
               monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[App]:
-    settings = dataclasses.replace(
-        make_settings(fake_llm), memory=MemorySettings(embedder="none"),
-        telegram=TelegramSettings(base_url=telegram_api.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
-        policy={"telegram": {"dm": "open"}})
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
-    running = await build_app(settings, warm_llm=False)
-    assert await running.start(platform_channels(settings, running)) == ["telegram"]
+    settings = telegram_settings(make_settings(fake_llm), telegram_api, policy={"dm": "open"},
+                                 memory=MemorySettings(embedder="none"))
+    running = await start_telegram_app(settings, monkeypatch)
     try:
         yield running
     finally:
         await running.close()
-
-
-async def ask(tg: FakeTelegramApi, user: int, text: str) -> str:
-    """What kith answers ``user`` in their DM to ``text``."""
-    before = len([m for m in tg.sent if m.chat_id == user])
-    tg.push_text(user, user, text)
-    await tg.wait_until(lambda: len([m for m in tg.sent if m.chat_id == user]) > before)
-    return [m for m in tg.sent if m.chat_id == user][before].visible_text
 
 
 async def seed_chat(app: App) -> tuple[str, MemoryRecord, MemoryRecord, MemoryRecord]:

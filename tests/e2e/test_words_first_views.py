@@ -15,19 +15,17 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from channels.telegram.settings import TelegramSettings
 from conversation.memory_commands import question_text
-from ground.config import DeliverySettings, MemorySettings, Settings
+from ground.config import MemorySettings, Settings
 from kith.app.lifecycle import App
 from kith.app.person_export import PersonExport
-from kith.app.run import platform_channels
-from kith.app.wiring import build_app, open_database
+from kith.app.wiring import open_database
 from kith.settings import AppSettings
 from llm.client import LLMClient, import_litellm
 from memory.controls import (
@@ -39,16 +37,16 @@ from memory.controls import (
     Refused,
     Requester,
 )
-from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.service import MemoryService
 from memory.store.notes import Note
 from people import directory
 from tests.fakes.openai_api import FakeOpenAI, Scripted
-from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.clock import FakeClock
 from tests.support.database import open_db
-from tests.support.memory import T0, memory_settings
+from tests.support.memory import T0, memory_section, memory_settings, said_memory
 from tests.support.memory_cli import operator
+from tests.support.telegram_app import ask, start_telegram_app, telegram_settings
 
 import_litellm()
 
@@ -58,30 +56,13 @@ OLA = "Moja siostra Ola mieszka w Gdańsku."  # Polish: "My sister Ola lives in 
 OLA_LABEL = "PERSON ma siostrę Olę w Gdańsku"  # the extractor's paraphrase: "PERSON has a sister Ola in Gdańsk"
 
 
-def said_memory(memory_id: str, person: str, label: str, quote: str, sentence: str, *, when: datetime = T0,
-                platform: str = "telegram", kind: MemoryKind = MemoryKind.FACT) -> MemoryRecord:
-    """A memory as capture leaves it: ``label`` the extractor's, ``quote`` and ``sentence`` the person's words."""
-    return MemoryRecord(id=memory_id, person=person, kind=kind, text=label, evidence=(quote,),
-                        evidence_sentences=(sentence,), sources=(Source(platform, "c1", memory_id + "-said", when),),
-                        scope=Scope.DM, created_at=when, updated_at=when)
-
-
-def memory_section(system: str) -> str:
-    """The prompt's stored-data part, from the notice that heads it."""
-    return system[system.index("The sections below marked as stored data"):]
-
-
 # --- in chat, end to end on Telegram ---------------------------------------------------------------------
 @pytest.fixture
 async def app(telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
               monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[App]:
     """kith on the fake Bot API, capturing after each reply; its capture model proposes the Polish sentence."""
-    settings = dataclasses.replace(
-        make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True),
-        telegram=TelegramSettings(base_url=telegram_api.base_url, poll_timeout_s=1),
-        delivery=DeliverySettings(debounce_ms=30, backoff_base_s=0.05, backoff_max_s=0.2, max_attempts=4),
-        policy={"telegram": {"dm": "open"}})
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+    settings = telegram_settings(make_settings(fake_llm), telegram_api, policy={"dm": "open"},
+                                 memory=MemorySettings(embedder="none", capture=True))
 
     def route(request: dict[str, Any]) -> Scripted | None:
         if not request["messages"][0]["content"].startswith(CAPTURE_PROMPT_START):
@@ -93,20 +74,11 @@ async def app(telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings
 
     fake_llm.route = route
     fake_llm.default = lambda _request: "Rozumiem."
-    running = await build_app(settings, warm_llm=False)
-    assert await running.start(platform_channels(settings, running)) == ["telegram"]
+    running = await start_telegram_app(settings, monkeypatch)
     try:
         yield running
     finally:
         await running.close()
-
-
-async def ask(tg: FakeTelegramApi, user: int, text: str) -> str:
-    """What kith answers ``user`` in their DM to ``text``."""
-    before = len([m for m in tg.sent if m.chat_id == user])
-    tg.push_text(user, user, text)
-    await tg.wait_until(lambda: len([m for m in tg.sent if m.chat_id == user]) > before)
-    return [m for m in tg.sent if m.chat_id == user][before].visible_text
 
 
 async def person_of(app: App, user: int) -> str:

@@ -72,6 +72,19 @@ def record(
     )
 
 
+def said_memory(memory_id: str, person: str, label: str, quote: str, sentence: str, *, when: datetime = T0,
+                platform: str = "telegram", kind: MemoryKind = MemoryKind.FACT) -> MemoryRecord:
+    """A memory as capture leaves it: ``label`` the extractor's, ``quote`` and ``sentence`` the person's words."""
+    return MemoryRecord(id=memory_id, person=person, kind=kind, text=label, evidence=(quote,),
+                        evidence_sentences=(sentence,), sources=(Source(platform, "c1", memory_id + "-said", when),),
+                        scope=Scope.DM, created_at=when, updated_at=when)
+
+
+def memory_section(system: str) -> str:
+    """A reply prompt's stored-data part: from the notice that heads it to its end."""
+    return system[system.index("The sections below marked as stored data"):]
+
+
 def candidate(
     text: str,
     *,

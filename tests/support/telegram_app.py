@@ -41,6 +41,14 @@ async def start_telegram_app(settings: AppSettings, monkeypatch: pytest.MonkeyPa
     return app
 
 
+async def ask(tg: FakeTelegramApi, user: int, text: str) -> str:
+    """What kith answers ``user`` in their DM to ``text``."""
+    before = len([m for m in tg.sent if m.chat_id == user])
+    tg.push_text(user, user, text)
+    await tg.wait_until(lambda: len([m for m in tg.sent if m.chat_id == user]) > before)
+    return [m for m in tg.sent if m.chat_id == user][before].visible_text
+
+
 async def start_telegram_bot(cfg: Path) -> asyncio.subprocess.Process:
     """``bot.py run`` over ``cfg`` as its own process, with the fake Bot API's token; stderr piped for the test
     to read, stdout dropped."""
