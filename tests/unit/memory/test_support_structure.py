@@ -11,7 +11,8 @@ it that must be kept. ``CASES`` holds none of the issue's own examples (``MORE``
 the lemmatiser, the number values and the clause structure decide, not a list of these words.
 
 A case's id starts with its language (``en-``, ``pl-``, ``de-``, ``fr-``, ``es-``), or ``keep-`` and the
-language for a fact that must be kept; :func:`figures` counts both shares per language from them.
+language for a fact that must be kept; ``test_the_table_is_sound_and_covers_each_category_in_three_languages``
+counts both per language from them.
 """
 
 from __future__ import annotations
