@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import math
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -51,6 +50,7 @@ from memory.core.records import (
     without_links,
 )
 from memory.core.similarity import Action, Match, Via, decide, matches
+from memory.core.vector_table import cosine
 from memory.forgetting.tombstones import TombstoneBook
 from memory.store.memory_store import MemoryStore
 from memory.store.person_index import MemorySummary
@@ -136,11 +136,6 @@ def merged_record(existing: MemoryRecord, candidate: MemoryCandidate, now: datet
     )
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    norms = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
-    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
-
-
 def fold_by_meaning(
     candidates: Sequence[MemoryCandidate], vectors: Vectors, *, merge_at: float, conflict_at: float
 ) -> list[MemoryCandidate]:
@@ -157,8 +152,8 @@ def fold_by_meaning(
     for candidate, vector in zip(candidates, vectors.values, strict=True):
         best: tuple[float, int] | None = None
         for position, (earlier, earlier_vector) in enumerate(kept):
-            cosine = _cosine(vector, earlier_vector)
-            decision = decide(candidate.text, earlier.text, cosine=cosine, cosine_from_embedder=True,
+            similar = cosine(vector, earlier_vector)
+            decision = decide(candidate.text, earlier.text, cosine=similar, cosine_from_embedder=True,
                               same_kind=candidate.kind is earlier.kind, merge_at=merge_at, conflict_at=conflict_at)
             if decision.action is Action.MERGE and (best is None or decision.score > best[0]):
                 best = (decision.score, position)

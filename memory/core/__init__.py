@@ -6,7 +6,7 @@
 * ``similarity``: is a new fact a repeat of a stored one, a disagreement with it, or new.
 * ``bm25``: keyword ranking kept incrementally.
 * ``timeline``: each chat's memories in the order they were said.
-* ``vector_table``: one person's vectors as a float32 matrix, searched exactly.
+* ``vector_table``: one person's vectors as a float32 matrix, searched exactly; ``cosine`` of one pair.
 * ``wording``: how a stored memory reads to the people who see it.
 * ``words``: a memory's words, the person's own sentences with when and where, which is what prompts show.
 """

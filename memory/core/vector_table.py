@@ -12,6 +12,7 @@ the event loop and the embedder for two cores, and measured here a 10k-row produ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +24,14 @@ FloatArray = npt.NDArray[np.float32]
 
 _SCOPE_CODES = {scope: code for code, scope in enumerate(Scope)}
 _MIN_CAPACITY = 16
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two vectors (0.0 when either is zero), for the few compared one pair at a time: a query's
+    vector with a staged note's, two items of one capture."""
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
 
 
 def unit_rows(values: npt.ArrayLike, dim: int) -> FloatArray:

@@ -46,13 +46,13 @@ from ground.tunables import (
 from memory.core.bm25 import BM25Index, normalize_scores
 from memory.core.records import MemoryRecord, Scope, Status, horizon_expiry
 from memory.core.text import normalize
+from memory.core.vector_table import cosine
 from memory.encoders.reranker import CrossEncoderReranker, reranked
 from memory.recall.query_vectors import QueryVectors, VectorCache
 from memory.recall.ranking import (
     LookupMatches,
     Ranked,
     RecallMatch,
-    cosine,
     latest_pinned,
     lookup_matches,
     memory_matches,

@@ -34,7 +34,6 @@ memory with at most ``CITE_FEW_WORDS`` of them, two otherwise.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -198,12 +197,6 @@ def rank(matches: Iterable[RecallMatch], now: datetime, settings: RecallSettings
     kept = [r for r in scored if (total := r.relevance + r.lift_relevance) > 0.0 and total >= min_relevance]
     kept.sort(key=lambda r: (-r.score, r.record.id))
     return kept
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 def latest_pinned(records: Iterable[MemoryRecord], limit: int, now: datetime) -> list[MemoryRecord]:
