@@ -87,9 +87,64 @@ async def test_a_waiter_cancelled_leaves_nothing_behind() -> None:
     await asyncio.sleep(0)
     waiting = asyncio.create_task(waiter())
     await asyncio.sleep(0)
+    assert locks._locks["ana"][1] == 2  # the waiter is queued behind the holder: it is a waiter that is cancelled
     waiting.cancel()
     await asyncio.gather(waiting, return_exceptions=True)
     let_go.set()
     await held
 
     assert not locks.busy("ana") and locks._locks == {}
+
+
+async def test_holders_of_the_same_keys_named_in_opposite_orders_both_finish() -> None:
+    """Keys are taken in one order whatever order they are named in: two holders woken at once, each naming
+    the other's first key first, cannot each hold what the other waits for."""
+    locks = KeyedLocks()
+    let_go = asyncio.Event()
+    inside: list[str] = []
+
+    async def hold_until_let_go(key: str) -> None:
+        async with locks.hold([key]):
+            await let_go.wait()
+
+    async def hold(keys: list[str], name: str) -> None:
+        async with locks.hold(keys):
+            inside.append(name)
+
+    first_holders = [asyncio.create_task(hold_until_let_go(key)) for key in ("ana", "bob")]
+    await asyncio.sleep(0)
+    both = asyncio.gather(hold(["ana", "bob"], "one"), hold(["bob", "ana"], "two"))
+    await asyncio.sleep(0)
+    let_go.set()
+    await asyncio.wait_for(asyncio.gather(both, *first_holders), 5)
+
+    assert sorted(inside) == ["one", "two"] and locks._locks == {}
+
+
+async def test_a_holder_of_several_keys_cancelled_while_it_waits_lets_go_of_the_ones_it_took() -> None:
+    locks = KeyedLocks()
+    let_go = asyncio.Event()
+
+    async def holder() -> None:
+        async with locks.hold(["bob"]):
+            await let_go.wait()
+
+    async def both() -> None:
+        async with locks.hold(["ana", "bob"]):
+            pass
+
+    held = asyncio.create_task(holder())
+    await asyncio.sleep(0)
+    waiting = asyncio.create_task(both())
+    await asyncio.sleep(0)
+    assert locks.busy("ana") and locks._locks["bob"][1] == 2  # it took ana and waits for bob
+    ana_lock = locks._locks["ana"][0]
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+
+    assert not locks.busy("ana") and not ana_lock.locked()  # let go at once, while bob is still held
+    async with locks.hold(["ana"]):
+        pass
+    let_go.set()
+    await held
+    assert locks._locks == {}
