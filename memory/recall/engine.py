@@ -61,7 +61,7 @@ from memory.recall.ranking import (
 from memory.recall.when import Window, query_windows
 from memory.store.notes import Note
 from memory.store.reads import MemoryReads
-from memory.store.vectors import Vectors
+from memory.store.vectors import HASH_SPACE, Vectors
 from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
 
 log = logging.getLogger("kith.memory.recall")
@@ -296,7 +296,7 @@ class RecallEngine:
         return out
 
     def _spawn_note_embedding(self, notes: Sequence[Note]) -> None:
-        # Notes are embedded after this reply, never before it: the next recall has their vectors.
+        # Notes' vectors are read (or embedded) after this reply, never before it: the next recall has them.
         todo = [n for n in notes if n.record.id not in self._notes_embedding]
         if not todo:
             return
@@ -306,10 +306,22 @@ class RecallEngine:
         task.add_done_callback(self._note_jobs.discard)
 
     async def _embed_notes(self, notes: list[Note]) -> None:
+        """The notes' vectors into this engine's cache: the ones capture stored with them when they are of the
+        embedder's space (read, not embedded again: the embedder is left to the queries replies wait on), the
+        rest embedded now."""
         try:
-            vectors = await self.store.vectors([n.record.text for n in notes])
+            space = self.store.vector_source.space
+            stored = await self.store.note_vectors([n.record.id for n in notes])
+            read = {i: value for i, (value, stored_space) in stored.items()
+                    if stored_space == space and space != HASH_SPACE}
+            for note_id, value in read.items():
+                self._note_vectors.put(note_id, (value, space))
+            todo = [n for n in notes if n.record.id not in read]
+            if not todo:
+                return
+            vectors = await self.store.vectors([n.record.text for n in todo])
             if vectors.from_embedder:
-                for note, value in zip(notes, vectors.values, strict=True):
+                for note, value in zip(todo, vectors.values, strict=True):
                     self._note_vectors.put(note.record.id, (value, vectors.space))
         finally:
             self._notes_embedding.difference_update(n.record.id for n in notes)

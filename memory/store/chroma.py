@@ -255,12 +255,15 @@ class ChromaCollections:
         )
         return list(result["ids"][0]), list(result["distances"][0])
 
-    def records_sync(self, ids: Sequence[str]) -> list[tuple[dict[str, MetadataValue], npt.NDArray[np.float32]]]:
-        """Memories by id with their stored vectors (float32), in the order asked; missing ids left out."""
+    def records_sync(
+        self, ids: Sequence[str], kind: Collection = Collection.MEMORIES
+    ) -> list[tuple[dict[str, MetadataValue], npt.NDArray[np.float32]]]:
+        """Records of ``kind`` by id with their stored vectors (float32), in the order asked; missing ids left
+        out."""
         unique = list(dict.fromkeys(ids))
         by_id: dict[str, tuple[dict[str, MetadataValue], npt.NDArray[np.float32]]] = {}
         for start in range(0, len(unique), STORE_PAGE):
-            page = self._cols[Collection.MEMORIES].get(
+            page = self._cols[kind].get(
                 ids=unique[start : start + STORE_PAGE], include=["metadatas", "embeddings"]
             )
             if not page["ids"]:

@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memory.core.records import MemoryRecord, Scope, Status, from_metadata
-from memory.store.chroma import Collection, where
+from memory.encoders.embedders import Vector
+from memory.store.chroma import Collection, space_of, where
 from memory.store.notes import Note, note_from_metadata, read_notes
 from memory.store.parts import StoreParts
 from memory.store.person_index import IndexHit
@@ -46,6 +47,12 @@ class MemoryReads(StoreParts):
 
     async def get_notes(self, ids: Sequence[str]) -> list[Note]:
         return [note_from_metadata(md) for md in await self._get(Collection.NOTES, ids)]
+
+    async def note_vectors(self, ids: Sequence[str]) -> dict[str, tuple[Vector, str]]:
+        """The vectors stored with the staged notes ``ids`` (capture embedded each when it staged it), with the
+        space each came from; notes that are gone are left out."""
+        rows = await self.chroma.run(self.chroma.records_sync, ids, Collection.NOTES)
+        return {str(md["id"]): ([float(x) for x in vector], space_of(md)) for md, vector in rows}
 
     async def memories_of(
         self, person: str, *, statuses: Sequence[Status] | None = (Status.ACTIVE,)

@@ -22,6 +22,7 @@ from ground.turns import CompletedTurn, Speaker
 from ground.types import ChatKind, InboundMessage
 from kith.app.schema import create_schema
 from memory.core.records import Horizon, MemoryKind, MemoryRecord, Scope, Source, Status
+from memory.core.vector_table import cosine
 from memory.forgetting import Forgetter, TombstoneBook
 from memory.forgetting import tombstones as _tombstone_tables  # noqa: F401  (declares memory_tombstones)
 from memory.recall import RecallEngine, UseRecorder
@@ -270,3 +271,24 @@ async def test_a_memory_forgotten_by_the_cli_in_another_process_never_reaches_th
     assert biscuit.id in after.shown_ids and vet.id not in after.shown_ids and pill.id not in after.shown_ids
     for gone in ("vet", "anxiety", "pill"):
         assert gone not in after.recalled + after.pinned
+
+
+async def test_a_staged_notes_stored_vector_is_read_for_recall_not_embedded_again(
+    store: MemoryStore, clock: FakeClock, embedder: ConceptEmbedder
+) -> None:
+    # Capture embedded the note when it staged it; recall reads that vector, so the embedder stays free for the
+    # queries replies wait on.
+    text = "Ana starts a pottery class on Tuesday"
+    record = MemoryRecord(id="n_" + secrets.token_hex(6), person=ANA.person, kind=MemoryKind.FACT, text=text,
+                          evidence=(text,), sources=(Source("telegram", "c1", "x", T0),), scope=Scope.DM,
+                          created_at=T0, updated_at=T0)
+    await store.add_notes([Note(record)])
+    assert embedder.started.count(text) == 1
+    engine, ctx = context(store, clock)
+    await ctx.slots(ANA, inbound("how is the pottery going?"))
+    await engine.settle()
+    result = await engine.search(ANA.person, "pottery class", limit=6, shared_only=False, budget_s=None)
+    assert [r.record.id for r in result.items] == [record.id]
+    assert result.items[0].match.cosine == pytest.approx(cosine(embedder.vector("pottery class"),
+                                                                embedder.vector(text)), abs=1e-6)
+    assert embedder.started.count(text) == 1
