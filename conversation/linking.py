@@ -29,7 +29,7 @@ from ground.db import Database, UtcDateTime, metadata
 from ground.person_data import PersonData, when
 from ground.tunables import LINK_CODE_LENGTH, LINK_CODE_TTL_S, LINK_FAILURE_WINDOW_S, LINK_FAILURES_PER_HOUR
 from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage, reply_to
-from people import directory
+from people import directory, moves
 from policy.pairing import PAIRING_ALPHABET, normalize_code
 
 log = logging.getLogger("kith.linking")
@@ -192,10 +192,14 @@ def confirm(conn: Connection, first: str, now: datetime, yes: bool, code: str | 
 
 
 def link_account(conn: Connection, account: str, person: str, now: datetime) -> LinkResult:
-    """Join ``account`` to ``person``; the old person's memory moves only if no account is left behind."""
+    """Join ``account`` to ``person``; the old person's memory moves only if no account is left behind, and
+    that move is recorded with the link (:func:`people.moves.record`), so that it finishes even if the process
+    stops before it does."""
     old = directory.link(conn, account, person, now)
     if old is not None and directory.accounts_of(conn, old):
         old = None
+    if old is not None:
+        moves.record(conn, old, person, now)
     return LinkResult(person, old)
 
 
@@ -317,7 +321,7 @@ class Linker:
             return DECLINED
         result = confirmed.linked
         if result.old_person and self.on_moved is not None:
-            await self.on_moved(result.old_person, result.person)
+            await moves.finish(self.db, self.on_moved, result.old_person, result.person)
         posting.schedule()
         log.info("account linked account=%s person=%s moved=%s", confirmed.claim.second, result.person,
                  bool(result.old_person))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +24,7 @@ from delivery.worker import DeliveryWorker
 from ground.background import BackgroundTasks
 from ground.config import Settings
 from ground.db import Database
-from ground.person_data import PersonData
+from ground.person_data import PersonData, move_person
 from ground.tunables import GC_THRESHOLDS, SHUTDOWN_DELIVERY_S
 from ground.types import Channel, utcnow
 from heartbeat.scheduler import HeartbeatScheduler
@@ -33,6 +34,7 @@ from llm.client import LLMClient, import_litellm
 from llm.process import ModelProcess
 from memory.recall import RecallEngine
 from memory.service import MemoryService
+from people import moves
 from policy.gate import PolicyGate
 
 log = logging.getLogger("kith.app")
@@ -79,8 +81,10 @@ class App:
 
     async def start(self, channels: list[Channel]) -> list[str]:
         """Serve on ``channels``: start them, then delivery, retention and the heartbeat. Returns the names of
-        the channels that started (one failing to start does not stop the others)."""
+        the channels that started (one failing to start does not stop the others). A link's move that a
+        stopped process left unfinished is finished first: the person is whole before anyone is answered."""
         await self.gate.refresh()
+        await moves.finish_unfinished(self.db, functools.partial(move_person, self.db, self.person_data))
         left = await self.inbox.leftovers()  # before any channel takes a message in itself
         started = await self.start_channels(channels)
         await self.start_delivery()

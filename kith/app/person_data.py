@@ -18,6 +18,7 @@ from memory.controls import QUESTIONS_DATA, PauseBook
 from memory.goals import GOALS_DATA
 from memory.service import MemoryService
 from people.history import MESSAGES_DATA, SUMMARIES_DATA
+from people.moves import LINK_MOVES_DATA
 from policy.store import ACCOUNTS_DATA
 
 
@@ -39,4 +40,5 @@ def gathered(memory: MemoryService, pauses: PauseBook) -> tuple[PersonData, ...]
         DECAY_DATA,
         LINK_REQUESTS_DATA,
         LINK_FAILURES_DATA,
+        LINK_MOVES_DATA,
     )

@@ -6,6 +6,7 @@ process holding the data directory's lock when no bot runs (:mod:`kith.control`)
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import TYPE_CHECKING
 
 from ground.types import printable_name
@@ -64,7 +65,7 @@ async def unlink_body(parts: Parts, args: argparse.Namespace, console: Console) 
 async def link_body(parts: Parts, args: argparse.Namespace, console: Console) -> int:
     from conversation.linking import link_account
     from ground.person_data import move_person
-    from people import directory
+    from people import directory, moves
 
     target = await parts.db.run(directory.person_of, args.to)
     if target is None:
@@ -72,8 +73,10 @@ async def link_body(parts: Parts, args: argparse.Namespace, console: Console) ->
         return 1
     result = await parts.db.run(link_account, args.account, target, parts.clock())
     if result.old_person:
-        # Everything that follows the person moves, as /link in chat moves it.
-        moved = await move_person(parts.db, await parts.person_data(), result.old_person, target)
+        # Everything that follows the person moves, as /link in chat moves it (and as the next start would, if
+        # this command stopped before the move was done).
+        move = functools.partial(move_person, parts.db, await parts.person_data())
+        moved = await moves.finish(parts.db, move, result.old_person, target)
         memory = {entry.name for entry in (await parts.memory()).person_data()}
         records = counted(sum(n for name, n in moved.items() if name in memory), "memory record", "memory records")
         console.out.write(f"linked {args.account} to {target} (moved {records})\n")

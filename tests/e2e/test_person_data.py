@@ -5,7 +5,9 @@ declared kind that a link does not move or an export does not hold."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import io
 import json
 import re
 from collections.abc import AsyncIterator
@@ -23,9 +25,11 @@ from kith.app.lifecycle import App
 from kith.app.person_export import PersonExport
 from kith.app.wiring import build_app
 from kith.control.local import LocalParts
+from kith.control.parts import Console
+from kith.operator.people_cli import link_body
 from memory.controls.questions import questions
 from memory.store import Note
-from people import directory
+from people import directory, moves
 from tests.support.lived import Lived
 from tests.support.memory import record
 from tests.support.messages import inbound
@@ -190,3 +194,45 @@ async def test_a_failure_inside_the_row_moves_moves_no_row_and_the_link_can_be_m
     nobody = await export_parts(app.db, app.person_data, "p_nobody")
     left = await export_parts(app.db, app.person_data, old)
     assert [name for name in in_rows if left[name] != nobody[name]] == []
+
+
+async def test_a_link_whose_move_stopped_halfway_is_finished_before_the_next_start_serves(
+        app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bot.py people link`` with no bot: the link commits, then its move stops halfway (here the last kind's rows
+    fail; a kill or a Ctrl-C stops it the same way, or before it began). The person's memories then sit neither
+    under the account's old person nor fully under the new one; the next start finishes the move before it
+    answers anyone, and nothing of the old person is left out of the new person's reach."""
+    old = await keep_one_of_each_kind_that_moves(app, "721")
+    new = await app.db.run(directory.resolve, "telegram:722", "Ana", NOW)
+    kinds = app.person_data
+    nobody = await export_parts(app.db, kinds, "p_nobody")
+    settings = app.settings
+    await app.close()
+    gathered = LocalParts.person_data
+
+    async def stopping_halfway(parts: LocalParts) -> tuple[PersonData, ...]:
+        failing = PersonData("failing", move_rows=_fails, left_out="a test", kept_by_forget="a test")
+        return (*await gathered(parts), failing)
+
+    monkeypatch.setattr(LocalParts, "person_data", stopping_halfway)
+    parts = LocalParts(settings)
+    try:
+        with pytest.raises(MoveFailed):
+            await link_body(parts, argparse.Namespace(account="telegram:721", to="telegram:722"),
+                            Console(io.StringIO(), io.StringIO()))
+        assert await parts.db.run(directory.person_of, "telegram:721") == new  # the link itself committed
+    finally:
+        await parts.close()
+    monkeypatch.undo()
+
+    app = await build_app(settings, warm_llm=False)
+    try:
+        assert await app.start([]) == []
+        left = await export_parts(app.db, app.person_data, old)
+        theirs = await export_parts(app.db, app.person_data, new)
+        moving = [entry.name for entry in app.person_data if entry.moves]
+        assert [name for name in moving if name in nobody and left[name] != nobody[name]] == []
+        assert [name for name in moving if name in nobody and theirs[name] == nobody[name]] == []
+        assert await app.db.run(lambda conn: conn.execute(moves.link_moves.select()).all()) == []
+    finally:
+        await app.close()
