@@ -32,6 +32,7 @@ from people import directory, history
 from policy import store
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, RecordedMessage, telegram_api  # noqa: F401
 from tests.support.clock import FakeClock
+from tests.support.waiting import until
 
 import_litellm()
 
@@ -369,12 +370,9 @@ async def test_an_old_button_does_nothing_once_its_presser_is_revoked(
         revoke = argparse.Namespace(pairing_action="revoke", account=f"telegram:{ANA}")
         assert await asyncio.to_thread(run_pairing, app.db, revoke) == 0
         telegram_api.push_callback_query(ANA, ANA, _button(plan, "Yes, forget them"))
-        for _ in range(500):  # the press reached the policy and was refused: nothing after it runs
-            if any("policy refused press" in r.getMessage() for r in caplog.records):
-                break
-            await asyncio.sleep(0.01)
-        else:
-            pytest.fail("the press never reached the policy")
+        # The press reached the policy and was refused: nothing after it runs.
+        await until(lambda: any("policy refused press" in r.getMessage() for r in caplog.records), 5,
+                    what="the press to reach the policy", every=0.01)
         assert await app.memory.get(sister.id) is not None
         assert len(telegram_api.sent) == 3
     finally:

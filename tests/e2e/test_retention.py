@@ -19,6 +19,7 @@ from kith.app.wiring import build_app
 from tests.fakes.openai_api import FakeOpenAI
 from tests.support.clock import FakeClock
 from tests.support.delivery import SteppedSleep
+from tests.support.waiting import until
 
 DB_TABLES = (inbound_events, outbox.outbox, outbox.outbox_doubts)  # no other table is needed (the ``db`` fixture)
 
@@ -35,11 +36,7 @@ def sent(db: Database, clock: FakeClock, text: str) -> int:
 
 async def until_waiting(sleep: SteppedSleep, waits: int) -> None:
     """Until the job is in its ``waits``-th sleep: every prune before it has finished."""
-    for _ in range(1000):
-        if len(sleep.waits) >= waits:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"the job never reached its wait number {waits}")
+    await until(lambda: len(sleep.waits) >= waits, 10, what=f"the job to reach its wait number {waits}", every=0.01)
 
 
 async def test_a_running_bot_prunes_the_journal_and_delivered_replies_every_hour(db: Database) -> None:
@@ -128,10 +125,8 @@ async def test_a_bot_that_starts_prunes_what_is_past_its_time(fake_llm: FakeOpen
         clock.advance(days=max(INBOUND_DEDUPE_DAYS, app.settings.delivery.sent_retention_days) + 1)
         terminal = TerminalChannel(stdin=io.StringIO(""), stdout=io.StringIO(), user="ana", interactive=False)
         await app.start([terminal])
-        for _ in range(1000):
-            if app.db.run_sync(outbox.get, old) is None:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: app.db.run_sync(outbox.get, old) is None, 10, what="the old outbox row to be pruned",
+                    every=0.01)
         assert app.db.run_sync(outbox.get, old) is None
         assert await app.journal.record("telegram", "update-1")  # forgotten: past the dedupe window
     finally:

@@ -23,6 +23,7 @@ from llm.client import import_litellm
 from policy.store import load
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.telegram_app import start_telegram_app, telegram_settings
+from tests.support.waiting import until
 
 import_litellm()  # seconds, once: a first reply must not race the test's timeouts
 
@@ -170,12 +171,9 @@ async def test_reply_produced_before_a_crash_is_delivered_once_after_restart(
     telegram_api.push_text(ANA, ANA, "tell me something")
     await telegram_api.wait_until(lambda: len(fake_llm.requests) == 1)
     await telegram_api.go_away()  # Telegram unreachable while the model thinks: the reply waits in the outbox
-    for _ in range(400):  # polled: with Telegram away no request reaches the fake to wake a wait_until
-        if app.db.run_sync(outbox.by_status, outbox.OutboxStatus.PENDING):
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail("the reply never reached the outbox")
+    # Polled: with Telegram away no request reaches the fake to wake a wait_until.
+    await until(lambda: bool(app.db.run_sync(outbox.by_status, outbox.OutboxStatus.PENDING)), 20,
+                what="the reply to reach the outbox", every=0.05)
     await app.close()  # the process goes down with the reply produced but undelivered
     assert telegram_api.sent == []
     await telegram_api.come_back()

@@ -24,6 +24,7 @@ from ground.types import OutboundMessage, SendError
 from tests.support import database
 from tests.support.clock import FakeClock
 from tests.support.delivery import FakeChannel, FakeSleep, SteppedSleep, send_anything
+from tests.support.waiting import until
 
 DB_TABLES = (outbox.outbox, outbox.outbox_doubts)  # the worker needs the outbox's tables and no other (``db``)
 SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0, outbox_sweep_s=0.0)
@@ -220,10 +221,8 @@ async def test_shutdown_does_not_wait_for_a_chat_that_is_backing_off(db: Databas
     worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SETTINGS, sleep=sleep,
                             clock=FakeClock(), rng=lambda: 1.0)
     entry_id = await worker.post(reply("hi"))
-    for _ in range(1000):  # the failure is written down on the database thread, then the wait begins
-        if sleep.waits:
-            break
-        await asyncio.sleep(0.01)
+    # The failure is written down on the database thread, then the wait begins.
+    await until(lambda: bool(sleep.waits), 10, what="the worker to wait out its backoff", every=0.01)
     assert sleep.waits == [1.0]
     await asyncio.wait_for(worker.drain(), timeout=30)
     assert entry(db, entry_id).status is OutboxStatus.PENDING and channel.delivered == []
@@ -405,10 +404,8 @@ async def test_typing_failures_never_reach_the_reply() -> None:
 
     hanging, sleep = BrokenTyping(hang=True), SteppedSleep()
     async with TypingIndicator(hanging, "c1", refresh_s=0.05, sleep=sleep) as indicator:
-        for _ in range(200):  # the first request is abandoned after one refresh interval
-            if sleep.waits:
-                break
-            await asyncio.sleep(0.01)
+        # The first request is abandoned after one refresh interval.
+        await until(lambda: bool(sleep.waits), 10, what="the indicator to wait out its refresh", every=0.01)
         assert hanging.calls == 1 and indicator.failures == 1 and sleep.waits == [0.05]
     await sleep.end_one()
     assert hanging.calls == 1
@@ -545,10 +542,8 @@ async def test_the_sweeper_leaves_shutdown_alone_and_ends_with_the_worker(db: Da
     await worker.start()
     clock = FakeClock()
     db.run_sync(outbox.enqueue, reply("queued elsewhere"), source="heartbeat", now=clock())
-    for _ in range(200):  # the periodic sweep, not a call from the test, takes it up
-        if channel.texts():
-            break
-        await asyncio.sleep(0.01)
+    # The periodic sweep, not a call from the test, takes it up.
+    await until(lambda: bool(channel.texts()), 10, what="the sweep to send the queued reply", every=0.01)
     assert channel.texts() == ["<b>queued elsewhere</b>"]
 
     await worker.drain()  # shutting down: what is pending now belongs to the next start

@@ -28,6 +28,7 @@ from people import history
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.support.clock import FakeClock
 from tests.support.heartbeat import BotParts, Rig, close_rig, conflict_candidate, make_rig, recent_morning
+from tests.support.waiting import until
 
 
 @pytest.fixture
@@ -164,12 +165,7 @@ async def test_a_failed_heartbeat_is_retried_with_backoff_and_then_delivered(rig
 
     assert report.outcomes == {"retry_scheduled": 1}
     # The persisted one-off job (due a minute after the failure on kith's clock) runs and delivers.
-    for _ in range(200):
-        if rig.channel.delivered:
-            break
-        await asyncio.sleep(0.02)
-    else:
-        pytest.fail("the retried heartbeat never delivered")
+    await until(lambda: bool(rig.channel.delivered), 10, what="the retried heartbeat to deliver", every=0.02)
     await rig.worker.wait_idle()
     assert rig.channel.texts("ana") == ["<b>Good luck at the 10k today!</b>"]
     assert len(rig.fake.requests) == 2
@@ -307,10 +303,7 @@ async def test_two_kiths_on_one_database_whose_clocks_disagree_send_one_check_in
     other = build_heartbeat(settings=rig.heartbeat.settings, db=rig.db, llm=rig.heartbeat.turns.llm,
                             memory=rig.memory, clock=behind, outbound=rig.worker, hb=rig.heartbeat.hb)
     first = asyncio.create_task(other.tick())
-    for _ in range(200):
-        if rig.fake.requests:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(rig.fake.requests), 10, what="the first tick to ask the model", every=0.01)
     second = await rig.heartbeat.tick()  # found the goal before the first one wrote
     await rig.worker.wait_idle()
 
@@ -333,10 +326,7 @@ async def test_a_heartbeat_command_queued_behind_a_retry_says_it_waits(rig: Rig)
                                     Console(io.StringIO(), err))
 
     ticked = asyncio.create_task(tick_then_command())
-    for _ in range(200):
-        if rig.fake.requests:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(rig.fake.requests), 10, what="the tick to ask the model", every=0.01)
     retry = asyncio.create_task(rig.heartbeat.person_turn(ana, 1))
     await asyncio.sleep(0.05)  # queued behind the tick
 
@@ -360,10 +350,7 @@ async def test_a_model_that_never_answers_holds_the_tick_no_longer_than_its_time
     err = io.StringIO()
 
     hung = asyncio.create_task(heartbeat.tick())
-    for _ in range(200):
-        if rig.fake.requests:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(rig.fake.requests), 10, what="the tick to ask the model", every=0.01)
     command = asyncio.create_task(heartbeat_body(
         BotParts(heartbeat), argparse.Namespace(any_hour=False), Console(io.StringIO(), err)))  # type: ignore[arg-type]
     async with asyncio.timeout(3.5):
