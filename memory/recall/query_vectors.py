@@ -8,6 +8,7 @@ the normalised query (:class:`VectorCache`), so asking again is instant.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections import OrderedDict
 
@@ -21,7 +22,9 @@ log = logging.getLogger("kith.memory.recall")
 
 
 def query_key(query: str) -> str:
-    return normalize(query).casefold()
+    """The cache's key for ``query``: a digest, so the cache keeps no message's words (a sentence the person asks
+    kith to forget is not held on in this process by the vectors cached for it)."""
+    return hashlib.blake2b(normalize(query).casefold().encode("utf-8"), digest_size=16).hexdigest()
 
 
 class VectorCache:
