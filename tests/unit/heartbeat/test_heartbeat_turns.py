@@ -366,10 +366,8 @@ async def test_a_check_in_written_from_words_forgotten_while_the_model_thought_i
     rig.fake.route = lambda _r: Scripted(text="How is the thesis draft going? Today was the day!", delay_s=0.6)
 
     tick = asyncio.create_task(rig.heartbeat.tick())
-    deadline = asyncio.get_running_loop().time() + 10
-    while not rig.fake.requests:  # the check-in's prompt holds the goal; the model is thinking
-        assert asyncio.get_running_loop().time() < deadline
-        await asyncio.sleep(0.01)
+    # The check-in's prompt holds the goal; the model is thinking.
+    await until(lambda: bool(rig.fake.requests), 10, what="the check-in to ask the model", every=0.01)
     await rig.memory.apply_forget(await rig.memory.plan_forget(ana, "thesis"))
     report = await tick
     await rig.worker.wait_idle()
