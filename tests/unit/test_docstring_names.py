@@ -18,15 +18,12 @@ import dataclasses
 import importlib
 import inspect
 import re
-import tomllib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.support.kith_source import PACKAGES, source_files
 from tests.support.paths import ROOT
-
-PACKAGES: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
 
 _ROLE = re.compile(r":(?:mod|class|func|meth|data|attr):`!?~?(?P<name>[\w.]+)`")
 _BACKTICKED = re.compile(r"``(?P<name>[A-Za-z_]\w*(?:\.\w+)+)``")
@@ -63,11 +60,6 @@ def config_keys(text: str) -> dict[str, set[str]]:
     return keys
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def docstrings(node: ast.AST, module: str, classes: tuple[str, ...] = ()) -> Iterator[Docstring]:
     """The docstring of ``node`` (the module, a class, a function) and of every class and function inside it."""
     if isinstance(node, ast.ClassDef):
@@ -102,10 +94,9 @@ def references_in(doc: Docstring, keys: dict[str, set[str]]) -> Iterator[Referen
 def all_references() -> list[Reference]:
     keys = config_keys((ROOT / "config.example.toml").read_text(encoding="utf-8"))
     found: list[Reference] = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for doc in docstrings(ast.parse(path.read_text(encoding="utf-8")), module_name(path)):
-                found.extend(references_in(doc, keys))
+    for path, module in source_files():
+        for doc in docstrings(ast.parse(path.read_text(encoding="utf-8")), module):
+            found.extend(references_in(doc, keys))
     return found
 
 

@@ -6,19 +6,12 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import grimp
 
+from tests.support.kith_source import PACKAGES, source_files
 from tests.support.paths import ROOT
-
-PACKAGES: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
-
-
-def _module_of(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _resolve(importer: str, node: ast.ImportFrom, graph: grimp.ImportGraph) -> list[str]:
@@ -33,21 +26,19 @@ def _resolve(importer: str, node: ast.ImportFrom, graph: grimp.ImportGraph) -> l
 
 def function_local_imports(graph: grimp.ImportGraph) -> list[tuple[str, str, int]]:
     found: list[tuple[str, str, int]] = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            importer = _module_of(path)
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            for fn in ast.walk(tree):
-                if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+    for path, importer in source_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom):
+                    targets = _resolve(importer, node, graph)
+                elif isinstance(node, ast.Import):
+                    targets = [a.name for a in node.names if a.name in graph.modules]
+                else:
                     continue
-                for node in ast.walk(fn):
-                    if isinstance(node, ast.ImportFrom):
-                        targets = _resolve(importer, node, graph)
-                    elif isinstance(node, ast.Import):
-                        targets = [a.name for a in node.names if a.name in graph.modules]
-                    else:
-                        continue
-                    found.extend((importer, target, node.lineno) for target in targets)
+                found.extend((importer, target, node.lineno) for target in targets)
     return found
 
 
