@@ -23,6 +23,7 @@ import asyncio
 import csv
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,15 +53,20 @@ def merged(pair: Pair, threshold: float) -> bool:
                   meaning_at=threshold).action is Action.MERGE
 
 
-def counts(pairs: list[Pair], threshold: float) -> tuple[int, int, int]:
-    """True positives, false positives, false negatives."""
+def tally(pairs: list[Pair], merges: Callable[[Pair], bool]) -> tuple[int, int, int]:
+    """True positives, false positives, false negatives of the decision ``merges``."""
     tp = fp = fn = 0
     for pair in pairs:
-        said = merged(pair, threshold)
+        said = merges(pair)
         tp += said and pair.same
         fp += said and not pair.same
         fn += not said and pair.same
     return tp, fp, fn
+
+
+def counts(pairs: list[Pair], threshold: float) -> tuple[int, int, int]:
+    """:func:`tally` of kith's decision at ``threshold``."""
+    return tally(pairs, lambda pair: merged(pair, threshold))
 
 
 def f_half(tp: int, fp: int, fn: int) -> float:
@@ -132,12 +138,7 @@ def main() -> None:
     final = best_threshold(pairs)
     print(f"chosen on the whole set: {final:.2f} (folds chose {min(chosen):.2f}..{max(chosen):.2f})")
     print(f"  whole set at {final:.2f}: {rate(*counts(pairs, final))}")
-    cosine_only = [0, 0, 0]
-    for pair in pairs:
-        said = pair.cosine > final
-        cosine_only[0] += said and pair.same
-        cosine_only[1] += said and not pair.same
-        cosine_only[2] += not said and pair.same
+    cosine_only = tally(pairs, lambda pair: pair.cosine > final)
     print(f"  the cosine alone at {final:.2f}, without disagree(): {rate(*cosine_only)}")
     guarded = sum(disagree(p.a, p.b) for p in pairs if not p.same)
     print(f"  disagree() holds {guarded} of {len(pairs) - by_label['same']} pairs that are not one fact")
