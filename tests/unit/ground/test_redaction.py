@@ -191,6 +191,9 @@ def _groups(digits: str, size: int, sep: str) -> str:
         (f"card {CARD.translate(str.maketrans('0123456789', '０１２３４５６７８９'))} ok", ["１１１１"]),
         (f"card {_groups(CARD, 4, chr(0x200B))} ok", [CARD[:4]]),
         (f"card {_groups(CARD, 1, chr(0x2060))} ok", [chr(0x2060)]),
+        # Grouped by a middle dot or a typographic apostrophe, in a message that is not ASCII anyway.
+        (f"meine Karte: {_groups(CARD, 4, '·')}, danke schön", [CARD[4:8]]),
+        (f"mój numer karty to {_groups(CARD, 4, '’')}, dzięki", [CARD[4:8]]),
         # An IBAN in lower case, a Polish account number without its "PL", a tax id in groups.
         ("my iban is de89 3704 0044 0532 0130 00, thanks", ["0532"]),
         (f"numer konta {_groups(_nrb()[:2], 2, '')} {_groups(_nrb()[2:], 4, ' ')} dzięki", [NRB_BODY[-4:]]),
