@@ -236,3 +236,20 @@ async def test_a_link_whose_move_stopped_halfway_is_finished_before_the_next_sta
         assert await app.db.run(lambda conn: conn.execute(moves.link_moves.select()).all()) == []
     finally:
         await app.close()
+
+
+async def test_a_link_in_chat_moves_everything_and_leaves_no_move_recorded(app: App) -> None:
+    """``/link`` in chat: once the first account says yes, the move recorded with the link has run and is gone."""
+    old = await keep_one_of_each_kind_that_moves(app, "731")
+    await app.core.handle(dm("hi", "732"))
+    new = await app.db.run(directory.person_of, "telegram:732")
+    code = (await command(app, dm("/link", "732"))).text.split("Your link code is ")[1][:8]
+    assert "confirm" in (await command(app, dm(f"/link {code}", "731"))).text
+    assert (await command(app, dm("/link yes", "732"))).text == "Linked: telegram:731 is you too."
+
+    assert await app.db.run(directory.person_of, "telegram:731") == new
+    assert await app.db.run(lambda conn: conn.execute(moves.link_moves.select()).all()) == []
+    nobody = await export_parts(app.db, app.person_data, "p_nobody")
+    left = await export_parts(app.db, app.person_data, old)
+    assert [entry.name for entry in app.person_data if entry.moves and entry.name in nobody
+            and left[entry.name] != nobody[entry.name]] == []
