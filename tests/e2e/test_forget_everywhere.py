@@ -7,9 +7,7 @@ file of the Chroma directory, and not in the next request the model receives. Ru
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
-from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -21,6 +19,7 @@ from memory.forgetting.tombstones import tombstones
 from people import directory, history
 from tests.fakes.openai_api import Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, telegram_api  # noqa: F401
+from tests.support.at_rest import files_holding, rows_as_text
 from tests.support.messages import inbound
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 
@@ -33,25 +32,6 @@ CAPTURE_PROMPT_START = "The transcript and the stored memories"
 
 def _texts(telegram_api, user: int) -> list[str]:
     return [m.visible_text for m in telegram_api.sent if m.chat_id == user]
-
-
-def _every_row(db_file: Path) -> str:
-    """Every row of every table of the database, as text (read as another process would)."""
-    conn = sqlite3.connect(db_file)
-    try:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        dump = []
-        for name in names:
-            for row in conn.execute(f'SELECT * FROM "{name}"'):
-                dump.append(repr([bytes(v).decode("utf-8", "replace") if isinstance(v, bytes) else v for v in row]))
-        return "\n".join(dump)
-    finally:
-        conn.close()
-
-
-def _files_holding(directory: Path, needle: bytes) -> list[str]:
-    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*")
-                  if p.is_file() and needle in p.read_bytes().lower())
 
 
 async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_llm, make_settings,
@@ -91,7 +71,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
                                                           sender_id=str(ANA), sender_name="Ana"), "")
         assert export.attachment_bytes is not None and WORD.encode() in export.attachment_bytes
         app.db.run_sync(outbox.enqueue, export, source="test", now=datetime.now(UTC))
-        assert WORD in _every_row(data / "kith.db")
+        assert WORD in rows_as_text(data / "kith.db")
         # One more turn, so the thread's window (its summary included) is what the process keeps in memory.
         fake_llm.default = lambda _r: "Anytime."
         telegram_api.push_text(ANA, ANA, "Thanks for listening")
@@ -111,7 +91,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
         assert _texts(telegram_api, ANA)[-1].startswith("Forgotten: 1 memory, ")
 
         assert await app.memory.get(kept.id) is None
-        rows = _every_row(data / "kith.db")
+        rows = rows_as_text(data / "kith.db")
         assert WORD not in rows.lower()
         assert "Lisbon" in rows  # the rest of what was said stays
         assert "[forgotten]" in app.db.run_sync(history.get_summary, conversation).text
@@ -120,7 +100,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
         assert "consolidation_chunks" in metadata.tables  # the consolidation's summaries were looked at too
 
         # The raw bytes: the database, its write-ahead log, every file of Chroma's directory.
-        assert _files_holding(data, WORD.encode()) == []
+        assert files_holding(data, WORD.encode()) == []
 
         fake_llm.default = lambda _r: "Of course."
         telegram_api.push_text(ANA, ANA, "What do you remember about my back?")
@@ -165,7 +145,7 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         exported = json.loads(export.attachment_bytes or b"")
         (entry,) = exported["memories"]
         assert entry["text"] == "You have a cat" and any(name in s for s in entry["evidence_sentences"])
-        assert _files_holding(data / "chroma", name.lower().encode())  # in Chroma's metadata, before
+        assert files_holding(data / "chroma", name.lower().encode())  # in Chroma's metadata, before
 
         telegram_api.push_text(ANA, ANA, f"/forget {name}")
         await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in _texts(telegram_api, ANA)))
@@ -186,9 +166,9 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         telegram_api.push_text(ANA, ANA, f"/why {cat.id}")
         await telegram_api.wait_until(lambda: "I have a cat" in _texts(telegram_api, ANA)[-1])
         # No table, no byte of kith.db, its log or Chroma's files holds the name.
-        assert name.lower() not in _every_row(data / "kith.db").lower()
-        assert "Lisbon" in _every_row(data / "kith.db")
-        assert _files_holding(data, name.lower().encode()) == []
+        assert name.lower() not in rows_as_text(data / "kith.db").lower()
+        assert "Lisbon" in rows_as_text(data / "kith.db")
+        assert files_holding(data, name.lower().encode()) == []
 
         fake_llm.default = lambda _r: "Of course."
         telegram_api.push_text(ANA, ANA, "What is my cat called?")

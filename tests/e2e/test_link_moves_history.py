@@ -11,11 +11,9 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -35,6 +33,7 @@ from tests.fakes import discord_api as fake_discord
 from tests.fakes.discord_api import FakeDiscord, discord_api  # noqa: F401
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.at_rest import rows_as_text
 
 import_litellm()
 
@@ -125,15 +124,6 @@ async def world(telegram_api, discord_api, fake_llm, make_settings, monkeypatch)
         await app.close()
 
 
-def _database_rows(db_file: Path, *tables: str) -> str:
-    """Every row of ``tables``, as text, read as another process would."""
-    conn = sqlite3.connect(db_file)
-    try:
-        return "\n".join(repr(row) for table in tables for row in conn.execute(f'SELECT * FROM "{table}"'))
-    finally:
-        conn.close()
-
-
 async def test_her_export_holds_what_both_accounts_said_before_the_link(world: World) -> None:
     world.fake.default = lambda _r: "Noted."
     await world.on_discord("Mój rower to stara Romet Wigry, jeżdżę nim nad morze.")
@@ -182,7 +172,7 @@ async def test_forget_reaches_words_the_linked_account_said_before_the_link(worl
     world.tg.push_callback_query(TG_ANA, TG_ANA, yes)
     await world.tg.wait_until(lambda: any(t.startswith("Forgotten") for t in world.tg_texts()), timeout=15)
 
-    rows = _database_rows(data / "kith.db", "messages", "summaries")
+    rows = rows_as_text(data / "kith.db", "messages", "summaries")
     assert "lighthouse" not in rows.lower()
     assert "Gdynia" in rows  # the rest of what she said stays
     assert "[forgotten]" in world.app.db.run_sync(history.get_summary, discord_thread).text

@@ -12,7 +12,6 @@ uses in examples) or a fake token built by concatenation, so the repository hold
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from llm.client import import_litellm
 from people import directory
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.at_rest import rows_as_text
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 import_litellm()
@@ -85,20 +85,6 @@ def _leaks(text: str) -> list[str]:
     return [name for name, secret in SECRETS.items() if secret in text]
 
 
-def _every_table(db_path: Path) -> str:
-    """Every value of every row of every table, as text."""
-    conn = sqlite3.connect(db_path)
-    try:
-        tables = [r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")]
-        parts = []
-        for table in tables:
-            for row in conn.execute(f'select * from "{table}"'):
-                parts.extend(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in row)
-        return "\n".join(parts)
-    finally:
-        conn.close()
-
-
 def _raw_database_files(data_dir: Path) -> str:
     """kith.db and its write-ahead log as bytes, while the bot runs: what a waiting row left in any frame."""
     return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in data_dir.glob("kith.db*") if p.is_file())
@@ -150,7 +136,7 @@ async def test_pasted_secrets_reach_the_model_once_and_nothing_at_rest(telegram_
     finally:
         await app.close()
     data = settings.storage.data_path()
-    assert _leaks(_every_table(data / "kith.db")) == []
+    assert _leaks(rows_as_text(data / "kith.db")) == []
     assert _leaks(_chroma_bytes(data)) == []
 
 

@@ -8,33 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sqlite3
 from pathlib import Path
 
 from memory.forgetting.journal import JOURNAL_DIR
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.at_rest import files_holding, rows_as_text
 from tests.support.config_file import write_config
 from tests.support.telegram_app import start_telegram_bot
 from tests.support.waiting import until
 
 ANA = 7301
 WORD = "Mruczek"
-
-
-def _every_row(db_file: Path) -> str:
-    """Every row of every table, as text, read as another process would (the log included)."""
-    conn = sqlite3.connect(db_file)
-    try:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return "\n".join(repr(row) for name in names for row in conn.execute(f'SELECT * FROM "{name}"'))
-    finally:
-        conn.close()
-
-
-def _files_holding(directory: Path, needle: bytes) -> list[str]:
-    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*")
-                  if p.is_file() and needle in p.read_bytes().lower())
 
 
 async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_start_and_says_so(
@@ -70,9 +55,9 @@ async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_st
         await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in texts()), timeout=60)
         assert texts()[-1].startswith("Forgotten (I was restarted while doing it, and finished it when I came back)")
         assert list(journal.iterdir()) == []
-        assert WORD.lower() not in _every_row(data / "kith.db").lower()
+        assert WORD.lower() not in rows_as_text(data / "kith.db").lower()
         # The raw bytes: the database, its write-ahead log, every file of Chroma's directory and the journal's.
-        assert _files_holding(data, WORD.lower().encode()) == []
+        assert files_holding(data, WORD.lower().encode()) == []
         telegram_api.push_text(ANA, ANA, "What is my cat called?")
         await telegram_api.wait_until(lambda: texts()[-1] == "echo: What is my cat called?", timeout=30)
         assert WORD.lower() not in json.dumps(fake_llm.requests[-1]).lower()
