@@ -23,6 +23,7 @@ from kith.app.lifecycle import App
 from kith.app.wiring import build_app
 from memory.core import Status
 from tests.fakes.openai_api import FakeOpenAI
+from tests.support.at_rest import files_holding
 from tests.support.lived import Lived, command, dm, person
 from tests.support.memory import record
 
@@ -30,10 +31,10 @@ CARD = "4111 1111 1111 1111"
 PIN = "4821"  # Ana's bank PIN, in the message of hers that waits in the inbox (tests.support.lived)
 
 
-def kith_db_bytes(app: App) -> str:
-    """kith.db and its write-ahead log as bytes, while the app runs: what any frame of a waiting row left."""
-    data = app.settings.storage.data_path()
-    return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in data.glob("kith.db*") if p.is_file())
+def kith_db_files_holding(app: App, secret: str) -> list[str]:
+    """kith.db and its write-ahead log, while the app runs, if any frame of a waiting row left ``secret``."""
+    held = files_holding(app.settings.storage.data_path(), secret.lower().encode())
+    return [name for name in held if name.startswith("kith.db")]
 
 
 async def pending(app: App) -> list[outbox.OutboxEntry]:
@@ -69,7 +70,7 @@ async def test_a_check_in_that_repeats_a_card_waits_in_the_outbox_redacted(app: 
     (check_in,) = [e for e in await pending(app) if "gym" in e.message.text]
     assert CARD not in check_in.message.text and "[redacted]" in check_in.message.text
     assert check_in.message.chat_id == "801"
-    assert CARD not in kith_db_bytes(app)
+    assert kith_db_files_holding(app, CARD) == []
 
 
 async def test_a_conflict_question_over_words_that_hold_a_card_waits_in_the_outbox_redacted(
@@ -90,7 +91,7 @@ async def test_a_conflict_question_over_words_that_hold_a_card_waits_in_the_outb
     assert asked is not None and CARD in asked.message.text  # the words as the store held them
     (question,) = [e for e in await pending(app) if "disagree" in e.message.text]
     assert CARD not in question.message.text and "[redacted]" in question.message.text
-    assert CARD not in kith_db_bytes(app)
+    assert kith_db_files_holding(app, CARD) == []
 
 
 async def test_the_export_reply_waits_in_the_outbox_with_no_secret_in_its_text_or_its_file(lived: Lived) -> None:
