@@ -215,27 +215,27 @@ DISCORD_CATCH_UP_CHANNELS_MAX = 1_000  # the most recently active channels first
 DISCORD_CATCH_UP_MESSAGES_MAX = 500  # read per channel at most (not older than INBOX_REPLAY_MAX_AGE_H either)
 DISCORD_CATCH_UP_CONCURRENCY = 4  # channels read at once, to stay well inside Discord's rate limits
 
-# --- Memory: embedders (memory/embedders.py) ----------------------------------
+# --- Memory: embedders (memory/encoders/embedders.py) ----------------------------------
 EMBED_TRACE_MIN_COSINE = 0.9999  # a traced encoder must agree with encode() at least this well on every probe
 HASH_DIM = 256  # dimensions of the hashed bag-of-words vector used when no embedder vector exists
 EMBEDDER_PROBE_TIMEOUT_S = 60.0  # first use may load (or fetch) a model
 EMBED_TIMEOUT_S = 30.0  # one embedding call after the probe
 EMBED_BATCH = 64
 
-# --- Memory: the merge/conflict gate (memory/gate.py) -------------------------
+# --- Memory: the merge/conflict gate (memory/capture/merge_gate.py) -------------------------
 MERGE_IMPORTANCE_BOOST = 0.05  # a repeated fact matters a little more each time
 MAX_CONFLICT_LINKS = 3  # one new fact flags at most this many stored ones
 GATE_QUERY_WORDS = 3  # a near-duplicate shares its rarest words: BM25 looks for those only
 MAX_EVIDENCE_PER_MEMORY = 20  # the newest quotes and sources are kept when a fact is repeated often
 
-# --- Memory: capture (memory/capture.py) --------------------------------------
+# --- Memory: capture (memory/capture/job.py) --------------------------------------
 CAPTURE_MAX_TURNS = 200  # turns one run reads after its cursor
 CAPTURE_MAX_CHUNKS_PER_RUN = 4  # the rest waits for the next reply
 CAPTURE_MAX_ATTEMPTS = 3  # tries at one chunk while the model cannot be reached
 CAPTURE_SHOWN_MEMORIES = 8  # stored memories shown to the model, so it can correct them by id
 CAPTURE_MAX_TOKENS = 3_000  # the extractor's answer budget
 
-# --- Memory: the person's controls (memory/controls.py) -----------------------
+# --- Memory: the person's controls (memory/controls/) -----------------------
 MEMORY_PAGE_SIZE = 10  # memories per /memory page
 FORGET_PLAN_TTL_S = 600  # a shown forget plan can be confirmed this long
 WHY_MAX_HITS = 3  # memories /why explains for a text query
@@ -248,35 +248,35 @@ QUESTION_QUOTE_CHARS = 200  # the longest quote a question or /why shows
 WHY_RECEIPTS = 3  # quotes and sources /why shows per memory
 FORGET_PREVIEW_MAX = 20  # memories a forget plan lists before "and N more"
 
-# --- Recall: ranking (memory/ranking.py) --------------------------------------
+# --- Recall: ranking (memory/recall/ranking.py) --------------------------------------
 RECALL_RECENCY_FLOOR = 0.8  # a very old memory keeps 80 % of its score: recency reorders close matches only
 RECALL_MIN_RELEVANCE = 0.2  # automatic context only: weaker candidates stay out of the prompt
 CITE_MIN_WORD_CHARS = 3  # shorter words ("go", "tv") are too common to count as a citation
 CITE_FEW_WORDS = 3  # a memory with at most this many distinctive words is cited by one of them
 
-# --- Recall: the prompt part (memory/memory_context.py) -----------------------
+# --- Recall: the prompt part (memory/recall/prompt_part.py) -----------------------
 RECALL_MIN_ITEM_CHARS = 60  # a candidate squeezed below this by the part's budget is left out
 
-# --- Recall: the recall tool (memory/recall_tool.py) --------------------------
+# --- Recall: the recall tool (memory/recall/recall_tool.py) --------------------------
 RECALL_TOOL_EMBED_BUDGET_MS = 2_000  # a deliberate search may wait longer for its embedding than a reply's context
 RECALL_TOOL_EVIDENCE = 3  # newest evidence quotes per result
 RECALL_TOOL_QUOTE_CHARS = 500
 RECALL_TOOL_MAX_CHARS = 12_000  # the whole JSON answer; the weakest results go first
 
-# --- Memory: similarity (memory/similarity.py) --------------------------------
+# --- Memory: similarity (memory/core/similarity.py) --------------------------------
 DISTINCTIVE_MIN_CHARS = 3
 
-# --- Memory: text matching (memory/text.py) -----------------------------------
+# --- Memory: text matching (memory/core/text.py) -----------------------------------
 INFLECTION_MIN_STEM_CHARS = 3
 
-# --- Memory: BM25 (memory/bm25.py) --------------------------------------------
+# --- Memory: BM25 (memory/core/bm25.py) --------------------------------------------
 BM25_K1 = 1.5
 BM25_B = 0.75
 
-# --- Memory: records (memory/records.py) --------------------------------------
+# --- Memory: records (memory/core/records.py) --------------------------------------
 DEFAULT_IMPORTANCE = 0.5
 
-# --- Memory: the store (memory/store.py) --------------------------------------
+# --- Memory: the store (memory/store/) --------------------------------------
 CHROMA_CHECK_TIMEOUT_S = 10.0
 STORE_PAGE = 500  # records per Chroma round trip when scanning
 # Chroma's own default: writes to a collection between two saves of its vector index to disk (a collection's
@@ -293,7 +293,7 @@ LEXICAL_PRUNE_MIN_MEMORIES = 200  # below this, BM25 keeps every query word
 LEXICAL_MAX_DF_FRACTION = 0.2  # a query word in more of a person's memories than this is left out of BM25
 CHANGE_CATCHUP_MAX = 2_000  # other writers' changes re-read one by one; more than this: rebuild from Chroma
 
-# --- Recall: the engine (memory/recall.py) ------------------------------------
+# --- Recall: the engine (memory/recall/engine.py) ------------------------------------
 RECALL_POOL_MIN = 50  # candidates each path fetches at least, before blending
 RECALL_POOL_FACTOR = 3  # ... or this many times the results wanted
 RECALL_QUERY_CACHE = 512  # query embeddings kept (LRU)
@@ -302,7 +302,7 @@ RECALL_QUERY_MAX_CHARS = 2_000  # a longer message is matched on its first part
 RECALL_PINNED_REFRESH_S = 30.0  # a person's pinned facts are re-read at most this often
 RECALL_PINNED_READ_SHARE = 0.01  # ... and re-reading them may take at most this share of the store's time
 
-# --- Memory: the change log (memory/changes.py) -------------------------------
+# --- Memory: the change log (memory/store/changes.py) -------------------------------
 CHANGE_LOG_KEEP = 100_000  # entries kept; a reader further behind than this rebuilds from Chroma
 CHANGE_LOG_TRIM_EVERY = 1_000  # trim once per this many sequence numbers
 CHANGE_LOG_OVERLAP = 256  # entries behind the cursor read again (late commits; not on SQLite)
@@ -354,7 +354,7 @@ CONSOLIDATION_DAY_PAGE = 2_000  # transcript rows read per query while loading a
 MISFIRE_GRACE_S = 8 * 24 * 3600  # longer than the weekly decay's period, so its last missed run still runs
 DECAY_MINUTE = 30  # decay runs this many minutes after the hour of Sunday's consolidation
 
-# --- LLM: retries (persona/llm.py) -----------------------------------------------------------
+# --- LLM: retries (llm/client.py) -------------------------------------------------------------
 LLM_RETRY_BASE_S = 0.5
 LLM_RETRY_MAX_S = 8.0
 
