@@ -30,10 +30,6 @@ WORD = "lighthouse"
 CAPTURE_PROMPT_START = "The transcript and the stored memories"
 
 
-def _texts(telegram_api, user: int) -> list[str]:
-    return [m.visible_text for m in telegram_api.sent if m.chat_id == user]
-
-
 async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_llm, make_settings,
                                                           monkeypatch) -> None:
     settings = telegram_settings(make_settings(fake_llm), telegram_api,
@@ -54,7 +50,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
     data = settings.storage.data_path()
     try:
         telegram_api.push_text(ANA, ANA, f"I have a {WORD} tattoo on my back. My sister lives in Lisbon.")
-        await telegram_api.wait_until(lambda: len(_texts(telegram_api, ANA)) == 1)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 1)
         await app.background.drain()
         ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
         assert ana is not None and app.memory is not None
@@ -75,10 +71,10 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
         # One more turn, so the thread's window (its summary included) is what the process keeps in memory.
         fake_llm.default = lambda _r: "Anytime."
         telegram_api.push_text(ANA, ANA, "Thanks for listening")
-        await telegram_api.wait_until(lambda: "Anytime." in _texts(telegram_api, ANA))
+        await telegram_api.wait_until(lambda: "Anytime." in telegram_api.texts_to(ANA))
 
         telegram_api.push_text(ANA, ANA, f"/forget {WORD}")
-        await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in _texts(telegram_api, ANA)))
+        await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in telegram_api.texts_to(ANA)))
         plan = next(m for m in telegram_api.sent if m.visible_text.startswith("If I forget"))
         # The plan names the memory as Ana reads it, and counts every place its words are.
         assert f"You have a {WORD} tattoo" in plan.visible_text and "PERSON" not in plan.visible_text
@@ -87,8 +83,8 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
         yes = next(row[0]["callback_data"] for row in plan.reply_markup["inline_keyboard"]
                    if row[0]["text"] == "Yes, forget them")
         telegram_api.push_callback_query(ANA, ANA, yes)
-        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in _texts(telegram_api, ANA)))
-        assert _texts(telegram_api, ANA)[-1].startswith("Forgotten: 1 memory, ")
+        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in telegram_api.texts_to(ANA)))
+        assert telegram_api.texts_to(ANA)[-1].startswith("Forgotten: 1 memory, ")
 
         assert await app.memory.get(kept.id) is None
         rows = rows_as_text(data / "kith.db")
@@ -104,7 +100,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
 
         fake_llm.default = lambda _r: "Of course."
         telegram_api.push_text(ANA, ANA, "What do you remember about my back?")
-        await telegram_api.wait_until(lambda: _texts(telegram_api, ANA)[-1] == "Of course.")
+        await telegram_api.wait_until(lambda: telegram_api.texts_to(ANA)[-1] == "Of course.")
         replies = [r for r in fake_llm.requests if not r["messages"][0]["content"].startswith(CAPTURE_PROMPT_START)]
         assert replies[-1]["messages"][-1]["content"] == "What do you remember about my back?"
         assert WORD not in json.dumps(replies[-1]).lower()
@@ -133,7 +129,7 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
     data = settings.storage.data_path()
     try:
         telegram_api.push_text(ANA, ANA, f"I have a cat named {name} who hates the vet. My sister lives in Lisbon.")
-        await telegram_api.wait_until(lambda: len(_texts(telegram_api, ANA)) == 1)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 1)
         await app.background.drain()
         ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
         assert ana is not None and app.memory is not None and app.memory_commands is not None
@@ -148,7 +144,7 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         assert files_holding(data / "chroma", name.lower().encode())  # in Chroma's metadata, before
 
         telegram_api.push_text(ANA, ANA, f"/forget {name}")
-        await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in _texts(telegram_api, ANA)))
+        await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in telegram_api.texts_to(ANA)))
         plan = next(m for m in telegram_api.sent if m.visible_text.startswith("If I forget"))
         assert "2 receipts" in plan.visible_text and "1 history row" in plan.visible_text
         # Nothing goes for good: the plan says the fact stays and only its sentence leaves the receipt.
@@ -158,13 +154,13 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         yes = next(row[0]["callback_data"] for row in plan.reply_markup["inline_keyboard"]
                    if row[0]["text"] == "Yes, forget them")
         telegram_api.push_callback_query(ANA, ANA, yes)
-        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in _texts(telegram_api, ANA)))
+        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in telegram_api.texts_to(ANA)))
 
         # Ana keeps the fact she did not ask to forget, with her quote as its receipt; /why shows that.
         kept = await app.memory.get(cat.id)
         assert kept is not None and kept.evidence == ("I have a cat",)
         telegram_api.push_text(ANA, ANA, f"/why {cat.id}")
-        await telegram_api.wait_until(lambda: "I have a cat" in _texts(telegram_api, ANA)[-1])
+        await telegram_api.wait_until(lambda: "I have a cat" in telegram_api.texts_to(ANA)[-1])
         # No table, no byte of kith.db, its log or Chroma's files holds the name.
         assert name.lower() not in rows_as_text(data / "kith.db").lower()
         assert "Lisbon" in rows_as_text(data / "kith.db")
@@ -172,7 +168,7 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
 
         fake_llm.default = lambda _r: "Of course."
         telegram_api.push_text(ANA, ANA, "What is my cat called?")
-        await telegram_api.wait_until(lambda: _texts(telegram_api, ANA)[-1] == "Of course.")
+        await telegram_api.wait_until(lambda: telegram_api.texts_to(ANA)[-1] == "Of course.")
         replies = [r for r in fake_llm.requests if not r["messages"][0]["content"].startswith(CAPTURE_PROMPT_START)]
         assert replies[-1]["messages"][-1]["content"] == "What is my cat called?"
         assert name.lower() not in json.dumps(replies[-1]).lower()

@@ -314,10 +314,6 @@ async def test_the_nightly_consolidation_waiting_on_its_model_while_the_words_ar
 
 # --- found in review: the journal, the start, the answer owed, how long the words are held ----------------------
 
-def _texts_to(telegram_api: FakeTelegramApi, chat: int) -> list[str]:
-    return [m.visible_text for m in telegram_api.sent if m.chat_id == chat]
-
-
 async def test_a_forget_whose_journal_cannot_be_written_says_so_in_one_line_and_removes_nothing(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, make_settings: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -325,17 +321,17 @@ async def test_a_forget_whose_journal_cannot_be_written_says_so_in_one_line_and_
     app = await start_telegram_app(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
-        await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 1)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 1)
         telegram_api.push_text(ANA, ANA, f"/forget {WORD}")
-        await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 2)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 2)
 
         def disk_full(_path: Path, _data: bytes) -> None:  # the data directory's disk has no room left
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
         monkeypatch.setattr(journal_module, "write_private_atomically", disk_full)
         telegram_api.push_text(ANA, ANA, "yes")
-        await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 3, timeout=20)
-        said = _texts_to(telegram_api, ANA)[-1]
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 3, timeout=20)
+        said = telegram_api.texts_to(ANA)[-1]
         assert "\n" not in said and "disk is full" in said and "nothing" in said.lower(), said
         memory = app.memory
         assert memory is not None
@@ -419,7 +415,7 @@ async def test_after_a_start_finished_a_forget_only_a_yes_said_before_that_start
     app = await start_telegram_app(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
-        await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 1)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 1)
         memory = app.memory
         assert memory is not None
         ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")
@@ -439,8 +435,8 @@ async def test_after_a_start_finished_a_forget_only_a_yes_said_before_that_start
         assert app.memory is not None and ana in app.memory.forgetter.resumed
         # Minutes later Ana says yes to something else: it is not taken as a confirmation she never gave.
         telegram_api.push_text(ANA, ANA, "yes", date=int(time.time()) + 120)
-        await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 2)
-        assert _texts_to(telegram_api, ANA)[-1] == "echo: yes"
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 2)
+        assert telegram_api.texts_to(ANA)[-1] == "echo: yes"
     finally:
         await app.close()
 
@@ -476,9 +472,9 @@ async def test_an_export_raced_by_a_forget_says_what_its_file_holds(
     app = await start_telegram_app(settings, monkeypatch)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
-        await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 1)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 1)
         telegram_api.push_text(ANA, ANA, "/remember My sister lives in Lisbon")
-        await telegram_api.wait_until(lambda: len(_texts_to(telegram_api, ANA)) == 2)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 2)
         commands, memory = app.memory_commands, app.memory
         assert commands is not None and memory is not None
         ana = app.db.run_sync(directory.person_of, f"telegram:{ANA}")

@@ -55,7 +55,7 @@ class World:
     fake: FakeOpenAI
 
     def tg_texts(self) -> list[str]:
-        return [m.visible_text for m in self.tg.sent if m.chat_id == TG_ANA]
+        return self.tg.texts_to(TG_ANA)
 
     def dc_texts(self) -> list[str]:
         return [m.content for m in self.dc.posted if m.channel_id == self.dm]

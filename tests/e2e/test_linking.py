@@ -44,10 +44,6 @@ async def _started(settings, monkeypatch, out: io.StringIO):
     return app
 
 
-def _texts(telegram_api, user: int) -> list[str]:
-    return [m.visible_text for m in telegram_api.sent if m.chat_id == user]
-
-
 async def test_a_code_links_only_after_the_first_account_says_yes(telegram_api, fake_llm, make_settings,
                                                                   monkeypatch) -> None:
     settings = _settings(make_settings, fake_llm, telegram_api, capture=True)
@@ -95,8 +91,8 @@ async def test_a_code_links_only_after_the_first_account_says_yes(telegram_api, 
 
         # A used code cannot link a second account.
         telegram_api.push_text(77, 77, f"/link {code}")
-        await telegram_api.wait_until(lambda: bool(_texts(telegram_api, 77)))
-        assert "unknown or has expired" in _texts(telegram_api, 77)[0]
+        await telegram_api.wait_until(lambda: bool(telegram_api.texts_to(77)))
+        assert "unknown or has expired" in telegram_api.texts_to(77)[0]
     finally:
         await app.close()
 
@@ -127,11 +123,11 @@ async def test_without_the_first_accounts_yes_nothing_is_linked(telegram_api, fa
     app = await _started(_settings(make_settings, fake_llm, telegram_api), monkeypatch, io.StringIO())
     try:
         telegram_api.push_text(first, first, "/link")
-        await telegram_api.wait_until(lambda: bool(_texts(telegram_api, first)))
-        code = _texts(telegram_api, first)[0].split("Your link code is ")[1][:8]
+        await telegram_api.wait_until(lambda: bool(telegram_api.texts_to(first)))
+        code = telegram_api.texts_to(first)[0].split("Your link code is ")[1][:8]
         telegram_api.push_text(second, second, f"/link {code}")
-        await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 2 and bool(
-            _texts(telegram_api, second)))
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(first)) == 2 and bool(
+            telegram_api.texts_to(second)))
         question = [m for m in telegram_api.sent if m.chat_id == first][1]
         assert question.visible_text.startswith(f"Link telegram:{second} to you?")
         buttons = {row[0]["text"]: row[0]["callback_data"] for row in question.reply_markup["inline_keyboard"]}
@@ -139,17 +135,17 @@ async def test_without_the_first_accounts_yes_nothing_is_linked(telegram_api, fa
 
         # The claimer pressing the first account's Yes does nothing.
         telegram_api.push_callback_query(second, second, buttons["Yes"])
-        await telegram_api.wait_until(lambda: len(_texts(telegram_api, second)) == 2)
-        assert _texts(telegram_api, second)[1] == "Only the account that asked for this code can answer."
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(second)) == 2)
+        assert telegram_api.texts_to(second)[1] == "Only the account that asked for this code can answer."
         first_person = app.db.run_sync(directory.person_of, f"telegram:{first}")
         assert app.db.run_sync(directory.person_of, f"telegram:{second}") != first_person
 
         telegram_api.push_callback_query(first, first, buttons["No"])
-        await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 3)
-        assert _texts(telegram_api, first)[2].startswith("Not linked")
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(first)) == 3)
+        assert telegram_api.texts_to(first)[2].startswith("Not linked")
         telegram_api.push_callback_query(first, first, buttons["Yes"])  # too late: the code is used up
-        await telegram_api.wait_until(lambda: len(_texts(telegram_api, first)) == 4)
-        assert _texts(telegram_api, first)[3] == "No link is waiting for your answer."
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(first)) == 4)
+        assert telegram_api.texts_to(first)[3] == "No link is waiting for your answer."
         assert app.db.run_sync(directory.person_of, f"telegram:{second}") != first_person
         assert len(app.db.run_sync(directory.accounts_of, first_person)) == 1
     finally:
@@ -162,16 +158,16 @@ async def test_guessing_codes_stops_after_five_failures_and_is_logged(telegram_a
     app = await _started(_settings(make_settings, fake_llm, telegram_api), monkeypatch, io.StringIO())
     try:
         telegram_api.push_text(first, first, "/link")
-        await telegram_api.wait_until(lambda: bool(_texts(telegram_api, first)))
-        code = _texts(telegram_api, first)[0].split("Your link code is ")[1][:8]
+        await telegram_api.wait_until(lambda: bool(telegram_api.texts_to(first)))
+        code = telegram_api.texts_to(first)[0].split("Your link code is ")[1][:8]
         with caplog.at_level(logging.INFO, logger="kith.linking"):
             for i, guess in enumerate(["AAAAAAAA", "BBBBBBBB", "CCCCCCCC", "DDDDDDDD", "EEEEEEEE", code]):
                 telegram_api.push_text(guesser, guesser, f"/link {guess}")
-                await telegram_api.wait_until(lambda n=i: len(_texts(telegram_api, guesser)) == n + 1)
-        answers = _texts(telegram_api, guesser)
+                await telegram_api.wait_until(lambda n=i: len(telegram_api.texts_to(guesser)) == n + 1)
+        answers = telegram_api.texts_to(guesser)
         assert all("unknown or has expired" in a for a in answers[:5])
         assert answers[5].startswith("Too many link codes")  # the right code, after five wrong ones: refused
-        assert len(_texts(telegram_api, first)) == 1  # the first account was never asked
+        assert len(telegram_api.texts_to(first)) == 1  # the first account was never asked
         failed = [r for r in caplog.records if r.getMessage().startswith("link code failed")]
         assert len(failed) == 5 and all(f"account=telegram:{guesser}" in r.getMessage() for r in failed)
         assert any(r.getMessage().startswith("link refused") and f"account=telegram:{guesser}" in r.getMessage()

@@ -295,7 +295,7 @@ async def test_export_and_the_dm_only_rule_and_another_users_attempts(
     telegram_api.push_text(BEN, BEN, "/forget vim")
     telegram_api.push_text(BEN, BEN, f"/why {vim.id}")
     await telegram_api.wait_until(lambda: len([m for m in telegram_api.sent if m.chat_id == BEN]) == 4)
-    to_ben = [m.visible_text for m in telegram_api.sent if m.chat_id == BEN][1:]
+    to_ben = telegram_api.texts_to(BEN)[1:]
     assert all("favourite editor" not in text for text in to_ben)
     assert "Nothing I remember about you matches" in to_ben[1]
     telegram_api.push_text(ANA, ANA, "/remember My favourite editor is Emacs")

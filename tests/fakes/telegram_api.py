@@ -645,6 +645,10 @@ class FakeTelegramApi:
             ) from None
         return list(self.sent)
 
+    def texts_to(self, chat_id: int | str) -> list[str]:
+        """What was sent to ``chat_id``, as its person sees it, oldest first."""
+        return [m.visible_text for m in self.sent if m.chat_id == chat_id]
+
     def _notify(self) -> None:
         self._signal.notify()
 

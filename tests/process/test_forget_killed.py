@@ -30,36 +30,36 @@ async def test_a_bot_killed_during_a_confirmed_forget_finishes_it_at_its_next_st
         '[delivery]\ndebounce_ms = 100\n[heartbeat]\nenabled = false\n'))
     journal = data / JOURNAL_DIR
 
-    def texts() -> list[str]:
-        return [m.visible_text for m in telegram_api.sent if m.chat_id == ANA]
-
     bot = await start_telegram_bot(cfg)
     try:
         telegram_api.push_text(ANA, ANA, f"/remember My cat is called {WORD}")
-        await telegram_api.wait_until(lambda: len(texts()) == 1, timeout=60)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 1, timeout=60)
         telegram_api.push_text(ANA, ANA, f"{WORD} sleeps on my keyboard all day.")
-        await telegram_api.wait_until(lambda: len(texts()) == 2, timeout=30)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 2, timeout=30)
         telegram_api.push_text(ANA, ANA, f"/forget {WORD}")
-        await telegram_api.wait_until(lambda: len(texts()) == 3, timeout=30)
-        assert texts()[-1].startswith("If I forget")
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) == 3, timeout=30)
+        assert telegram_api.texts_to(ANA)[-1].startswith("If I forget")
         telegram_api.push_text(ANA, ANA, "yes")
         # Killed inside the confirmed forget: from its journal entry's appearance on, before it is done.
         await until(lambda: journal.is_dir() and any(journal.glob("*.json")), 30, what="the forget's journal entry")
     finally:
         bot.send_signal(signal.SIGKILL)
         await bot.wait()
-    assert list(journal.glob("*.json")) and not any(t.startswith("Forgotten") for t in texts())
+    assert list(journal.glob("*.json")) and not any(t.startswith("Forgotten") for t in telegram_api.texts_to(ANA))
 
     bot = await start_telegram_bot(cfg)
     try:
-        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in texts()), timeout=60)
-        assert texts()[-1].startswith("Forgotten (I was restarted while doing it, and finished it when I came back)")
+        await telegram_api.wait_until(lambda: any(t.startswith("Forgotten") for t in telegram_api.texts_to(ANA)),
+                                      timeout=60)
+        assert telegram_api.texts_to(ANA)[-1].startswith(
+            "Forgotten (I was restarted while doing it, and finished it when I came back)")
         assert list(journal.iterdir()) == []
         assert WORD.lower() not in rows_as_text(data / "kith.db").lower()
         # The raw bytes: the database, its write-ahead log, every file of Chroma's directory and the journal's.
         assert files_holding(data, WORD.lower().encode()) == []
         telegram_api.push_text(ANA, ANA, "What is my cat called?")
-        await telegram_api.wait_until(lambda: texts()[-1] == "echo: What is my cat called?", timeout=30)
+        await telegram_api.wait_until(lambda: telegram_api.texts_to(ANA)[-1] == "echo: What is my cat called?",
+                                      timeout=30)
         assert WORD.lower() not in json.dumps(fake_llm.requests[-1]).lower()
     finally:
         bot.send_signal(signal.SIGTERM)

@@ -156,10 +156,6 @@ def _rows(data: Path, sql: str) -> list[tuple[Any, ...]]:
         return list(conn.execute(sql))
 
 
-def _to(api: FakeTelegramApi, chat: int) -> list[str]:
-    return [m.visible_text for m in api.sent if m.chat_id == chat]
-
-
 async def test_commands_killed_half_way_leave_nothing_and_the_bot_then_runs_each_job_once_beside_its_commands(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
     """One data directory, one bot start, every check on it: a ``heartbeat --now`` and a ``consolidate --now``
@@ -215,7 +211,7 @@ async def test_commands_killed_half_way_leave_nothing_and_the_bot_then_runs_each
         assert out.startswith("nothing to consolidate"), out
         await telegram_api.wait_for_sent(1, timeout=WAIT_S)
         await asyncio.sleep(1.0)  # time for a second check-in to show up
-        assert _to(telegram_api, ANA) == [CHECK_IN]
+        assert telegram_api.texts_to(ANA) == [CHECK_IN]
         code, listed, err = await _command(cfg, "memory", "list", "--account", f"telegram:{ANA}")
         assert code == 0, err
     finally:
@@ -252,14 +248,14 @@ async def test_a_second_run_refuses_and_pairing_changes_from_another_shell_reach
         assert code == 0 and out == f"approved telegram:{BEN}\n", out + err
         telegram_api.push_text(BEN, BEN, "may I talk now?")
         await telegram_api.wait_for_sent(2, timeout=WAIT_S)
-        assert _to(telegram_api, BEN)[1:] == ["echo: may I talk now?"]
+        assert telegram_api.texts_to(BEN)[1:] == ["echo: may I talk now?"]
 
         code, out, err = await _command(cfg, "pairing", "revoke", f"telegram:{BEN}")
         assert code == 0 and out == f"revoked telegram:{BEN}\n", out + err
         telegram_api.push_text(BEN, BEN, "and now?")
         await telegram_api.wait_until(lambda: len(telegram_api.sent) >= 3, timeout=WAIT_S)
         await asyncio.sleep(1.0)  # time for an answer that should not come
-        assert "echo: and now?" not in _to(telegram_api, BEN)
+        assert "echo: and now?" not in telegram_api.texts_to(BEN)
         assert not any(r["messages"][-1]["content"] == "and now?" for r in fake_llm.requests)
     finally:
         await _stop(bot, log)

@@ -43,10 +43,10 @@ async def start_telegram_app(settings: AppSettings, monkeypatch: pytest.MonkeyPa
 
 async def ask(tg: FakeTelegramApi, user: int, text: str) -> str:
     """What kith answers ``user`` in their DM to ``text``."""
-    before = len([m for m in tg.sent if m.chat_id == user])
+    before = len(tg.texts_to(user))
     tg.push_text(user, user, text)
-    await tg.wait_until(lambda: len([m for m in tg.sent if m.chat_id == user]) > before)
-    return [m for m in tg.sent if m.chat_id == user][before].visible_text
+    await tg.wait_until(lambda: len(tg.texts_to(user)) > before)
+    return tg.texts_to(user)[before]
 
 
 async def start_telegram_bot(cfg: Path) -> asyncio.subprocess.Process:
