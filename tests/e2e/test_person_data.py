@@ -11,14 +11,13 @@ import io
 import json
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from ground.db import metadata
 from ground.person_data import PersonData, export_parts, move_person
-from ground.types import InboundMessage, OutboundMessage
+from ground.types import InboundMessage
 from heartbeat.due import mark_handled
 from kith.app import schema  # noqa: F401  (gathers every table into the metadata)
 from kith.app.lifecycle import App
@@ -30,11 +29,10 @@ from kith.operator.people_cli import link_body
 from memory.controls.questions import questions
 from memory.store import Note
 from people import directory, moves
-from tests.support.lived import Lived
+from tests.support.lived import NOW, Lived, command
+from tests.support.lived import dm as dm_from
 from tests.support.memory import record
-from tests.support.messages import inbound
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 # A column that names a person: person, persons, person_id, a first_person ...
 PERSON_COLUMN = re.compile(r"^persons?(_ids?)?$|_persons?$")
 
@@ -89,13 +87,8 @@ async def test_each_kind_is_declared_once_and_names_a_forget_step_that_exists(ap
 
 
 def dm(text: str, who: str) -> InboundMessage:
-    return inbound(text, platform="telegram", chat_id=who, sender_id=who, sender_name="Ana")
-
-
-async def command(app: App, message: InboundMessage) -> OutboundMessage:
-    reply = await app.commands(message)
-    assert reply is not None, message.text
-    return reply
+    """Ana's DM from the Telegram account ``who`` (each test's Ana has accounts of her own)."""
+    return dm_from(text, who, name="Ana")
 
 
 async def keep_one_of_each_kind_that_moves(app: App, who: str) -> str:
