@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+import threading
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ground.failures import describe, traceback_of
@@ -45,3 +46,28 @@ class BackgroundTasks:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def on_daemon_thread(work: Callable[[], None], *, name: str) -> asyncio.Future[None]:
+    """``work`` on a thread of its own, as a future: a daemon thread, so a stop (Ctrl-C while kith starts, say) never
+    waits for it, as it would for the default executor's threads."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if not done.done():
+            done.set_exception(error) if error is not None else done.set_result(None)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            work()
+        except BaseException as exc:  # handed to the awaiting coroutine
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, error)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: nobody waits any more
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done

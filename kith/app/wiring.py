@@ -3,9 +3,7 @@ app does once built is :mod:`kith.app.lifecycle`'s."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import threading
 from collections.abc import Callable
 from datetime import datetime
 
@@ -17,7 +15,7 @@ from conversation.router import Router
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox
 from delivery.worker import DeliveryWorker
-from ground.background import BackgroundTasks
+from ground.background import BackgroundTasks, on_daemon_thread
 from ground.config import Settings
 from ground.db import Database
 from ground.person_data import move_person
@@ -87,7 +85,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                       clock=clock)
     # The support rules' lemma dictionaries take seconds of CPU to read, holding the interpreter's lock: read them
     # while the rest is built (mostly waiting on files and the model process), and before anything is served.
-    lemmas_read = _on_daemon_thread(read_lemma_dictionaries) if settings.memory.capture else None
+    lemmas_read = on_daemon_thread(read_lemma_dictionaries, name="lemmas-read") if settings.memory.capture else None
     pauses = PauseBook(db)
     await pauses.load()
     memory = await MemoryService.open(settings, db, llm, clock=clock, is_paused=pauses.is_paused)
@@ -137,27 +135,3 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                linker=linker, recall=recall, question_sender=question_sender, memory_commands=memory_commands,
                person_data=person_data, channels=channels, clock=clock, model_process=model_process, warming=warming)
 
-
-def _on_daemon_thread(work: Callable[[], None]) -> asyncio.Future[None]:
-    """``work`` on a thread of its own, as a future: a daemon thread, so a stop (Ctrl-C while kith starts) never
-    waits for it, as it would for the default executor's threads."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-
-    def settle(error: BaseException | None) -> None:
-        if not done.done():
-            done.set_exception(error) if error is not None else done.set_result(None)
-
-    def run() -> None:
-        error: BaseException | None = None
-        try:
-            work()
-        except BaseException as exc:  # handed to the awaiting coroutine
-            error = exc
-        try:
-            loop.call_soon_threadsafe(settle, error)
-        except RuntimeError:
-            pass  # the loop closed meanwhile: nobody waits any more
-
-    threading.Thread(target=run, name="lemmas-read", daemon=True).start()
-    return done
