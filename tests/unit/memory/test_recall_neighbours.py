@@ -8,7 +8,7 @@ only from the same chat, only without a long pause between, and never a private 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +16,6 @@ import pytest
 
 from ground.config import RecallSettings
 from ground.db import Database
-from kith.app.schema import create_schema
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source, Status
 from memory.core.timeline import ChatTimelines
 from memory.recall.engine import RecallEngine
@@ -106,14 +105,6 @@ def test_lifts_come_from_scores_before_lifting_so_they_do_not_run_down_a_chat() 
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(T0 + timedelta(days=1))
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'memory.db'}")
-    create_schema(database)
-    yield database
-    database.close()
 
 
 @pytest.fixture
