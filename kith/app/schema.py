@@ -4,6 +4,7 @@ import memory.capture
 import memory.controls
 import memory.forgetting
 import memory.goals
+import memory.graph
 import memory.store  # noqa: F401
 from conversation import linking  # noqa: F401
 from delivery import inbound, inbox, outbox  # noqa: F401

@@ -1,0 +1,27 @@
+"""The person's graph: who and what is in their life and how it connects, every relation with its receipts.
+
+* ``names``: how names and relation words compare (pure).
+* ``view``: one person's graph in memory: aliases, contradictions, what a message's names reach, and what a
+  batch of proposals adds (pure; the benchmark builds graphs with it too).
+* ``tables``: the three tables of the relational store that keep it.
+* ``book``: reading and writing it, cached per person.
+"""
+
+from memory.graph.book import GRAPH, GraphBook
+from memory.graph.names import extends, name_key, relation_key, role_key
+from memory.graph.tables import GRAPH_TABLES, export_graph
+from memory.graph.view import Growth, PersonGraph, Proposed
+
+__all__ = [
+    "GRAPH",
+    "GRAPH_TABLES",
+    "GraphBook",
+    "Growth",
+    "PersonGraph",
+    "Proposed",
+    "export_graph",
+    "extends",
+    "name_key",
+    "relation_key",
+    "role_key",
+]
