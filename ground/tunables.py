@@ -45,6 +45,9 @@ CAPTURE_TIMEOUT_S = 60.0
 MAX_MEMORIES_PER_RUN = 30
 MAX_MEMORY_CHARS = 2_000
 MAX_EVIDENCE_CHARS = 2_000
+# Relations (and alias pairs) read with one proposed memory (memory.capture.relation_rules): a sentence rarely
+# names more, and a long list is a model padding its answer.
+MAX_RELATIONS_PER_MEMORY = 4
 # A memory's word is grounded in a quote's word when they share a 4-letter stem (PREFIX_MATCH_MIN_CHARS)
 # and neither ending is longer than this: "wohnt"/"wohne", "Kraków"/"Krakowie".
 GROUNDING_MAX_ENDING_CHARS = 4

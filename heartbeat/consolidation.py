@@ -55,7 +55,7 @@ from memory.capture import (
     validate_off_the_loop,
     validation_limits,
 )
-from memory.core import AuthorRole, MemoryRecord, Turn
+from memory.core import AuthorRole, MemoryCandidate, MemoryRecord, Turn
 from memory.service import MemoryService
 from memory.store import Note
 from people import history
@@ -390,6 +390,7 @@ class Consolidator:
         report.validation.update(counts)
         now = self.clock()
         notes: dict[str, Note] = {}
+        proposed_with: dict[str, MemoryCandidate] = {}
         for candidate in validation.accepted:
             if await self.memory.book.blocks_candidate(person, candidate):
                 report.tombstoned += 1
@@ -400,11 +401,13 @@ class Consolidator:
                                   updated_at=now, evidence_sentences=candidate.evidence_sentences)
             notes[record.id] = Note(record, horizon=candidate.horizon, corrects=candidate.corrects,
                                     conversation=chunk.conversation)
+            proposed_with[record.id] = candidate
         recent = self.memory.forgetter.recent
         async with recent.locks.hold([person]):  # a forget either ran before (checked here) or sees these notes
             kept = self.memory.capture.not_forgotten(list(notes.values()), person, self._mark)
             report.tombstoned += len(notes) - len(kept)
             added = await self.memory.store.add_notes(kept)
+            counts.update(await self.memory.capture.add_relations(person, kept, proposed_with))
         report.notes_staged += len(added)
         summary = clip(validation.summary or "", self.settings.budget.summary_chars)
         for eraser in recent.since(self._mark, person):

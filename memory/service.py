@@ -34,6 +34,7 @@ from memory.forgetting.plan import ForgetPlan, ForgetResult
 from memory.forgetting.recent_forgets import RecentForgets
 from memory.forgetting.scrub import checkpoint, reassign_saved_exports
 from memory.forgetting.tombstones import TOMBSTONES_DATA, TombstoneBook
+from memory.graph.book import GraphBook
 from memory.recall.engine import visible
 from memory.recall.ranking import lookup_matches, memory_matches, rank
 from memory.store.changes import CHANGES_DATA, ChangeLog
@@ -129,6 +130,7 @@ class MemoryService:
         capture: Capture,
         forgetter: Forgetter,
         clock: Callable[[], datetime],
+        graph: GraphBook,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -138,6 +140,7 @@ class MemoryService:
         self.capture = capture
         self.forgetter = forgetter
         self.clock = clock
+        self.graph = graph
 
     @classmethod
     async def open(
@@ -170,7 +173,8 @@ class MemoryService:
             changes=ChangeLog(db),
         )
         book = TombstoneBook(db)
-        gate = MemoryGate(store, book, settings.memory, clock)
+        graph = GraphBook(db, clock)
+        gate = MemoryGate(store, book, settings.memory, clock, graph=graph)
         ms = settings.memory
         # Loading a model takes seconds: off the event loop, and only when one is configured.
         entails = (await asyncio.to_thread(optional_entailment, ms.entailment_model, ms.entailment_threshold)
@@ -178,7 +182,7 @@ class MemoryService:
         forgetter = Forgetter(store, book, clock, db=db, saved_exports=settings.storage.exports_path(),
                               recent=RecentForgets(), journal=settings.storage.data_path() / JOURNAL_DIR)
         capture = Capture(db, store, book, llm, settings, clock, is_paused=is_paused, entails=entails,
-                          forgetter=forgetter)
+                          forgetter=forgetter, graph=graph)
         # A forget the last process was killed in the middle of is finished before anything is served; and the
         # log is emptied, in case it was killed after the forget's last commit but before its checkpoint.
         await forgetter.resume()
@@ -192,6 +196,7 @@ class MemoryService:
             capture=capture,
             forgetter=forgetter,
             clock=clock,
+            graph=graph,
         )
 
     @property
@@ -292,6 +297,7 @@ class MemoryService:
                        left_out="copies of earlier exports, kept as files the person was given",
                        forgotten_by="memory.forgetting.scrub.scrub_saved_exports"),
             CHANGES_DATA,
+            self.graph.person_data(),
         )
 
     async def _reassign_memories(self, old: str, new: str) -> int:

@@ -68,7 +68,22 @@ _MEMORY_SHAPE = (
     '"text": "one short sentence about PERSON", '
     '"evidence": ["words copied character for character from PERSON\'s own lines"], '
     '"importance": 0.5, "horizon": "lasting|one_off|intention", '
-    '"corrects": "id of a stored memory, only when PERSON corrected it"}')
+    '"corrects": "id of a stored memory, only when PERSON corrected it", '
+    '"relations": [{"subject": "PERSON, or a name as PERSON said it", '
+    '"subject_kind": "person|pet|place|organisation|thing|event", '
+    '"relation": "the evidence\'s own words for the link: sister of, lives in, works at", '
+    '"object": "PERSON, or a name as PERSON said it", "object_kind": "person|pet|place|organisation|thing|event"}], '
+    '"aliases": [["a name", "another name PERSON uses for the same one"]]}')
+
+# How the graph's part of a memory is filled in: the same receipts rule, and a direction that lets one subject's
+# relation to two different things read as a question worth asking.
+_RELATIONS_RULE = (
+    "\"relations\" (optional) name who and what the memory is about and how they connect: people, pets, places, "
+    "organisations, things, events. Every name and the relation's words are copied from the evidence, and "
+    "PERSON themselves are written PERSON. Point each relation so its subject has one object at a time: "
+    '\"Ola\", \"sister of\", \"PERSON\"; \"PERSON\", \"lives in\", \"Gdańsk\". \"aliases\" (optional) pair two '
+    "names the evidence gives one being (\"my sister\" and \"Ola\")."
+)
 
 
 def capture_instruction(max_items: int) -> str:
@@ -88,6 +103,7 @@ def capture_instruction(max_items: int) -> str:
         "else says). Write \"text\" in the evidence's own language and words: every name, number, place, "
         "thing and verb in it must appear in the evidence. A memory that fails this is thrown away. "
         "\"importance\" (0 to 1), \"horizon\" and \"corrects\" are optional. "
+        f"{_RELATIONS_RULE} "
         f"At most {max_items} memories, one per fact. Do not call tools."
     )
 
@@ -106,8 +122,8 @@ def consolidation_instruction(max_items: int) -> str:
         '{"summary": "two or three plain sentences on what PERSON talked about", '
         f'"memories": [{_MEMORY_SHAPE}]}}\n'
         "Every memory needs evidence copied exactly from a line of PERSON; a memory without such a quote "
-        "is thrown away. \"importance\" (0 to 1), \"horizon\" and \"corrects\" are optional. At most "
-        f"{max_items} memories. Do not call tools."
+        "is thrown away. \"importance\" (0 to 1), \"horizon\" and \"corrects\" are optional. "
+        f"{_RELATIONS_RULE} At most {max_items} memories. Do not call tools."
     )
 
 

@@ -54,6 +54,8 @@ from memory.core.words import shown_words
 from memory.encoders.entailment import Entails
 from memory.forgetting.forgetter import Forgetter, narrowed_note
 from memory.forgetting.tombstones import TombstoneBook
+from memory.graph.book import GraphBook
+from memory.graph.view import Proposed
 from memory.store.chroma import Collection
 from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
@@ -311,9 +313,11 @@ class Capture:
         is_paused: PausedHook | None = None,
         entails: Entails | None = None,
         forgetter: Forgetter | None = None,
+        graph: GraphBook | None = None,
     ) -> None:
         self.db = db
         self.forgetter = forgetter
+        self.graph = graph  # where the relations proposed with the notes go (memory.graph)
         self.entails = entails  # the optional local NLI check (memory.encoders.entailment)
         self.store = store
         self.book = book
@@ -482,12 +486,14 @@ class Capture:
         accepted = self._folded_by_meaning(validation.accepted, vectors)
         report.counts["duplicate_by_meaning"] += len(validation.accepted) - len(accepted)
         notes: list[Note] = []
+        proposed_with: dict[str, MemoryCandidate] = {}
         now = self.clock()
         for candidate in accepted:
             if await self.book.blocks_candidate(person, candidate):
                 report.tombstoned += 1
                 continue
             record = record_of(person, candidate, note_id(person, candidate), now)
+            proposed_with[record.id] = candidate
             notes.append(
                 Note(
                     record, horizon=candidate.horizon, corrects=candidate.corrects, conversation=conversation
@@ -496,16 +502,38 @@ class Capture:
         unique = list({n.record.id: n for n in notes}.values())
         if self.forgetter is None:
             added = await self.store.add_notes(unique, _vectors_of(unique, validation.accepted, vectors))
+            report.counts.update(await self.add_relations(person, unique, proposed_with))
         else:
             # Under the forget's lock: a forget either ran before (and is checked here) or sees these notes.
             async with self.forgetter.recent.locks.hold([person]):
                 kept = self.not_forgotten(unique, person, mark)
                 report.tombstoned += len(unique) - len(kept)
                 added = await self.store.add_notes(kept, _vectors_of(kept, validation.accepted, vectors))
+                report.counts.update(await self.add_relations(person, kept, proposed_with))
         report.written += len(added)
         report.duplicates += len(notes) - len(added)
         report.note_ids.extend(added)
         return True
+
+    async def add_relations(self, person: str, notes: Sequence[Note],
+                            proposed_with: dict[str, MemoryCandidate]) -> Counter[str]:
+        """The relations proposed with ``notes`` (by note id, the candidate each came from) join the person's graph,
+        with each note's receipts as they were kept (a forget's words already out of its sentences); counted.
+        Called under the forget's per-person lock, as the notes are staged, so a forget sees both or neither."""
+        counts: Counter[str] = Counter()
+        if self.graph is None:
+            return counts
+        proposals = [
+            Proposed(relation, n.record.evidence, n.record.evidence_sentences, n.record.sources, n.record.scope,
+                     max((s.timestamp for s in n.record.sources), default=n.record.created_at),
+                     note_id=n.record.id, aliases=proposed_with[n.record.id].aliases)
+            for n in notes if n.record.id in proposed_with for relation in proposed_with[n.record.id].relations
+        ]
+        if proposals:
+            growth = await self.graph.add(person, proposals)
+            counts["graph_relations"] += len(growth.relations)
+            counts["graph_merges"] += len(growth.merges)
+        return counts
 
     def _limits(self) -> ValidationLimits:
         """The validator's limits for this run. With an embedder, its fold of one answer's items merges lexical

@@ -52,6 +52,7 @@ from memory.core.records import (
 from memory.core.similarity import Action, Match, Via, decide, matches
 from memory.core.vector_table import cosine
 from memory.forgetting.tombstones import TombstoneBook
+from memory.graph.book import GraphBook
 from memory.store.memory_store import MemoryStore
 from memory.store.person_index import MemorySummary
 from memory.store.vectors import Vectors
@@ -94,6 +95,7 @@ class PromoteReport:
     notes: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     superseded: int = 0
+    graph_conflicts: int = 0  # memory pairs linked because their relations contradict (memory.graph)
 
     def add(self, result: GateResult) -> None:
         self.notes += 1
@@ -173,8 +175,10 @@ class MemoryGate:
         settings: MemorySettings,
         clock: Callable[[], datetime],
         new_id: Callable[[], str] = new_memory_id,
+        graph: GraphBook | None = None,
     ) -> None:
         self.store = store
+        self.graph = graph
         self.book = book
         self.settings = settings
         self.clock = clock
@@ -346,8 +350,27 @@ class MemoryGate:
             # One write for all the marks; a crash before it only means a re-run, and admitting the
             # same receipt again changes nothing.
             await self.store.mark_promoted_many(handled, self.clock())
-        log.info("promoted person=%s notes=%d outcomes=%s", person, report.notes, report.outcomes)
+        if self.graph is not None:
+            report.graph_conflicts = await self._link_contradictions(person, handled)
+        log.info("promoted person=%s notes=%d outcomes=%s graph_conflicts=%d", person, report.notes,
+                 report.outcomes, report.graph_conflicts)
         return report
+
+    async def _link_contradictions(self, person: str, handled: Sequence[tuple[str, str | None]]) -> int:
+        """The relations of the notes just curated now point at their memories; two memories whose relations
+        contradict (one subject, one relation, two different things: :meth:`memory.graph.PersonGraph.contradictions`)
+        are linked as any conflict is, so the person is asked which holds. Nothing is settled here."""
+        assert self.graph is not None
+        linked = 0
+        for new, older in await self.graph.attach(person, handled):
+            first, second = await self.store.get_memory(new), await self.store.get_memory(older)
+            now = self.clock()
+            if first is None or second is None or not first.is_live(now) or not second.is_live(now):
+                continue
+            if older in first.conflicts_with:
+                continue
+            linked += await self._link_pair(new, older)
+        return linked
 
 
 def _add_link(record: MemoryRecord, other: str, now: datetime) -> MemoryRecord | None:

@@ -75,6 +75,7 @@ from ground.tunables import (
     MERGE_THRESHOLD,
 )
 from memory.capture.refusals import Refusal, refusal
+from memory.capture.relation_rules import RelationRefusal, check_relations
 from memory.capture.support_rules import Supported, check_support
 from memory.core.records import (
     DEFAULT_IMPORTANCE,
@@ -152,6 +153,7 @@ class ValidationReport:
     summary: str | None = None  # the consolidation shape's summary, normalised
     proposed: int = 0  # items the model proposed (0 when discarded)
     redacted: int = 0  # accepted items that had a secret scrubbed
+    relations_refused: Counter[RelationRefusal] = field(default_factory=Counter)  # on accepted items
 
     @property
     def ok(self) -> bool:
@@ -170,6 +172,9 @@ class ValidationReport:
             counts[f"discarded_{self.discarded.value}"] = 1
         for reason, count in Counter(r.reason for r in self.rejected).items():
             counts[f"rejected_{reason.value}"] = count
+        counts["relations"] = sum(len(c.relations) for c in self.accepted)
+        for refusal_reason, count in self.relations_refused.items():
+            counts[f"relation_refused_{refusal_reason.value}"] = count
         return counts
 
 
@@ -303,8 +308,11 @@ def _check_item(
     limits: ValidationLimits,
     person_names: Sequence[str],
     entails: Entails | None = None,
+    relations_refused: Counter[RelationRefusal] | None = None,
 ) -> tuple[MemoryCandidate, bool] | RejectReason:
-    """The candidate and whether a secret was scrubbed from it, or why it was refused."""
+    """The candidate and whether a secret was scrubbed from it, or why it was refused. Its relations
+    (:mod:`memory.capture.relation_rules`) ride on it; those its quotes do not support are counted in
+    ``relations_refused``."""
     if not isinstance(item, dict):
         return RejectReason.NOT_AN_OBJECT
     kind = item.get("kind")
@@ -345,6 +353,10 @@ def _check_item(
     clean_text = redact(text)
     clean_quotes = tuple(redact(q) for q in quotes)
     clean_sentences = tuple(dict.fromkeys(redact(s) for s in support.sentences))
+    # Grounded in the quotes as said; a name holding a secret is refused there, so none is redacted here.
+    graph = check_relations(item, quotes, person_names)
+    if relations_refused is not None:
+        relations_refused.update(graph.refused)
     candidate = MemoryCandidate(
         kind=MemoryKind(kind),
         text=clean_text,
@@ -355,6 +367,8 @@ def _check_item(
         sources=sources,
         scope=scope,
         evidence_sentences=clean_sentences,
+        relations=tuple(graph.relations),
+        aliases=tuple(graph.aliases),
     )
     return candidate, clean_text != text or clean_quotes != quotes
 
@@ -443,7 +457,7 @@ def validate_extraction(
         if index >= limits.max_items:
             report.rejected.append(Rejection(RejectReason.OVER_LIMIT, index))
             continue
-        outcome = _check_item(item, transcript, known_ids, limits, person_names, entails)
+        outcome = _check_item(item, transcript, known_ids, limits, person_names, entails, report.relations_refused)
         if isinstance(outcome, RejectReason):
             report.rejected.append(Rejection(outcome, index))
             continue

@@ -513,6 +513,8 @@ class MemoryControls:
         losers = {Answer.FIRST: [second], Answer.SECOND: [first], Answer.NEITHER: [first, second]}[answer]
         status = Status.RETIRED if answer is Answer.NEITHER else Status.SUPERSEDED
         done = [loser.id for loser in losers if await self._end(loser.id, person, status, now)]
+        # The graph follows the person's word: what the ended memories said held until now (memory.graph).
+        await self.memory.graph.answered(person, done)
         if status is Status.RETIRED:
             return Resolution(question, answer, first, second, retired=tuple(done))
         return Resolution(question, answer, first, second, superseded=tuple(done))

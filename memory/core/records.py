@@ -13,6 +13,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ground.tunables import (
     DEFAULT_IMPORTANCE,
@@ -20,6 +21,9 @@ from ground.tunables import (
     HORIZON_ONE_OFF_DAYS,
 )
 from ground.types import utcnow
+
+if TYPE_CHECKING:
+    from memory.core.graph_records import RelationProposal
 
 METADATA_SCHEMA_VERSION = 1
 
@@ -126,6 +130,9 @@ class MemoryCandidate:
     scope: Scope = Scope.DM
     # The whole sentence each quote stands in, so a receipt shows what was said around the words quoted.
     evidence_sentences: tuple[str, ...] = ()
+    # Who and what the fact names and how they connect, grounded in the same quotes (memory.graph).
+    relations: tuple[RelationProposal, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()  # two names the quotes give one being
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,4 +327,6 @@ def merged_candidate(earlier: MemoryCandidate, later: MemoryCandidate) -> Memory
         sources=tuple(dict.fromkeys((*earlier.sources, *later.sources))),
         scope=Scope.DM if Scope.DM in (earlier.scope, later.scope) else Scope.SHARED,
         importance=max(earlier.importance, later.importance),
+        relations=tuple(dict.fromkeys((*earlier.relations, *later.relations))),
+        aliases=tuple(dict.fromkeys((*earlier.aliases, *later.aliases))),
     )

@@ -38,6 +38,7 @@ from memory.forgetting.scrub import (
     scrub_saved_exports,
 )
 from memory.forgetting.tombstones import TombstoneBook, digest, digests_of, source_digest
+from memory.graph.book import GRAPH
 from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
 
@@ -232,6 +233,8 @@ class Forgetter:
             self.recent.record(plan.person, eraser, scanned.conversations, scanned.through_id)
             if scanned.places.goals:
                 self.db.mark(GOALS)  # the goals every prompt reads are read again, without these
+            if scanned.places.graph:
+                self.db.mark(GRAPH)  # a graph cached for recall is read again, without these
             leftover += (await self.db.run(scan, plan.person, eraser, apply=False)).places.total
             busy, _frames, _copied = await self.db.run(checkpoint)
             if busy:
@@ -243,7 +246,7 @@ class Forgetter:
                               scanned.conversations, receipts)
         log.info(
             "forget applied person=%s notes=%d memories=%d receipts=%d links=%d tombstones=%d history=%d "
-            "summaries=%d outbox=%d inbox=%d saved_exports=%d chroma_log=%d leftover=%d",
+            "summaries=%d outbox=%d inbox=%d saved_exports=%d graph=%d chroma_log=%d leftover=%d",
             plan.person,
             result.notes_deleted,
             result.memories_deleted,
@@ -255,6 +258,7 @@ class Forgetter:
             places.outbox,
             places.inbox,
             places.saved_exports,
+            places.graph,
             scrubbed,
             leftover,
         )

@@ -92,7 +92,8 @@ def _place_parts(places: Places) -> list[str]:
                          (places.outbox, "outbox row", "outbox rows"),
                          (places.inbox, "waiting message", "waiting messages"),
                          (places.saved_exports, "saved export file", "saved export files"),
-                         (places.goals, "goal", "goals")):
+                         (places.goals, "goal", "goals"),
+                         (places.graph, "graph entry", "graph entries")):
         if n:
             parts.append(counted(n, one, many))
     return parts

@@ -37,7 +37,9 @@ from delivery.outbox import outbox
 from ground.db import metadata
 from ground.private_files import write_private_atomically
 from ground.visible_text import visible
+from memory.core.graph_records import Relation
 from memory.core.text import content_words, normalize, words_match
+from memory.graph import tables as graph_tables
 from people import directory, history
 
 log = logging.getLogger("kith.memory.scrub")
@@ -159,6 +161,7 @@ class Places:
     inbox: int = 0
     saved_exports: int = 0  # export files the terminal chat saved under the data directory
     goals: int = 0  # the person's goals that hold the words: they go whole ("[forgotten]" is no goal to pursue)
+    graph: int = 0  # relations whose receipts hold the words, and names nothing else supports (memory.graph)
 
     @property
     def total(self) -> int:
@@ -256,9 +259,10 @@ def scan(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> Scann
     sent = _outbox(conn, chats, recipients, eraser, apply=apply)
     waiting = _inbox(conn, set(accounts), chats, eraser, apply=apply)
     goals = _goals(conn, person, eraser, apply=apply)
+    graph = _graph(conn, person, eraser, apply=apply)
     through = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(history.messages.c.id), 0))).scalar_one())
-    return Scanned(Places(rows, summaries + consolidated, sent, waiting, goals=goals), tuple(sorted(conversations)),
-                   through)
+    return Scanned(Places(rows, summaries + consolidated, sent, waiting, goals=goals, graph=graph),
+                   tuple(sorted(conversations)), through)
 
 
 def scrub_late_reply(conn: Connection, reply_id: int, platform: str, chat_id: str, source: str,
@@ -341,6 +345,41 @@ def _goals(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int
     if apply and ids:
         conn.execute(table.delete().where(table.c.id.in_(ids)))
     return len(ids)
+
+
+def _graph(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int:
+    """The person's graph without the words: a relation goes when a receipt or a name of it holds them, or its
+    memory or note is forgotten; a name goes when it holds them, and so does every name no remaining relation
+    supports (directly, or as another name of the being a remaining relation names). Relations are deleted, not
+    rewritten: a relation is its receipts. Counted, and on ``apply`` deleted."""
+    found, links, _apart = graph_tables.read_graph(conn, person)
+    names = {e.id: e.name for e in found}
+    named_gone = {e.id for e in found if eraser.matches(e.name)}
+
+    def goes(r: Relation) -> bool:
+        if r.memory_id in eraser.ids or r.note_id in eraser.ids or r.subject in named_gone or r.object in named_gone:
+            return True
+        said = (*r.evidence, *r.evidence_sentences, r.relation, names.get(r.subject, ""), names.get(r.object, ""))
+        return any(t and eraser.matches(t) for t in said)
+
+    relations_gone = [r.id for r in links if goes(r)]
+    left = [r for r in links if r.id not in set(relations_gone)]
+    merged = {e.id: e.merged_into for e in found}
+
+    def root(entity: str) -> str:
+        seen = set()
+        while merged.get(entity) and entity not in seen:
+            seen.add(entity)
+            entity = merged[entity] or entity
+        return entity
+
+    supported = {end for r in left for end in r.ends} - named_gone
+    supported |= {root(e) for e in supported}
+    entities_gone = [e.id for e in found if e.id not in supported]
+    if apply:
+        graph_tables.delete_relations(conn, relations_gone)
+        graph_tables.delete_entities(conn, person, entities_gone)
+    return len(relations_gone) + len(entities_gone)
 
 
 def _consolidation_summaries(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int:

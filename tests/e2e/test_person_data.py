@@ -29,7 +29,7 @@ from kith.operator.people_cli import link_body
 from memory.controls.questions import questions
 from memory.store import Note
 from people import directory, moves
-from tests.support.lived import NOW, Lived, command
+from tests.support.lived import NOW, Lived, command, graph_of_their_own
 from tests.support.lived import dm as dm_from
 from tests.support.memory import record
 
@@ -105,6 +105,7 @@ async def keep_one_of_each_kind_that_moves(app: App, who: str) -> str:
         id="q_1", person=person, first_id="m_1", second_id="m_2", pair_key="m_1|m_2", evidence_key="e",
         evidence_count=1, platform="telegram", chat_id=who, status="open", asked_at=NOW)))
     await app.db.run(mark_handled, person, ["conflict:m_1:m_2"], NOW)  # the heartbeat asked about that pair
+    await graph_of_their_own(app, person, who, "Ola")
     saved = app.settings.storage.exports_path()
     saved.mkdir(parents=True, exist_ok=True)
     (saved / "kith-export-1.json").write_text(json.dumps({"person": person}), encoding="utf-8")

@@ -20,6 +20,9 @@ from heartbeat.decay import decay_retirements, decay_runs
 from heartbeat.due import mark_handled
 from kith.app.lifecycle import App
 from kith.app.wiring import build_app
+from memory.core.graph_records import EntityKind, RelationProposal
+from memory.core.records import Scope, Source
+from memory.graph.view import Proposed
 from memory.store.notes import Note
 from people import directory, history
 from tests.support.memory import candidate, record
@@ -76,14 +79,28 @@ async def live_through(app: App, who: str, name: str, words: dict[str, str]) -> 
     gone = await app.memory.gate.admit(me, candidate(words["decayed"]))
     await app.db.run(insert_row, decay_retirements, run_id=run_id, memory_id=gone.memory_id, person=me, reason="stale",
                      prev_status="active", prev_updated_at=NOW, revision_after=2)
+    await graph_of_their_own(app, me, who, words["relative"])
     return me
 
 
-ANA_WORDS = {"said": "My sister lives in Lisbon", "remember": "I keep bees on the roof",
+async def graph_of_their_own(app: App, me: str, who: str, relative: str) -> None:
+    """A relative named twice (the second name joined to the first, then pulled apart): every part of a graph."""
+    for index, name in enumerate((relative, f"{relative} K.")):
+        sentence = f"{name} is my sister"
+        source = Source("telegram", who, f"graph-{who}-{index}", NOW)
+        await app.memory.graph.add(me, [Proposed(RelationProposal(name, EntityKind.PERSON, "sister of", "PERSON", None),
+                                                 (sentence,), (sentence + ".",), (source,), Scope.DM, NOW,
+                                                 note_id=f"graph-{who}-{index}")])
+    graph = await app.memory.graph.of(me)
+    joined = next(e.id for e in graph.entities.values() if e.merged_into is not None)
+    await app.memory.graph.unmerge(me, joined)
+
+
+ANA_WORDS = {"said": "My sister lives in Lisbon", "relative": "Ola", "remember": "I keep bees on the roof",
              "note": "Ana is learning Rust", "goal": "run a marathon", "paused": "I am moving to Porto",
              "group": "hi from the flat", "waiting": "still waiting for an answer", "outbox": "your parcel left",
              "summary": "Ana talked about Lisbon", "decayed": "Ana once liked jazz"}
-BEN_WORDS = {"said": "I collect typewriters", "remember": "I keep a sailing boat in Gdynia",
+BEN_WORDS = {"said": "I collect typewriters", "relative": "Marta", "remember": "I keep a sailing boat in Gdynia",
              "note": "Ben is learning Haskell", "goal": "sail to Madeira", "paused": "my passport number is secret",
              "group": "my plan is to sail alone", "waiting": "Ben asked about tides", "outbox": "your tide table",
              "summary": "Ben talked about typewriters", "decayed": "Ben once liked opera"}
