@@ -69,6 +69,7 @@ from memory.controls import (
 )
 from memory.core import MemoryRecord, Origin, Scope, Source, Status, person_facing, said_at, words_of
 from memory.forgetting import ForgetPlan, JournalUnwritable, describe_places, erase_json
+from memory.graph import Being, Link, to_you
 from memory.service import MemoryService
 from people import directory, history
 
@@ -76,6 +77,8 @@ log = logging.getLogger("kith.memory.commands")
 
 DM_ONLY = "That works in a private chat with me only: message me directly and ask again there."
 
+WHO_LINKS = 12  # relations /who lists; the export has every one
+GRAPH_LINE_BEINGS = 8  # names /memory lists
 _MARKDOWN_SPECIALS = frozenset("\\`*_[]~|")
 _CONFIRM = {"yes", "y", "yes please", "confirm", "forget them", "tak"}
 _CANCEL = {"no", "n", "cancel", "stop", "nie", "anuluj"}
@@ -217,6 +220,40 @@ def why_text(records: Sequence[MemoryRecord], unreviewed: Collection[str] = ()) 
                          f"{source.timestamp.strftime('%Y-%m-%d %H:%M %Z').strip()}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _link_line(name: str, link: Link) -> str:
+    """One relation of a being, its words first: “the person's sentence” (kith's reading of it, where, when)."""
+    words = f"“{literal(clip(link.words[-1], QUESTION_QUOTE_CHARS))}”" if link.words else NO_WORDS
+    source = max(link.sources, key=lambda s: s.timestamp, default=None)
+    chat = "a private chat" if link.scope is Scope.DM else "a group chat"
+    where = f"in {chat} on {source.platform}, " if source is not None else ""
+    held = (f"held until {link.valid_to.date().isoformat()}" if link.valid_to is not None
+            else f"since {link.valid_from.date().isoformat()}")
+    return f"- you said {words} ({literal(link.reads(name))}; {where}{held})"
+
+
+def who_text(being: Being) -> str:
+    """``/who``: a being of the person's graph, each relation with the words that say it."""
+    also = f", also {', '.join('“' + literal(n) + '”' for n in being.other_names)}" if being.other_names else ""
+    kind = f" ({being.kind.value})" if being.kind else ""
+    lines = [f"{literal(being.name)}{kind}{also}:"]
+    lines += [_link_line(being.name, link) for link in being.links[:WHO_LINKS]]
+    if len(being.links) > WHO_LINKS:
+        lines.append(f"…and {len(being.links) - WHO_LINKS} more: /export has them all.")
+    return "\n".join(lines)
+
+
+def graph_line(found: Sequence[Being]) -> str:
+    """``/memory``'s last part: who and what is in the person's life, by name, with how they relate to them."""
+    if not found:
+        return ""
+    parts = []
+    for being in found[:GRAPH_LINE_BEINGS]:
+        yours_ = [link.relation for link in to_you(being)][:2]
+        parts.append(literal(being.name) + (f" ({', '.join(literal(r) + ' you' for r in yours_)})" if yours_ else ""))
+    more = f" and {len(found) - GRAPH_LINE_BEINGS} more" if len(found) > GRAPH_LINE_BEINGS else ""
+    return f"Who and what you've told me about: {', '.join(parts)}{more}. /who <name> shows how I know."
 
 
 def export_text(counts: Mapping[str, int]) -> str:
@@ -402,6 +439,7 @@ class MemoryCommands:
         for name, description, handler in (
             ("memory", "what I remember about you (/memory 2: next page)", self.memory),
             ("why", "how I know something: /why <number, words or id>", self.why),
+            ("who", "who or what someone or something in your life is to me: /who <name>", self.who),
             ("remember", "keep something you say: /remember <text>", self.remember),
             ("label", "correct how I label a memory, your words unchanged: /label <number or id> <new label>",
              self.label),
@@ -450,6 +488,8 @@ class MemoryCommands:
         lines += [memory_line(r, page.first_number + i, unreviewed=r.id in page.unreviewed)
                   for i, r in enumerate(page.items)]
         lines.append("")
+        if page.page == 1 and (graph := graph_line(await self.controls.beings(requester))):
+            lines += [graph, ""]
         if page.page < page.pages:
             lines.append(f"/memory {page.page + 1} shows more.")
         lines.append("/why <number> shows how I know one; /label <number> <new label> corrects my label (your "
@@ -462,6 +502,17 @@ class MemoryCommands:
         except Refused as refused:
             return reply_to(message, refusal_text(refused, "Which memory? /why <number, words or id>"))
         return reply_to(message, why_text([e.record for e in found], {e.record.id for e in found if e.unreviewed}))
+
+    async def who(self, message: InboundMessage, args: str) -> OutboundMessage:
+        requester = await self._requester(message)
+        try:
+            return reply_to(message, who_text(await self.controls.who(requester, args)))
+        except Refused as refused:
+            if refused.reason is RefusalReason.NOT_FOUND:
+                names = [b.name for b in await self.controls.beings(requester)][:GRAPH_LINE_BEINGS]
+                known = f" The names I know: {', '.join(literal(n) for n in names)}." if names else ""
+                return reply_to(message, f"You haven't told me who or what “{literal(refused.subject)}” is.{known}")
+            return reply_to(message, refusal_text(refused, "Who? /who <name>, e.g. /who my sister"))
 
     async def label(self, message: InboundMessage, args: str) -> OutboundMessage:
         usage = ("Which one, and what should my label say? /label <number or id> <new label>: /memory shows the "

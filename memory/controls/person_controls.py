@@ -55,6 +55,7 @@ from memory.core.records import (
 from memory.core.text import normalize
 from memory.core.words import words_of
 from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
+from memory.graph.who import Being, beings, who
 from memory.recall.engine import note_is_live
 from memory.service import MemoryService
 from memory.store.memory_store import MemoryStore
@@ -307,6 +308,20 @@ class MemoryControls:
         if not found:
             raise Refused(RefusalReason.NOT_FOUND, target)
         return found
+
+    async def who(self, requester: Requester, name: str) -> Being:
+        """The being of the requester's own graph that ``name`` names, with every relation and its words."""
+        person = person_asking(requester)
+        if not name.strip():
+            raise Refused(RefusalReason.EMPTY)
+        found = who(await self.memory.graph.of(person), name)
+        if found is None:
+            raise Refused(RefusalReason.NOT_FOUND, name.strip())
+        return found
+
+    async def beings(self, requester: Requester) -> list[Being]:
+        """Everyone and everything of the requester's own graph, those with most relations first."""
+        return beings(await self.memory.graph.of(person_asking(requester)))
 
     async def why(self, requester: Requester, target: str) -> list[MemoryRecord]:
         """The memories and staged notes ``target`` names (:meth:`explain`), with their receipts."""

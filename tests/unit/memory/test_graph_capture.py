@@ -17,7 +17,7 @@ from memory.graph.view import PersonGraph
 from memory.service import MemoryService
 from tests.fakes.openai_api import FakeOpenAI
 from tests.support.clock import FakeClock
-from tests.support.memory import T0, answer, fact, memory_settings, reply, say
+from tests.support.memory import answer, fact, memory_settings, reply, say
 
 CONV = "console:ana"
 
@@ -81,7 +81,8 @@ async def test_aliases_merge_into_one_being_and_a_merge_is_undone(
     await said(service, db, fake_llm, clock, "Ola K. runs marathons.",
                fact("Ola K. runs marathons", "Ola K. runs marathons", relations=[rel("Ola K.", "runs", "marathons")]))
     await said(service, db, fake_llm, clock, "ola is coming on friday",  # the same name typed otherwise: one row
-               fact("Ola is coming on Friday", "ola is coming on friday", relations=[rel("ola", "coming on", "friday")]))
+               fact("Ola is coming on Friday", "ola is coming on friday",
+                    relations=[rel("ola", "coming on", "friday")]))
     graph = await service.graph.of(ana)
     ola = graph.resolve("Ola")
     assert ola is not None and ola != SELF

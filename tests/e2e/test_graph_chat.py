@@ -1,0 +1,84 @@
+"""The person's graph in chat: what a person said about the people and places in their life, captured after the
+reply, answers /who with their own words and is listed by /memory; /export holds it; another person's never."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from ground.config import MemorySettings, Settings
+from ground.types import ChatKind
+from kith.app.lifecycle import App
+from kith.app.wiring import build_app
+from tests.fakes.openai_api import FakeOpenAI, Scripted
+from tests.support.lived import command, dm
+from tests.support.memory import answer, fact
+from tests.support.messages import inbound
+
+EXTRACTOR = "The transcript and the stored memories"
+
+
+@pytest.fixture
+async def app(fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> AsyncIterator[App]:
+    settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(embedder="none", capture=True))
+    built = await build_app(settings, warm_llm=False)
+    yield built
+    await built.close()
+
+
+def rel(subject: str, relation: str, obj: str) -> dict[str, Any]:
+    return {"subject": subject, "relation": relation, "object": obj}
+
+
+async def tell(app: App, fake_llm: FakeOpenAI, who: str, text: str, *memories: dict[str, Any]) -> None:
+    """``who`` says ``text`` in their DM; the capture model answers ``memories`` about it."""
+    captured = answer(*memories)
+
+    def route(request: dict[str, Any]) -> Scripted | None:
+        return Scripted(text=captured) if request["messages"][0]["content"].startswith(EXTRACTOR) else None
+
+    fake_llm.route = route
+    await app.core.handle(dm(text, who, name="Ana" if who == "501" else "Ben"))
+    await app.background.drain()
+
+
+async def test_who_answers_with_the_persons_words_and_memory_lists_the_names(app: App, fake_llm: FakeOpenAI) -> None:
+    await tell(app, fake_llm, "501", "My sister Ola lives in Gdańsk.",
+               fact("Ana's sister Ola lives in Gdańsk", "My sister Ola lives in Gdańsk",
+                    relations=[rel("Ola", "sister of", "PERSON"), rel("Ola", "lives in", "Gdańsk")]))
+    await tell(app, fake_llm, "501", "My dog Rex hates the vet.",
+               fact("Ana's dog Rex hates the vet", "My dog Rex hates the vet",
+                    relations=[rel("Rex", "dog of", "PERSON")]))
+
+    reply = (await command(app, dm("/who my sister", "501"))).text
+    assert reply.splitlines()[0] == "Ola:"
+    assert "you said “My sister Ola lives in Gdańsk.” (Ola sister of you;" in reply
+    assert "(Ola lives in Gdańsk;" in reply and "in a private chat on telegram" in reply
+    assert (await command(app, dm("/who Gdańsk", "501"))).text.startswith("Gdańsk:")
+
+    unknown = (await command(app, dm("/who Kasia", "501"))).text
+    assert unknown.startswith("You haven't told me who or what “Kasia” is.") and "Ola" in unknown
+
+    listing = (await command(app, dm("/memory", "501"))).text
+    assert "Who and what you've told me about: " in listing
+    assert "Ola (sister of you)" in listing and "Rex (dog of you)" in listing
+
+    exported = json.loads((await command(app, dm("/export", "501"))).attachment_bytes or b"{}")
+    assert {(r["subject"], r["relation"], r["object"]) for r in exported["graph"]["relations"]} == {
+        ("Ola", "sister of", "you"), ("Ola", "lives in", "Gdańsk"), ("Rex", "dog of", "you")}
+
+
+async def test_another_persons_graph_is_never_theirs_and_who_is_private(app: App, fake_llm: FakeOpenAI) -> None:
+    await tell(app, fake_llm, "501", "My sister Ola lives in Gdańsk.",
+               fact("Ana's sister Ola lives in Gdańsk", "My sister Ola lives in Gdańsk",
+                    relations=[rel("Ola", "sister of", "PERSON")]))
+    ben = (await command(app, dm("/who Ola", "502"))).text
+    assert ben.startswith("You haven't told me who or what “Ola” is.") and "Gdańsk" not in ben
+    in_group = dataclasses.replace(inbound("/who Ola", platform="telegram", chat_id="-100", sender_id="501",
+                                           sender_name="Ana"), chat_kind=ChatKind.GROUP)
+    reply = await app.commands(in_group)
+    assert reply is not None and "Gdańsk" not in reply.text and "private chat" in reply.text
