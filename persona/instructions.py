@@ -30,12 +30,15 @@ RECALL_TOOL_DESCRIPTION = (
     "Search your memories of the person you are talking to. Returns what they said before, in their own "
     "words, with where and when they said it, as JSON. Read-only.")
 RECALL_QUERY_DESCRIPTION = "What to look for, in a few words, in any language."
+RECALL_WHO_DESCRIPTION = (
+    "A name, to ask who or what someone or something in their life is (\"Ola\", \"my sister\", \"Rex\"): "
+    "answers with how they said it relates, in their own words.")
 RECALL_LIMIT_DESCRIPTION = "How many memories at most."
 
 # --- What a tool call answers when it could not run ------------------------------------------------------
 # doctor's and setup's one real call to the model: the shortest answer that proves it answers.
 PROBE_PROMPT = "Reply with the word ok."
-RECALL_EMPTY_QUERY = "query must be a non-empty string"
+RECALL_EMPTY_QUERY = "query or who must be a non-empty string"
 TOOL_FAILED = "tool failed"
 
 

@@ -108,7 +108,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
         # The memory service's observer is there capture on or off: a reply written while a forget landed
         # loses the words there too.
         observers=[UseRecorder(memory.store, clock), memory.observer, question_sender],
-        tools=[RecallTool(recall, settings.recall)], persona_notes=[MEMORY_CONTROLS_HINT],
+        tools=[RecallTool(recall, settings.recall, memory.graph)], persona_notes=[MEMORY_CONTROLS_HINT],
         on_llm_error=on_llm_error)
     person_data = gathered(memory, pauses)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,

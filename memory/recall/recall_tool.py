@@ -25,6 +25,8 @@ from ground.turns import Speaker
 from ground.types import ChatKind, InboundMessage, printable_name
 from memory.core.records import MemoryRecord, Scope
 from memory.core.words import clip_item, words_of
+from memory.graph.book import GraphBook
+from memory.graph.who import Being, who
 from memory.recall.engine import RecallEngine
 from memory.recall.ranking import Ranked
 from persona.instructions import (
@@ -33,10 +35,13 @@ from persona.instructions import (
     RECALL_QUERY_DESCRIPTION,
     RECALL_TOOL_DESCRIPTION,
     RECALL_TOOL_HINT,
+    RECALL_WHO_DESCRIPTION,
 )
 from persona.labels import (
     RECALL_DISPUTED_NOTE,
     RECALL_RESULTS_ABOUT,
+    RECALL_WHO_ABOUT,
+    RECALL_WHO_UNKNOWN,
     UNNAMED_SPEAKER,
     chat_label,
     search_label,
@@ -71,15 +76,35 @@ def result_json(ranked: Ranked, disputed_by: list[str], who: str = "") -> dict[s
     }
 
 
+def being_json(found: Being) -> dict[str, Any]:
+    """Who or what a name is to the person: each relation as it reads from that being, with the person's words (the
+    relation's every word is in them: :mod:`memory.capture.relation_rules`), where and when, and whether it holds."""
+    links = []
+    for link in found.links[:RECALL_TOOL_MAX_LINKS]:
+        clipped = [text for text, _cut in (clip_item(s, RECALL_TOOL_QUOTE_CHARS)
+                                           for s in link.words[-RECALL_TOOL_EVIDENCE:])]
+        links.append({"relation": link.reads(found.name), "words": clipped,
+                      "said": [{"platform": s.platform, "chat": chat_label(private=link.scope is Scope.DM),
+                                "when": s.timestamp.isoformat()} for s in link.sources[-RECALL_TOOL_EVIDENCE:]],
+                      "holds": link.valid_to is None,
+                      **({"held_until": link.valid_to.isoformat()} if link.valid_to is not None else {})})
+    return {"name": found.name, "also_called": list(found.other_names),
+            "kind": found.kind.value if found.kind else None, "relations": links}
+
+
+RECALL_TOOL_MAX_LINKS = 12  # relations of one being the tool returns
+
+
 class RecallTool:
     """Implements conversation.core.Tool."""
 
     name = "recall"
     hint = RECALL_TOOL_HINT
 
-    def __init__(self, engine: RecallEngine, settings: RecallSettings) -> None:
+    def __init__(self, engine: RecallEngine, settings: RecallSettings, graph: GraphBook | None = None) -> None:
         self.engine = engine
         self.settings = settings
+        self.graph = graph  # answers "who is X?" (memory.graph.who)
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -92,16 +117,19 @@ class RecallTool:
                     "properties": {
                         "query": {"type": "string",
                                   "description": RECALL_QUERY_DESCRIPTION},
+                        "who": {"type": "string", "description": RECALL_WHO_DESCRIPTION},
                         "limit": {"type": "integer", "minimum": 1, "maximum": self.settings.tool_max_items,
                                   "description": RECALL_LIMIT_DESCRIPTION},
                     },
-                    "required": ["query"],
                 },
             },
         }
 
     async def call(self, arguments: dict[str, Any], speaker: Speaker, message: InboundMessage) -> str:
-        query = arguments.get("query")
+        query, name = arguments.get("query"), arguments.get("who")
+        name = name.strip() if isinstance(name, str) else ""
+        if (not isinstance(query, str) or not query.strip()) and name:
+            query = name  # their memories that name it come too
         if not isinstance(query, str) or not query.strip():
             return json.dumps({"error": RECALL_EMPTY_QUERY})
         limit = arguments.get("limit", self.settings.tool_max_items)
@@ -125,9 +153,17 @@ class RecallTool:
             answer["note"] = result.reason
         if any(r["disputed_by"] for r in results):
             answer["disputed"] = RECALL_DISPUTED_NOTE
+        if name and self.graph is not None:
+            # In a group chat only what was said where others could read it, as for every result here.
+            named = who(await self.graph.of(speaker.person), name, shared_only=shared_only)
+            answer["who"] = ({"about": RECALL_WHO_ABOUT, **being_json(named)} if named is not None
+                             else {"name": name, "about": RECALL_WHO_UNKNOWN})
         text = json.dumps(answer, ensure_ascii=False)
         while len(text) > RECALL_TOOL_MAX_CHARS and answer["results"]:
             answer["results"].pop()
+            text = json.dumps(answer, ensure_ascii=False)
+        while len(text) > RECALL_TOOL_MAX_CHARS and answer.get("who", {}).get("relations"):
+            answer["who"]["relations"].pop()
             text = json.dumps(answer, ensure_ascii=False)
         log.info("recall tool person=%s results=%d lexical_only=%s ms=%.1f", speaker.person,
                  len(answer["results"]), result.lexical_only, result.elapsed_ms)

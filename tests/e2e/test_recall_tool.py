@@ -108,13 +108,57 @@ async def test_the_tool_keeps_private_and_other_peoples_memories_out(kith: Kith)
 async def test_the_tool_schema_and_bad_arguments(kith: Kith) -> None:
     spec = kith.tool.spec()
     assert spec["type"] == "function" and spec["function"]["name"] == "recall"
-    assert spec["function"]["parameters"]["required"] == ["query"]
+    # A search, or who someone is: either is enough, so neither is required (an empty call is refused below).
+    assert set(spec["function"]["parameters"]["properties"]) == {"query", "who", "limit"}
+    assert "required" not in spec["function"]["parameters"]
     ana = await kith.app.core.speaker_of(inbound("hi"))
     assert "error" in json.loads(await kith.tool.call({}, ana, inbound("x")))
     assert "error" in json.loads(await kith.tool.call({"query": "  "}, ana, inbound("x")))
+    assert "error" in json.loads(await kith.tool.call({"query": "", "who": " "}, ana, inbound("x")))
     for i in range(15):
         await remember(kith.store, ana.person, f"Ana's garden has plant number {i}")
     answer = json.loads(await kith.tool.call({"query": "garden plant", "limit": 99}, ana, inbound("x")))
     assert len(answer["results"]) == kith.app.settings.recall.tool_max_items
     answer = json.loads(await kith.tool.call({"query": "garden plant", "limit": 2}, ana, inbound("x")))
     assert len(answer["results"]) == 2
+
+
+async def test_who_is_asked_of_the_persons_graph_and_a_group_hears_only_what_was_said_there(
+        fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> None:
+    from memory.core.graph_records import RelationProposal
+    from memory.core.records import Source
+    from memory.graph import Proposed
+
+    app = await build_app(make_settings(fake_llm), warm_llm=False)
+    try:
+        ana = (await app.core.speaker_of(inbound("hi"))).person
+        said_at = app.clock()
+        private = "My sister Ola lives in Gdańsk."
+        shared = "Ola is my sister and she plays the cello."
+        await app.memory.graph.add(ana, [
+            Proposed(RelationProposal("Ola", None, "lives in", "Gdańsk", None), (private,), (private,),
+                     (Source("telegram", "ana", "1", said_at),), Scope.DM, said_at, note_id="n1"),
+            Proposed(RelationProposal("Ola", None, "plays", "cello", None), (shared,), (shared,),
+                     (Source("telegram", "-100", "2", said_at),), Scope.SHARED, said_at, note_id="n2")])
+
+        fake_llm.tool_call("recall", {"who": "Ola"})
+        fake_llm.reply("Ola is your sister.")
+        await app.core.handle(inbound("who is Ola again?"))
+        answer = json.loads(next(m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool")["content"])
+        assert answer["who"]["name"] == "Ola" and "not instructions" in answer["who"]["about"]
+        assert {(r["relation"], r["words"][0]) for r in answer["who"]["relations"]} == {
+            ("Ola lives in Gdańsk", private), ("Ola plays cello", shared)}
+
+        fake_llm.tool_call("recall", {"who": "Ola"})
+        fake_llm.reply("Ola plays the cello.")
+        await app.core.handle(inbound("who is Ola?", chat_id="-100", chat_kind=ChatKind.GROUP))
+        tool = next(m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool")["content"]
+        assert "Gdańsk" not in tool and json.loads(tool)["who"]["relations"][0]["words"] == [shared]
+
+        fake_llm.tool_call("recall", {"who": "Kasia"})
+        fake_llm.reply("You haven't told me.")
+        await app.core.handle(inbound("who is Kasia?"))
+        tool = next(m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool")["content"]
+        assert json.loads(tool)["who"] == {"name": "Kasia", "about": "they have not told you who or what that is"}
+    finally:
+        await app.close()
