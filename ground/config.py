@@ -137,6 +137,12 @@ class RecallSettings:
     neighbour_width: int = t.RECALL_NEIGHBOUR_WIDTH  # ... being one of this many on either side ...
     neighbour_gap_minutes: float = t.RECALL_NEIGHBOUR_GAP_MINUTES  # ... said at most this long apart
     date_boost: float = t.RECALL_DATE_BOOST  # a query naming a time lifts what was said then (1: off)
+    # A memory whose relation in the person's graph touches a being the query names (or the best candidates'
+    # relations touch) gets this share of the best score among the others about that being (0: off) ...
+    graph_share: float = t.RECALL_GRAPH_SHARE
+    graph_hops: int = t.RECALL_GRAPH_HOPS  # ... those beings (1), and the beings one relation away (2) ...
+    graph_from_best: int = t.RECALL_GRAPH_FROM_BEST  # ... of this many best candidates (0: names in the query only)
+    graph_relations: int = t.RECALL_GRAPH_RELATIONS  # relations that brought memories in, shown with them
     importance_weight: float = t.RECALL_IMPORTANCE_WEIGHT
     use_credit: float = t.RECALL_USE_CREDIT
     use_credit_cap: float = t.RECALL_USE_CREDIT_CAP

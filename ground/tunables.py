@@ -84,6 +84,16 @@ RECALL_NEIGHBOUR_SHARE = 1.0  # a memory said near a strong match gets this shar
 RECALL_NEIGHBOUR_WIDTH = 3  # ... being one of the three before or after it in the same chat ...
 RECALL_NEIGHBOUR_GAP_MINUTES = 60.0  # ... each said at most this long after the one before (a pause ends it)
 RECALL_DATE_BOOST = 1.25  # a memory said inside a time the query names ("last week", "in May")
+# The person's graph in recall (memory.recall.graph_reach): a memory whose relation touches a being the query
+# names, or one a relation of the best candidates touches, gets this share of the best score among the other
+# memories about that being ...
+RECALL_GRAPH_SHARE = 0.5
+RECALL_GRAPH_HOPS = 1  # ... the beings selected and (2) those one relation away from them ...
+RECALL_GRAPH_FROM_BEST = 5  # ... the beings of this many best candidates' relations (0: only the names said)
+RECALL_GRAPH_RELATIONS = 4  # relations that brought memories in, shown with them in the prompt
+# A being with more relations than this reaches everything (as the person does): it lifts the candidates that
+# touch it but fetches nothing and is not expanded. Keeps a recall's graph work small at any graph size.
+RECALL_GRAPH_HUB = 48
 RECALL_IMPORTANCE_WEIGHT = 0.3
 RECALL_USE_CREDIT = 0.05  # per citation, capped below
 RECALL_USE_CREDIT_CAP = 0.2

@@ -15,12 +15,18 @@ chat timelines) and fetches those neighbours of each path's best that neither pa
 reply to a message that matched often carries the answer in other words. The times the query
 names ("last week", "on 8 May") are resolved against the clock (:mod:`memory.recall.when`). A search is
 :meth:`RecallEngine.gather` (everything that may rank) then :meth:`RecallEngine.order` (the
-ranking under the settings), so a benchmark can order one gathering under many settings. The query's
+ranking under the settings), so a benchmark can order one gathering under many settings.
+
+With the person's graph (``graph``, any :class:`GraphSource`), the beings the query names and those the best
+candidates' relations touch select the memories their relations came from (:mod:`memory.recall.graph_reach`):
+those join the candidates, and the relations that brought the shown ones in come back with them
+(:attr:`RecallResult.relations`) for the prompt to show as the person's own words. The query's
 embedding has a time budget (:mod:`memory.recall.query_vectors`): nothing here ever blocks a reply on the embedder.
 
 Isolation is enforced here for every caller: only ``person``'s records, only live ones
 (active and not past their horizon: superseded, retired and forgotten memories never come
-back), and with ``shared_only`` (a group chat) nothing said in a private chat.
+back), and with ``shared_only`` (a group chat) nothing said in a private chat: neither a memory nor a relation
+of the graph said there. Only ``person``'s own graph is read.
 """
 
 from __future__ import annotations
@@ -30,11 +36,13 @@ import heapq
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from ground.config import RecallSettings
 from ground.tunables import (
+    RECALL_GRAPH_HUB,
     RECALL_NOTE_VECTOR_CACHE,
     RECALL_PINNED_READ_SHARE,
     RECALL_PINNED_REFRESH_S,
@@ -44,10 +52,13 @@ from ground.tunables import (
     RECALL_QUERY_MAX_CHARS,
 )
 from memory.core.bm25 import BM25Index, normalize_scores
+from memory.core.graph_records import Relation
 from memory.core.records import MemoryRecord, Scope, Status, horizon_expiry
 from memory.core.text import normalize
 from memory.core.vector_table import cosine
 from memory.encoders.reranker import CrossEncoderReranker, reranked
+from memory.graph.view import PersonGraph
+from memory.recall.graph_reach import GraphGroup, GraphReach, by_memory, reach, shown_relations
 from memory.recall.query_vectors import QueryVectors, VectorCache
 from memory.recall.ranking import (
     LookupMatches,
@@ -66,6 +77,14 @@ from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
 
 log = logging.getLogger("kith.memory.recall")
 
+GRAPH_INDEXES = 256  # people whose graph's memory index this engine keeps
+
+
+class GraphSource(Protocol):
+    """Where a person's graph is read (:class:`memory.graph.book.GraphBook`; a benchmark's graphs in memory)."""
+
+    async def of(self, person: str) -> PersonGraph: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Gathered:
@@ -79,6 +98,9 @@ class Gathered:
     vector_path: bool  # embedder cosines take part
     reason: str  # why not, when they do not
     started: float  # perf_counter at the start of the search
+    graph_groups: tuple[GraphGroup, ...] = ()  # the beings the query selected in the person's graph
+    graph_fetched: frozenset[str] = frozenset()  # ids found only through the graph
+    graph_relations: dict[str, list[tuple[str, Relation]]] = field(default_factory=dict)  # see GraphReach
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +109,8 @@ class RecallResult:
     lexical_only: bool  # no embedder cosine took part in this ranking
     reason: str = ""  # why, when lexical_only
     elapsed_ms: float = 0.0
+    # The relations of the person's graph that brought the items in, best first (at most [recall] graph_relations)
+    relations: list[Relation] = field(default_factory=list)
 
 
 def visible(record: MemoryRecord, person: str, now: datetime, *, shared_only: bool) -> bool:
@@ -107,8 +131,10 @@ def note_is_live(note: Note, now: datetime) -> bool:
 class RecallEngine:
     def __init__(self, store: MemoryReads, settings: RecallSettings, clock: Callable[[], datetime], *,
                  query_cache: int = RECALL_QUERY_CACHE, note_cache: int = RECALL_NOTE_VECTOR_CACHE,
-                 reranker: CrossEncoderReranker | None = None) -> None:
+                 reranker: CrossEncoderReranker | None = None, graph: GraphSource | None = None) -> None:
         self.store = store
+        self.graph = graph  # the people's graphs; None: recall without them
+        self._graph_indexes: dict[str, tuple[PersonGraph, dict[str, list[Relation]]]] = {}
         self.settings = settings
         self.clock = clock
         # Rereads the query with each of the best and reorders them ([memory] reranker); closed with the engine.
@@ -149,11 +175,14 @@ class RecallEngine:
         ranked = self.order(found, min_relevance=min_relevance)
         if self.reranker is not None and self.settings.rerank_top > 1 and len(ranked) > 1:
             ranked = await self._reranked(query, ranked)
+        shown = ranked[:limit]
+        relations = shown_relations([r.record.id for r in shown if r.graph > 0 or r.graph_relevance > 0],
+                                    found.graph_relations, self._counting(found), self.settings.graph_relations)
         elapsed = (time.perf_counter() - found.started) * 1000
-        log.debug("recall person=%s candidates=%d neighbours=%d windows=%d results=%d vector=%s ms=%.1f", person,
-                  len(found.matches), len(found.fetched), len(found.windows), min(limit, len(ranked)),
-                  found.vector_path, elapsed)
-        return RecallResult(ranked[:limit], not found.vector_path, found.reason, elapsed)
+        log.debug("recall person=%s candidates=%d neighbours=%d graph=%d windows=%d results=%d vector=%s ms=%.1f",
+                  person, len(found.matches), len(found.fetched), len(found.graph_fetched), len(found.windows),
+                  len(shown), found.vector_path, elapsed)
+        return RecallResult(shown, not found.vector_path, found.reason, elapsed, relations)
 
     async def _reranked(self, query: str, ranked: list[Ranked]) -> list[Ranked]:
         """``ranked`` with its best few reordered by the cross-encoder; as it was when the reranker fails or
@@ -188,14 +217,26 @@ class RecallEngine:
                       for memory_id, around in found.neighbours.items()} if width > 0 else {}
         # A memory there only as a neighbour stays only while it is near enough under these settings.
         near = {memory_id for memory_id in found.fetched if neighbours.get(memory_id)}
-        matches = [m for m in found.matches if m.record.id not in found.fetched or m.record.id in near]
+        groups = self._counting(found, settings)
+        # ... and one there only through the graph while a being that reaches it counts under them.
+        reached = {memory_id for g in groups for memory_id in g.members} if found.graph_fetched else set()
+        matches = [m for m in found.matches if (m.record.id not in found.fetched or m.record.id in near)
+                   and (m.record.id not in found.graph_fetched or m.record.id in reached)]
         return rank(matches, found.now, settings, vector_path=found.vector_path, min_relevance=min_relevance,
-                    windows=found.windows, neighbours=neighbours)
+                    windows=found.windows, neighbours=neighbours, graph_groups=[g.members for g in groups])
+
+    def _counting(self, found: Gathered, settings: RecallSettings | None = None) -> list[GraphGroup]:
+        """The graph's groups that take part under ``settings``."""
+        settings = settings or self.settings
+        if settings.graph_share <= 0:
+            return []
+        return [g for g in found.graph_groups if g.counts(settings.graph_hops, settings.graph_from_best)]
 
     async def gather(self, person: str, query: str, *, limit: int, shared_only: bool, budget_s: float | None,
                      use_vectors: bool = True, include_notes: bool = True) -> Gathered:
         """Every live record of ``person`` that may rank for ``query``: both paths' candidates, their
-        neighbours in their chats (when ``neighbour_share`` is on), and the times the query names."""
+        neighbours in their chats (when ``neighbour_share`` is on), the memories the beings the query selects in
+        the person's graph came from (when ``graph_share`` is on), and the times the query names."""
         started = time.perf_counter()
         query = query[:RECALL_QUERY_MAX_CHARS]
         now = self.clock()
@@ -228,10 +269,44 @@ class RecallEngine:
             # Beyond the pools: a cosine at most the vector pool's lowest, as for any record it did not reach.
             floor = min(found.cosines.values()) if found.cosines else 0.0
             matches.extend(RecallMatch(r, floor if vector_path else None, 0.0) for r in fetched.values())
+        graph, through_graph = await self._graph_reach(person, query, found, fetched, now, limit,
+                                                       shared_only=shared_only)
+        if through_graph:
+            floor = min(found.cosines.values()) if found.cosines else 0.0
+            matches.extend(RecallMatch(r, floor if vector_path else None, 0.0) for r in through_graph.values())
         matches.extend(c if vector_path else replace(c, cosine=None) for c in note_matches)
         reason = "" if vector_path else self._lexical_reason(use_vectors, vectors)
         return Gathered(matches, neighbours, frozenset(fetched), query_windows(query, now), now, vector_path,
-                        reason, started)
+                        reason, started, tuple(graph.groups), frozenset(through_graph), graph.relations)
+
+    async def _graph_reach(self, person: str, query: str, found: LookupMatches, fetched: dict[str, MemoryRecord],
+                           now: datetime, limit: int, *, shared_only: bool
+                           ) -> tuple[GraphReach, dict[str, MemoryRecord]]:
+        """What ``person``'s graph selects for ``query`` and the memories it reaches that nothing else found (at
+        most ``limit``, the most specific beings' first). A graph that cannot be read is recall without it."""
+        rs = self.settings
+        if self.graph is None or rs.graph_share <= 0 or rs.graph_hops <= 0:
+            return GraphReach(), {}
+        try:
+            graph = await self.graph.of(person)
+        except Exception as exc:  # a reply never fails on the graph
+            log.warning("graph unreadable person=%s error=%s", person, type(exc).__name__)
+            return GraphReach(), {}
+        if graph.person != person or not graph.relations:  # another person's graph: never
+            return GraphReach(), {}
+        cached = self._graph_indexes.get(person)
+        if cached is None or cached[0] is not graph:
+            if len(self._graph_indexes) >= GRAPH_INDEXES:
+                self._graph_indexes.pop(next(iter(self._graph_indexes)))
+            cached = self._graph_indexes[person] = (graph, by_memory(graph))
+        candidates = found.records | fetched
+        found_reach = reach(graph, cached[1], query, _best_first(found, rs.graph_from_best), candidates,
+                            hops=rs.graph_hops, from_best=rs.graph_from_best, shared_only=shared_only,
+                            hub=RECALL_GRAPH_HUB, fetch_max=limit)
+        if not found_reach.fetch:
+            return found_reach, {}
+        records = await self.store.records_of(person, found_reach.fetch)
+        return found_reach, {r.id: r for r in records if visible(r, person, now, shared_only=shared_only)}
 
     async def _neighbours(self, person: str, found: LookupMatches, now: datetime, limit: int, *,
                           shared_only: bool) -> tuple[dict[str, dict[str, int]], dict[str, MemoryRecord]]:
@@ -399,6 +474,21 @@ class RecallEngine:
 
 async def _no_notes() -> list[Note]:
     return []
+
+
+def _best_first(found: LookupMatches, n: int) -> list[str]:
+    """The ``n`` best candidates, each path's in turn (the vector path's best, the keyword path's best, ...): the
+    engine has not ranked them yet, and either path's best is a strong match."""
+    if n <= 0:
+        return []
+    by_cosine = heapq.nlargest(n, found.cosines, key=found.cosines.__getitem__)
+    by_bm25 = heapq.nlargest(n, found.bm25, key=found.bm25.__getitem__)
+    out: dict[str, None] = {}
+    for pair in zip(by_cosine + [""] * (n - len(by_cosine)), by_bm25 + [""] * (n - len(by_bm25)), strict=True):
+        for memory_id in pair:
+            if memory_id and len(out) < n:
+                out[memory_id] = None
+    return list(out)
 
 
 

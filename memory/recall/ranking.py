@@ -26,6 +26,11 @@ to match the message that names its topic while the answer is in the reply next 
 memory's neighbours are its context. Which memories are neighbours is the caller's lookup
 (:meth:`memory.store.reads.MemoryReads.neighbours`).
 
+Then **the graph** (:func:`graph_lifts`): the memories whose relations touch one being the query selected in the
+person's graph (:mod:`memory.recall.graph_reach`) are a group, and each adds ``graph_share`` of the best score
+among its group's other memories, the graph's version of a neighbour: said in another session, in other words,
+about the same someone or something.
+
 Use is citation, not retrieval: being shown earns nothing. :func:`cited` is the rule: a shown memory counts as
 used when the reply repeats its distinctive content words that the person's own message did
 not already contain (so echoing the question is not drawing on memory): one such word for a
@@ -34,7 +39,7 @@ memory with at most ``CITE_FEW_WORDS`` of them, two otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -74,6 +79,8 @@ class Ranked:
     dated: float = 1.0  # the date boost, when the query named a time this was said in
     lift: float = 0.0  # what its neighbours added to ``score``
     lift_relevance: float = 0.0  # ... and to its relevance (so a neighbour's context passes a relevance floor)
+    graph: float = 0.0  # what the memories sharing a being with it in the person's graph added to ``score``
+    graph_relevance: float = 0.0  # ... and to its relevance
 
     @property
     def record(self) -> MemoryRecord:
@@ -149,6 +156,49 @@ def neighbour_lift(scored: Sequence[Ranked], neighbours: Mapping[str, Sequence[s
     return out
 
 
+def graph_lifts(scored: Sequence[Ranked], groups: Sequence[Collection[str]], share: float
+                ) -> dict[str, tuple[float, float]]:
+    """By id, what the graph adds to a memory's score and to its relevance: ``share`` of the best score (and,
+    apart, of the best relevance) among the other memories of any group it is in; a group member not in
+    ``scored`` lends nothing. Members are read in id order, so among equal scores the first id is the best."""
+    if share <= 0 or not groups:
+        return {}
+    by_id = {r.record.id: r for r in scored}
+    out: dict[str, tuple[float, float]] = {}
+    for members in groups:
+        present = sorted(i for i in members if i in by_id)
+        if len(present) < 2:
+            continue
+        top = _top_two([by_id[i].score for i in present])
+        top_relevance = _top_two([by_id[i].relevance for i in present])
+        for place, memory_id in enumerate(present):
+            best = top[1] if place == top[2] else top[0]
+            best_relevance = top_relevance[1] if place == top_relevance[2] else top_relevance[0]
+            lift = share * best if best > 0 else 0.0
+            lift_relevance = share * best_relevance if best_relevance > 0 else 0.0
+            had = out.get(memory_id, (0.0, 0.0))
+            out[memory_id] = (max(had[0], lift), max(had[1], lift_relevance))
+    return out
+
+
+def _top_two(values: Sequence[float]) -> tuple[float, float, int]:
+    """The largest value, the largest of the others, and where the first largest is."""
+    first, second, at = -float("inf"), -float("inf"), -1
+    for place, value in enumerate(values):
+        if value > first:
+            first, second, at = value, first, place
+        elif value > second:
+            second = value
+    return first, second, at
+
+
+def _graph_lifted(ranked: Ranked, lift: float, lift_relevance: float) -> Ranked:
+    if lift <= 0 and lift_relevance <= 0:
+        return ranked
+    return Ranked(ranked.match, ranked.score + lift, ranked.relevance, ranked.recency, ranked.importance,
+                  ranked.use, ranked.dated, ranked.lift, ranked.lift_relevance, lift, lift_relevance)
+
+
 @dataclass(frozen=True, slots=True)
 class LookupMatches:
     """What one store lookup found for a query, kept to the records the caller may see."""
@@ -185,16 +235,23 @@ def memory_matches(found: LookupMatches, *, vector_path: bool) -> list[RecallMat
 
 def rank(matches: Iterable[RecallMatch], now: datetime, settings: RecallSettings, *, vector_path: bool,
          min_relevance: float = 0.0, windows: Sequence[Window] = (),
-         neighbours: Mapping[str, Sequence[str]] | None = None) -> list[Ranked]:
+         neighbours: Mapping[str, Sequence[str]] | None = None,
+         graph_groups: Sequence[Collection[str]] = ()) -> list[Ranked]:
     """Matches best first (ties by id, so the order is stable); below ``min_relevance`` dropped.
 
     ``windows``: the times the query names (:func:`memory.recall.when.query_windows`); ``neighbours``: by id,
-    the memories said next to it (see :func:`neighbour_lift`).
+    the memories said next to it (see :func:`neighbour_lift`); ``graph_groups``: the memory ids of each being the
+    query selected in the person's graph (see :func:`graph_lifts`).
     """
     scored = [score(m, now, settings, vector_path=vector_path, windows=windows) for m in matches]
+    # From the scores before any lifting, as neighbours' lifts are.
+    lifted = graph_lifts(scored, graph_groups, settings.graph_share) if graph_groups else {}
     if neighbours:
         scored = neighbour_lift(scored, neighbours, settings.neighbour_share)
-    kept = [r for r in scored if (total := r.relevance + r.lift_relevance) > 0.0 and total >= min_relevance]
+    if lifted:
+        scored = [_graph_lifted(r, *lifted[r.record.id]) if r.record.id in lifted else r for r in scored]
+    kept = [r for r in scored
+            if (total := r.relevance + r.lift_relevance + r.graph_relevance) > 0.0 and total >= min_relevance]
     kept.sort(key=lambda r: (-r.score, r.record.id))
     return kept
 

@@ -180,6 +180,16 @@ class MemoryReads(StoreParts):
                 out[memory_id] = found
         return out
 
+    async def records_of(self, person: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """``person``'s active memories among ``ids``, in that order: from memory when the change log keeps the
+        index current (call it after :meth:`lookup`, which caught up), else read fresh from Chroma."""
+        if not ids:
+            return []
+        if self.changes is None:
+            return await self._fresh(person, list(ids))
+        index = await self.indexes.of(person)
+        return [index.records[i] for i in ids if i in index.records]
+
     async def candidates(
         self,
         person: str,
