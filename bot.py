@@ -87,6 +87,7 @@ def _operator(name: Callable[[argparse.Namespace], str]) -> Callable[[argparse.N
 cmd_pairing = _operator(lambda args: f"pairing.{args.pairing_action}")
 cmd_memory = _operator(lambda args: f"memory.{args.memory_command}")
 cmd_people = _operator(lambda args: f"people.{args.people_action}")
+cmd_graph = _operator(lambda args: f"graph.{args.graph_action}")
 cmd_consolidate = _operator(lambda _args: "consolidate")
 cmd_heartbeat = _operator(lambda _args: "heartbeat")
 cmd_decay = _operator(lambda _args: "decay")
@@ -119,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kith.operator.people_cli import add_people_parser
 
     add_people_parser(sub).set_defaults(func=cmd_people)
+    from kith.operator.graph_cli import add_graph_parser
+
+    add_graph_parser(sub).set_defaults(func=cmd_graph)
     from kith.operator.heartbeat_cli import add_consolidate_parser, add_decay_parser, add_heartbeat_parser
 
     add_consolidate_parser(sub).set_defaults(func=cmd_consolidate)

@@ -9,7 +9,7 @@
 * another operator command holds the lock: wait for it to finish, saying so once.
 
 Client-side steps stay here, whatever the host: ``memory forget`` asks in this terminal (with nothing
-held open in the bot), and ``memory export --out FILE`` writes FILE from this process.
+held open in the bot), and ``memory export --out FILE`` and ``graph draw --out FILE`` write FILE from this process.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from kith.control.endpoint import ControlRefused, Transport, transport_for
 from kith.control.frames import BadRequest, Request
 from kith.control.operations import operation_of, request_args, run_operation
 from kith.control.parts import Console
+from kith.operator.graph_cli import save_drawing
 from kith.operator.memory_cli import forget_in_terminal, save_export
 
 if TYPE_CHECKING:
@@ -173,6 +174,10 @@ def run_command(settings: Settings, name: str, args: argparse.Namespace, *, out:
                 buffer = io.StringIO()
                 code = run(Console(buffer, err))
                 return save_export(Path(args.out), buffer.getvalue(), err) if code == 0 else code
+            if name == "graph.draw":
+                buffer = io.StringIO()
+                code = run(Console(buffer, err))
+                return save_drawing(Path(args.out), buffer.getvalue(), err) if code == 0 else code
             return run(Console(out, err))
     except Unavailable as exc:
         say(str(exc))

@@ -55,6 +55,7 @@ async def store_checks_body(parts: Parts, _args: argparse.Namespace, console: Co
 
 
 M, P, H = "kith.operator.memory_cli:", "kith.operator.people_cli:", "kith.operator.heartbeat_cli:"
+G = "kith.operator.graph_cli:"
 PAIRING = "kith.operator.policy_cli:pairing_body"
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("memory.list", M + "list_body", {**WHO, "notes": FLAG, "all": FLAG}, writes=False),
@@ -66,6 +67,10 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("memory.export", M + "export_body", WHO, writes=False),
     Operation("memory.reembed", M + "reembed_body"),
     Operation("memory.undo-decay", H + "undo_decay_body", heartbeat_job=True),
+    Operation("graph.show", G + "show_body", WHO, writes=False),
+    Operation("graph.draw", G + "draw_body", WHO, writes=False),
+    Operation("graph.unmerge", G + "unmerge_body", {**WHO, "name": TEXT}),
+    Operation("graph.merge", G + "merge_body", {**WHO, "name": TEXT, "into": TEXT}),
     Operation("people.list", P + "list_body", writes=False),
     Operation("people.link", P + "link_body", {"account": TEXT, "to": TEXT}),
     Operation("people.unlink", P + "unlink_body", {"account": TEXT}),
