@@ -82,3 +82,31 @@ async def test_another_persons_graph_is_never_theirs_and_who_is_private(app: App
                                            sender_name="Ana"), chat_kind=ChatKind.GROUP)
     reply = await app.commands(in_group)
     assert reply is not None and "Gdańsk" not in reply.text and "private chat" in reply.text
+
+
+async def test_two_places_she_lives_are_asked_about_in_her_dm_and_her_answer_ends_one(
+        fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> None:
+    # The wording gate calls nothing a conflict here: the question can only come from the graph.
+    settings = dataclasses.replace(make_settings(fake_llm), memory=MemorySettings(
+        embedder="none", capture=True, conflict_threshold=1.01))
+    app = await build_app(settings, warm_llm=False)
+    try:
+        await tell(app, fake_llm, "501", "Since spring my home has been Gdańsk.",
+                   fact("Ana's home is Gdańsk", "my home has been Gdańsk",
+                        relations=[rel("PERSON", "home", "Gdańsk")]))
+        ana = (await app.core.speaker_of(dm("x", "501"))).person
+        await app.memory.promote(ana)
+        await tell(app, fake_llm, "501", "These days my home is a flat in Sopot.",
+                   fact("Ana's home is a flat in Sopot", "my home is a flat in Sopot",
+                        relations=[rel("PERSON", "home", "Sopot")]))
+        await app.memory.promote(ana)
+        asked = await app.question_sender.maybe_ask(ana, force=True, send=False)
+        assert asked is not None
+        assert "my home has been Gdańsk" in asked.message.text and "my home is a flat in Sopot" in asked.message.text
+        answer = await app.memory_commands.answer_if_pending(dm("the second", "501", name="Ana"))
+        assert answer is not None and "Sopot" in answer.text
+        graph = await app.memory.graph.of(ana)
+        held = {graph.name(r.object): r.valid_to for r in graph.relations.values()}
+        assert held["Sopot"] is None and held["Gdańsk"] is not None
+    finally:
+        await app.close()
