@@ -95,21 +95,23 @@ class GraphBook:
     async def unmerge(self, person: str, entity: str) -> bool:
         """Undo a merge: the name ``entity`` names a being of its own again, kept apart from the one it was
         joined to."""
-        graph = await self._fresh(person)
-        if entity not in graph.entities or graph.entities[entity].merged_into is None:
-            return False
-        root = graph.root(entity)
-        return bool(await self._written(tables.set_apart, person, entity, root, self.clock()))
+        async with self._locks.hold([person]):  # a capture growing the graph meanwhile would join them again
+            graph = await self._fresh(person)
+            if entity not in graph.entities or graph.entities[entity].merged_into is None:
+                return False
+            root = graph.root(entity)
+            return bool(await self._written(tables.set_apart, person, entity, root, self.clock()))
 
     async def merge(self, person: str, entity: str, into: str) -> bool:
         """The person says two names are one: ``entity``'s being joins ``into``'s."""
-        graph = await self._fresh(person)
-        if entity not in graph.entities or into not in graph.entities:
-            return False
-        a, b = graph.root(entity), graph.root(into)
-        if a == b:
-            return False
-        return bool(await self._written(tables.join, person, a, b, self.clock()))
+        async with self._locks.hold([person]):
+            graph = await self._fresh(person)
+            if entity not in graph.entities or into not in graph.entities:
+                return False
+            a, b = graph.root(entity), graph.root(into)
+            if a == b:
+                return False
+            return bool(await self._written(tables.join, person, a, b, self.clock()))
 
     def person_data(self) -> PersonData:
         """The graph as kept about a person (:mod:`ground.person_data`)."""

@@ -2,7 +2,8 @@
 
 :func:`who` finds the being a name names (any of its names, or a role of the person's own, "my sister") and
 gathers every relation touching it, each read from that being's side ("sister of you", "lives in Gdańsk") with the
-words that say it. ``/who``, the recall tool and ``bot.py graph show`` all read a being this way.
+words that say it. ``/who`` and the recall tool read a being this way (``bot.py graph show`` lists every relation
+of the graph as it stands instead).
 """
 
 from __future__ import annotations
