@@ -25,6 +25,12 @@ table repeats LOO with each lever held off and held on. The question texts and a
 only measured against: nothing is chosen from them except through LOO on the other
 conversations.
 
+Graph expansion (the person's graph in recall, :mod:`memory.recall.graph_reach`) is one more lever of the grid,
+for the default document format: each conversation's graph is grown by ``PersonGraph.grow``, kith's own code,
+from LoCoMo's per-session observations standing in for the relations capture's model would propose
+(:mod:`bench.locomo_graph` says how, and the output says so). The 10,000-memory person gets a graph of its own
+(its names, things and things-at-places), so the latency includes the graph's work.
+
 Each distinct text is embedded once per run (vectors cached by text; ``--vector-cache FILE``
 keeps them across runs, and then the LoCoMo latency line leaves out document embedding only,
 never a new query's).
@@ -68,6 +74,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import percentile, verdict
+from bench.locomo_graph import STAND_IN, Graphs, Observation, build
 from bench.locomo_grid import (
     KS,
     Axes,
@@ -85,7 +92,10 @@ from ground.config import MemorySettings, RecallSettings, Settings
 from ground.db import Database
 from kith.app.schema import create_schema
 from memory.core import MemoryKind, MemoryRecord, Scope, Source
+from memory.core.graph_records import Entity, EntityKind, Relation
 from memory.encoders import CrossEncoderReranker, Embedder, EmbedderStatus, Vector, open_embedder, open_reranker
+from memory.graph.names import name_key
+from memory.graph.view import PersonGraph, entity_id, relation_id
 from memory.recall import RecallEngine
 from memory.store import ChangeLog, MemoryStore, Vectors
 
@@ -113,6 +123,9 @@ HALF_LIVES = (0.0, 30.0, 365.0)
 NEIGHBOUR_SHARES = (0.0, 0.5, 0.75, 1.0, 1.5)
 NEIGHBOUR_WIDTHS = (1, 2, 3)
 DATE_BOOSTS = (1.0, 1.25, 1.5, 2.0)
+# The graph: (share, hops, best candidates whose beings count); off first. Only the default format has a graph.
+GRAPH_OFF = (0.0, 1, 0)
+GRAPH_POINTS = (GRAPH_OFF, *((share, hops, best) for share in (0.5, 1.0) for hops in (1, 2) for best in (0, 5)))
 
 
 # --- the data ---------------------------------------------------------------------------
@@ -147,6 +160,7 @@ class Conversation:
     turns: list[Turn]
     questions: list[Question]
     last_session: datetime
+    observations: list[Observation] = dataclasses.field(default_factory=list)
 
 
 def parse_session_date(value: str) -> datetime:
@@ -178,7 +192,15 @@ def load(path: Path, limit: int | None) -> list[Conversation]:
                                   str(turn.get("blip_caption") or ""), date_text, when + i * TURN_SPACING))
         questions = [Question(int(q["category"]), q["question"], evidence_ids(q.get("evidence") or []))
                      for q in sample["qa"]]
-        out.append(Conversation(str(sample["sample_id"]), turns, [q for q in questions if q.evidence], last))
+        observations: list[Observation] = []
+        for n in sessions:
+            when = parse_session_date(conv[f"session_{n}_date_time"])
+            for speaker, items in (sample.get("observation") or {}).get(f"session_{n}_observation", {}).items():
+                for text, *evidence in items:
+                    ids = evidence_ids([e for item in evidence for e in (item if isinstance(item, list) else [item])])
+                    observations.append(Observation(str(speaker), str(text), ids, when))
+        out.append(Conversation(str(sample["sample_id"]), turns, [q for q in questions if q.evidence], last,
+                                observations))
     return out
 
 
@@ -223,6 +245,18 @@ def person_of(conv: Conversation, fmt: DocumentFormat) -> str:
 
 def memory_id(conv: Conversation, fmt: DocumentFormat, turn: Turn) -> str:
     return f"m_{fmt.name}_{conv.sample_id}_{turn.dia_id.replace(':', '_')}"
+
+
+def grow_graphs(graphs: Graphs, convs: Sequence[Conversation], fmt: DocumentFormat) -> tuple[int, int]:
+    """Each conversation's graph for ``fmt``'s memories (see :mod:`bench.locomo_graph`); (names, relations)."""
+    names = relations = 0
+    for conv in convs:
+        by_dia = {t.dia_id: memory_id(conv, fmt, t) for t in conv.turns}
+        graph = build(person_of(conv, fmt), conv.observations, by_dia.get, conv.sample_id, conv.last_session)
+        graphs.by_person[graph.person] = graph
+        names += len(graph.entities)
+        relations += len(graph.relations)
+    return names, relations
 
 
 # --- embedding each text once -----------------------------------------------------------
@@ -383,21 +417,25 @@ class Measured:
         return [i for i, way in enumerate(self.ways) if keep(way)]
 
 
-def axes_for(vectors: bool) -> Axes:
-    # Without an embedder the blend has nothing to weigh.
+def axes_for(vectors: bool, graph: bool) -> Axes:
+    # Without an embedder the blend has nothing to weigh; without a graph, graph expansion stays off.
     return Axes(VECTOR_WEIGHTS if vectors else (1.0,), HALF_LIVES, NEIGHBOUR_SHARES, NEIGHBOUR_WIDTHS,
-                DATE_BOOSTS)
+                DATE_BOOSTS, GRAPH_POINTS if graph else (GRAPH_OFF,))
 
 
 async def measure_grid(engine: RecallEngine, clock: MutableClock, convs: Sequence[Conversation],
                        fmt: DocumentFormat, measured: Measured, *, vectors: bool, rng: random.Random) -> None:
     """Gather each question once, rank it under every grid point, and check a sample against the engine."""
     base = RecallSettings()
-    axes = axes_for(vectors)
+    axes = axes_for(vectors, fmt == DEFAULT_FORMAT)
     points = axes.points()
-    # Gathering fetches the neighbours the widest point uses; ``order`` keeps those each point reaches.
+    # Gathering fetches the neighbours the widest point uses, and what the widest graph setting reaches;
+    # ``order`` keeps those each point reaches.
     engine.settings = dataclasses.replace(base, neighbour_share=max(NEIGHBOUR_SHARES),
-                                          neighbour_width=max(NEIGHBOUR_WIDTHS))
+                                          neighbour_width=max(NEIGHBOUR_WIDTHS),
+                                          graph_share=max(g[0] for g in axes.graphs) or base.graph_share,
+                                          graph_hops=max(g[1] for g in axes.graphs),
+                                          graph_from_best=max(g[2] for g in axes.graphs))
     rows: list[np.ndarray] = []
     total = len(points) * sum(len(c.questions) for c in convs)
     check_every = max(1, total // CHECK_PAIRS)
@@ -487,6 +525,14 @@ def ablation_rows(measured: Measured, vectors: bool) -> list[Row]:
     row("neighbours two or more away", "width >= 2 (vs width 1)",
         lambda w: main(w) and w.point.neighbour_share > 0 and w.point.neighbour_width >= 2,
         lambda w: main(w) and w.point.neighbour_share > 0 and w.point.neighbour_width == 1)
+    row("graph expansion", "graph share > 0 (observations stand in)",
+        lambda w: main(w) and w.point.graph_share > 0, lambda w: main(w) and w.point.graph_share == 0)
+    row("graph: the best's beings too", "from best 5 (vs names in the query only)",
+        lambda w: main(w) and w.point.graph_share > 0 and w.point.graph_from_best > 0,
+        lambda w: main(w) and w.point.graph_share > 0 and w.point.graph_from_best == 0)
+    row("graph: two hops", "hops 2 (vs 1)",
+        lambda w: main(w) and w.point.graph_share > 0 and w.point.graph_hops == 2,
+        lambda w: main(w) and w.point.graph_share > 0 and w.point.graph_hops == 1)
     row("query dates", "date boost > 1",
         lambda w: main(w) and w.point.date_boost > 1, lambda w: main(w) and w.point.date_boost == 1)
     row("recency", "half-life > 0",
@@ -546,6 +592,33 @@ def random_unit_vectors(n: int, dim: int, rng: random.Random) -> list[Vector]:
     return values.tolist()
 
 
+def synthetic_graph(person: str, records: Sequence[MemoryRecord], now: datetime) -> PersonGraph:
+    """The latency person's graph: each memory's name did its thing, and did it at its place; the names and
+    things are hubs (hundreds of relations each), each thing-at-a-place a few dozen. Built as rows, not grown:
+    growing 20,000 relations one at a time would take minutes, and only reading it is timed."""
+    entities: dict[str, Entity] = {}
+    relations: list[Relation] = []
+
+    def entity(name: str, kind: EntityKind | None) -> str:
+        eid = entity_id(person, name_key(name))
+        entities.setdefault(eid, Entity(eid, person, name, kind, now))
+        return eid
+
+    for r in records:
+        name, rest = r.text.split(" ", 1)
+        verb = next(v for v in _VERBS if rest.startswith(v + " "))
+        rest = rest[len(verb) + 1:]
+        thing = next(t for t in _THINGS if rest.startswith(t))
+        place = next(p for p in _PLACES if rest[len(thing) + 1:].startswith(p))
+        subject = entity(name, EntityKind.PERSON)
+        for relation, obj in ((verb, entity(thing, EntityKind.THING)),
+                              ("did it " + place, entity(f"{thing} {place}", EntityKind.EVENT))):
+            relations.append(Relation(relation_id(person, subject, relation, obj, r.id), person, subject, relation,
+                                      relation, obj, r.evidence, r.evidence, r.sources, r.scope, r.created_at,
+                                      now, memory_id=r.id))
+    return PersonGraph(person, entities.values(), relations)
+
+
 async def synthetic_latency(store: MemoryStore, settings: RecallSettings, n: int, queries: int, dim: int,
                             seed: int, reranker: CrossEncoderReranker | None = None
                             ) -> tuple[list[float], list[float], list[float]]:
@@ -555,6 +628,7 @@ async def synthetic_latency(store: MemoryStore, settings: RecallSettings, n: int
     person = "synthetic:10k"
     texts = synthetic_texts(n, rng)
     space = store.vector_source.space
+    stored: list[MemoryRecord] = []
     for start in range(0, n, EMBED_CHUNK * 4):
         chunk = texts[start:start + EMBED_CHUNK * 4]
         vectors = Vectors(random_unit_vectors(len(chunk), dim, rng), space)
@@ -567,7 +641,10 @@ async def synthetic_latency(store: MemoryStore, settings: RecallSettings, n: int
                 scope=Scope.DM if rng.random() < 0.7 else Scope.SHARED, importance=rng.uniform(0.2, 0.9),
                 created_at=when, updated_at=when))
         await store.add_memories(records, vectors)
-    engine = RecallEngine(store, settings, lambda: now, reranker=reranker)
+        stored.extend(records)
+    graphs = Graphs()
+    graphs.by_person[person] = synthetic_graph(person, stored, now)
+    engine = RecallEngine(store, settings, lambda: now, reranker=reranker, graph=graphs)
     whole: list[float] = []
     embed: list[float] = []
     search: list[float] = []
@@ -639,8 +716,15 @@ async def run(args: argparse.Namespace) -> int:
                 fallback += await store_turns(store, conv, DEFAULT_FORMAT)
             print(f"stored {turns} turns in {time.perf_counter() - started:.0f} s"
                   + (f" ({fallback} with the hashed fallback vector)" if fallback else ""), flush=True)
+            started = time.perf_counter()
+            graphs = Graphs()
+            names, relations = grow_graphs(graphs, convs, DEFAULT_FORMAT)
+            print(f"{STAND_IN}: {sum(len(c.observations) for c in convs)} observations, {names} names, "
+                  f"{relations} relations, grown by PersonGraph.grow in {time.perf_counter() - started:.0f} s",
+                  flush=True)
             clock = MutableClock(datetime.now(UTC))
-            engine = RecallEngine(store, recall, clock, query_cache=max(512, questions + 16), reranker=reranker)
+            engine = RecallEngine(store, recall, clock, query_cache=max(512, questions + 16), reranker=reranker,
+                                  graph=graphs)
             latencies: list[float] = []
             scores = await ask_all(engine, clock, convs, DEFAULT_FORMAT, use_vectors=True, latencies=latencies)
             lexical = await ask_all(engine, clock, convs, DEFAULT_FORMAT, use_vectors=False)
@@ -684,7 +768,8 @@ async def run(args: argparse.Namespace) -> int:
 
 def default_point(recall: RecallSettings) -> Point:
     return Point(recall.vector_weight / max(1e-9, recall.vector_weight + recall.bm25_weight),
-                 recall.half_life_days, recall.neighbour_share, recall.neighbour_width, recall.date_boost)
+                 recall.half_life_days, recall.neighbour_share, recall.neighbour_width, recall.date_boost,
+                 recall.graph_share, recall.graph_hops, recall.graph_from_best)
 
 
 async def leave_one_out_report(engine: RecallEngine, clock: MutableClock, store: MemoryStore,
@@ -707,7 +792,8 @@ async def leave_one_out_report(engine: RecallEngine, clock: MutableClock, store:
         print(f"  measured {fmt.name}: {time.perf_counter() - started:.0f} s", flush=True)
     print(f"leave-one-conversation-out: {len(convs)} folds; grid: vector weight {VECTOR_WEIGHTS} (BM25 = 1 - it), "
           f"half-life {HALF_LIVES} days, neighbour share {NEIGHBOUR_SHARES} x width {NEIGHBOUR_WIDTHS}, date boost "
-          f"{DATE_BOOSTS}; document formats {', '.join(f.name for f in FORMATS)}; objective: mean "
+          f"{DATE_BOOSTS}, graph (share, hops, from best) {GRAPH_POINTS} with {DEFAULT_FORMAT.name} only; "
+          f"document formats {', '.join(f.name for f in FORMATS)}; objective: mean "
           f"recall@5/10/25/50 on the other conversations' questions; {len(measured.ways)} ways ranked "
           f"({time.perf_counter() - started:.0f} s)", flush=True)
     print(f"  fast ranking checked against RecallEngine.order on {measured.checked} (question, setting) pairs: "

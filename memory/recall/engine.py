@@ -223,7 +223,10 @@ class RecallEngine:
         matches = [m for m in found.matches if (m.record.id not in found.fetched or m.record.id in near)
                    and (m.record.id not in found.graph_fetched or m.record.id in reached)]
         return rank(matches, found.now, settings, vector_path=found.vector_path, min_relevance=min_relevance,
-                    windows=found.windows, neighbours=neighbours, graph_groups=[g.members for g in groups])
+                    windows=found.windows, neighbours=neighbours, graph_groups=[g.members for g in groups],
+                    # Everything gathered lends: under the engine's own settings that is what it keeps; only a
+                    # benchmark ordering one gathering under narrower neighbours keeps fewer.
+                    graph_lenders=found.matches)
 
     def _counting(self, found: Gathered, settings: RecallSettings | None = None) -> list[GraphGroup]:
         """The graph's groups that take part under ``settings``."""

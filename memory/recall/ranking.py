@@ -236,16 +236,25 @@ def memory_matches(found: LookupMatches, *, vector_path: bool) -> list[RecallMat
 def rank(matches: Iterable[RecallMatch], now: datetime, settings: RecallSettings, *, vector_path: bool,
          min_relevance: float = 0.0, windows: Sequence[Window] = (),
          neighbours: Mapping[str, Sequence[str]] | None = None,
-         graph_groups: Sequence[Collection[str]] = ()) -> list[Ranked]:
+         graph_groups: Sequence[Collection[str]] = (),
+         graph_lenders: Iterable[RecallMatch] | None = None) -> list[Ranked]:
     """Matches best first (ties by id, so the order is stable); below ``min_relevance`` dropped.
 
     ``windows``: the times the query names (:func:`memory.recall.when.query_windows`); ``neighbours``: by id,
     the memories said next to it (see :func:`neighbour_lift`); ``graph_groups``: the memory ids of each being the
-    query selected in the person's graph (see :func:`graph_lifts`).
+    query selected in the person's graph (see :func:`graph_lifts`), whose scores are lent by ``graph_lenders``
+    (everything gathered, by default ``matches``).
     """
     scored = [score(m, now, settings, vector_path=vector_path, windows=windows) for m in matches]
     # From the scores before any lifting, as neighbours' lifts are.
-    lifted = graph_lifts(scored, graph_groups, settings.graph_share) if graph_groups else {}
+    lifted: dict[str, tuple[float, float]] = {}
+    if graph_groups and settings.graph_share > 0:
+        lenders = scored
+        if graph_lenders is not None:
+            mine = {r.record.id: r for r in scored}
+            lenders = [mine.get(m.record.id) or score(m, now, settings, vector_path=vector_path, windows=windows)
+                       for m in graph_lenders]
+        lifted = graph_lifts(lenders, graph_groups, settings.graph_share)
     if neighbours:
         scored = neighbour_lift(scored, neighbours, settings.neighbour_share)
     if lifted:

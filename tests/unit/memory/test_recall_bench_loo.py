@@ -17,6 +17,7 @@ from ground.db import Database
 from kith.app.schema import create_schema
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.recall.engine import Gathered, RecallEngine
+from memory.recall.graph_reach import NAMED, GraphGroup
 from memory.recall.ranking import RecallMatch
 from memory.recall.when import query_windows
 from memory.store.memory_store import MemoryStore
@@ -52,7 +53,11 @@ def record(memory_id: str, minutes: float, *, importance: float = 0.5) -> Memory
 
 def gathered(rng: random.Random, n: int, vector_path: bool) -> Gathered:
     records = [record(f"m{rng.randrange(10**6):06d}_{i}", rng.choice([i, i * 200]), importance=rng.random())
-               for i in range(n)]
+               for i in range(n + 5)]
+    # The last five are there only through the graph; the groups mix them with neighbours and plain matches.
+    through_graph = frozenset(r.id for r in records[n:])
+    groups = tuple(GraphGroup(f"e{g}", rng.choice([1, 2]), rng.choice([NAMED, 0, 3, 7]),
+                              frozenset(r.id for r in rng.sample(records, rng.randrange(1, 9)))) for g in range(6))
     matches = [RecallMatch(r, round(rng.random(), 2) if vector_path else None,
                            rng.choice([0.0, 0.0, round(rng.random(), 2)])) for r in records]
     links: dict[str, dict[str, int]] = {}
@@ -61,9 +66,9 @@ def gathered(rng: random.Random, n: int, vector_path: bool) -> Gathered:
             if rng.random() < 0.6:
                 links.setdefault(records[i].id, {})[records[j].id] = j - i
                 links.setdefault(records[j].id, {})[records[i].id] = j - i
-    fetched = frozenset(r.id for r in rng.sample(records, n // 5))
+    fetched = frozenset(r.id for r in rng.sample(records[:n], n // 5))
     return Gathered(matches, links, fetched, query_windows("what happened on 6 October 2023", NOW), NOW,
-                    vector_path, "", 0.0)
+                    vector_path, "", 0.0, groups, through_graph)
 
 
 @pytest.fixture
@@ -78,7 +83,8 @@ async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
 
 async def test_the_grid_orders_every_candidate_as_the_engine_does_under_every_setting(store: MemoryStore) -> None:
     engine = RecallEngine(store, RecallSettings(), lambda: NOW)
-    axes = Axes((0.7, 0.5, 1.0), (0.0, 30.0), (0.0, 0.5, 1.5), (1, 2, 3), (1.0, 2.0))
+    axes = Axes((0.7, 0.5, 1.0), (0.0, 30.0), (0.0, 0.5, 1.5), (1, 2, 3), (1.0, 2.0),
+                ((0.0, 1, 0), (0.5, 1, 0), (1.0, 2, 5), (0.75, 1, 5), (0.5, 2, 0)))
     rng = random.Random(7)
     base = RecallSettings()
     compared = 0
@@ -98,3 +104,21 @@ async def test_the_grid_orders_every_candidate_as_the_engine_does_under_every_se
             compared += 1
     assert compared == 6 * len(axes.points())
     await engine.close()
+
+
+def test_observations_stand_in_for_proposals_each_pointing_at_its_evidence_turns_memory() -> None:
+    from bench.locomo_graph import Observation, build, things_in
+
+    text = "Melanie took her kids to the Grand Canyon and painted it afterwards."
+    assert things_in(text, "Melanie") == ["Grand Canyon", "took", "kids", "painted", "afterwards"]
+    memories = {"D1:2": "m-d1-2", "D3:4": "m-d3-4"}
+    graph = build("p", [Observation("Melanie", text, ("D1:2", "D9:9"), NOW),
+                        Observation("Caroline", "Caroline visited the Grand Canyon.", ("D3:4",), NOW)],
+                  memories.get, "conv", NOW)
+    canyon = graph.resolve("Grand Canyon")
+    assert canyon is not None
+    # Both speakers' relations meet at the place; each points at the memory of its evidence turn, never a
+    # turn that is not there.
+    assert sorted(r.memory_id or "" for r in graph.touching(canyon)) == ["m-d1-2", "m-d3-4"]
+    assert {r.memory_id for r in graph.relations.values()} == {"m-d1-2", "m-d3-4"}
+    assert graph.mentioned("what did Melanie do at the grand canyon?") == [graph.resolve("Melanie"), canyon]
