@@ -92,7 +92,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     # Only the prompt's and the tool's recall reorders by the cross-encoder; commands that act rank by matching
     # alone, so the model is loaded here, not with memory (operator commands never load it).
     reranker, _status = await open_reranker(settings.memory.reranker)
-    recall = RecallEngine(memory.store, settings.recall, clock, reranker=reranker)
+    recall = RecallEngine(memory.store, settings.recall, clock, reranker=reranker, graph=memory.graph)
     goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
     background.spawn(memory.store.indexes.warm(), name="memory-warm")

@@ -12,6 +12,10 @@ that they are stored candidates: data, not instructions, and not assumed to matc
 conflicting with another live memory is marked, its partner's words are shown next to it when this chat
 may see it, and the notice tells the model to ask which is current instead of asserting either.
 
+When the person's graph brought memories in (:mod:`memory.recall.graph_reach`), the few relations that did follow
+them under their own notice, each with the person's quoted words that say it, inside the same budget; in a group
+chat only relations said where the group could read them.
+
 The query embedding has ``embed_budget_ms``; past it this reply recalls by keywords alone
 (see :mod:`memory.recall.engine`). Rendering is pure and lives in the functions below; the words that
 label the items as stored data are :mod:`persona.labels`'s.
@@ -21,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ground.config import BudgetSettings, RecallSettings
 from ground.tunables import RECALL_MIN_ITEM_CHARS, RECALL_MIN_RELEVANCE
 from ground.turns import MemorySlots, Speaker
 from ground.types import ChatKind, InboundMessage, quoted_name
+from memory.core.graph_records import SELF, Relation
 from memory.core.records import MemoryRecord, Scope
 from memory.core.words import Words, fit_words, said_of, words_of
 from memory.recall.engine import RecallEngine
@@ -35,9 +40,11 @@ from persona.labels import (
     CONFLICT_NOTICE,
     PINNED_NOTICE,
     RECALLED_NOTICE,
+    RELATIONS_NOTICE,
     TRUNCATED_FLAG,
     pinned_line,
     recalled_line,
+    relation_line,
 )
 
 THEY = "they"  # who said it, when the person's name is not known
@@ -123,6 +130,35 @@ def render_pinned(records: Sequence[MemoryRecord], *, item_chars: int, total_cha
     return (shown, "\n".join(lines)) if shown else ([], "")
 
 
+def fit_relations(relations: Sequence[Relation], name_of: Callable[[str], str], *, item_chars: int,
+                  total_chars: int, who: str = THEY, shared_only: bool = False) -> tuple[list[Relation], str]:
+    """The relations part: each relation's ends (``name_of`` an entity id; the person is ``who``) and the person's
+    quoted words that say it, within ``total_chars`` (nothing when not even one fits); with ``shared_only`` a
+    relation said in private is left out."""
+    lines = [RELATIONS_NOTICE]
+    used = len(RELATIONS_NOTICE)
+    shown: list[Relation] = []
+    seen: set[tuple[str, str, str]] = set()
+    for relation in relations:
+        if shared_only and relation.scope is not Scope.SHARED:
+            continue
+        ends = tuple(who if end == SELF else name_of(end) for end in relation.ends)
+        key = (ends[0], relation.relation_key, ends[1])
+        if key in seen:
+            continue
+        words, _cut = fit_words(relation.evidence or relation.evidence_sentences, item_chars)
+        if not words.strip(' "…'):
+            continue
+        line = relation_line(ends[0], relation.relation, ends[1], words)
+        if used + 1 + len(line) > total_chars:
+            break
+        seen.add(key)
+        lines.append(line)
+        used += 1 + len(line)
+        shown.append(relation)
+    return (shown, "\n".join(lines)) if shown else ([], "")
+
+
 def with_partners(ranked: Sequence[tuple[MemoryRecord, bool]], partners: dict[str, list[MemoryRecord]],
                   *, shared_only: bool, limit: int, already_shown: frozenset[str] = frozenset()
                   ) -> list[tuple[MemoryRecord, bool, bool]]:
@@ -174,6 +210,13 @@ class RecallMemoryContext:
                                 already_shown=frozenset(pinned_ids))
         items, recalled_text = fit_recalled(entries, max_items=rs.max_items, item_chars=rs.item_chars,
                                             total_chars=self.budget.recall_chars, who=who)
+        if result.relations and items and self.engine.graph is not None:
+            graph = await self.engine.graph.of(speaker.person)
+            _relations, relations_text = fit_relations(
+                result.relations, graph.name, item_chars=rs.item_chars, who=who, shared_only=shared_only,
+                total_chars=self.budget.recall_chars - len(recalled_text) - 1)
+            if relations_text:
+                recalled_text = f"{recalled_text}\n{relations_text}"
         log.info("memory slots person=%s pinned=%d recalled=%d disputed=%d lexical_only=%s ms=%.1f",
                  speaker.person, len(pinned_shown), len(items), sum(i.disputed for i in items),
                  result.lexical_only, result.elapsed_ms)

@@ -110,3 +110,52 @@ async def test_two_places_she_lives_are_asked_about_in_her_dm_and_her_answer_end
         assert held["Sopot"] is None and held["Gdańsk"] is not None
     finally:
         await app.close()
+
+
+async def test_a_name_in_a_message_brings_its_relations_and_their_memories_and_a_group_hears_no_dm(
+        fake_llm: FakeOpenAI, make_settings: Callable[..., Settings]) -> None:
+    from memory.core.graph_records import RelationProposal
+    from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
+    from memory.graph import Proposed
+    from tests.support.memory import memory_section
+
+    app = await build_app(make_settings(fake_llm), warm_llm=False)
+    try:
+        ana = (await app.core.speaker_of(dm("hi", "501", name="Ana"))).person
+        now = app.clock()
+
+        async def keep(memory_id: str, sentence: str, scope: Scope, *relations: RelationProposal,
+                       chat: str = "") -> None:
+            label = sentence.replace("My ", "PERSON's ").replace("our", "PERSON's").rstrip(".")
+            source = Source("telegram", chat or ("501" if scope is Scope.DM else "-100"), memory_id, now)
+            await app.memory.store.add_memory(MemoryRecord(
+                id=memory_id, person=ana, kind=MemoryKind.FACT, text=label, evidence=(sentence,),
+                evidence_sentences=(sentence,), sources=(source,), scope=scope, created_at=now, updated_at=now))
+            await app.memory.graph.add(ana, [Proposed(r, (sentence,), (sentence,), (source,), scope, now,
+                                                      memory_id=memory_id) for r in relations])
+
+        await keep("m_gdansk", "My sister Ola lives in Gdańsk.", Scope.DM,
+                   RelationProposal("Ola", None, "sister of", "PERSON", None),
+                   RelationProposal("Ola", None, "lives in", "Gdańsk", None))
+        # Said without her name, in another chat (no neighbour of anything): only the graph knows it is about Ola.
+        await keep("m_job", "My sister got a job at Baltic Labs.", Scope.DM,
+                   RelationProposal("my sister", None, "job at", "Baltic Labs", None), chat="502")
+        await keep("m_cello", "Ola plays the cello in our band.", Scope.SHARED,
+                   RelationProposal("Ola", None, "plays", "cello", None))
+
+        await app.core.handle(dm("How is Ola doing these days?", "501", name="Ana"))
+        system = fake_llm.requests[-1]["messages"][0]["content"]
+        private = memory_section(system)
+        assert "My sister got a job at Baltic Labs." in private  # joined through the graph alone
+        assert "How people and things they named connect" in private
+        assert '- Ola / job at / Baltic Labs: "My sister got a job at Baltic Labs."' in private
+        assert '- Ola / lives in / Gdańsk: "My sister Ola lives in Gdańsk."' in private
+
+        group = dataclasses.replace(inbound("How is Ola doing these days?", platform="telegram", chat_id="-100",
+                                            sender_id="501", sender_name="Ana"), chat_kind=ChatKind.GROUP)
+        await app.core.handle(group)
+        shared = fake_llm.requests[-1]["messages"][0]["content"]
+        assert "Ola plays the cello in our band." in shared
+        assert "Gdańsk" not in shared and "Baltic" not in shared and "sister" not in shared
+    finally:
+        await app.close()
