@@ -37,6 +37,7 @@ UPLOAD_MAX_BYTES = 50 * 1024 * 1024  # sendDocument's multipart limit
 FIRST_UPDATE_ID = 1_000
 SHUTDOWN_GRACE_S = 0.1  # how long in-flight requests may finish when the fake goes away
 DEFAULT_WAIT_S = 5.0
+DRAFT_LIFETIME_S = 30.0  # sendMessageDraft: "an ephemeral ... temporary 30-second preview"
 
 JsonDict = dict[str, Any]
 
@@ -99,6 +100,33 @@ class RecordedMessage:
     reply_to_message_id: int | None
     reply_markup: JsonDict | None
     entities: tuple[JsonDict, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedDraft:
+    """One accepted sendMessageDraft call: a streamed preview, never a message of the chat."""
+
+    chat_id: int | str
+    draft_id: int
+    text: str  # exactly as the client sent it ("" shows Telegram's "Thinking..." placeholder)
+    visible_text: str  # what the person sees once Telegram parsed the markup
+    parse_mode: str | None
+    message_thread_id: int | None
+    entities: tuple[JsonDict, ...]
+    time: float  # the fake's clock (:meth:`FakeTelegramApi.now`) when it arrived
+
+
+@dataclass(frozen=True, slots=True)
+class ChatView:
+    """What the person in a chat sees: the bot's sent messages (oldest first) and the live draft, if any."""
+
+    messages: tuple[str, ...]
+    draft: str | None  # the visible text of the draft still on screen; None once sent, replaced or expired
+
+    @property
+    def text(self) -> str:
+        """Everything on screen, messages then draft, one per line: for "no half message left" asserts."""
+        return "\n".join([*self.messages, *([self.draft] if self.draft is not None else [])])
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,6 +544,7 @@ class FakeTelegramApi:
         self.documents: list[SentDocument] = []
         self.callback_answers: list[CallbackAnswer] = []
         self.markup_edits: list[MarkupEdit] = []
+        self.drafts: list[RecordedDraft] = []
         self.commands: list[JsonDict] = []
         self.commands_scope: JsonDict | None = None
         self.webhook_url = ""
@@ -530,6 +559,9 @@ class FakeTelegramApi:
         self._failures: dict[str, deque[ScriptedFailure]] = {}
         self._odd_answers: dict[str, deque[object]] = {}
         self._slow_answers: dict[str, deque[float]] = {}
+        self._refusals: dict[str, ScriptedFailure] = {}
+        self._live_drafts: dict[tuple[int | str, int | None], RecordedDraft] = {}
+        self._clock_offset = 0.0
         self._chats: dict[int | str, JsonDict] = {}
         self._users: dict[int, JsonDict] = {}
         self._messages: dict[tuple[int | str, int], JsonDict] = {}
@@ -540,6 +572,7 @@ class FakeTelegramApi:
             "getme": self._get_me,
             "getupdates": self._get_updates,
             "sendmessage": self._send_message,
+            "sendmessagedraft": self._send_message_draft,
             "sendchataction": self._send_chat_action,
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
@@ -630,6 +663,46 @@ class FakeTelegramApi:
         """The next call of ``method`` is carried out at once (a message is sent) but answered only after
         ``delay_s``, as Telegram under load can; a client that hangs up first never hears the answer."""
         self._slow_answers.setdefault(method.lower(), deque()).append(delay_s)
+
+    def refuse(self, method: str, status: int = 404, description: str | None = None) -> None:
+        """Every call of ``method`` fails, until :meth:`accept`: a server that does not offer it at all.
+
+        The default is what Telegram answers for a method it does not know (404 ``Not Found``, PTB's
+        ``EndPointNotFound``), as a Bot API server older than the method would; ``status=400`` with a
+        ``description`` such as ``"Bad Request: TEXTDRAFT_PEER_INVALID"`` refuses it as Telegram refuses a
+        draft to a peer it will not preview in. :meth:`fail_next` failures queued for it come first.
+        """
+        self._refusals[method.lower()] = ScriptedFailure(status=status, description=description)
+
+    def accept(self, method: str) -> None:
+        """Undo :meth:`refuse`."""
+        self._refusals.pop(method.lower(), None)
+
+    def now(self) -> float:
+        """The fake's clock: ``time.monotonic()`` plus whatever :meth:`advance_clock` added."""
+        return time.monotonic() + self._clock_offset
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the fake's clock on, as if ``seconds`` had passed: drafts older than 30 s vanish."""
+        self._clock_offset += seconds
+        self._notify()
+
+    def live_draft(self, chat_id: int | str, message_thread_id: int | None = None) -> RecordedDraft | None:
+        """The draft the person in ``chat_id`` sees right now, or None: none was streamed, a message to the
+        chat replaced it, or it is older than Telegram's 30 s preview."""
+        draft = self._live_drafts.get((chat_id, message_thread_id))
+        if draft is None or self.now() - draft.time >= DRAFT_LIFETIME_S:
+            return None
+        return draft
+
+    def drafts_to(self, chat_id: int | str) -> list[RecordedDraft]:
+        """Every draft update streamed to ``chat_id``, oldest first."""
+        return [d for d in self.drafts if d.chat_id == chat_id]
+
+    def seen_in(self, chat_id: int | str, message_thread_id: int | None = None) -> ChatView:
+        """What the person in ``chat_id`` sees: the bot's sent messages (as parsed) and the live draft."""
+        draft = self.live_draft(chat_id, message_thread_id)
+        return ChatView(tuple(self.texts_to(chat_id)), None if draft is None else draft.visible_text)
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_S) -> None:
         """Wait until ``predicate()`` holds; it is re-checked after every request the fake handles."""
@@ -942,6 +1015,10 @@ class FakeTelegramApi:
             failure = failures.popleft()
             self._record_call(method, raw, content_type, failure.status)
             return _scripted_response(failure)
+        refusal = self._refusals.get(key)
+        if refusal is not None:
+            self._record_call(method, raw, content_type, refusal.status)
+            return _scripted_response(refusal)
         self._record_call(method, raw, content_type, None)
         odd = self._odd_answers.get(key)
         if odd:
@@ -1055,6 +1132,9 @@ class FakeTelegramApi:
         thread_id = params.get_int("message_thread_id")
         reply_to = self._reply_target(params, chat["id"])
         markup = params.get_json("reply_markup")
+        # The message takes the place of the chat's streamed preview, as the docs' "you must call
+        # sendMessage with the complete message to persist it" implies.
+        self._live_drafts.pop((chat["id"], thread_id), None)
         message = self._build_message(
             chat, self._user(self.bot_user["id"]), message_thread_id=thread_id, reply_to_message_id=reply_to,
             text=visible, entities=entities or None,
@@ -1068,6 +1148,34 @@ class FakeTelegramApi:
             )
         )
         return message
+
+    async def _send_message_draft(self, params: _Params) -> bool:
+        """sendMessageDraft (Bot API 9.3, open to every bot since 9.5/10.0): a preview in a private chat.
+
+        Refusals: a non-private chat answers ``TEXTDRAFT_PEER_INVALID`` as Telegram does; ``draft_id`` 0 or
+        missing answers the fake's "invalid draft_id" (Telegram's wording is undocumented); the text is
+        parsed exactly as sendMessage parses it, so markup sendMessage refuses is refused here too. An
+        empty text is accepted: Telegram shows its "Thinking..." placeholder.
+        """
+        chat = self._require_chat(params)
+        if chat.get("type") != "private":
+            raise ApiError(400, "Bad Request: TEXTDRAFT_PEER_INVALID")
+        draft_id = params.get_int("draft_id")
+        if not draft_id:
+            raise ApiError(400, "Bad Request: invalid draft_id specified")
+        text = params.get_str("text") or ""
+        parse_mode = params.get_str("parse_mode")
+        visible, entities = self._render(text, parse_mode, params.get_json("entities"))
+        if utf16_len(visible) > MESSAGE_MAX_UTF16:
+            raise ApiError(400, "Bad Request: message is too long")
+        thread_id = params.get_int("message_thread_id")
+        draft = RecordedDraft(
+            chat_id=chat["id"], draft_id=draft_id, text=text, visible_text=visible, parse_mode=parse_mode,
+            message_thread_id=thread_id, entities=tuple(entities), time=self.now(),
+        )
+        self.drafts.append(draft)
+        self._live_drafts[(chat["id"], thread_id)] = draft
+        return True
 
     async def _send_chat_action(self, params: _Params) -> bool:
         chat = self._require_chat(params)
