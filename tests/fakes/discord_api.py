@@ -16,9 +16,10 @@ One aiohttp server on 127.0.0.1 answers both halves:
 Tests build a small world (``add_user``, ``add_guild``, ``add_text_channel``, ``add_thread``,
 ``open_dm``), push events (``push_message``, ``push_button_click``, ``redeliver``, ``push_raw``),
 break things (``fail_next``, ``answer_late``, ``drop_gateway``, ``go_away``/``come_back``,
-``invalidate_sessions``) and read what the bot did from ``posted``, ``typing``, ``interaction_callbacks`` and
-``calls``. ``post_unseen`` posts a person's message that no gateway session hears of (sent while the bot was
-away); ``GET /channels/{id}/messages`` finds it, as Discord's history does.
+``invalidate_sessions``) and read what the bot did from ``posted``, ``edits`` (``edits_of``), ``deleted``,
+``typing``, ``interaction_callbacks`` and ``calls``; ``seen_in`` is what a person reading a channel sees of the
+bot, each message as last edited. ``post_unseen`` posts a person's message that no gateway session hears of (sent
+while the bot was away); ``GET /channels/{id}/messages`` finds it, as Discord's history does.
 
 Point discord.py here with :func:`discord_py_pointed_at` (the ``discord_api`` fixture does it): a plain
 ``discord.Client`` never asks ``GET /gateway/bot``; it connects to ``DiscordWebSocket.DEFAULT_GATEWAY``
@@ -89,6 +90,8 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", "/channels/{channel_id}", "get_channel"),
     ("GET", "/channels/{channel_id}/messages", "channel_messages"),
     ("POST", "/channels/{channel_id}/messages", "create_message"),
+    ("PATCH", "/channels/{channel_id}/messages/{message_id}", "edit_message"),
+    ("DELETE", "/channels/{channel_id}/messages/{message_id}", "delete_message"),
     ("POST", "/channels/{channel_id}/typing", "typing"),
     ("POST", "/interactions/{interaction_id}/{interaction_token}/callback", "interaction_callback"),
 )
@@ -137,6 +140,17 @@ class PostedMessage:
     @property
     def custom_ids(self) -> list[str]:
         return [c.get("custom_id", "") for row in self.components for c in row.get("components", [])]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEdit:
+    """One accepted ``PATCH /channels/{channel_id}/messages/{message_id}``: the message as it reads after it."""
+
+    message_id: int
+    channel_id: int
+    content: str
+    components: tuple[JsonDict, ...]
+    at: float  # time.monotonic() when it was accepted
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +327,8 @@ class FakeDiscord:
         # what the bot did
         self.calls: list[RestCall] = []
         self.posted: list[PostedMessage] = []
+        self.edits: list[MessageEdit] = []
+        self.deleted: list[int] = []  # ids of the bot's messages it deleted
         self.typing: list[int] = []
         self.interaction_callbacks: list[InteractionCallback] = []
         self.identifies: list[Identify] = []
@@ -623,6 +639,19 @@ class FakeDiscord:
             raise TimeoutError(f"expected {n} posted messages within {timeout} s, got {len(self.posted)}") from None
         return list(self.posted)
 
+    def edits_of(self, message_id: int) -> list[str]:
+        """The contents a message of the bot's had, oldest first: as posted, then after each edit."""
+        first = next((p.content for p in self.posted if p.id == message_id), None)
+        later = [e.content for e in self.edits if e.message_id == message_id]
+        return ([] if first is None else [first]) + later
+
+    def seen_in(self, channel_id: int) -> list[str]:
+        """What a person reading ``channel_id`` sees of the bot: each of its messages, oldest first, as last
+        edited. ``seen_in(dm) == [whole_reply]`` says exactly one message holds the whole text."""
+        mine = sorted(i for i, m in self.messages.items()
+                      if int(m["channel_id"]) == channel_id and int(m["author"]["id"]) == self.bot_id)
+        return [self.messages[i]["content"] for i in mine]
+
     def _notify(self) -> None:
         self._signal.notify()
 
@@ -854,6 +883,63 @@ class FakeDiscord:
         if self.echo_own_messages and self._session is not None:
             self._dispatch("MESSAGE_CREATE", payload)
         return _json(payload)
+
+    async def _r_edit_message(self, request: web.Request) -> web.StreamResponse:
+        """Edit Message: only the bot's own message; ``content``/``components`` given replace, absent ones stay.
+
+        Like Discord: an unknown message is 404 10008, another author's is 403 50005, the same content limits
+        as a new message, and the bot hears MESSAGE_UPDATE on the gateway.
+        """
+        channel_id = _int(request.match_info["channel_id"]) or 0
+        if channel_id not in self.channels:
+            return _error(404, "Unknown Channel", 10003)
+        message_id = _int(request.match_info["message_id"]) or 0
+        message = self.messages.get(message_id)
+        if message is None or int(message["channel_id"]) != channel_id:
+            return _error(404, "Unknown Message", 10008)
+        if int(message["author"]["id"]) != self.bot_id:
+            return _error(403, "Cannot edit a message authored by another user", 50005)
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            return _error(400, "Invalid Form Body", 50109)
+        content = message["content"] if "content" not in body else (body["content"] or "")
+        if not isinstance(content, str):
+            return _form_error("content", "BASE_TYPE_BAD_TYPE", "Must be a string.")
+        if len(content) > MESSAGE_MAX_CHARS:
+            return _form_error("content", "BASE_TYPE_MAX_LENGTH", f"Must be {MESSAGE_MAX_CHARS} or fewer in length.")
+        components = (message.get("components") or []) if "components" not in body else (body["components"] or [])
+        problem = _component_problem(components)
+        if problem is not None:
+            return _form_error("components", "COMPONENT_INVALID", problem)
+        if not content.strip() and not components and not message.get("attachments") and not message.get("embeds"):
+            return _error(400, "Cannot send an empty message", 50006)
+        edited = {**message, "content": content, "components": list(components),
+                  "edited_timestamp": iso(time.time())}
+        self.messages[message_id] = edited
+        self.edits.append(MessageEdit(message_id, channel_id, content, tuple(components), time.monotonic()))
+        if self._session is not None:
+            self._dispatch("MESSAGE_UPDATE", edited)
+        return _json(self._as_fetched(edited))
+
+    async def _r_delete_message(self, request: web.Request) -> web.StreamResponse:
+        """Delete Message: the bot's own (other authors' need Manage Messages, which the fake's bot lacks)."""
+        channel_id = _int(request.match_info["channel_id"]) or 0
+        if channel_id not in self.channels:
+            return _error(404, "Unknown Channel", 10003)
+        message_id = _int(request.match_info["message_id"]) or 0
+        message = self.messages.get(message_id)
+        if message is None or int(message["channel_id"]) != channel_id:
+            return _error(404, "Unknown Message", 10008)
+        if int(message["author"]["id"]) != self.bot_id:
+            return _error(403, "Missing Permissions", 50013)
+        del self.messages[message_id]
+        self.deleted.append(message_id)
+        if self._session is not None:
+            deleted = {"id": str(message_id), "channel_id": str(channel_id)}
+            if "guild_id" in message:
+                deleted["guild_id"] = message["guild_id"]
+            self._dispatch("MESSAGE_DELETE", deleted)
+        return web.Response(status=204, headers=_ratelimit_headers())
 
     async def _r_interaction_callback(self, request: web.Request) -> web.StreamResponse:
         interaction_id = _int(request.match_info["interaction_id"]) or 0
