@@ -3,8 +3,9 @@
 One aiohttp server on 127.0.0.1 plays three parts of Slack:
 
 * the Web API, ``POST /api/<method>``: auth.test, apps.connections.open, chat.postMessage (with message
-  metadata), conversations.info, conversations.history and conversations.replies (scope-checked; metadata
-  only with ``include_all_metadata``), users.info and the three steps of a file upload, with Slack's
+  metadata), chat.update, chat.startStream / appendStream / stopStream, conversations.info,
+  conversations.history and conversations.replies (scope-checked; metadata only with
+  ``include_all_metadata``), users.info and the three steps of a file upload, with Slack's
   envelopes (``{"ok": false, "error": ...}`` with HTTP 200; 429 with ``Retry-After``; a gateway's HTML page
   on 5xx), token checks, and Block Kit limits;
 * the Socket Mode WebSocket behind the URL apps.connections.open hands out: it sends ``hello``, pushes
@@ -13,10 +14,12 @@ One aiohttp server on 127.0.0.1 plays three parts of Slack:
   secret the way Slack does (``v0=`` HMAC-SHA256 of ``v0:<timestamp>:<body>``), or forges it.
 
 Tests build payloads with the ``*_event`` helpers, push them with :meth:`push` (or the ``push_*``
-shortcuts), script failures with :meth:`fail_next` and late answers with :meth:`answer_slowly`, and read
-what the bot did from ``posted``,
-``uploads``, ``acks`` and ``calls``. Slack's limits below are facts of the protocol the fake imitates,
-kept apart from ``ground.tunables`` so a change to kith's own limits cannot make the fake agree with a bug.
+shortcuts), script failures with :meth:`fail_next`, lasting refusals with :meth:`refuse` and late answers with
+:meth:`answer_slowly`, and read what the bot did from ``posted``, ``updates`` (chat.update), ``streams``
+(chat.startStream/appendStream/stopStream), ``uploads``, ``acks`` and ``calls``; :meth:`seen_in` is what a person
+sees of the bot in a conversation, each message as last edited, and :meth:`versions` every text one message showed.
+Slack's limits below are facts of the protocol the fake imitates, kept apart from ``ground.tunables`` so a
+change to kith's own limits cannot make the fake agree with a bug.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ BUTTON_VALUE_MAX_CHARS = 2_000
 ACTIONS_MAX_ELEMENTS = 25
 HISTORY_LIMIT_DEFAULT = 100  # conversations.history and .replies: messages per page unless ``limit`` says
 HISTORY_LIMIT_MAX = 999
+STREAM_TEXT_MAX_CHARS = 12_000  # chat.*Stream's markdown_text: "Limit this field to 12,000 characters"
+STREAM_LIFETIME_S = 300.0  # a stream ends about five minutes after it started, appends or not (measured by others)
 METADATA_EVENT_TYPE_MAX_CHARS = 255
 SIGNATURE_VERSION = "v0"
 SHUTDOWN_GRACE_S = 0.1
@@ -101,6 +106,45 @@ class PostedMessage:
     thread_ts: str | None
     blocks: tuple[JsonDict, ...]
     metadata: JsonDict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageUpdate:
+    """One accepted chat.update: the message as it reads after it."""
+
+    channel: str
+    ts: str
+    text: str
+    blocks: tuple[JsonDict, ...]
+
+
+@dataclass(slots=True)
+class Stream:
+    """One message opened by chat.startStream, with everything appended to it."""
+
+    channel: str
+    ts: str
+    thread_ts: str
+    recipient_user_id: str | None
+    recipient_team_id: str | None
+    started_at: float  # the fake's clock (:meth:`FakeSlack.now`)
+    mode: str | None = None  # "text" (markdown_text) or "chunks": fixed by the first call that carried either
+    pieces: list[str] = field(default_factory=list)  # each markdown text appended, the opening one included
+    chunks: list[JsonDict] = field(default_factory=list)  # every chunk received, markdown or not
+    streaming: bool = True
+    ended_by: str | None = None  # "stop", "server" (close_stream / expiry), or None while streaming
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelView:
+    """What a person reading a conversation sees of the bot: its messages oldest first, each as last edited."""
+
+    messages: tuple[str, ...]
+    streaming: tuple[str, ...]  # the texts of those still being streamed (a half message, until stopped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +222,8 @@ class FakeSlack:
         self.calls: list[ApiCall] = []
         self.posted: list[PostedMessage] = []
         self.uploads: list[UploadedFile] = []
+        self.updates: list[MessageUpdate] = []
+        self.streams: list[Stream] = []
         self.envelopes: list[Envelope] = []
         self.connections = 0  # sockets that got their hello
         self.tickets_issued = 0
@@ -188,6 +234,8 @@ class FakeSlack:
         self._flushing: asyncio.Task[None] | None = None
         self._failures: dict[str, deque[ScriptedFailure]] = {}
         self._slow_answers: dict[str, deque[float]] = {}
+        self._refusals: dict[str, str] = {}
+        self._clock_offset = 0.0
         self._tickets: set[str] = set()
         self._users: dict[str, JsonDict] = {}
         self._channels: dict[str, JsonDict] = {}
@@ -196,6 +244,7 @@ class FakeSlack:
         self._serial = itertools.count(1)
         self._ts_serial = itertools.count(1)
         self._signal = ChangeSignal()
+        self._versions: dict[tuple[str, str], list[str]] = {}
         self.add_user(BOT_USER_ID, BOT_NAME, is_bot=True)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -281,6 +330,62 @@ class FakeSlack:
         if status is None:
             status = 429 if error == "ratelimited" else 200
         self._failures.setdefault(method, deque()).append(ScriptedFailure(error, status, retry_after))
+
+    def refuse(self, method: str, error: str = "not_allowed") -> None:
+        """Every call of ``method`` answers ``{"ok": false, "error": error}`` until :meth:`accept`.
+
+        For a workspace that will not stream (``refuse("chat.startStream", ...)``): Slack documents no one
+        code for it, so pass the one the test means (``not_allowed``, ``team_not_found``,
+        ``invalid_stream_arguments`` ...). :meth:`fail_next` failures queued for the method come first.
+        """
+        self._refusals[method] = error
+
+    def accept(self, method: str) -> None:
+        """Undo :meth:`refuse`."""
+        self._refusals.pop(method, None)
+
+    def close_stream(self, channel: str, ts: str) -> None:
+        """Slack ends a stream on its side (it aged out, or the reader pressed stop): the next append or stop
+        of it answers ``message_not_in_streaming_state``; what was streamed stays in the message."""
+        stream = self._stream(channel, ts)
+        if stream is None:
+            raise KeyError(f"no stream at {channel}/{ts}")
+        stream.streaming = False
+        stream.ended_by = "server"
+
+    def now(self) -> float:
+        """The fake's clock: ``time.monotonic()`` plus whatever :meth:`advance_clock` added."""
+        return time.monotonic() + self._clock_offset
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the fake's clock on: a stream older than :data:`STREAM_LIFETIME_S` stops taking appends."""
+        self._clock_offset += seconds
+        self._notify()
+
+    def stream_at(self, channel: str, ts: str) -> Stream | None:
+        return self._stream(channel, ts)
+
+    def versions(self, channel: str, ts: str) -> list[str]:
+        """Every text the bot's message at ``ts`` showed, oldest first: as posted (or opened by a stream), after
+        each append and stop, after each chat.update."""
+        return list(self._versions.get((channel, ts), []))
+
+    def seen_in(self, channel: str, thread_ts: str | None = None) -> ChannelView:
+        """What a person reading ``channel`` (or only the thread at ``thread_ts``) sees of the bot now.
+
+        ``seen_in(dm, parent).messages == (whole_reply,)`` and ``.streaming == ()`` together say: exactly one
+        message holds the whole text and none is left half-streamed.
+        """
+        mine = sorted(((ts, m) for (c, ts), m in self._messages.items()
+                       if c == channel and m.get("user") == BOT_USER_ID
+                       and (thread_ts is None or m.get("thread_ts") == thread_ts or ts == thread_ts)),
+                      key=lambda item: _ts_key(item[0]))
+        streaming = []
+        for ts, message in mine:
+            stream = self._stream(channel, ts)
+            if stream is not None and stream.streaming:
+                streaming.append(message.get("text", ""))
+        return ChannelView(tuple(m.get("text", "") for _, m in mine), tuple(streaming))
 
     def answer_slowly(self, method: str, delay_s: float) -> None:
         """The next call of ``method`` is carried out at once (a message is posted) but answered only after
@@ -589,6 +694,10 @@ class FakeSlack:
                 failure = failures.popleft()
                 self.calls.append(ApiCall(method, params, token, failure.error))
                 return self._scripted(failure)
+            refusal = self._refusals.get(method)
+            if refusal is not None:
+                self.calls.append(ApiCall(method, params, token, refusal))
+                raise _ApiError(refusal)
             self.calls.append(ApiCall(method, params, token))
             self._check_token(method, token)
             result = await self._dispatch(method, params)
@@ -638,6 +747,14 @@ class FakeSlack:
             return {"url": f"ws://127.0.0.1:{self._port}/link/?ticket={ticket}&app_id={APP_ID}"}
         if method == "chat.postMessage":
             return self._post_message(params)
+        if method == "chat.update":
+            return self._update(params)
+        if method == "chat.startStream":
+            return self._start_stream(params)
+        if method == "chat.appendStream":
+            return self._append_stream(params)
+        if method == "chat.stopStream":
+            return self._stop_stream(params)
         if method == "conversations.info":
             channel = self._channels.get(str(params.get("channel", "")))
             if channel is None:
@@ -697,10 +814,172 @@ class FakeSlack:
         if metadata is not None:
             message["metadata"] = metadata
         self._messages[(channel["id"], ts)] = message
+        self._versions[(channel["id"], ts)] = [text]
         self.posted.append(PostedMessage(channel["id"], ts, text, mrkdwn, str(thread_ts) if thread_ts else None,
                                          tuple(blocks or ()), metadata))
         # Slack's answer echoes the message without its metadata.
         return {"channel": channel["id"], "ts": ts, "message": {k: v for k, v in message.items() if k != "metadata"}}
+
+    def _update(self, params: JsonDict) -> JsonDict:
+        """chat.update: the bot's own message gets a new text (and blocks); Slack answers with the new version.
+
+        A message still being streamed answers ``streaming_state_conflict`` (measured against Slack by others;
+        undocumented): it takes appends, not edits, until it is stopped.
+        """
+        channel = self._resolve_channel(str(params.get("channel") or ""))
+        ts = str(params.get("ts") or "")
+        message = self._messages.get((channel["id"], ts))
+        if message is None:
+            raise _ApiError("message_not_found")
+        if message.get("user") != BOT_USER_ID:
+            raise _ApiError("cant_update_message")
+        stream = self._stream(channel["id"], ts)
+        if stream is not None and stream.streaming:
+            raise _ApiError("streaming_state_conflict")
+        blocks = params.get("blocks")
+        if isinstance(blocks, str):
+            try:
+                blocks = json.loads(blocks)
+            except ValueError:
+                raise _ApiError("invalid_blocks_format") from None
+        if blocks:
+            _check_blocks(blocks)
+        text = params.get("text")
+        if text is None:
+            text = params.get("markdown_text")
+        if not text and not blocks:
+            raise _ApiError("no_text")
+        text = str(text or "")
+        if len(text) > TEXT_MAX_CHARS:
+            raise _ApiError("msg_too_long")
+        edited = {k: v for k, v in message.items() if k != "blocks"}
+        edited.update(text=text, edited={"user": BOT_USER_ID, "ts": self.next_ts()})
+        if blocks:
+            edited["blocks"] = blocks
+        self._messages[(channel["id"], ts)] = edited
+        self._versions.setdefault((channel["id"], ts), []).append(text)
+        self.updates.append(MessageUpdate(channel["id"], ts, text, tuple(blocks or ())))
+        shown = {k: v for k, v in edited.items() if k not in ("ts", "metadata")}
+        return {"channel": channel["id"], "ts": ts, "text": text, "message": shown}
+
+    def _stream(self, channel: str, ts: str) -> Stream | None:
+        stream = next((s for s in reversed(self.streams) if s.channel == channel and s.ts == ts), None)
+        if stream is not None and stream.streaming and self.now() - stream.started_at >= STREAM_LIFETIME_S:
+            stream.streaming = False
+            stream.ended_by = "server"
+        return stream
+
+    def _stream_text(self, stream: Stream | None, params: JsonDict) -> str | None:
+        """The markdown a stream call carries (``markdown_text``, or the ``markdown_text`` chunks), checked
+        against the stream's mode: one opened with text takes only text, one opened with chunks only chunks
+        (``streaming_mode_mismatch``, measured against Slack by others; undocumented)."""
+        markdown = params.get("markdown_text")
+        chunks = params.get("chunks")
+        if isinstance(chunks, str):
+            try:
+                chunks = json.loads(chunks)
+            except ValueError:
+                raise _ApiError("invalid_chunks") from None
+        if chunks is not None and (not isinstance(chunks, list)
+                                   or not all(isinstance(c, dict) and c.get("type") for c in chunks)):
+            raise _ApiError("invalid_chunks")
+        if markdown is not None and chunks:
+            raise _ApiError("invalid_arguments")
+        mode = "text" if markdown is not None else "chunks" if chunks else None
+        if stream is not None and mode is not None:
+            if stream.mode is not None and stream.mode != mode:
+                raise _ApiError("streaming_mode_mismatch")
+        if mode is None:
+            return None
+        if mode == "text":
+            text = str(markdown)
+        else:
+            text = "".join(str(c.get("text") or "") for c in chunks if c.get("type") == "markdown_text")
+        if len(text) > STREAM_TEXT_MAX_CHARS:
+            raise _ApiError("msg_too_long")
+        if stream is not None:
+            stream.mode = mode
+            stream.chunks.extend(chunks or [])
+        return text
+
+    def _grow(self, stream: Stream, text: str | None) -> None:
+        if not text:
+            return
+        stream.pieces.append(text)
+        message = self._messages.get((stream.channel, stream.ts))
+        if message is not None:
+            message["text"] = stream.text
+        self._versions.setdefault((stream.channel, stream.ts), []).append(stream.text)
+
+    def _start_stream(self, params: JsonDict) -> JsonDict:
+        """chat.startStream: a reply in ``thread_ts`` that then grows by appends until stopped.
+
+        Outside a DM Slack wants the recipient (``missing_recipient_user_id`` / ``missing_recipient_team_id``);
+        the fake requires ``thread_ts`` (``invalid_arguments``) and a parent it knows (``invalid_thread_ts``).
+        """
+        channel = self._resolve_channel(str(params.get("channel") or ""))
+        thread_ts = str(params.get("thread_ts") or "")
+        if not thread_ts:
+            raise _ApiError("invalid_arguments")
+        if (channel["id"], thread_ts) not in self._messages:
+            raise _ApiError("invalid_thread_ts")
+        user_id, team_id = params.get("recipient_user_id"), params.get("recipient_team_id")
+        if not channel.get("is_im"):
+            if not user_id:
+                raise _ApiError("missing_recipient_user_id")
+            if not team_id:
+                raise _ApiError("missing_recipient_team_id")
+        ts = self.next_ts()
+        stream = Stream(channel["id"], ts, thread_ts, user_id and str(user_id), team_id and str(team_id), self.now())
+        text = self._stream_text(stream, params)
+        self.streams.append(stream)
+        self._messages[(channel["id"], ts)] = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID,
+                                               "app_id": APP_ID, "text": "", "ts": ts, "team": TEAM_ID,
+                                               "thread_ts": thread_ts}
+        self._versions[(channel["id"], ts)] = [""]
+        self._grow(stream, text)
+        return {"channel": channel["id"], "ts": ts}
+
+    def _open_stream(self, params: JsonDict) -> tuple[JsonDict, Stream]:
+        channel = self._resolve_channel(str(params.get("channel") or ""))
+        ts = str(params.get("ts") or "")
+        stream = self._stream(channel["id"], ts)
+        if stream is None or not stream.streaming:
+            raise _ApiError("message_not_in_streaming_state")
+        return channel, stream
+
+    def _append_stream(self, params: JsonDict) -> JsonDict:
+        """chat.appendStream: more markdown at the end of a streaming message (``markdown_text`` required)."""
+        channel, stream = self._open_stream(params)
+        text = self._stream_text(stream, params)
+        if text is None:
+            raise _ApiError("invalid_arguments")
+        self._grow(stream, text)
+        return {"channel": channel["id"], "ts": stream.ts}
+
+    def _stop_stream(self, params: JsonDict) -> JsonDict:
+        """chat.stopStream: an optional last piece of markdown (and blocks), then the message is final."""
+        channel, stream = self._open_stream(params)
+        text = self._stream_text(stream, params)
+        blocks = params.get("blocks")
+        if isinstance(blocks, str):
+            try:
+                blocks = json.loads(blocks)
+            except ValueError:
+                raise _ApiError("invalid_blocks_format") from None
+        if blocks:
+            _check_blocks(blocks)
+        metadata = _metadata(params.get("metadata"))
+        self._grow(stream, text)
+        stream.streaming = False
+        stream.ended_by = "stop"
+        message = self._messages[(channel["id"], stream.ts)]
+        if blocks:
+            message["blocks"] = blocks
+        if metadata is not None:
+            message["metadata"] = metadata
+        shown = {k: v for k, v in message.items() if k != "metadata"}
+        return {"channel": channel["id"], "ts": stream.ts, "message": shown}
 
     def _history(self, method: str, params: JsonDict) -> JsonDict:
         """conversations.history (the channel's top level, newest first) or .replies (a thread, oldest first)."""
