@@ -6,7 +6,7 @@ best candidates touches it (the query matched a memory about "the pottery class"
 pottery class are its context, said in other words and other sessions). Each selected being is a *group*: the
 memories of the relations that touch it. ``hops`` 2 also selects the beings one relation away from a selected one.
 
-Recall ranks with the groups (:func:`memory.recall.ranking.graph_lift`): a memory of a group gets a share of the
+Recall ranks with the groups (:func:`memory.recall.ranking.graph_lifts`): a memory of a group gets a share of the
 best score among the group's other memories, as a memory said next to a strong match does in its chat. Members
 that neither search path found are fetched, so a memory joined to the query only through the graph can come up.
 
