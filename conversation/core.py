@@ -26,7 +26,7 @@ from ground.keyed_locks import KeyedLocks
 from ground.tunables import HISTORY_WINDOW_CACHE_THREADS, MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
 from ground.turns import CompletedTurn, MemoryContext, MemorySlots, Speaker, Tool, TurnObserver
 from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
-from llm.client import HONEST_FAILURE_REPLY, LLMClient, LLMError
+from llm.client import HONEST_FAILURE_REPLY, LLMClient, LLMError, TextSink
 from people import directory, history
 from persona.card import render_card
 from persona.instructions import TOOL_FAILED, unknown_tool
@@ -122,13 +122,14 @@ class ConversationCore:
         return self.settings.history.window_messages + 1  # the window plus the message being answered
 
     async def handle(self, message: InboundMessage, *, also: AlsoWithReply | None = None,
-                     opened: OnOpened | None = None) -> OutboundMessage:
+                     opened: OnOpened | None = None, on_text: TextSink | None = None) -> OutboundMessage:
         """Answer one message; a model failure gives an honest reply and loses nothing stored.
 
         ``also`` runs in the transaction that records the reply in history (e.g. its outbox entry:
         the reply and its delivery then stand or fall together); an honest failure reply is not
         recorded, so ``also`` does not run for it. ``opened`` runs in the one that opens the
-        turn (recording the person's message, unless a resumed turn recorded it before).
+        turn (recording the person's message, unless a resumed turn recorded it before). ``on_text``, when given,
+        hears the reply's text as the model streams it (a preview: the reply itself is what this returns).
         """
         started = time.perf_counter()
         conversation = message.conversation_key
@@ -141,19 +142,19 @@ class ConversationCore:
             self.windows.put(conversation, turn.window)  # committed: its newest row exists for good
             self.busy_people.add(turn.speaker.person)
             try:
-                return await self._answer(message, turn, started, also)
+                return await self._answer(message, turn, started, also, on_text)
             finally:
                 self.busy_people.discard(turn.speaker.person)
 
     async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float,
-                      also: AlsoWithReply | None) -> OutboundMessage:
+                      also: AlsoWithReply | None, on_text: TextSink | None = None) -> OutboundMessage:
         speaker = opened.speaker
         window = opened.window
         prompt, shown = await self._prompt(message, speaker, window.rows, window.summary, opened.user_id)
         before = self.last_timings.request_at = time.perf_counter()
         self.last_timings.before_llm_ms = (before - started) * 1000
         try:
-            text = await self._complete_with_tools(prompt.messages, speaker, message)
+            text = await self._complete_with_tools(prompt.messages, speaker, message, on_text)
         except LLMError as exc:
             log.warning("reply failed platform=%s chat=%s person=%s kind=%s", message.platform,
                         message.chat_id, speaker.person, exc.kind)
@@ -231,12 +232,12 @@ class ConversationCore:
         return (*self.persona_notes, *(h for h in (getattr(t, "hint", "") for t in self.tools) if h))
 
     async def _complete_with_tools(self, messages: Sequence[dict[str, Any]], speaker: Speaker,
-                                   message: InboundMessage) -> str:
+                                   message: InboundMessage, on_text: TextSink | None = None) -> str:
         convo: list[dict[str, Any]] = list(messages)
         specs = [t.spec() for t in self.tools] or None
         by_name = {t.name: t for t in self.tools}
         for _round in range(MAX_TOOL_ROUNDS + 1):
-            reply = await self.llm.complete(convo, tools=specs if _round < MAX_TOOL_ROUNDS else None)
+            reply = await self.llm.complete(convo, tools=specs if _round < MAX_TOOL_ROUNDS else None, on_text=on_text)
             if not reply.tool_calls:
                 text = reply.text.strip()
                 if not text:

@@ -8,10 +8,12 @@ through the durable outbox, which delivers in order with retries. A turn that fa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from conversation.core import ConversationCore
 from conversation.debounce import Debouncer
@@ -28,9 +30,11 @@ from conversation.intake import (
     unreadable_answer,
 )
 from conversation.keeping import Keeping
+from conversation.reply_preview import ReplyPreview
 from conversation.typing_indicator import TypingIndicator
 from delivery.inbound import InboundJournal
 from delivery.inbox import UNHANDLED_REPLY, Inbox, Leftover
+from delivery.rate_gate import RateGate
 from delivery.worker import DeliveryWorker
 from ground.failures import describe, traceback_of
 from ground.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S
@@ -43,6 +47,24 @@ CommandHandler = Callable[[InboundMessage], Awaitable[OutboundMessage | None]]
 ButtonAnswer = Callable[[ButtonPress], Awaitable[OutboundMessage | None]]
 
 
+@dataclass(frozen=True, slots=True)
+class Previewing:
+    """Which platforms show a reply as it grows ([delivery] stream), the chats' shared rate gate, and the pace."""
+
+    platforms: frozenset[str]
+    gate: RateGate
+    min_gap_s: float
+    give_up_s: float
+
+    def preview(self, channel: object, message: InboundMessage) -> ReplyPreview | None:
+        """A preview of the reply to ``message``, where its platform streams and can in such a chat."""
+        previews = getattr(channel, "previews", None)
+        if message.platform not in self.platforms or previews is None or not previews(message.chat_kind):
+            return None
+        return ReplyPreview(channel, message, self.gate, min_gap_s=self.min_gap_s,  # type: ignore[arg-type]
+                            give_up_s=self.give_up_s)
+
+
 class Router:
     def __init__(self, core: ConversationCore, channels: Mapping[str, Channel], worker: DeliveryWorker,
                  gate: PolicyGate, journal: InboundJournal, *, debounce_s: float, typing_refresh_s: float,
@@ -52,7 +74,8 @@ class Router:
                  pending: CommandHandler | None = None,
                  immediate: frozenset[str] = frozenset({"console"}),
                  kept: Inbox | None = None, retry_backoff_s: float = INBOX_RETRY_BACKOFF_S,
-                 retry_backoff_max_s: float = INBOX_RETRY_BACKOFF_MAX_S) -> None:
+                 retry_backoff_max_s: float = INBOX_RETRY_BACKOFF_MAX_S,
+                 previewing: Previewing | None = None) -> None:
         self.core = core
         self.channels = channels  # the app's running channels: filled when they start
         self.worker = worker
@@ -63,6 +86,7 @@ class Router:
         self.pending = pending  # answers to an open question (e.g. "the first") before the conversation
         self.typing_refresh_s = typing_refresh_s
         self.typing_delay_s = typing_delay_s
+        self.previewing = previewing  # which platforms show a reply as it grows, and at what pace
         # The terminal answers line by line (scripts rely on one reply per line), so it skips debounce.
         self.immediate = immediate
         self.debouncer = Debouncer(self.take_turn, window_s=debounce_s)
@@ -209,11 +233,14 @@ class Router:
             return None
         posting = self.worker.posting(source=message.message_id, also=keeping.answered_within)
         handled = False
+        preview = self.previewing.preview(channel, message) if self.previewing is not None else None
         try:
             async with TypingIndicator(channel, message.chat_id, message.thread_id,
-                                       refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s):
+                                       refresh_s=self.typing_refresh_s, delay_s=self.typing_delay_s), \
+                    preview or contextlib.nullcontext():
                 reply = await self.core.handle(message, also=posting,
-                                               opened=functools.partial(keeping.opened_within, charge=not charged))
+                                               opened=functools.partial(keeping.opened_within, charge=not charged),
+                                               on_text=preview.grew if preview is not None else None)
             handled = True
         finally:
             # A reply that committed goes out even if something after the commit failed; one whose

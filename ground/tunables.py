@@ -15,6 +15,13 @@ MODEL_PROCESS_START_TIMEOUT_S = 120.0  # the model process loading litellm (seco
 MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed
 MODEL_PROCESS_HUNG_MARGIN_S = 2.0  # the child bounds a call by its timeout + 1 s; past + 2 s it is hung
 MODEL_PROCESS_LINE_LIMIT = 64 * 1024 * 1024  # bytes per request or answer on its pipe; prompts are far smaller
+# A streamed reply's text crosses the pipe at most this often (the first words at once): a preview shows it no
+# faster, and a line per token would cost the model process a write per token.
+MODEL_PROCESS_DELTA_INTERVAL_S = 0.05
+# A reply previewed as it grows (conversation.reply_preview): at most one update per STREAM_GAP_S after the first
+# words, and a platform's wait longer than STREAM_GIVE_UP_S ends the preview (the reply is sent whole, when allowed).
+STREAM_GAP_S = 1.0
+STREAM_GIVE_UP_S = 5.0
 MODEL_PROCESS_RESTART_BACKOFF_S = 10.0  # after a failed start, calls fail at once this long before the next try
 MODEL_PROCESS_START_ATTEMPTS = 3  # children in a row that die before they are ready make a failed start
 MODEL_PROCESS_RESPAWN_PAUSE_S = 0.5  # between those attempts, so one that dies at once is not respawned in a loop

@@ -13,7 +13,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +23,10 @@ from ground.tunables import LLM_RETRY_BASE_S, LLM_RETRY_MAX_S
 log = logging.getLogger("kith.llm")
 
 HONEST_FAILURE_REPLY = "I can't reach my model right now. Please try again in a moment."
+
+# Told the reply's text so far each time it grows, while the model streams it (a preview, never the reply: the
+# reply is what ``complete`` returns). A retry starts the text again from nothing.
+TextSink = Callable[[str], None]
 
 
 class LLMError(Exception):
@@ -97,7 +101,8 @@ def classify(exc: BaseException) -> tuple[str, bool]:
 class ModelCalls(Protocol):
     """Somewhere else that makes the litellm call: the model process (``llm.process``)."""
 
-    async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply: ...
+    async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
+                       on_text: TextSink | None = None) -> LLMReply: ...
 
 
 class LLMClient:
@@ -122,7 +127,9 @@ class LLMClient:
     async def complete(self, messages: Sequence[dict[str, Any]], *, model: str | None = None,
                        tools: Sequence[dict[str, Any]] | None = None, timeout_s: float | None = None,
                        max_tokens: int | None = None, max_retries: int | None = None,
-                       temperature: float | None = None, purpose: str = "reply") -> LLMReply:
+                       temperature: float | None = None, purpose: str = "reply",
+                       on_text: TextSink | None = None) -> LLMReply:
+        """The model's answer. With ``on_text`` it is streamed, and ``on_text`` is told its text as it grows."""
         models = [model or self.settings.model] + ([] if model else list(self.settings.fallbacks))
         retries = self.settings.max_retries if max_retries is None else max_retries
         timeout = timeout_s or self.settings.timeout_s
@@ -131,7 +138,7 @@ class LLMClient:
             for attempt in range(retries + 1):
                 started = time.perf_counter()
                 try:
-                    reply = await self._call(m, messages, tools, timeout, max_tokens, temperature)
+                    reply = await self._call(m, messages, tools, timeout, max_tokens, temperature, on_text)
                 except Exception as exc:  # litellm raises many types; classify them all
                     kind, retryable = classify(exc)
                     elapsed = (time.perf_counter() - started) * 1000
@@ -152,7 +159,8 @@ class LLMClient:
         raise last or LLMError("error")
 
     async def _call(self, model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
-                    timeout: float, max_tokens: int | None, temperature: float | None) -> LLMReply:
+                    timeout: float, max_tokens: int | None, temperature: float | None,
+                    on_text: TextSink | None = None) -> LLMReply:
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": list(messages),
@@ -166,9 +174,11 @@ class LLMClient:
             kwargs["tools"] = list(tools)
         if temperature is not None:
             kwargs["temperature"] = temperature
+        if on_text is not None:
+            kwargs["stream"] = True
         if self.calls is not None:
-            return await self.calls.complete(kwargs, self.settings.api_key_env, timeout)
-        return await call_litellm(self.litellm, with_api_key(kwargs, self.settings.api_key_env), timeout)
+            return await self.calls.complete(kwargs, self.settings.api_key_env, timeout, on_text)
+        return await call_litellm(self.litellm, with_api_key(kwargs, self.settings.api_key_env), timeout, on_text)
 
 
 def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
@@ -181,12 +191,40 @@ def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
     return kwargs
 
 
-async def call_litellm(litellm: Any, kwargs: dict[str, Any], timeout: float) -> LLMReply:
+async def call_litellm(litellm: Any, kwargs: dict[str, Any], timeout: float,
+                       on_text: TextSink | None = None) -> LLMReply:
+    """One litellm call. Streamed (``kwargs["stream"]``), ``on_text`` hears the text as it grows and the reply is
+    rebuilt from the chunks by litellm (tool calls included), as one answer would have been."""
     started = time.perf_counter()
-    async with asyncio.timeout(timeout + 1):  # unlike wait_for, no extra task per call
+    async with asyncio.timeout(timeout + 1):  # unlike wait_for, no extra task per call; the whole stream's time
         response = await litellm.acompletion(**kwargs)
+        if kwargs.get("stream"):
+            chunks = []
+            text = ""
+            async for chunk in response:
+                chunks.append(chunk)
+                delta = _delta_text(chunk)
+                if delta:
+                    text += delta
+                    if on_text is not None:
+                        on_text(text)
+            # litellm ends every stream with a finish reason, its own when the provider's never came (the
+            # connection dropped mid-reply); what the provider said is kept apart. A reply cut short is no reply.
+            if getattr(response, "received_finish_reason", "unknown") is None:
+                raise LLMError("unavailable", "stream ended before the model finished")
+            response = litellm.stream_chunk_builder(chunks, messages=kwargs.get("messages"))
+            if response is None:
+                raise LLMError("malformed", "empty stream")
     elapsed = (time.perf_counter() - started) * 1000
     return _parse_response(response, str(kwargs["model"]), elapsed)
+
+
+def _delta_text(chunk: Any) -> str:
+    try:
+        content = chunk.choices[0].delta.content
+    except (AttributeError, IndexError, TypeError):
+        return ""
+    return content if isinstance(content, str) else ""
 
 
 def _parse_response(response: Any, model: str, elapsed_ms: float) -> LLMReply:

@@ -24,7 +24,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from ground.tunables import (
     MODEL_PROCESS_RESPAWN_PAUSE_S,
     MODEL_PROCESS_START_ATTEMPTS,
 )
-from llm.client import LLMError, LLMReply
+from llm.client import LLMError, LLMReply, TextSink
 from llm.worker import encode, reply_from_wire
 
 log = logging.getLogger("kith.model_process")
@@ -53,6 +53,7 @@ class _Child:
     ready: asyncio.Future[int]
     pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     reader: asyncio.Task[None] | None = None
+    streams: dict[int, Callable[[str], None]] = field(default_factory=dict)  # call id -> its deltas' listener
 
     @property
     def alive(self) -> bool:
@@ -204,6 +205,11 @@ class ModelProcess:
                     if not child.ready.done():
                         child.ready.set_result(int(answer["ready"]))
                     continue
+                if "delta" in answer:
+                    listener = child.streams.get(answer.get("id"))
+                    if listener is not None:
+                        listener(str(answer["delta"]))
+                    continue
                 waiter = child.pending.pop(answer.get("id"), None)  # None: a call given up on meanwhile
                 if waiter is not None and not waiter.done():
                     waiter.set_result(answer)
@@ -230,11 +236,12 @@ class ModelProcess:
                 proc.kill()
             return await proc.wait()
 
-    async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
+    async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
+                       on_text: TextSink | None = None) -> LLMReply:
         resent = 0
         while True:
             try:
-                return await self._send(await self._ready_child(), kwargs, api_key_env, timeout_s)
+                return await self._send(await self._ready_child(), kwargs, api_key_env, timeout_s, on_text)
             except _ChildExited:
                 if self._closed.is_set() or resent >= MODEL_PROCESS_CALL_RESENDS:
                     raise
@@ -250,7 +257,8 @@ class ModelProcess:
                 raise _ChildExited()
         return child
 
-    async def _send(self, child: _Child, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
+    async def _send(self, child: _Child, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
+                    on_text: TextSink | None = None) -> LLMReply:
         stdin = child.proc.stdin
         assert stdin is not None
         call_id = next(self._ids)
@@ -259,6 +267,16 @@ class ModelProcess:
             raise LLMError("bad_request", "request too large for the model process", retryable=False)
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         child.pending[call_id] = waiter
+        if on_text is not None:
+            # The text grows here from the deltas; a call sent again to the next process starts from nothing.
+            grown = ""
+
+            def heard(delta: str) -> None:
+                nonlocal grown
+                grown += delta
+                on_text(grown)
+
+            child.streams[call_id] = heard
         try:
             stdin.write(line)
             async with asyncio.timeout(timeout_s + MODEL_PROCESS_HUNG_MARGIN_S):
@@ -278,6 +296,7 @@ class ModelProcess:
             raise
         finally:
             child.pending.pop(call_id, None)
+            child.streams.pop(call_id, None)
             if waiter.done() and not waiter.cancelled():
                 waiter.exception()  # an exit noticed while we were leaving anyway: nothing to report twice
         if "error" in answer:

@@ -7,7 +7,9 @@ parent's side.
 
 The wire is one JSON object per line. Requests: ``{"id", "kwargs", "api_key_env", "timeout_s"}``
 and ``{"cancel": id}``. Answers: ``{"ready": pid}`` once litellm is loaded, then
-``{"id", "reply": {...}}`` or ``{"id", "error": {"kind", "retryable", "type"}}``. The API key
+``{"id", "reply": {...}}`` or ``{"id", "error": {"kind", "retryable", "type"}}``; a streamed call
+(``"stream": true`` in its kwargs) also sends ``{"id", "delta": "..."}`` before its reply, the text that came since
+the last one, at most every ``MODEL_PROCESS_DELTA_INTERVAL_S`` (the first at once). The API key
 never crosses the pipe: the child reads the variable the config names, as the parent would.
 
     python -m llm.worker   (started by the parent; end it by closing its stdin)
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import gc
 import json
@@ -25,12 +28,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ground import loop
-from ground.tunables import MODEL_PROCESS_LINE_LIMIT
-from llm.client import LLMReply, ToolCall, call_litellm, classify, import_litellm, with_api_key
+from ground.tunables import MODEL_PROCESS_DELTA_INTERVAL_S, MODEL_PROCESS_LINE_LIMIT
+from llm.client import LLMReply, TextSink, ToolCall, call_litellm, classify, import_litellm, with_api_key
 
 log = logging.getLogger("kith.model_worker")
 
@@ -103,10 +107,28 @@ class Worker:
         # Not in _answer's finally: a task cancelled before it first ran never reaches it.
         task.add_done_callback(lambda _done: self._tasks.pop(call_id, None))
 
+    def _deltas(self, call_id: int) -> TextSink:
+        """Sends the text a streamed call added, coalesced: the first piece at once (a preview's first words are
+        what a person waits for), then at most one line per interval, so a fast stream costs few writes."""
+        sent = 0
+        last = 0.0
+
+        def on_text(text: str) -> None:
+            nonlocal sent, last
+            now = time.monotonic()
+            if sent and now - last < MODEL_PROCESS_DELTA_INTERVAL_S:
+                return
+            with contextlib.suppress(OSError):
+                self._write(encode({"id": call_id, "delta": text[sent:]}))
+            sent, last = len(text), now
+
+        return on_text
+
     async def _answer(self, call_id: int, request: dict[str, Any]) -> None:
         try:
             kwargs = with_api_key(dict(request["kwargs"]), request.get("api_key_env") or "")
-            reply = await call_litellm(self._litellm, kwargs, float(request["timeout_s"]))
+            on_text = self._deltas(call_id) if kwargs.get("stream") else None
+            reply = await call_litellm(self._litellm, kwargs, float(request["timeout_s"]), on_text)
             answer = {"id": call_id, "reply": reply_to_wire(reply)}
         except asyncio.CancelledError:
             return  # the parent gave up on this call; it expects no answer

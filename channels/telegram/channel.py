@@ -62,6 +62,7 @@ from telegram.warnings import PTBDeprecationWarning
 from channels.http import serve_posts
 from channels.lanes import HandlerLanes
 from channels.markdown import render_chunks, with_attachment
+from channels.markdown.partial import settled
 from channels.telegram.formatting import MESSAGE_FORMAT
 from channels.telegram.settings import TelegramSettings
 from channels.telegram.translate import (
@@ -93,6 +94,7 @@ from ground.types import (
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
+    ChatKind,
     EventJournal,
     InboundHandler,
     InboundMessage,
@@ -621,6 +623,25 @@ class TelegramChannel:
                         message.chat_id, index, type(exc).__name__, error.permanent, error.maybe_delivered)
             raise error from exc
         return SentMessage(str(sent.message_id))
+
+    def previews(self, chat_kind: ChatKind) -> bool:
+        """Telegram shows a reply as it grows only in a private chat (a message draft)."""
+        return chat_kind is ChatKind.DM
+
+    async def preview(self, chat_id: str, thread_id: str | None, preview_id: int, text: str) -> None:
+        """The reply so far as a message draft: a 30-second preview the final message replaces, so nothing of it
+        stays in the chat. Its first message's worth only (the final reply may run to several)."""
+        if self._bot is None:
+            raise SendError("telegram: channel not started")
+        chunks = render_chunks(settled(text), MESSAGE_FORMAT)
+        if not chunks:
+            return
+        try:
+            await self._bot.send_message_draft(telegram_chat_id(chat_id), preview_id, chunks[0].text,
+                                               message_thread_id=telegram_thread_id(thread_id),
+                                               parse_mode=chunks[0].parse_mode)
+        except TelegramError as exc:
+            raise send_error_for(exc) from exc
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         if self._bot is None:

@@ -11,9 +11,10 @@ from conversation.chat_commands import ChatCommands
 from conversation.core import ConversationCore
 from conversation.linking import Linker
 from conversation.memory_commands import MemoryCommands, QuestionSender
-from conversation.router import Router
+from conversation.router import Previewing, Router
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox
+from delivery.rate_gate import RateGate
 from delivery.worker import DeliveryWorker
 from ground.background import BackgroundTasks, on_daemon_thread
 from ground.config import Settings
@@ -127,7 +128,9 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     router = Router(core, channels, worker, gate, journal, debounce_s=settings.delivery.debounce_ms / 1000,
                     typing_refresh_s=settings.delivery.typing_refresh_s,
                     typing_delay_s=settings.delivery.typing_delay_s, commands=commands, buttons=commands.press,
-                    pending=memory_commands.answer_if_pending, kept=inbox)
+                    pending=memory_commands.answer_if_pending, kept=inbox,
+                    previewing=Previewing(frozenset(settings.delivery.stream), RateGate(),
+                                          settings.delivery.stream_gap_s, settings.delivery.stream_give_up_s))
     if lemmas_read is not None:
         await lemmas_read
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,

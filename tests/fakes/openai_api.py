@@ -28,6 +28,10 @@ class Scripted:
     delay_s: float = 0.0
     raw_body: str | None = None  # sent as-is (malformed JSON and the like)
     headers: dict[str, str] = field(default_factory=dict)
+    # A streamed answer's pace: this many characters a chunk, this long between chunks (a model's token rate).
+    chunk_chars: int = 8
+    chunk_delay_s: float = 0.0
+    cut_after_chunks: int | None = None  # the connection drops after this many chunks (a stream cut short)
 
 
 def echo_reply(request: dict[str, Any]) -> str:
@@ -154,8 +158,14 @@ class FakeOpenAI:
 
         await send({"role": "assistant", "content": ""})
         text = script.text or ""
-        for i in range(0, len(text), 8):
-            await send({"content": text[i:i + 8]})
+        step = max(1, script.chunk_chars)
+        for n, i in enumerate(range(0, len(text), step)):
+            if script.cut_after_chunks is not None and n >= script.cut_after_chunks:
+                request.transport.close() if request.transport is not None else None  # type: ignore[func-returns-value]
+                return resp
+            if n and script.chunk_delay_s:
+                await asyncio.sleep(script.chunk_delay_s)
+            await send({"content": text[i:i + step]})
         if script.tool_calls:
             await send({"tool_calls": [dict(tc, index=i) for i, tc in enumerate(script.tool_calls)]})
         await send({}, finish)

@@ -118,6 +118,37 @@ async def test_replies_tool_calls_and_failures_cross_the_process_boundary(
     assert (await llm.complete([{"role": "user", "content": "hello?"}])).text == "still here"
 
 
+async def test_a_streamed_reply_grows_across_the_process_boundary_and_ends_whole(
+        fake_llm: FakeOpenAI, process: ModelProcess) -> None:
+    await process.start()
+    llm = _client(fake_llm, process)
+    text = "Here is a reply that **grows** while it is written, emoji \U0001f9f6 and all."
+    fake_llm.queue.append(Scripted(text=text, chunk_chars=5, chunk_delay_s=0.08))
+    heard: list[str] = []
+    reply = await llm.complete([{"role": "user", "content": "tell me"}], on_text=heard.append)
+    assert reply.text == text
+    assert fake_llm.requests[-1]["stream"] is True
+    assert len(heard) >= 3  # it grew in steps, as the model wrote it, before the reply came whole
+    assert all(text.startswith(h) for h in heard) and heard == sorted(heard, key=len)
+
+    # A streamed answer that is a tool call is rebuilt whole, as an unstreamed one.
+    fake_llm.tool_call("recall", {"query": "sister"})
+    reply = await llm.complete([{"role": "user", "content": "who?"}], on_text=heard.append,
+                               tools=[{"type": "function", "function": {"name": "recall", "parameters": {}}}])
+    assert [(c.name, c.parsed_arguments()) for c in reply.tool_calls] == [("recall", {"query": "sister"})]
+
+
+async def test_a_stream_cut_short_is_a_failed_call_not_a_short_reply(
+        fake_llm: FakeOpenAI, process: ModelProcess) -> None:
+    await process.start()
+    llm = _client(fake_llm, process)
+    fake_llm.queue.append(Scripted(text="This reply never finishes because the line drops", chunk_chars=4,
+                                   cut_after_chunks=3))
+    heard: list[str] = []
+    with pytest.raises(LLMError):
+        await llm.complete([{"role": "user", "content": "tell me"}], on_text=heard.append)
+
+
 async def test_a_slow_model_times_out_and_a_cancelled_call_leaves_the_process_serving(
         fake_llm: FakeOpenAI, process: ModelProcess) -> None:
     llm = _client(fake_llm, process, timeout_s=1.0)
