@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -91,7 +91,7 @@ class OutboxEntry:
     source: str | None
     created_at: datetime
     status: OutboxStatus
-    attempts: int  # consecutive failed attempts at the current chunk
+    attempts: int  # consecutive failed attempts at the current chunk that named no wait (no retry_after)
     next_attempt_at: datetime | None
     last_error: str | None
     chunks_sent: int
@@ -178,16 +178,39 @@ def pending_lanes(conn: Connection, *, due_by: datetime | None = None) -> list[L
     return [(r.platform, r.chat_id, r.thread_id) for r in conn.execute(query).all()]
 
 
+def _waiting_on_a_guess(keep_errors: Sequence[str]) -> sa.ColumnElement[bool]:
+    """Pending entries waiting out a backoff kith guessed, not one the platform named (``keep_errors``)."""
+    return sa.and_(_PENDING, outbox.c.next_attempt_at.is_not(None),
+                   sa.or_(outbox.c.last_error.is_(None), outbox.c.last_error.not_in(list(keep_errors))))
+
+
 def release_backoffs(conn: Connection, *, keep_errors: Sequence[str], now: datetime) -> int:
-    """Make pending entries due now, except those whose last error asks to wait (a platform's retry_after).
+    """Make pending entries due now, except those whose last error asks to wait (a platform's retry_after):
+    those keep the due time the platform gave, sent at once if it has passed.
 
     For a new process: the backoff of the last one guessed at a trouble that a restart may have ended.
     """
-    result = conn.execute(outbox.update().where(
-        outbox.c.status == OutboxStatus.PENDING.value, outbox.c.next_attempt_at.is_not(None),
-        sa.or_(outbox.c.last_error.is_(None), outbox.c.last_error.not_in(list(keep_errors))))
-        .values(next_attempt_at=None, attempts=0, updated_at=now))  # and a fresh budget of attempts
+    result = conn.execute(outbox.update().where(_waiting_on_a_guess(keep_errors))
+                          .values(next_attempt_at=None, attempts=0, updated_at=now))  # and a fresh budget of attempts
     return int(result.rowcount)
+
+
+def release_guessed(conn: Connection, *, platform: str, keep_errors: Sequence[str], skip: Collection[int],
+                    now: datetime) -> list[tuple[int, Lane]]:
+    """Make due now the platform's entries still waiting on a guessed backoff, but those in ``skip``; returns
+    each one's id and lane. For a platform that answers again: the guess that it was down is wrong.
+
+    Their attempts stay: a chat whose own sends keep failing still grows its backoff.
+    """
+    rows = conn.execute(sa.select(outbox.c.id, outbox.c.platform, outbox.c.chat_id, outbox.c.thread_id)
+                        .where(_waiting_on_a_guess(keep_errors), outbox.c.platform == platform,
+                               outbox.c.next_attempt_at > now)
+                        .order_by(outbox.c.id)).all()
+    woken = [(r.id, (r.platform, r.chat_id, r.thread_id)) for r in rows if r.id not in skip]
+    if woken:
+        conn.execute(outbox.update().where(outbox.c.id.in_([entry_id for entry_id, _lane in woken]), _PENDING)
+                     .values(next_attempt_at=None, updated_at=now))
+    return woken
 
 
 def by_status(conn: Connection, status: OutboxStatus, limit: int = 100) -> list[OutboxEntry]:

@@ -7,10 +7,14 @@ process stopped; the only duplicates are the chunk the platform accepted in the 
 that commit, and a chunk whose send timed out after it left (``SendError.maybe_delivered``): it
 is sent again, logged as ``delivery maybe doubled`` and noted in ``outbox_doubts``.
 
-A transient failure is never the end: after ``max_attempts`` quick retries the reply keeps its
-place at the head of its chat with a long backoff (``SEND_LONG_BACKOFF_*``) until it is delivered
-or ``SEND_MAX_LATE_H`` old. A lane whose head is due that far off leaves its task ("parked"); the
-sweep takes it up when due. Only a refusal (blocked, chat not found, forbidden) ends a reply at once.
+A transient failure is never the end. One that names its wait (a 429's ``retry_after``) is tried
+again after exactly that, however often it comes: the platform's word, kept in the outbox across a
+restart. One that names none (a 5xx, a dropped connection) is a guess: after ``max_attempts`` quick
+retries the reply keeps its place at the head of its chat with a long backoff (``SEND_LONG_BACKOFF_*``)
+until it is delivered or ``SEND_MAX_LATE_H`` old. A lane whose head is due that far off on a guess
+leaves its task ("parked"); the sweep takes it up when due. A guess ends early: a start, or the first
+success on that platform after a guessed failure, makes it due now. Only a refusal (blocked, chat not
+found, forbidden) ends a reply at once.
 """
 
 from __future__ import annotations
@@ -35,39 +39,52 @@ from ground.tunables import (
     SEND_LONG_BACKOFF_BASE_S,
     SEND_LONG_BACKOFF_MAX_S,
     SEND_MAX_LATE_H,
+    SEND_RETRY_AFTER_MARGIN_S,
 )
 from ground.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
 
 log = logging.getLogger("kith.delivery")
 
 POLICY_REFUSED = "policy"
-RATE_LIMITED = "SendError:rate_limited"  # error_code of a platform's "retry after N s": kept across restarts
+# error_code of a platform's "retry after N s": the entry's next_attempt_at is then the platform's own due time,
+# kept across restarts. (An older kith wrote "SendError:rate_limited" with a wait it had grown: a start releases it.)
+RETRY_AFTER = "SendError:retry_after"
 RENDER_FAILED = "render"
 EXPIRED = "expired"  # last_error of a reply still undelivered SEND_MAX_LATE_H after it was queued
 MAYBE_DELIVERED = "SendError:maybe_delivered"
 
 
-def backoff_delay(attempt: int, *, base_s: float, max_s: float, retry_after: float | None,
-                  rng: Callable[[], float]) -> float:
-    """Seconds to wait before retry number ``attempt`` (1-based): full jitter, at least ``retry_after``."""
-    ceiling = min(max_s, base_s * 2 ** (attempt - 1))
-    jittered = rng() * ceiling
+def retry_delay(failures: int, retry_after: float | None, *, quick: int, base_s: float, max_s: float,
+                rng: Callable[[], float]) -> float:
+    """Seconds to wait before trying a chunk again after a failed send.
+
+    ``retry_after``: the wait the platform named for this failure. It is waited exactly (and a fixed hair,
+    ``SEND_RETRY_AFTER_MARGIN_S``), however many failures came before: sending earlier only earns another
+    429, and later keeps the person waiting on a platform that is back. ``failures``: the failures so far
+    that named no wait, the only ones that grow the guess: ``quick`` quick retries, then the long backoff.
+    """
     if retry_after is not None:
-        # The platform's own figure is a floor, whatever our cap says: sending earlier only earns another 429.
-        return max(retry_after, jittered)
-    return jittered
+        return max(retry_after, 0.0) + SEND_RETRY_AFTER_MARGIN_S
+    if failures < quick:
+        return backoff_delay(failures, base_s=base_s, max_s=max_s, rng=rng)
+    return long_backoff_delay(failures - quick + 1, rng=rng)
 
 
-def long_backoff_delay(step: int, *, retry_after: float | None, rng: Callable[[], float],
-                       base_s: float = SEND_LONG_BACKOFF_BASE_S, max_s: float = SEND_LONG_BACKOFF_MAX_S) -> float:
+def backoff_delay(attempt: int, *, base_s: float, max_s: float, rng: Callable[[], float]) -> float:
+    """Seconds to wait before quick retry number ``attempt`` (1-based): full jitter."""
+    ceiling = min(max_s, base_s * 2 ** (attempt - 1))
+    return rng() * ceiling
+
+
+def long_backoff_delay(step: int, *, rng: Callable[[], float], base_s: float = SEND_LONG_BACKOFF_BASE_S,
+                       max_s: float = SEND_LONG_BACKOFF_MAX_S) -> float:
     """Seconds to wait before long retry number ``step`` (1-based), once the quick ones are spent.
 
     Spread over the upper half of the range: after an outage the chats must not all retry together,
     nor any of them straight away.
     """
     ceiling = min(max_s, base_s * 2 ** (step - 1))
-    jittered = ceiling * (0.5 + 0.5 * rng())
-    return jittered if retry_after is None else max(retry_after, jittered)
+    return ceiling * (0.5 + 0.5 * rng())
 
 
 def error_code(exc: BaseException) -> str:
@@ -79,7 +96,7 @@ def error_code(exc: BaseException) -> str:
             return "SendError:permanent"
         if exc.maybe_delivered:
             return MAYBE_DELIVERED
-        return RATE_LIMITED if exc.retry_after is not None else "SendError:transient"
+        return RETRY_AFTER if exc.retry_after is not None else "SendError:transient"
     return type(exc).__name__
 
 
@@ -136,9 +153,17 @@ class DeliveryWorker:
         # Lanes whose task failed unexpectedly (a row that will not decode, a database error), and when: the
         # sweep tries them again only after FAILED_LANE_RETRY_S, not every interval with a traceback each time.
         self._failed_at: dict[Lane, datetime] = {}
-        # Lanes whose task is waiting out a backoff right now: shutdown ends those at once (their retry
-        # time is in the outbox), rather than waiting for them or for its own deadline.
-        self._resting: set[Lane] = set()
+        # Lanes whose task is waiting out a backoff right now, each with the event that ends its wait early:
+        # shutdown ends those at once (their retry time is in the outbox), rather than waiting for them or
+        # for its own deadline, and a platform that answers again ends a guessed wait.
+        self._resting: dict[Lane, asyncio.Event] = {}
+        # Platforms with a failure that named no wait since their last success: the next success there
+        # shows the guess wrong, and wakes the chats waiting on it.
+        self._troubled: set[str] = set()
+        # Entries a success woke: each once in a process, so a chat whose own sends keep failing while the
+        # others go through follows its own backoff rather than being woken by every success after it.
+        self._woken: set[int] = set()
+        self._wakes: set[asyncio.Task[None]] = set()
         # When this process's delivery started: entries older than that were left by an earlier process.
         self._started_at: datetime | None = None
         self._lanes_looked_at: set[Lane] = set()  # lanes whose first such entry was looked for
@@ -161,7 +186,7 @@ class DeliveryWorker:
             self._started_at = self._clock()
 
         def resume(conn: Connection) -> list[Lane]:
-            outbox.release_backoffs(conn, keep_errors=(RATE_LIMITED,), now=self._clock())
+            outbox.release_backoffs(conn, keep_errors=(RETRY_AFTER,), now=self._clock())
             return outbox.pending_lanes(conn)
 
         lanes = await self.db.run(resume)
@@ -242,7 +267,7 @@ class DeliveryWorker:
         """At shutdown: deliver what the platforms take now; a failing send is left pending for the next
         start, never marked failed for an outage that merely overlapped the shutdown."""
         self._draining = True
-        for lane in self._resting:
+        for lane in list(self._resting):
             task = self._lanes.get(lane)
             if task is not None:
                 task.cancel()
@@ -252,7 +277,7 @@ class DeliveryWorker:
         """Cancel every lane task; their progress is already in the outbox for the next start."""
         self._stopped = True
         sweeper, self._sweeper = self._sweeper, None
-        tasks = list(self._lanes.values()) + ([sweeper] if sweeper is not None else [])
+        tasks = list(self._lanes.values()) + list(self._wakes) + ([sweeper] if sweeper is not None else [])
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -301,19 +326,28 @@ class DeliveryWorker:
             return
         delay = (entry.next_attempt_at - self._clock()).total_seconds()
         if delay > 0:
-            await self._rest(entry.lane, delay)
+            await self._rest(entry.lane, delay, named=entry.last_error == RETRY_AFTER)
 
-    async def _rest(self, lane: Lane, delay: float) -> None:
-        """Wait out a backoff, or end the lane task when another will take the lane up in time."""
+    async def _rest(self, lane: Lane, delay: float, *, named: bool) -> None:
+        """Wait out a backoff, or end the lane task when another will take the lane up in time.
+
+        ``named``: the platform named this wait. Its chat waits in its own task, however long, so it goes
+        when the platform said, not at the sweep after; a guessed wait far off is parked.
+        """
         if self._draining:
             raise _LeftForNextStart
-        if delay > DELIVERY_PARK_AFTER_S and self.settings.outbox_sweep_s > 0:
+        if delay > DELIVERY_PARK_AFTER_S and self.settings.outbox_sweep_s > 0 and not named:
             raise _Parked
-        self._resting.add(lane)
+        woken = self._resting[lane] = asyncio.Event()
+        sleeping = asyncio.ensure_future(self._sleep(delay))
+        waking = asyncio.ensure_future(woken.wait())
         try:
-            await self._sleep(delay)
+            await asyncio.wait((sleeping, waking), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            self._resting.discard(lane)
+            sleeping.cancel()
+            waking.cancel()
+            if self._resting.get(lane) is woken:
+                del self._resting[lane]
 
     def _too_late(self, entry: OutboxEntry, now: datetime) -> bool:
         return now - entry.created_at >= timedelta(hours=SEND_MAX_LATE_H)
@@ -411,8 +445,11 @@ class DeliveryWorker:
                     uncertain += 1
                     log.warning("delivery maybe doubled id=%d chunk=%d/%d platform=%s chat=%s", entry.id,
                                 index + 1, total, message.platform, message.chat_id)
-                else:
-                    attempts += 1
+                retry_after = exc.retry_after if isinstance(exc, SendError) else None
+                if retry_after is None and not permanent:
+                    self._troubled.add(message.platform)  # a guess, which the platform's next success ends
+                if not doubted and retry_after is None:
+                    attempts += 1  # a named wait is the platform's word: it grows no backoff
                 doubt = index if doubted else None
                 if permanent:
                     await self.db.run(outbox.mark_failed, entry.id, error=code, now=now, attempts=attempts)
@@ -431,24 +468,47 @@ class DeliveryWorker:
                                           error=code, now=now, doubted_chunk=doubt)
                     await self._expire(entry, now, error=code)
                     return None
-                retry_after = exc.retry_after if isinstance(exc, SendError) else None
-                delay = self._retry_delay(attempts + uncertain, retry_after)
+                delay = retry_delay(attempts + uncertain, retry_after, quick=self.settings.max_attempts,
+                                    base_s=self.settings.backoff_base_s, max_s=self.settings.backoff_max_s,
+                                    rng=self._rng)
                 await self.db.run(outbox.schedule_retry, entry.id, attempts=attempts,
                                   next_attempt_at=now + timedelta(seconds=delay), error=code, now=now,
                                   doubted_chunk=doubt)
                 log.warning("delivery retry id=%d platform=%s chunk=%d/%d attempt=%d delay_s=%.2f error=%s",
                             entry.id, message.platform, index + 1, total, attempts, delay, code)
-                await self._rest(entry.lane, delay)
+                await self._rest(entry.lane, delay, named=retry_after is not None)
                 continue
+            if message.platform in self._troubled:
+                self._troubled.discard(message.platform)
+                self._wake_guessed(message.platform, but=entry.id)
             return sent
 
-    def _retry_delay(self, failures: int, retry_after: float | None) -> float:
-        """Quick retries first; past ``max_attempts`` the long backoff, since an outage is not a refusal."""
-        quick = self.settings.max_attempts
-        if failures < quick:
-            return backoff_delay(failures, base_s=self.settings.backoff_base_s, max_s=self.settings.backoff_max_s,
-                                 retry_after=retry_after, rng=self._rng)
-        return long_backoff_delay(failures - quick + 1, retry_after=retry_after, rng=self._rng)
+    def _wake_guessed(self, platform: str, *, but: int) -> None:
+        """The platform answered again after a failure that named no wait: the chats waiting on a guess
+        there go now (in a task of its own, so this chunk's progress is committed without waiting for it)."""
+        task = asyncio.get_running_loop().create_task(self._wake(platform, but=but), name=f"deliver:wake:{platform}")
+        self._wakes.add(task)
+        task.add_done_callback(self._wakes.discard)
+
+    async def _wake(self, platform: str, *, but: int) -> None:
+        skip = frozenset(self._woken | {but})
+        try:
+            woken = await self.db.run(outbox.release_guessed, platform=platform, keep_errors=(RETRY_AFTER,),
+                                      skip=skip, now=self._clock())
+        except Exception as exc:  # their own backoff still ends, and the sweep takes them up
+            log.warning("delivery wake failed platform=%s error=%s", platform, describe(exc))
+            return
+        if len(self._woken) >= self._lane_ends_kept:
+            self._woken.clear()  # bounded: forgetting costs at most one more early try each
+        for entry_id, lane in woken:
+            self._woken.add(entry_id)
+            resting = self._resting.get(lane)
+            if resting is not None:
+                resting.set()  # its task goes on at once; it already holds the head
+            else:
+                self.schedule(lane)
+        if woken:
+            log.info("delivery woke chats waiting on a guess platform=%s chats=%d", platform, len(woken))
 
     async def _send_chunk(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
                           index: int) -> SentMessage:

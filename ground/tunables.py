@@ -177,6 +177,8 @@ DELIVERY_LANE_ENDS_KEPT = 4_096  # chats whose delivery task's latest end is rem
 SEND_LONG_BACKOFF_BASE_S = 300.0
 SEND_LONG_BACKOFF_MAX_S = 3_600.0
 SEND_MAX_LATE_H = INBOX_REPLAY_MAX_AGE_H  # a reply is never delivered later than a message is answered
+SEND_RETRY_AFTER_MARGIN_S = 0.05  # past a platform's retry_after: its clock and ours differ, and a 0 must not
+# spin; fixed, never grown
 DELIVERY_PARK_AFTER_S = 60.0  # a chat whose next try is further off leaves its task; the sweep takes it up when due
 OUTBOX_SENT_RETENTION_DAYS = 7.0  # delivered replies are kept this long (their attachments not at all)
 RETENTION_INTERVAL_S = 3_600.0  # how often a running bot prunes the inbound journal and the delivered outbox

@@ -16,10 +16,16 @@ import pytest
 from conversation.typing_indicator import TypingIndicator
 from delivery import outbox
 from delivery.outbox import OutboxStatus
-from delivery.worker import DeliveryWorker, backoff_delay, long_backoff_delay
+from delivery.worker import RETRY_AFTER, DeliveryWorker, backoff_delay, long_backoff_delay, retry_delay
 from ground.config import DeliverySettings
 from ground.db import Connection, Database
-from ground.tunables import FAILED_LANE_RETRY_S, SEND_LONG_BACKOFF_BASE_S, SEND_LONG_BACKOFF_MAX_S, SEND_MAX_LATE_H
+from ground.tunables import (
+    FAILED_LANE_RETRY_S,
+    SEND_LONG_BACKOFF_BASE_S,
+    SEND_LONG_BACKOFF_MAX_S,
+    SEND_MAX_LATE_H,
+    SEND_RETRY_AFTER_MARGIN_S,
+)
 from ground.types import OutboundMessage, SendError
 from tests.support import database
 from tests.support.clock import FakeClock
@@ -102,13 +108,13 @@ async def test_a_blocked_chat_does_not_hold_up_another_and_each_keeps_its_order(
     assert channel.texts("A") == ["<b>a1</b>", "<b>a2</b>", "<b>a3</b>"]
 
 
-async def test_rate_limit_waits_at_least_retry_after_then_delivers_once(db: Database) -> None:
+async def test_rate_limit_waits_retry_after_then_delivers_once(db: Database) -> None:
     channel = FakeChannel()
     channel.fail("two", SendError("429", retry_after=30.0))
     worker, sleep = make_worker(db, channel, rng=lambda: 0.0)  # jitter alone would not wait at all
     entry_id = await worker.post(reply("one|two"))
     await worker.wait_idle()
-    assert sleep.waits == [30.0]
+    assert sleep.waits == [30.0 + SEND_RETRY_AFTER_MARGIN_S]
     assert channel.texts() == ["<b>one</b>", "<b>two</b>"]
     stored = entry(db, entry_id)
     assert stored.status is OutboxStatus.SENT and stored.attempts == 0
@@ -125,15 +131,53 @@ async def test_server_errors_back_off_exponentially_then_deliver(db: Database) -
     assert entry(db, entry_id).status is OutboxStatus.SENT
 
 
-def test_backoff_is_full_jitter_capped_and_floored_by_retry_after() -> None:
-    def delay(attempt: int, r: float, retry_after: float | None = None) -> float:
-        return backoff_delay(attempt, base_s=1.0, max_s=60.0, retry_after=retry_after, rng=lambda: r)
+def test_backoff_is_full_jitter_capped() -> None:
+    def delay(attempt: int, r: float) -> float:
+        return backoff_delay(attempt, base_s=1.0, max_s=60.0, rng=lambda: r)
 
     assert [delay(n, 1.0) for n in (1, 2, 3, 7, 8, 20)] == [1.0, 2.0, 4.0, 60.0, 60.0, 60.0]
     assert delay(4, 0.5) == 4.0
     assert delay(4, 0.0) == 0.0
-    assert delay(1, 0.5, retry_after=120.0) == 120.0  # beyond our own cap: the platform's word wins
-    assert delay(7, 1.0, retry_after=3.0) == 60.0
+
+
+def test_a_named_retry_after_is_waited_exactly_however_often_and_only_guesses_grow() -> None:
+    def delay(failures: int, retry_after: float | None = None, r: float = 1.0) -> float:
+        return retry_delay(failures, retry_after, quick=4, base_s=1.0, max_s=60.0, rng=lambda: r)
+
+    # The platform's word, neither grown by the failures before it nor shortened by jitter.
+    exactly = [1.0 + SEND_RETRY_AFTER_MARGIN_S] * 5
+    assert [delay(n, retry_after=1.0) for n in (0, 1, 4, 7, 100)] == exactly
+    assert [delay(n, retry_after=1.0, r=0.0) for n in (0, 1, 4, 7, 100)] == exactly
+    assert delay(2, retry_after=120.0) == 120.0 + SEND_RETRY_AFTER_MARGIN_S  # beyond our own cap: its word wins
+    assert delay(0, retry_after=0.0) == SEND_RETRY_AFTER_MARGIN_S  # never a hot loop
+    # Guessed waits: quick retries, then the long backoff.
+    assert [delay(n) for n in (1, 2, 3, 4, 5, 6)] == [1.0, 2.0, 4.0, SEND_LONG_BACKOFF_BASE_S,
+                                                      2 * SEND_LONG_BACKOFF_BASE_S, 4 * SEND_LONG_BACKOFF_BASE_S]
+
+
+async def test_a_reply_refused_with_retry_after_past_the_quick_retries_waits_only_what_the_platform_asked(
+        db: Database) -> None:
+    channel = FakeChannel()
+    refusals = SETTINGS.max_attempts + 3
+    channel.fail("hi", *[SendError("429", retry_after=1.0) for _ in range(refusals)])
+    worker, sleep = make_worker(db, channel, settings=SWEEPING)  # a long backoff would park the chat
+    entry_id = await worker.post(reply("hi"))
+    await worker.wait_idle()
+    assert sleep.waits == [1.0 + SEND_RETRY_AFTER_MARGIN_S] * refusals
+    assert channel.texts() == ["<b>hi</b>"]
+    assert entry(db, entry_id).status is OutboxStatus.SENT
+
+
+async def test_a_named_wait_does_not_count_towards_the_guessed_backoff(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("hi", SendError("502"), SendError("429", retry_after=5.0), SendError("429", retry_after=5.0),
+                 SendError("503"))
+    worker, sleep = make_worker(db, channel)  # rng 1.0: the top of each jitter range
+    await worker.post(reply("hi"))
+    await worker.wait_idle()
+    named = 5.0 + SEND_RETRY_AFTER_MARGIN_S
+    assert sleep.waits == [1.0, named, named, 2.0]  # the second guess is the second quick step, not the fourth
+    assert channel.texts() == ["<b>hi</b>"]
 
 
 SWEEPING = dataclasses.replace(SETTINGS, outbox_sweep_s=10.0)  # a sweep takes up parked chats (called by hand here)
@@ -180,12 +224,11 @@ async def test_without_a_sweep_a_long_backoff_waits_in_the_chats_own_task(db: Da
 
 
 def test_the_long_backoff_doubles_to_an_hour_with_jitter_in_its_upper_half() -> None:
-    def delay(step: int, r: float, retry_after: float | None = None) -> float:
-        return long_backoff_delay(step, retry_after=retry_after, rng=lambda: r)
+    def delay(step: int, r: float) -> float:
+        return long_backoff_delay(step, rng=lambda: r)
 
     assert [delay(n, 1.0) for n in (1, 2, 3, 4, 5, 30)] == [300.0, 600.0, 1200.0, 2400.0, 3600.0, 3600.0]
     assert delay(1, 0.0) == 150.0
-    assert delay(1, 0.0, retry_after=7200.0) == 7200.0
 
 
 async def test_a_reply_is_never_delivered_more_than_a_day_late(db: Database,
@@ -330,18 +373,100 @@ async def test_restart_honours_a_retry_time_set_before_the_crash(tmp_path: Path)
         clock = FakeClock()
         entry_id = db.run_sync(outbox.enqueue, reply("hi"), source=None, now=clock())
         due = clock() + timedelta(seconds=45)
-        db.run_sync(outbox.schedule_retry, entry_id, attempts=1, next_attempt_at=due,
-                    error="SendError:rate_limited", now=clock())
+        db.run_sync(outbox.schedule_retry, entry_id, attempts=1, next_attempt_at=due, error=RETRY_AFTER,
+                    now=clock())
         channel = FakeChannel()
         sleep = FakeSleep(clock)
-        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SETTINGS, sleep=sleep,
+        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SWEEPING, sleep=sleep,
                                 clock=clock)
         await worker.start()
         await worker.wait_idle()
-        assert sleep.waits == [45.0]
+        assert sleep.waits == [45.0]  # the platform's due time, in the chat's own task: not a sweep's later
         assert channel.texts() == ["<b>hi</b>"]
     finally:
         db.close()
+
+
+class SleepThenHang(FakeSleep):
+    """Moves the fake clock for the first ``n`` waits, then waits for ever: a process killed mid-wait."""
+
+    def __init__(self, clock: FakeClock, n: int) -> None:
+        super().__init__(clock)
+        self.n = n
+
+    async def __call__(self, seconds: float) -> None:
+        if len(self.waits) >= self.n:
+            self.waits.append(seconds)
+            await asyncio.Event().wait()
+        await super().__call__(seconds)
+
+
+async def test_a_restart_during_a_named_wait_waits_just_what_remains_of_it(tmp_path: Path) -> None:
+    first_db = open_db(tmp_path)
+    before = FakeChannel()
+    refusals = SETTINGS.max_attempts + 2  # past the quick retries
+    before.fail("hi", *[SendError("429", retry_after=3.0) for _ in range(refusals)])
+    clock = FakeClock()
+    hangs = SleepThenHang(clock, refusals - 1)
+    worker = DeliveryWorker(first_db, {"telegram": before}, send_anything, settings=SWEEPING, sleep=hangs,
+                            clock=clock)
+    entry_id = await worker.post(reply("hi"))
+    await until(lambda: len(hangs.waits) == refusals, 5, what="the last wait", every=0.001)
+    await worker.stop()  # "killed" while it waits on the platform's word
+    first_db.close()
+    assert before.delivered == []
+
+    db = open_db(tmp_path)
+    try:
+        assert entry(db, entry_id).last_error == RETRY_AFTER
+        clock.advance(seconds=2.0)  # the restart took 2 s
+        after = FakeChannel()
+        sleep = FakeSleep(clock)
+        restarted = DeliveryWorker(db, {"telegram": after}, send_anything, settings=SWEEPING, sleep=sleep,
+                                   clock=clock)
+        await restarted.start()
+        await restarted.wait_idle()
+        assert sleep.waits == [pytest.approx(1.0 + SEND_RETRY_AFTER_MARGIN_S)]  # what remained of it, no more
+        assert after.texts() == ["<b>hi</b>"]
+    finally:
+        db.close()
+
+
+async def test_a_restart_sends_at_once_a_reply_an_older_kith_parked_behind_a_rate_limit(tmp_path: Path) -> None:
+    db = open_db(tmp_path)
+    try:
+        clock = FakeClock()
+        entry_id = db.run_sync(outbox.enqueue, reply("hi"), source=None, now=clock())
+        # Written by a kith that grew a 429's wait into its long backoff: the platform's own time is lost.
+        db.run_sync(outbox.schedule_retry, entry_id, attempts=7, next_attempt_at=clock() + timedelta(seconds=212),
+                    error="SendError:rate_limited", now=clock())
+        channel = FakeChannel()
+        sleep = FakeSleep(clock)
+        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SWEEPING, sleep=sleep,
+                                clock=clock)
+        await worker.start()
+        await worker.wait_idle()
+        assert sleep.waits == [] and channel.texts() == ["<b>hi</b>"]
+    finally:
+        db.close()
+
+
+async def test_the_first_success_on_a_platform_sends_at_once_what_waits_on_a_guessed_backoff(db: Database) -> None:
+    channel = FakeChannel()
+    channel.fail("for A", SendError("502"))
+    channel.fail("for C", SendError("429", retry_after=30.0))
+    steps = SteppedSleep()  # no wait ends by itself: only the wake can move chat A on
+    worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SWEEPING, sleep=steps,
+                            clock=FakeClock(), rng=lambda: 1.0)
+    for_a = await worker.post(reply("for A", chat_id="A"))
+    for_c = await worker.post(reply("for C", chat_id="C"))
+    await until(lambda: len(steps.waits) == 2, 5, what="both chats to wait", every=0.001)
+    assert sorted(steps.waits) == [1.0, 30.0 + SEND_RETRY_AFTER_MARGIN_S]
+    await worker.post(reply("for B", chat_id="B"))  # the platform answers again
+    await until(lambda: channel.texts("A") == ["<b>for A</b>"], 5, what="chat A's reply", every=0.001)
+    assert entry(db, for_a).status is OutboxStatus.SENT
+    assert channel.texts("C") == [] and entry(db, for_c).status is OutboxStatus.PENDING  # the platform's own word
+    await worker.stop()
 
 
 async def test_policy_refusal_is_recorded_and_never_sent(db: Database) -> None:

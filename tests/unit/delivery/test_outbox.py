@@ -142,3 +142,27 @@ def test_a_lane_whose_head_waits_out_a_long_backoff_is_not_due_until_then(db: Da
     assert db.run_sync(outbox.pending_lanes, due_by=clock()) == [("telegram", "c2", None)]
     assert db.run_sync(outbox.pending_lanes, due_by=clock() + timedelta(hours=1)) == [
         ("telegram", "c1", None), ("telegram", "c2", None)]
+
+
+def test_a_platform_that_answers_again_releases_only_its_guessed_waits(db: Database) -> None:
+    clock = FakeClock()
+    later = clock() + timedelta(minutes=5)
+
+    def waiting(chat_id: str, error: str, *, platform: str = "telegram") -> int:
+        entry_id = db.run_sync(outbox.enqueue, reply(chat_id, chat_id=chat_id, platform=platform), source=None,
+                               now=clock())
+        db.run_sync(outbox.schedule_retry, entry_id, attempts=7, next_attempt_at=later, error=error, now=clock())
+        return entry_id
+
+    guessed = waiting("down", "SendError:transient")
+    dropped = waiting("dropped", "ConnectError")
+    skipped = waiting("woken before", "SendError:transient")
+    named = waiting("named", "SendError:retry_after")
+    elsewhere = waiting("slack", "SendError:transient", platform="slack")
+    woken = db.run_sync(outbox.release_guessed, platform="telegram", keep_errors=("SendError:retry_after",),
+                        skip={skipped}, now=clock())
+    assert woken == [(guessed, ("telegram", "down", None)), (dropped, ("telegram", "dropped", None))]
+    for entry_id, due in ((guessed, None), (dropped, None), (skipped, later), (named, later), (elsewhere, later)):
+        entry = db.run_sync(outbox.get, entry_id)
+        assert entry is not None and entry.next_attempt_at == due
+        assert entry.attempts == 7  # a chat whose own sends keep failing still grows its backoff
