@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 from tests.fakes.openai_api import FakeOpenAI
@@ -69,6 +70,49 @@ async def test_messages_waiting_for_an_answer_when_the_process_is_killed_are_ans
         # Her message was recorded before the kill: the turn goes on from that row, not from a copy.
         assert [m["content"] for m in ana["messages"]].count("are you still there?") == 1
         await until(lambda: _kept(data) == [], 30)
+    finally:
+        bot.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.wait_for(bot.communicate(), 30)
+    assert b"Traceback" not in err
+
+
+def _outbox_errors(data_dir: Path) -> list[str | None]:
+    with sqlite3.connect(data_dir / "kith.db") as conn:
+        return [row[0] for row in conn.execute("SELECT last_error FROM outbox WHERE status = 'pending'")]
+
+
+async def test_a_reply_waiting_on_telegrams_retry_after_across_a_kill_is_sent_right_after_the_restart(
+        telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    cfg = write_config(tmp_path / "kith.toml", fake_llm, data, extra=(
+        f'[telegram]\nbase_url = "{telegram_api.base_url}"\npoll_timeout_s = 1\n'
+        '[policy.telegram]\ndm = "open"\n[delivery]\ndebounce_ms = 100\nmax_attempts = 2\n'
+        '[heartbeat]\nenabled = false\n'))
+    refusals = 2  # the last one past the quick retries (max_attempts): an older kith grew its wait into minutes
+    for _ in range(refusals):
+        telegram_api.fail_next("sendMessage", status=429, retry_after=1)
+
+    def refused() -> int:
+        return sum(1 for c in telegram_api.calls if c.method == "sendMessage" and c.failed_status == 429)
+
+    bot = await _start_bot(cfg)
+    try:
+        telegram_api.push_text(ANA, ANA, "hello?")
+        await until(lambda: refused() == refusals, 30)
+    finally:
+        bot.send_signal(signal.SIGKILL)  # within the second Telegram asked for: the reply waits on its word
+        await bot.wait()
+    assert telegram_api.sent == [] and _outbox_errors(data) == ["SendError:retry_after"]
+
+    restarted_at = time.monotonic()
+    bot = await _start_bot(cfg)
+    try:
+        await telegram_api.wait_for_sent(1, timeout=30)
+        delivered_at = time.monotonic()
+        # The new process's first call to Telegram: the start is done, whatever Python's imports took.
+        first_call = min(c.at for c in telegram_api.calls if c.at >= restarted_at)
+        assert telegram_api.texts_to(ANA) == ["echo: hello?"]
+        assert delivered_at - first_call < 5.0  # sent as the new process starts, not after a grown backoff
     finally:
         bot.send_signal(signal.SIGTERM)
         _out, err = await asyncio.wait_for(bot.communicate(), 30)
