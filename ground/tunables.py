@@ -93,10 +93,11 @@ RECALL_NEIGHBOUR_GAP_MINUTES = 60.0  # ... each said at most this long after the
 RECALL_DATE_BOOST = 1.25  # a memory said inside a time the query names ("last week", "in May")
 # The person's graph in recall (memory.recall.graph_reach): a memory whose relation touches a being the query
 # names, or one a relation of the best candidates touches, gets this share of the best score among the other
-# memories about that being ...
+# memories about that being ... Every leave-one-out fold on LoCoMo chose share 0.5, one hop, names only (with
+# LoCoMo's observations standing in for captured relations; docs/benchmarks.md).
 RECALL_GRAPH_SHARE = 0.5
 RECALL_GRAPH_HOPS = 1  # ... the beings selected and (2) those one relation away from them ...
-RECALL_GRAPH_FROM_BEST = 5  # ... the beings of this many best candidates' relations (0: only the names said)
+RECALL_GRAPH_FROM_BEST = 0  # ... the beings of this many best candidates' relations (0: only the names said)
 RECALL_GRAPH_RELATIONS = 4  # relations that brought memories in, shown with them in the prompt
 # A being with more relations than this reaches everything (as the person does): it lifts the candidates that
 # touch it but fetches nothing and is not expanded. Keeps a recall's graph work small at any graph size.
