@@ -43,7 +43,7 @@ def streamed(fake_llm: FakeOpenAI, text: str = REPLY, *, chunk_chars: int = 6, d
 
 
 async def answered(tg: FakeTelegramApi, chat: int, before: int = 0) -> list[str]:
-    await tg.wait_until(lambda: len(tg.texts_to(chat)) > before, timeout=20)
+    await tg.wait_until(lambda: len(tg.texts_to(chat)) > before, timeout=45)
     await asyncio.sleep(0.5)  # time for anything doubled, or a draft after the message, to show up
     return tg.texts_to(chat)
 
