@@ -1,9 +1,11 @@
 """The reply as it grows, shown in the chat while the model writes it.
 
 A preview is never the reply. The reply goes through the outbox exactly as an unstreamed one does, and each
-platform's preview is one the final send supersedes without a second message (a Telegram draft is replaced by the
-message that follows it). So a preview that fails, stalls or is cut short by a crash costs nothing but itself: the
-person still gets the whole reply, once.
+platform's preview is one the final send supersedes without a second message: a Telegram draft is replaced by the
+message that follows it; on Discord and Slack the preview is a message, noted durably as soon as the platform took
+it (:mod:`delivery.previews`), and the outbox's send of the reply edits that message into the whole reply. A turn
+taken up again after a crash goes on editing the same message. So a preview that fails, stalls or is cut short by
+a crash costs nothing but itself: the person still gets the whole reply, once.
 
 It writes at its own pace (the first words at once, then at most one update per ``min_gap_s``) and asks the chat's
 rate gate (:mod:`delivery.rate_gate`) before each write: a platform's 429 closes the chat for every writer, and one
@@ -23,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Protocol
 
+from delivery.previews import PreviewKey
 from delivery.rate_gate import RateGate
 from ground.types import ChatKind, InboundMessage, SendError
 
@@ -36,9 +39,33 @@ class PreviewChannel(Protocol):
         """Whether this platform can preview a reply in such a chat."""
         ...
 
+
+class DraftPreviews(PreviewChannel, Protocol):
+    """A platform with drafts the final message replaces (Telegram)."""
+
     async def preview(self, chat_id: str, thread_id: str | None, preview_id: int, text: str) -> None:
         """Show ``text`` (the reply so far, Markdown) as preview ``preview_id``; raise SendError on failure."""
         ...
+
+
+class MessagePreviews(PreviewChannel, Protocol):
+    """A platform whose preview is a message, edited (Discord, Slack)."""
+
+    async def post_preview(self, chat_id: str, thread_id: str | None, text: str) -> str:
+        """Post the reply so far; the new message's id. SendError on failure."""
+        ...
+
+    async def edit_preview(self, chat_id: str, message_id: str, text: str) -> None:
+        """Show the reply so far in message ``message_id``. SendError on failure."""
+        ...
+
+
+class PreviewNotes(Protocol):
+    """Where a preview message is noted (:mod:`delivery.previews`), so the final reply edits it."""
+
+    async def noted(self, key: PreviewKey) -> str | None: ...
+
+    async def note(self, key: PreviewKey, message_id: str) -> None: ...
 
 
 def preview_id(message: InboundMessage) -> int:
@@ -51,9 +78,13 @@ class ReplyPreview:
     """``async with ReplyPreview(...) as preview:`` around the model call; ``preview.grew`` is its text sink."""
 
     def __init__(self, channel: PreviewChannel, message: InboundMessage, gate: RateGate, *, min_gap_s: float,
-                 give_up_s: float, clock: Callable[[], float] = time.monotonic,
+                 give_up_s: float, notes: PreviewNotes | None = None, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.channel = channel
+        self.notes = notes  # needed by a platform whose preview is a message
+        self.key = PreviewKey(message.platform, message.chat_id, message.message_id)
+        self._message_id: str | None = None  # the preview message, once posted (or found from before a restart)
+        self._looked = False
         self.message = message
         self.gate = gate
         self.min_gap_s = min_gap_s
@@ -102,7 +133,7 @@ class ReplyPreview:
             if not text.strip() or text == self._shown:
                 continue
             try:
-                await self.channel.preview(chat, self.message.thread_id, self._id, text)
+                await self._show(text)
             except SendError as error:
                 if error.retry_after is not None:
                     self.gate.refused(platform, chat, error.retry_after)
@@ -122,3 +153,20 @@ class ReplyPreview:
             if self.first_at is None:
                 self.first_at = self._clock()
             await self._sleep(self.min_gap_s)
+
+    async def _show(self, text: str) -> None:
+        chat = self.message.chat_id
+        if hasattr(self.channel, "preview"):
+            await self.channel.preview(chat, self.message.thread_id, self._id, text)  # type: ignore[attr-defined]
+            return
+        channel: MessagePreviews = self.channel  # type: ignore[assignment]
+        if self.notes is None:
+            raise SendError("preview: no place to note a preview message", permanent=True)
+        if not self._looked:  # a turn taken up again after a restart goes on with the message it had posted
+            self._looked = True
+            self._message_id = await self.notes.noted(self.key)
+        if self._message_id is not None:
+            await channel.edit_preview(chat, self._message_id, text)
+            return
+        self._message_id = await channel.post_preview(chat, self.message.thread_id, text)
+        await self.notes.note(self.key, self._message_id)

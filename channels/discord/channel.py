@@ -81,6 +81,7 @@ from channels.discord.translate import (
 )
 from channels.lanes import HandlerLanes
 from channels.markdown import render_chunks, with_attachment
+from channels.markdown.partial import settled
 from ground.failures import describe, traceback_of
 from ground.tunables import (
     DISCORD_CATCH_UP_CHANNELS_MAX,
@@ -588,6 +589,66 @@ class DiscordChannel:
             else:
                 data = await client.http.request(route, json=params.payload, timeout=self._send_timeout)
         return int(data["id"])
+
+    # -- previews: one message posted, then edited as the reply grows; the final reply edits it whole --------------
+    def previews(self, chat_kind: ChatKind) -> bool:
+        """Discord has no drafts: a preview is a message of the chat, edited, so only where one reply is wanted
+        in any case (a DM; a group keeps whole replies)."""
+        return chat_kind is ChatKind.DM
+
+    async def post_preview(self, chat_id: str, thread_id: str | None, text: str) -> str:
+        """The reply so far as a new message (its first chunk's worth); the message's id."""
+        client = self._live_client()
+        channel_id = snowflake(thread_id) or snowflake(chat_id)
+        if channel_id is None:
+            raise SendError(f"discord: not a channel id: {chat_id!r}", permanent=True)
+        content = self._preview_content(text)
+        try:
+            sent_id = await self._post(client, channel_id, {"content": content,
+                                                            "allowed_mentions": discord.AllowedMentions.none()})
+        except (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise send_error_for(exc) from exc
+        return f"{channel_id}:{sent_id}"
+
+    async def edit_preview(self, chat_id: str, message_id: str, text: str) -> None:
+        """The preview message shows the reply so far."""
+        await self._edit(message_id, self._preview_content(text), mentions=discord.AllowedMentions.none())
+
+    async def replace_chunk(self, message: OutboundMessage, chunk: RenderedChunk, message_id: str, *,
+                            plain: bool = False) -> SentMessage:
+        """The reply's first chunk edits its preview message in place: one message, whole."""
+        await self._edit(message_id, chunk.plain if plain else chunk.text, mentions=allowed_mentions(),
+                         view=button_view(message.buttons) if message.buttons and chunk.buttons else None)
+        return SentMessage(message_id)
+
+    def _preview_content(self, text: str) -> str:
+        chunks = render_chunks(settled(text), MESSAGE_FORMAT)
+        return chunks[0].text if chunks else "…"
+
+    def _live_client(self) -> discord.Client:
+        client = self._client
+        if client is None or client.is_closed():
+            raise SendError("discord: channel not started")
+        return client
+
+    async def _edit(self, message_id: str, content: str, *, mentions: discord.AllowedMentions,
+                    view: Any = None) -> None:
+        client = self._live_client()
+        channel_part, _, message_part = message_id.partition(":")
+        channel_id, sent_id = snowflake(channel_part), snowflake(message_part)
+        if channel_id is None or sent_id is None:
+            raise SendError(f"discord: not a message id: {message_id!r}", permanent=True)
+        route = discord.http.Route("PATCH", "/channels/{channel_id}/messages/{message_id}", channel_id=channel_id,
+                                   message_id=sent_id)
+        options: dict[str, Any] = {"content": content, "allowed_mentions": mentions,
+                                   "previous_allowed_mentions": client.allowed_mentions}
+        if view is not None:
+            options["view"] = view
+        try:
+            with discord.http.handle_message_parameters(**options) as params:
+                await client.http.request(route, json=params.payload, timeout=self._send_timeout)
+        except (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise send_error_for(exc) from exc
 
     async def _target(self, client: discord.Client, message: OutboundMessage) -> discord.abc.Messageable:
         """The channel to post to: the thread, the channel, or the DM (opened first when addressed by user)."""

@@ -73,8 +73,9 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
-from channels.markdown import with_attachment
-from channels.slack.formatting import text_chunks
+from channels.markdown import render_chunks, with_attachment
+from channels.markdown.partial import settled
+from channels.slack.formatting import MESSAGE_FORMAT, text_chunks
 from channels.slack.settings import SlackSettings
 from channels.slack.translate import (
     PLATFORM,
@@ -112,6 +113,7 @@ from ground.types import (
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
+    ChatKind,
     EventJournal,
     InboundHandler,
     InboundMessage,
@@ -606,6 +608,56 @@ class SlackChannel:
             self._lost.pop(marker, None)
         data = _data(sent)
         return SentMessage(f"{data.get('channel') or channel}:{data.get('ts', '')}")
+
+    # -- previews: one message posted, then updated as the reply grows; the final reply updates it whole ----------
+    def previews(self, chat_kind: ChatKind) -> bool:
+        """A preview is a message of the chat, updated in place: only where one reply is wanted in any case."""
+        return chat_kind is ChatKind.DM
+
+    async def post_preview(self, chat_id: str, thread_id: str | None, text: str) -> str:
+        """The reply so far as a new message (its first chunk's worth); ``channel:ts``."""
+        web_client = self._require_web()
+        arguments: dict[str, Any] = {"channel": chat_id, "mrkdwn": True, "text": self._preview_text(text)}
+        if thread_id:
+            arguments["thread_ts"] = thread_id
+        try:
+            sent = await web_client.chat_postMessage(**arguments)
+        except (SlackApiError, *_NETWORK_ERRORS) as exc:
+            raise send_error_for(exc) from exc
+        data = _data(sent)
+        return f"{data.get('channel') or chat_id}:{data.get('ts', '')}"
+
+    async def edit_preview(self, chat_id: str, message_id: str, text: str) -> None:
+        """The preview message shows the reply so far."""
+        await self._update(message_id, {"text": self._preview_text(text), "mrkdwn": True})
+
+    async def replace_chunk(self, message: OutboundMessage, chunk: RenderedChunk, message_id: str, *,
+                            plain: bool = False) -> SentMessage:
+        """The reply's first chunk updates its preview message in place: one message, whole."""
+        arguments: dict[str, Any] = {"mrkdwn": not plain, "text": escape_text(chunk.plain) if plain else chunk.text}
+        if message.buttons and chunk.buttons and not plain:
+            arguments["blocks"] = button_blocks(chunk.text, message.buttons)
+        await self._update(message_id, arguments)
+        return SentMessage(message_id)
+
+    @staticmethod
+    def _preview_text(text: str) -> str:
+        chunks = render_chunks(settled(text), MESSAGE_FORMAT)
+        return chunks[0].text if chunks else "…"
+
+    def _require_web(self) -> AsyncWebClient:
+        if self._web is None:
+            raise SendError("slack: channel not started")
+        return self._web
+
+    async def _update(self, message_id: str, arguments: dict[str, Any]) -> None:
+        channel, _, ts = message_id.partition(":")
+        if not channel or not ts:
+            raise SendError(f"slack: not a message id: {message_id!r}", permanent=True)
+        try:
+            await self._require_web().chat_update(channel=channel, ts=ts, **arguments)
+        except (SlackApiError, *_NETWORK_ERRORS) as exc:
+            raise send_error_for(exc) from exc
 
     def may_have_posted(self, message: OutboundMessage, index: int, since: datetime) -> None:
         """An earlier process sent chunk ``index`` and lost its answer: look for it before sending it again."""

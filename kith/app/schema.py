@@ -7,7 +7,7 @@ import memory.goals
 import memory.graph
 import memory.store  # noqa: F401
 from conversation import linking  # noqa: F401
-from delivery import inbound, inbox, outbox  # noqa: F401
+from delivery import inbound, inbox, outbox, previews  # noqa: F401
 from ground.db import Database
 from heartbeat import schema as heartbeat_schema  # noqa: F401
 from people import directory, history  # noqa: F401

@@ -14,6 +14,7 @@ from conversation.memory_commands import MemoryCommands, QuestionSender
 from conversation.router import Previewing, Router
 from delivery.inbound import Cursors, InboundJournal
 from delivery.inbox import Inbox
+from delivery.previews import PreviewBook
 from delivery.rate_gate import RateGate
 from delivery.worker import DeliveryWorker
 from ground.background import BackgroundTasks, on_daemon_thread
@@ -130,7 +131,8 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                     typing_delay_s=settings.delivery.typing_delay_s, commands=commands, buttons=commands.press,
                     pending=memory_commands.answer_if_pending, kept=inbox,
                     previewing=Previewing(frozenset(settings.delivery.stream), RateGate(),
-                                          settings.delivery.stream_gap_s, settings.delivery.stream_give_up_s))
+                                          settings.delivery.stream_gap_s, settings.delivery.stream_give_up_s,
+                                          PreviewBook(db, clock)))
     if lemmas_read is not None:
         await lemmas_read
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,
