@@ -47,3 +47,12 @@ def test_an_unwritable_cache_still_gives_the_lemmas(tmp_path: Path, reference: L
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("")
     assert _lemmas(cached_lemmatizer(blocked / "lemmas")) == _lemmas(reference)
+
+
+def test_a_later_open_maps_the_file_rather_than_reading_it(tmp_path: Path) -> None:
+    import mmap
+
+    indexed_stream("en", tmp_path)
+    mapped = indexed_stream("en", tmp_path)
+    assert isinstance(mapped._data, mmap.mmap)  # type: ignore[attr-defined]  # pages come in as look-ups read them
+    assert mapped.get("went") == "go"
