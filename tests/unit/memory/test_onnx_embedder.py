@@ -85,13 +85,15 @@ async def test_the_built_graph_is_cached_owner_only_and_reused(tmp_path: Path) -
     first = OnnxEmbedder(MODEL, cache_dir=cache)
     await first.embed(["hello"])
     await first.close()
-    (built,) = list(cache.iterdir())
-    assert built.stat().st_mode & 0o777 == 0o600 and cache.stat().st_mode & 0o777 == 0o700
-    stamp = built.stat().st_mtime_ns
+    # The graph, and its word embeddings in a file of their own that ONNX Runtime maps rather than copies.
+    built, words = sorted(cache.iterdir())
+    assert words.name == built.name + ".words" and words.stat().st_size == 30522 * 384 * 4
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in (built, words)) and cache.stat().st_mode & 0o777 == 0o700
+    stamps = [p.stat().st_mtime_ns for p in (built, words)]
     second = OnnxEmbedder(MODEL, cache_dir=cache)
     await second.embed(["hello again"])
     await second.close()
-    assert [p.name for p in cache.iterdir()] == [built.name] and built.stat().st_mtime_ns == stamp
+    assert sorted(cache.iterdir()) == [built, words] and [p.stat().st_mtime_ns for p in (built, words)] == stamps
 
 
 async def test_a_damaged_cached_graph_is_dropped_and_rebuilt_at_the_next_start(tmp_path: Path) -> None:
@@ -99,13 +101,13 @@ async def test_a_damaged_cached_graph_is_dropped_and_rebuilt_at_the_next_start(t
     first = OnnxEmbedder(MODEL, cache_dir=cache)
     good = await first.embed(["the cello"])
     await first.close()
-    (built,) = list(cache.iterdir())
+    (built,) = list(cache.glob("*.onnx"))
     built.write_bytes(built.read_bytes()[: 1 << 20])  # a disk error, say
     broken = OnnxEmbedder(MODEL, cache_dir=cache)
     with pytest.raises(EmbedderUnavailable, match="did not load"):
         await broken.embed(["the cello"])
     await broken.close()
-    assert not built.exists()
+    assert not any(cache.iterdir())
     again = OnnxEmbedder(MODEL, cache_dir=cache)
     assert await again.embed(["the cello"]) == good
     await again.close()
@@ -127,6 +129,19 @@ async def test_a_changed_model_file_is_refused_in_one_line(tmp_path: Path, monke
     embedder, status = await open_embedder(AppSettings())
     assert embedder is None and not status.ready
     assert "\n" not in status.reason and "not the published file" in status.reason
+
+
+async def test_a_graph_without_its_word_table_is_built_again(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = OnnxEmbedder(MODEL, cache_dir=cache)
+    good = await first.embed(["the cello"])
+    await first.close()
+    (words,) = list(cache.glob("*.words"))
+    words.unlink()
+    again = OnnxEmbedder(MODEL, cache_dir=cache)
+    assert await again.embed(["the cello"]) == good
+    await again.close()
+    assert words.is_file()
 
 
 async def test_changed_weights_are_refused_before_a_graph_is_built(
