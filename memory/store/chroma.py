@@ -24,7 +24,10 @@ import asyncio
 import concurrent.futures
 import enum
 import functools
+import importlib
 import logging
+import sys
+import types
 import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -66,8 +69,31 @@ def space_of(metadata: dict[str, MetadataValue]) -> str:
     return str(metadata.get(VECTOR_KEY, HASH_SPACE))
 
 
+OTLP_EXPORTER = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
+
+
+def _defer_otlp_exporter() -> None:
+    """Chroma imports OpenTelemetry's gRPC span exporter when it is imported (grpc and protobuf: 12 MB of the
+    process's memory), and constructs it only when its tracing is configured (``CHROMA_OTEL_GRANULARITY``), which
+    kith never does. A stand-in module gives it the name; constructing the exporter imports the real one then and
+    returns it, so tracing configured that way works as before."""
+    if OTLP_EXPORTER in sys.modules:
+        return
+
+    class OTLPSpanExporter:
+        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+            sys.modules.pop(OTLP_EXPORTER, None)
+            real = importlib.import_module(OTLP_EXPORTER)
+            return real.OTLPSpanExporter(*args, **kwargs)
+
+    stand_in = types.ModuleType(OTLP_EXPORTER, "kith's stand-in until Chroma's tracing needs the real exporter")
+    stand_in.OTLPSpanExporter = OTLPSpanExporter  # type: ignore[attr-defined]
+    sys.modules[OTLP_EXPORTER] = stand_in
+
+
 def make_client(settings: MemorySettings, data_dir: Path) -> Any:
     """A Chroma client: a server when ``chroma_url`` is set, else embedded under ``data_dir/chroma``."""
+    _defer_otlp_exporter()
     import chromadb  # slow to import: only once Chroma is needed
     from chromadb.config import Settings as ChromaSettings
 
