@@ -10,7 +10,8 @@ fake model (in this process) that answers capture's requests with one fact the p
 merge gate and the store all run. Each platform gets ``--dms`` DMs from ``--chats`` people, each person's next
 message sent once the last was answered. Then the bot is left idle (``--idle`` seconds with no model request) and
 each of its processes is read from /proc: RSS, PSS and USS (``smaps_rollup``: PSS splits shared pages among the
-processes that map them; USS is the private part), and its peak RSS (``VmHWM``). "together" sums them.
+processes that map them; USS is the private part), its peak RSS (``VmHWM``), and its RSS once every platform
+had connected, before any DM ("at start"). "together" sums them.
 
 Then each heavy import alone, in a bare interpreter of its own (``python -c "import X"``, then ``VmRSS``): the
 floor each library puts under kith's processes, and what it adds to the bare interpreter.
@@ -117,6 +118,7 @@ class BotFigures:
     embedder: str
     platforms: tuple[str, ...]
     processes: list[tuple[str, Memory]]  # the bot first
+    at_start: dict[str, float]  # each process's RSS once every platform connected, before any DM
     answered: int
     sent: int
     captured: int  # capture requests the fake model answered
@@ -194,6 +196,8 @@ async def measure_bot(embedder: str, names: list[str], dms: int, chats: int, idl
             for platform in platforms:
                 await until(platform.connected, 120, f"the bot never connected to {platform.name}")
             start_s = time.monotonic() - started
+            await asyncio.sleep(2)  # the start's own work (the lemma dictionaries, the model process) settles
+            at_start = {_name(proc.pid, pid): read_memory(pid).rss for pid in [proc.pid, *descendants(proc.pid)]}
             serial = 0
             sent: list[str] = []
 
@@ -218,14 +222,13 @@ async def measure_bot(embedder: str, names: list[str], dms: int, chats: int, idl
             # Idle: no model request for idle_s (capture has run its course), then read every process.
             await until(lambda: time.monotonic() - model.last_request >= idle_s, 300, "the bot never went idle")
             pids = [proc.pid, *descendants(proc.pid)]
-            processes = [("bot (bot.py run)", read_memory(proc.pid))]
-            processes += [(process_name(pid), read_memory(pid)) for pid in pids[1:]]
+            processes = [(_name(proc.pid, pid), read_memory(pid)) for pid in pids]
         finally:
             pump.cancel()
             await asyncio.gather(pump, return_exceptions=True)
         if proc.returncode is not None:
             raise RuntimeError(f"the bot ended early; its log: {root / 'bot.log'}")
-        return BotFigures(embedder, tuple(names), processes, answered, len(sent), model.captures, start_s)
+        return BotFigures(embedder, tuple(names), processes, at_start, answered, len(sent), model.captures, start_s)
     finally:
         if proc is not None and proc.returncode is None:
             proc.terminate()
@@ -239,6 +242,10 @@ async def measure_bot(embedder: str, names: list[str], dms: int, chats: int, idl
         await model.fake.stop()
         if proc is not None and proc.returncode in (0, -15):
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _name(bot: int, pid: int) -> str:
+    return "bot (bot.py run)" if pid == bot else process_name(pid)
 
 
 async def _pump(platforms: list[Platform]) -> None:
@@ -286,9 +293,11 @@ def print_bot(figures: BotFigures) -> None:
     print(f"\nembedder = {figures.embedder!r}, platforms: {', '.join(figures.platforms)}; {figures.answered} of "
           f"{figures.sent} DMs answered, {figures.captured} capture requests; connected {figures.start_s:.1f} s "
           "after start; read idle")
-    print(f"  {'process':<44} {'RSS MB':>8} {'PSS MB':>8} {'USS MB':>8} {'peak MB':>8}")
+    print(f"  {'process':<44} {'RSS MB':>8} {'PSS MB':>8} {'USS MB':>8} {'peak MB':>8} {'at start':>9}")
+    at_start = sum(figures.at_start.values())
     for name, m in [*figures.processes, ("together", figures.together)]:
-        print(f"  {name[:44]:<44} {m.rss:>8.0f} {m.pss:>8.0f} {m.uss:>8.0f} {m.peak:>8.0f}")
+        start = at_start if name == "together" else figures.at_start.get(name, float("nan"))
+        print(f"  {name[:44]:<44} {m.rss:>8.0f} {m.pss:>8.0f} {m.uss:>8.0f} {m.peak:>8.0f} {start:>9.0f}")
     if target is not None:
         rss = figures.together.rss
         print(f"  target together <= {target:.0f} MB RSS: {'meets target' if rss <= target else 'MISSES target'} "
