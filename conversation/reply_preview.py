@@ -7,7 +7,9 @@ it (:mod:`delivery.previews`), and the outbox's send of the reply edits that mes
 taken up again after a crash goes on editing the same message. So a preview that fails, stalls or is cut short by
 a crash costs nothing but itself: the person still gets the whole reply, once.
 
-It writes at its own pace (the first words at once, then at most one update per ``min_gap_s``) and asks the chat's
+It writes at its own pace (the first words ``first_delay_s`` after they come, then at most one update per
+``min_gap_s``; a reply done within that first moment is never previewed at all, so a quick reply costs the
+platform no extra request) and asks the chat's
 rate gate (:mod:`delivery.rate_gate`) before each write: a platform's 429 closes the chat for every writer, and one
 longer than ``give_up_s`` ends the preview, so the final reply is sent once, when allowed, instead of previews
 earning a longer ban. A platform that refuses previews outright (an error that names no wait) ends it too. Each
@@ -27,6 +29,7 @@ from typing import Protocol
 
 from delivery.previews import PreviewKey
 from delivery.rate_gate import RateGate
+from ground.tunables import STREAM_FIRST_DELAY_S
 from ground.types import ChatKind, InboundMessage, SendError
 
 log = logging.getLogger("kith.preview")
@@ -78,7 +81,8 @@ class ReplyPreview:
     """``async with ReplyPreview(...) as preview:`` around the model call; ``preview.grew`` is its text sink."""
 
     def __init__(self, channel: PreviewChannel, message: InboundMessage, gate: RateGate, *, min_gap_s: float,
-                 give_up_s: float, notes: PreviewNotes | None = None, clock: Callable[[], float] = time.monotonic,
+                 give_up_s: float, notes: PreviewNotes | None = None, first_delay_s: float = STREAM_FIRST_DELAY_S,
+                 clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.channel = channel
         self.notes = notes  # needed by a platform whose preview is a message
@@ -89,6 +93,7 @@ class ReplyPreview:
         self.gate = gate
         self.min_gap_s = min_gap_s
         self.give_up_s = give_up_s
+        self.first_delay_s = first_delay_s
         self._clock = clock
         self._sleep = sleep
         self._id = preview_id(message)
@@ -120,6 +125,8 @@ class ReplyPreview:
 
     async def _run(self) -> None:
         platform, chat = self.message.platform, self.message.chat_id
+        await self._changed.wait()
+        await self._sleep(self.first_delay_s)
         while True:
             await self._changed.wait()
             self._changed.clear()

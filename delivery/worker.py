@@ -26,9 +26,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-from delivery import outbox
+from delivery import outbox, previews
 from delivery.outbox import Lane, OutboxEntry
 from delivery.posting import Posting
+from delivery.previews import PreviewKey
+from delivery.rate_gate import RateGate
 from ground.config import DeliverySettings
 from ground.db import Connection, Database
 from ground.failures import describe, traceback_of
@@ -109,6 +111,15 @@ class LooksBeforeResend(Protocol):
     def may_have_posted(self, message: OutboundMessage, index: int, since: datetime) -> None: ...
 
 
+@runtime_checkable
+class ReplacesPreviews(Protocol):
+    """A channel whose reply previews are messages (Discord, Slack): a reply's first chunk edits its preview
+    message into itself, so the person sees one message (:mod:`delivery.previews`)."""
+
+    async def replace_chunk(self, message: OutboundMessage, chunk: RenderedChunk, message_id: str, *,
+                            plain: bool = False) -> SentMessage: ...
+
+
 class _LostPlace(Exception):
     def __init__(self, entry_id: int, index: int) -> None:
         super().__init__(f"entry {entry_id} chunk {index}")
@@ -129,8 +140,12 @@ class DeliveryWorker:
                  may_send: Callable[[OutboundMessage], Awaitable[bool]], *, settings: DeliverySettings | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  clock: Callable[[], datetime] = utcnow, rng: Callable[[], float] = random.random,
-                 lane_ends_kept: int = DELIVERY_LANE_ENDS_KEPT) -> None:
+                 lane_ends_kept: int = DELIVERY_LANE_ENDS_KEPT, gate: RateGate | None = None) -> None:
         self.db = db
+        # Each chat's rate gate, shared with the reply previews: a 429 either gets closes the chat for both.
+        self.gate = gate or RateGate(clock=lambda: self._clock().timestamp())
+        # Entries whose first chunk edited a preview message: its row goes once that chunk is recorded.
+        self._replaced: dict[int, PreviewKey] = {}
         self.channels = channels
         self.may_send = may_send
         self.settings = settings or DeliverySettings()
@@ -407,6 +422,7 @@ class DeliveryWorker:
             if sent is None:
                 return False, None
             sent_ids.append(sent.platform_message_id)
+            replaced = self._replaced.pop(entry.id, None) if index == 0 else None
             if index == len(chunks) - 1:
                 # The last chunk: sent, recorded and the lane's next entry read in one transaction.
                 recorded, head = await self.db.run_short(outbox.record_final_chunk, entry.id, index,
@@ -417,6 +433,9 @@ class DeliveryWorker:
                 # longer pending: its progress is not ours to continue, and the lane's order says nothing
                 # after it may go first. The lane ends here; its next submit or the next start reads it again.
                 raise _LostPlace(entry.id, index)
+            if replaced is not None:
+                # Only now: killed before the chunk was recorded, the next start edits the same message again.
+                await self.db.run_short(previews.let_go, replaced)
             attempts = 0
         log.info("delivered id=%d platform=%s chat=%s chunks=%d resumed_from=%d", entry.id, message.platform,
                  message.chat_id, len(chunks), entry.chunks_sent)
@@ -483,6 +502,33 @@ class DeliveryWorker:
                 self._wake_guessed(message.platform, but=entry.id)
             return sent
 
+    async def _replace_preview(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
+                               index: int) -> SentMessage | None:
+        """The reply's first chunk edited into the preview message that stands for it, if one does; None
+        otherwise, and when that message is gone (deleted, or no longer editable): then it is posted afresh."""
+        if index != 0 or entry.source is None or not isinstance(channel, ReplacesPreviews):
+            return None
+        key = PreviewKey(entry.message.platform, entry.message.chat_id, entry.source)
+        message_id = await self.db.run_short(previews.noted, key)
+        if message_id is None:
+            return None
+        try:
+            try:
+                sent = await channel.replace_chunk(entry.message, chunk, message_id)
+            except SendError as exc:
+                if not exc.bad_formatting:
+                    raise
+                sent = await channel.replace_chunk(entry.message, chunk, message_id, plain=True)
+        except SendError as exc:
+            if not exc.permanent:
+                raise  # waited and tried again as any send is
+            await self.db.run_short(previews.let_go, key)
+            log.info("delivery preview gone id=%d platform=%s error=%s: posted afresh", entry.id,
+                     entry.message.platform, error_code(exc))
+            return None
+        self._replaced[entry.id] = key
+        return sent
+
     def _wake_guessed(self, platform: str, *, but: int) -> None:
         """The platform answered again after a failure that named no wait: the chats waiting on a guess
         there go now (in a task of its own, so this chunk's progress is committed without waiting for it)."""
@@ -512,6 +558,22 @@ class DeliveryWorker:
 
     async def _send_chunk(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
                           index: int) -> SentMessage:
+        message = entry.message
+        wait = self.gate.wait_s(message.platform, message.chat_id)
+        if wait > 0:  # a preview of this chat was told to wait: the reply waits too, once, rather than earn more
+            await self._sleep(wait)
+        try:
+            return await self._send_or_replace(entry, channel, chunk, index)
+        except SendError as exc:
+            if exc.retry_after is not None:
+                self.gate.refused(message.platform, message.chat_id, exc.retry_after)
+            raise
+
+    async def _send_or_replace(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
+                               index: int) -> SentMessage:
+        replaced = await self._replace_preview(entry, channel, chunk, index)
+        if replaced is not None:
+            return replaced
         try:
             return await channel.send_chunk(entry.message, chunk, index, plain=False)
         except SendError as exc:

@@ -162,8 +162,9 @@ class DeliverySettings:
     typing_delay_s: float = t.TYPING_DELAY_S
     outbox_sweep_s: float = t.OUTBOX_SWEEP_S  # 0: only at start
     sent_retention_days: float = t.OUTBOX_SENT_RETENTION_DAYS  # delivered replies kept this long, then pruned
-    # Platforms whose replies are shown as they grow, where the platform can (Telegram: drafts in private chats).
-    stream: list[str] = field(default_factory=lambda: ["telegram"])
+    # Platforms whose replies are shown as they grow, in private chats: Telegram as a draft, Discord and Slack as
+    # one message edited as it grows.
+    stream: list[str] = field(default_factory=lambda: ["telegram", "discord", "slack"])
     stream_gap_s: float = t.STREAM_GAP_S
     stream_give_up_s: float = t.STREAM_GIVE_UP_S
 

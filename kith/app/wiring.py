@@ -101,7 +101,8 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     background.spawn(goals.warm(), name="goals-warm")
     questions = QuestionBook(db, clock)
     channels: dict[str, Channel] = {}
-    worker = DeliveryWorker(db, channels, gate.may_send, settings=settings.delivery, clock=clock)
+    rate_gate = RateGate()  # one per chat, shared by the replies' previews and their final sends
+    worker = DeliveryWorker(db, channels, gate.may_send, settings=settings.delivery, clock=clock, gate=rate_gate)
     question_sender = QuestionSender(db=db, memory=memory, book=questions, outbound=worker, clock=clock)
     core = ConversationCore(
         settings=settings, db=db, llm=llm, clock=clock, background=background,
@@ -130,7 +131,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                     typing_refresh_s=settings.delivery.typing_refresh_s,
                     typing_delay_s=settings.delivery.typing_delay_s, commands=commands, buttons=commands.press,
                     pending=memory_commands.answer_if_pending, kept=inbox,
-                    previewing=Previewing(frozenset(settings.delivery.stream), RateGate(),
+                    previewing=Previewing(frozenset(settings.delivery.stream), rate_gate,
                                           settings.delivery.stream_gap_s, settings.delivery.stream_give_up_s,
                                           PreviewBook(db, clock)))
     if lemmas_read is not None:
