@@ -266,7 +266,10 @@ IMPORTS: tuple[tuple[str, str], ...] = (
     ("bare interpreter", "pass"),
     ("litellm (llm.client.import_litellm)", _LITELLM),
     ("the model process's imports (llm.worker + litellm)", f"import llm.worker; {_LITELLM}"),
-    ("chromadb", "import chromadb"),
+    ("chromadb alone", "import chromadb"),
+    ("chromadb as kith opens it (memory.store.chroma.make_client, embedded)",
+     "import pathlib, tempfile; from ground.config import MemorySettings; from memory.store.chroma import make_client; "
+     "make_client(MemorySettings(), pathlib.Path(tempfile.mkdtemp()))"),
     ("onnxruntime", "import onnxruntime"),
     ("the default encoder loaded (onnx:all-MiniLM-L6-v2, one text embedded)", _ENCODER),
     ("python-telegram-bot (channels.telegram.channel)", "import channels.telegram.channel"),
