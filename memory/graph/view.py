@@ -76,21 +76,52 @@ class PersonGraph:
         self.entities: dict[str, Entity] = {e.id: e for e in entities}
         self.relations: dict[str, Relation] = {r.id: r for r in relations}
         self._apart = {frozenset(p) for p in apart}
-        self._index()
-
-    def _index(self) -> None:
-        self.by_key = {name_key(e.name): e.id for e in self.entities.values()}
+        # Kept as the graph grows: names by key and by first word, relations by type.
+        self.by_key: dict[str, str] = {}
+        self._role_names: list[str] = []  # names that are a role of the person's own ("my sister")
         self._by_first: dict[str, list[tuple[list[str], str]]] = defaultdict(list)
-        for key, entity in self.by_key.items():
-            if parts := key.split():
-                self._by_first[parts[0]].append((parts, entity))
-        self._members: dict[str, list[str]] = defaultdict(list)
+        self._by_type: dict[str, list[str]] = defaultdict(list)  # relation ids by relation key
         for e in self.entities.values():
-            self._members[self.root(e.id)].append(e.id)
-        self._touching: dict[str, list[Relation]] = defaultdict(list)
+            self._add_name(e)
         for r in self.relations.values():
-            for end in {self.root(r.subject), self.root(r.object)}:
-                self._touching[end].append(r)
+            self._by_type[r.relation_key].append(r.id)
+        # Read by being (a join moves names between beings): made again when first read after a change.
+        self._by_being: tuple[dict[str, list[str]], dict[str, list[Relation]]] | None = None
+
+    def _add_name(self, entity: Entity) -> None:
+        key = name_key(entity.name)
+        self.by_key[key] = entity.id
+        if parts := key.split():
+            self._by_first[parts[0]].append((parts, entity.id))
+        if role_key(entity.name) is not None:
+            self._role_names.append(entity.id)
+
+    def _of_type(self, key: str) -> list[Relation]:
+        return [self.relations[i] for i in self._by_type.get(key, ()) if i in self.relations]
+
+    def _changed(self) -> None:
+        self._by_being = None
+
+    def _beings(self) -> tuple[dict[str, list[str]], dict[str, list[Relation]]]:
+        """Each being's names and the relations touching it, as the graph stands."""
+        if self._by_being is None:
+            members: dict[str, list[str]] = defaultdict(list)
+            for e in self.entities.values():
+                members[self.root(e.id)].append(e.id)
+            touching: dict[str, list[Relation]] = defaultdict(list)
+            for r in self.relations.values():
+                for end in {self.root(r.subject), self.root(r.object)}:
+                    touching[end].append(r)
+            self._by_being = (members, touching)
+        return self._by_being
+
+    @property
+    def _members(self) -> dict[str, list[str]]:
+        return self._beings()[0]
+
+    @property
+    def _touching(self) -> dict[str, list[Relation]]:
+        return self._beings()[1]
 
     # --- names ----------------------------------------------------------------------------------
     def root(self, entity: str) -> str:
@@ -137,8 +168,8 @@ class PersonGraph:
         if role is None:
             return set()
         found = set()
-        for r in self.relations.values():
-            if r.relation_key != role or not r.holds():
+        for r in self._of_type(role):
+            if not r.holds():
                 continue
             if self.root(r.object) == SELF and r.subject != SELF:
                 found.add(self.root(r.subject))
@@ -148,7 +179,10 @@ class PersonGraph:
 
     def _by_initials(self, key: str, kind: EntityKind | None) -> set[str]:
         found = set()
-        for other_key, other in self.by_key.items():
+        parts = key.split()
+        # A name with initials after it starts with the same word: only those need a look.
+        for other_parts, other in self._by_first.get(parts[0], ()) if parts else ():
+            other_key = " ".join(other_parts)
             if extends(key, other_key) or extends(other_key, key):
                 root = self.root(other)
                 theirs = self.kind(root)
@@ -166,8 +200,8 @@ class PersonGraph:
     def contradictions(self, relation: Relation) -> list[Relation]:
         """The holding relations ``relation`` contradicts (the rule in the module's text)."""
         subject, obj = self.root(relation.subject), self.root(relation.object)
-        same_type = [r for r in self.relations.values() if r.id != relation.id and r.holds()
-                     and self.root(r.subject) == subject and r.relation_key == relation.relation_key]
+        same_type = [r for r in self._of_type(relation.relation_key) if r.id != relation.id and r.holds()
+                     and self.root(r.subject) == subject]
         if not same_type or self._several_at_once(relation, same_type):
             return []
         kind = self.kind(obj) if obj != SELF else None
@@ -252,13 +286,14 @@ class PersonGraph:
                                 evidence_sentences=p.evidence_sentences, sources=p.sources, scope=p.scope,
                                 valid_from=p.said_at, created_at=now, note_id=p.note_id, memory_id=p.memory_id)
             self.relations[rid] = relation
+            self._by_type[key].append(rid)
             growth.relations.append(relation)
-            self._index()
+            self._changed()
             for a, b in p.aliases:
                 self._join_named(a, b, now, growth)
         # A role said before the relation that names it ("my sister" before "Ola, sister of, PERSON"): joined now.
-        for entity in list(self.entities.values()):
-            if entity.merged_into is None and role_key(entity.name) is not None:
+        for entity in [self.entities[i] for i in self._role_names]:
+            if entity.merged_into is None:
                 found = self._by_role(entity.name) - {entity.id}
                 if len(found) == 1:
                     self._join(entity.id, next(iter(found)), now, growth)
@@ -278,8 +313,9 @@ class PersonGraph:
         fits = self.resolve(name, kind)
         entity = Entity(entity_id(self.person, key), self.person, name, kind, now)
         self.entities[entity.id] = entity
+        self._add_name(entity)
         growth.entities.append(entity)
-        self._index()
+        self._changed()
         if fits is not None and fits != SELF:
             self._join(entity.id, fits, now, growth)
         return entity.id
@@ -299,4 +335,4 @@ class PersonGraph:
         self.entities[moved] = joined = replace(self.entities[moved], merged_into=self.root(root), merged_at=now)
         growth.entities.append(joined)
         growth.merges.append((moved, self.root(root)))
-        self._index()
+        self._changed()
