@@ -9,6 +9,7 @@ Memory knows no platform. It lives in rooms, each importing only the rooms below
 * :mod:`memory.goals`: what a person wants to reach (not a memory: a direction), the ``/goals`` command, and
   the prompt's goals part.
 * :mod:`memory.forgetting`: the plan, the journal, tombstones, and the words scrubbed from every table.
+* :mod:`memory.graph`: the person's graph, who and what is in their life and how it connects, with receipts.
 * :mod:`memory.store`: Chroma, each person's in-memory index, and the change log between processes.
 * :mod:`memory.encoders`: the local sentence encoder, reranker and entailment models.
 * :mod:`memory.core`: the shapes and text rules, pure.
