@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from ground.db import Database
 from ground.keyed_locks import KeyedLocks
 from ground.person_data import PersonData
 from memory.graph import tables
 from memory.graph.view import Growth, PersonGraph, Proposed
+
+T = TypeVar("T")
 
 log = logging.getLogger("kith.memory.graph")
 
@@ -45,7 +48,7 @@ class GraphBook:
             self._cache[person] = (version, graph)
         return graph
 
-    async def _written(self, fn: Callable[..., object], *args: object) -> object:
+    async def _written(self, fn: Callable[..., T], *args: object) -> T:
         try:
             return await self.db.run(fn, *args)
         finally:
@@ -78,7 +81,7 @@ class GraphBook:
             changed = await self._written(tables.attach_memories, handled)
             graph = await self._fresh(person)
         pairs: dict[frozenset[str], tuple[str, str]] = {}
-        for rid in changed:  # type: ignore[union-attr]
+        for rid in changed:
             relation = graph.relations.get(rid)
             if relation is None or relation.memory_id is None:
                 continue
@@ -90,7 +93,7 @@ class GraphBook:
 
     async def answered(self, person: str, no_longer: Sequence[str]) -> int:
         """The person answered a question: the relations of the memories they said are no longer so end now."""
-        return int(await self._written(tables.end_relations, person, list(no_longer), self.clock()))  # type: ignore[call-overload]
+        return await self._written(tables.end_relations, person, list(no_longer), self.clock())
 
     async def unmerge(self, person: str, entity: str) -> bool:
         """Undo a merge: the name ``entity`` names a being of its own again, kept apart from the one it was
@@ -100,7 +103,7 @@ class GraphBook:
             if entity not in graph.entities or graph.entities[entity].merged_into is None:
                 return False
             root = graph.root(entity)
-            return bool(await self._written(tables.set_apart, person, entity, root, self.clock()))
+            return await self._written(tables.set_apart, person, entity, root, self.clock())
 
     async def merge(self, person: str, entity: str, into: str) -> bool:
         """The person says two names are one: ``entity``'s being joins ``into``'s."""
@@ -111,7 +114,7 @@ class GraphBook:
             a, b = graph.root(entity), graph.root(into)
             if a == b:
                 return False
-            return bool(await self._written(tables.join, person, a, b, self.clock()))
+            return await self._written(tables.join, person, a, b, self.clock())
 
     def person_data(self) -> PersonData:
         """The graph as kept about a person (:mod:`ground.person_data`)."""
