@@ -7,27 +7,18 @@ the restart the person gets the whole reply exactly once, and no half of it is l
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 from pathlib import Path
 
 from tests.fakes.openai_api import FakeOpenAI, Scripted
-from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.config_file import write_config
-from tests.support.paths import ROOT
+from tests.support.telegram_app import start_telegram_bot
 from tests.support.waiting import until
 
 ANA = 501
 REPLY = ("Here is the whole plan for Monday, written slowly enough that it is still growing when the process "
          "dies: call Ola, book the train to Gdańsk, and pack the night before.")
-
-
-async def _start_bot(cfg: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bot.py"), "--config", str(cfg), "run", cwd=str(ROOT),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "TELEGRAM_BOT_TOKEN": FAKE_BOT_TOKEN})
 
 
 async def test_a_reply_killed_mid_stream_arrives_once_and_whole_after_the_restart(
@@ -38,7 +29,7 @@ async def test_a_reply_killed_mid_stream_arrives_once_and_whole_after_the_restar
         '[policy.telegram]\ndm = "open"\n[delivery]\ndebounce_ms = 50\nstream_gap_s = 0.2\n'
         '[heartbeat]\nenabled = false\n'))
     fake_llm.queue.append(Scripted(text=REPLY, chunk_chars=4, chunk_delay_s=0.25))  # about 10 s to write
-    bot = await _start_bot(cfg)
+    bot = await start_telegram_bot(cfg)
     try:
         telegram_api.push_text(ANA, ANA, "what's the plan?")
         await until(lambda: len(telegram_api.drafts_to(ANA)) >= 2, 60)  # she is watching it grow
@@ -50,7 +41,7 @@ async def test_a_reply_killed_mid_stream_arrives_once_and_whole_after_the_restar
     assert partial and REPLY.startswith(partial.rstrip()) and partial != REPLY
 
     fake_llm.queue.append(Scripted(text=REPLY, chunk_chars=40, chunk_delay_s=0.05))  # the turn taken up again
-    bot = await _start_bot(cfg)
+    bot = await start_telegram_bot(cfg)
     try:
         await telegram_api.wait_for_sent(1, timeout=60)
         await asyncio.sleep(1.0)  # time for anything doubled to show up
