@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ground.types import printable_name
 from ground.wording import counted
 from kith.operator.memory_cli import person_of, shown, write_private
+from kith.operator.person_arguments import person_action
 from persona.labels import quote
 
 if TYPE_CHECKING:
@@ -38,11 +39,7 @@ def add_graph_parser(subparsers: Any) -> argparse.ArgumentParser:
     actions = parser.add_subparsers(dest="graph_action", metavar="ACTION", required=True)
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = actions.add_parser(name, help=help_text, description=help_text)
-        who = sub.add_mutually_exclusive_group(required=True)
-        who.add_argument("--account", metavar="PLATFORM:ID", help="one of the person's accounts, e.g. telegram:42")
-        who.add_argument("--person", metavar="PERSON_ID", help="the person id, e.g. p_0123456789abcdef")
-        return sub
+        return person_action(actions, name, help_text)
 
     action("show", "every being with its names and kind, every relation with the person's words")
     draw = action("draw", "the graph as an SVG picture (needs Graphviz's dot)")

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ground.types import printable_name
 from ground.wording import counted
+from kith.operator.person_arguments import person_action
 from memory.core import person_facing, said_of, words_of
 from persona.labels import quote, said_words
 
@@ -60,13 +61,7 @@ def add_memory_parser(subparsers: Any) -> argparse.ArgumentParser:
     actions = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = actions.add_parser(name, help=help_text, description=help_text)
-        who = sub.add_mutually_exclusive_group(required=True)
-        who.add_argument(
-            "--account", metavar="PLATFORM:ID", help="one of the person's accounts, e.g. telegram:42"
-        )
-        who.add_argument("--person", metavar="PERSON_ID", help="the person id, e.g. p_0123456789abcdef")
-        return sub
+        return person_action(actions, name, help_text)
 
     listing = action("list", "the person's memories and the staged notes in use, their words first, with "
                              "evidence and sources")
