@@ -4,6 +4,7 @@ model's, not kith's). Messages per second and latency from update to sendMessage
 across C chats, and peak RSS.
 
     .venv/bin/python -m bench.telegram_e2e [--messages 1000] [--chats 100] [--bursts 3] [--model openai/bench]
+        [--embedder none] [--with-vectors 0.5]
 
 Throughput is measured over several bursts in one running bot, each from people new to it, and
 judged on their median: on a shared machine one slow moment can move a single burst by a fifth.
@@ -13,6 +14,12 @@ The model string picks litellm's adapter for the fake OpenAI-compatible server: 
 through the OpenAI SDK, ``hosted_vllm/`` through litellm's own HTTP handler (a third of the CPU
 per call in litellm 1.82.6). litellm's own calls per second against the same model are printed
 last, for comparison.
+
+``--embedder`` is ``[memory] embedder`` (``none`` by default here; kith's default is ``onnx:all-MiniLM-L6-v2``).
+With an embedder, ``--with-vectors`` of each burst's people have a few memories stored (with their vectors) before
+it, the rest none; after the run, recall's own counters (:class:`memory.recall.engine.RecallCounts`) say for
+each group how many replies' recall fell back to keywords (the query's vector late) or was cut off by the reply's
+memory timeout.
 
 Debounce is set to 0 here: it is a deliberate wait for a person's next message, not overhead.
 """
@@ -26,6 +33,7 @@ import os
 import statistics
 import tempfile
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from bench.common import (
@@ -47,25 +55,55 @@ from kith.app.run import platform_channels
 from kith.app.wiring import build_app
 from kith.settings import AppSettings
 from llm.client import import_litellm
+from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
+from people import directory
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN
 
 TARGET_MSG_S = 200  # #5: messages per second, 1,000 messages in 100 chats at once
 
 
-async def measure(n: int, chats: int, rate: float, model: str, bursts: int) -> None:
+SEEDED = ("Had a long day at work, what a day it was", "My sister Ola visits on Sundays",
+          "I play the violin in the evenings")  # a seeded person's memories, the first matching the messages
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    n: int
+    chats: int
+    rate: float
+    model: str
+    bursts: int
+    embedder: str = "none"
+    with_vectors: float = 0.5  # of each burst's people, those with memories stored
+
+
+async def measure(run: Run) -> None:
     async with fake_model_process("Sounds good, tell me more.") as fake_model, telegram_process() as tg:
-        await _measure(n, chats, rate, model, bursts, fake_model, tg)
+        await _measure(run, fake_model, tg)
 
 
-async def _measure(n: int, chats: int, rate: float, model: str, bursts: int, fake_model: FakeModel,
-                   tg: TelegramProcess) -> None:
+async def _seed(app: Any, users: list[int]) -> None:
+    """A few memories (with their vectors) for each of ``users``' people, as capture would have stored them."""
+    now = datetime.now(UTC)
+    records = []
+    for user in users:
+        person = await app.db.run(directory.resolve, f"telegram:{user}", f"User {user}", now)
+        records += [MemoryRecord(id=f"m_{user}_{k}", person=person, kind=MemoryKind.FACT, text=text, evidence=(text,),
+                                 sources=(Source("telegram", str(user), f"seed{k}", now),), scope=Scope.DM,
+                                 created_at=now, updated_at=now) for k, text in enumerate(SEEDED)]
+    if records:
+        await app.recall.store.add_memories(records)
+
+
+async def _measure(run: Run, fake_model: FakeModel, tg: TelegramProcess) -> None:
+    n, chats, rate, model, bursts = run.n, run.chats, run.rate, run.model, run.bursts
     llm_url = fake_model.url
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
             AppSettings(), llm=LLMSettings(model=model, api_base=llm_url, max_retries=0),
             storage=StorageSettings(data_dir=tmp),
-            memory=MemorySettings(embedder="none", capture=False),
+            memory=MemorySettings(embedder=run.embedder, capture=False),
             telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
             delivery=DeliverySettings(debounce_ms=0),
             # Every chat's messages at once (10 each by default): a sender burst that lets them all through
@@ -81,7 +119,9 @@ async def _measure(n: int, chats: int, rate: float, model: str, bursts: int, fak
         model_pid = app.model_process.pid if app.model_process else None
         others = {"the model process": model_pid, "the fake Bot API": tg.pid, "the fake model": fake_model.pid}
         measured: list[_Burst] = []
+        seeded = int(chats * run.with_vectors) if app.recall.store.vector_source.ready else 0
         for b in range(bursts):
+            await _seed(app, [10_000 + b * chats + i for i in range(seeded)])
             cpu, others_cpu = time.process_time(), {name: process_cpu_s(pid) for name, pid in others.items()}
             await tg.push([(10_000 + b * chats + i % chats, f"message {i}: what a day") for i in range(n)])
             burst = await tg.wait(n)
@@ -90,12 +130,16 @@ async def _measure(n: int, chats: int, rate: float, model: str, bursts: int, fak
                 {name: (process_cpu_s(pid) - others_cpu[name]) * 1000 for name, pid in others.items()}, burst.typing))
             await tg.reset()
         # Latency: paced messages, so the figure is the path's own time rather than queueing behind a burst.
+        await _seed(app, [10_000 + bursts * chats + i for i in range(seeded)])
         cpu = time.process_time()
         paced_items = [(10_000 + bursts * chats + i % chats, f"message {i}: and then?") for i in range(n)]
         await tg.push(paced_items, rate=rate)
         paced = await tg.wait(n)
         paced_cpu_ms = (time.process_time() - cpu) * 1000
         model_rss = process_peak_rss_mb(model_pid)
+        await app.recall.settle()
+        counts = app.recall.counts
+        embedder_status = app.recall.store.vector_source.status.line()
         await app.close()
     # Latency: each chat's k-th reply answers its k-th message (per-chat order is guaranteed).
     pushed: dict[int, list[float]] = {}
@@ -131,6 +175,13 @@ async def _measure(n: int, chats: int, rate: float, model: str, bursts: int, fak
     print(f"  ... outside the model (each reply's litellm call taken out): {summary_ms(outside)} "
           f"(target p95 <= 50 ms: {verdict(percentile(outside, 95), 50)})")
     print(f"  ... kith's process used {paced_cpu_ms / n:.2f} ms of CPU per message when paced")
+    print(f"recall, embedder {run.embedder} ({embedder_status}), {seeded} of each {chats} chats' people with "
+          f"memories stored:")
+    for held, label in ((True, "people with vectors"), (False, "people without")):
+        c = counts[held]
+        print(f"  ... {label}: {c.searches} searches, {c.embedded} queries embedded, {c.fell_back} fell back to "
+              f"keywords (target 0 with vectors), {c.slots_started - c.slots_finished} memory parts cut off by the "
+              f"reply's timeout, of {c.slots_started}")
     rss = peak_rss_mb() + model_rss
     print(f"peak RSS: {rss:.0f} MB, kith's process and its model process together ({model_rss:.0f} MB of it the "
           f"model process; target <= 400 MB without a local embedder: {verdict(rss, 400)})")
@@ -186,11 +237,16 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="messages per second in the latency phase")
     parser.add_argument("--model", default="openai/bench",
                         help="the litellm model string for the fake OpenAI-compatible server, e.g. hosted_vllm/bench")
+    parser.add_argument("--embedder", default="none",
+                        help="[memory] embedder, e.g. onnx:all-MiniLM-L6-v2 (kith's default)")
+    parser.add_argument("--with-vectors", type=float, default=0.5,
+                        help="the share of each burst's people with memories stored (with an embedder)")
     args = parser.parse_args()
     print(f"model: {args.model} (litellm {importlib.metadata.version('litellm')})")
     if args.bursts < 1:
         parser.error("--bursts must be at least 1")
-    loop.run(measure(args.messages, args.chats, args.rate, args.model, args.bursts))
+    loop.run(measure(Run(args.messages, args.chats, args.rate, args.model, args.bursts, args.embedder,
+                         args.with_vectors)))
     loop.run(model_client_ceiling(args.model))
 
 

@@ -128,6 +128,23 @@ def note_is_live(note: Note, now: datetime) -> bool:
     return expires is None or expires > now
 
 
+@dataclass(slots=True)
+class RecallCounts:
+    """What recall did since start, for people with something a query vector could find or not (kith's own
+    counters: benchmarks read them, nothing parses logs)."""
+
+    searches: int = 0
+    embedded: int = 0  # searches that asked for the query's vector
+    fell_back: int = 0  # of those, the vector was late (or the embedder failed): keywords alone
+    slots_started: int = 0  # prompt memory parts begun (:class:`memory.recall.prompt_part.RecallMemoryContext`)
+    slots_finished: int = 0  # and finished: the rest were cut off by the reply's timeout (or failed)
+    slots_shrunk: int = 0  # of those finished, out of time: answered from keywords as the index held them
+
+    def line(self) -> str:
+        return (f"searches={self.searches} embedded={self.embedded} fell_back={self.fell_back} "
+                f"slots_shrunk={self.slots_shrunk} slots_cut={self.slots_started - self.slots_finished}")
+
+
 class RecallEngine:
     def __init__(self, store: MemoryReads, settings: RecallSettings, clock: Callable[[], datetime], *,
                  query_cache: int = RECALL_QUERY_CACHE, note_cache: int = RECALL_NOTE_VECTOR_CACHE,
@@ -146,6 +163,17 @@ class RecallEngine:
         self._notes_embedding: set[str] = set()  # note ids whose embedding is under way
         self._pinned: dict[str, tuple[float, list[MemoryRecord]]] = {}  # person -> (re-read after, pins)
         self._pinned_jobs: dict[str, asyncio.Task[list[MemoryRecord]]] = {}
+        # By whether the person had something a query vector could find (unknown counts as yes).
+        self.counts = {True: RecallCounts(), False: RecallCounts()}
+
+    def vectors_held(self, person: str, *, shared_only: bool) -> bool:
+        """Whether ``person`` has anything a query vector could find in this chat (:meth:`MemoryReads.vectors_held`;
+        not known without a read counts as yes). O(1), reads nothing."""
+        if not self.store.vector_source.ready:
+            return False
+        held = self.store.vectors_held(person, self.store.vector_source.space,
+                                       scope=Scope.SHARED if shared_only else None)
+        return held is not False
 
     async def close(self) -> None:
         if self.reranker is not None:
@@ -248,8 +276,13 @@ class RecallEngine:
         # and this one catches up with other processes and runs BM25 before it needs the vector.
         notes_job = asyncio.ensure_future(self.store.notes_of(person, unpromoted_only=True) if include_notes
                                           else _no_notes())
-        vector_job = (asyncio.ensure_future(self.queries.get(query, budget_s))
-                      if use_vectors and self.store.vector_source.ready else None)
+        held = self.vectors_held(person, shared_only=shared_only)
+        counts = self.counts[held]
+        counts.searches += 1
+        # Nothing a vector could find (no memory or staged note of theirs with one, that this chat may see):
+        # no embedding, no wait.
+        vector_job = asyncio.ensure_future(self.queries.get(query, budget_s)) if use_vectors and held else None
+        counts.embedded += vector_job is not None
         try:
             hits, lexical = await self.store.lookup(person, vectors=vector_job, query=query, k=pool,
                                                     scope=Scope.SHARED if shared_only else None)
@@ -261,6 +294,7 @@ class RecallEngine:
             await asyncio.gather(*jobs, return_exceptions=True)
             raise
         vectors = vector_job.result() if vector_job is not None else None
+        counts.fell_back += vector_job is not None and vectors is None
         found = lookup_matches(hits, lexical, lambda r: visible(r, person, now, shared_only=shared_only))
         live_notes = [n for n in notes if note_is_live(n, now) and visible(n.record, person, now,
                                                                              shared_only=shared_only)]
@@ -278,7 +312,7 @@ class RecallEngine:
             floor = min(found.cosines.values()) if found.cosines else 0.0
             matches.extend(RecallMatch(r, floor if vector_path else None, 0.0) for r in through_graph.values())
         matches.extend(c if vector_path else replace(c, cosine=None) for c in note_matches)
-        reason = "" if vector_path else self._lexical_reason(use_vectors, vectors)
+        reason = "" if vector_path else self._lexical_reason(use_vectors, vector_job is not None, vectors)
         return Gathered(matches, neighbours, frozenset(fetched), query_windows(query, now), now, vector_path,
                         reason, started, tuple(graph.groups), frozenset(through_graph), graph.relations)
 
@@ -339,12 +373,12 @@ class RecallEngine:
                     mine[b] = min(steps, mine.get(b, steps))
         return links, fetched
 
-    def _lexical_reason(self, use_vectors: bool, vectors: Vectors | None) -> str:
+    def _lexical_reason(self, use_vectors: bool, asked: bool, vectors: Vectors | None) -> str:
         if not use_vectors:
             return KEYWORDS_AS_ASKED
         if not self.store.vector_source.ready:
             return self.store.vector_source.status.line()
-        if vectors is None:
+        if asked and vectors is None:
             return EMBEDDING_LATE
         return NO_VECTORS_YET
 
@@ -403,6 +437,24 @@ class RecallEngine:
                     self._note_vectors.put(note.record.id, (value, vectors.space))
         finally:
             self._notes_embedding.difference_update(n.record.id for n in notes)
+
+    async def keywords_soon(self, person: str, query: str, *, limit: int, shared_only: bool, wait_s: float
+                            ) -> tuple[list[MemoryRecord], list[MemoryRecord]] | None:
+        """Recall shrunk to what needs (almost) no wait: ``person``'s pinned facts and their ``limit`` best memories
+        for ``query`` by BM25 alone, straight from their index (no vector, neighbours, notes, graph or reranker), for
+        a reply out of time. ``None`` when the index is not built or not current within ``wait_s``
+        (:meth:`MemoryReads.held_soon`)."""
+        index = await self.store.held_soon(person, wait_s)
+        if index is None:
+            return None
+        now = self.clock()
+        scope = Scope.SHARED if shared_only else None
+        pinned = latest_pinned([r for i in index.pinned if visible(r := index.records[i], person, now,
+                                                                     shared_only=shared_only)],
+                               self.settings.pinned_max, now)
+        found = [index.records[i] for i, score in index.lexical(query[:RECALL_QUERY_MAX_CHARS], limit * 2, scope)
+                 if score > 0 and i in index.records]
+        return pinned, [r for r in found if visible(r, person, now, shared_only=shared_only)][:limit]
 
     # --- pinned facts and conflicts -----------------------------------------------------
     async def pinned(self, person: str, *, shared_only: bool, budget_s: float) -> list[MemoryRecord]:

@@ -17,8 +17,10 @@ them under their own notice, each with the person's quoted words that say it, in
 chat only relations said where the group could read them.
 
 The query embedding has ``embed_budget_ms``; past it this reply recalls by keywords alone
-(see :mod:`memory.recall.engine`). Rendering is pure and lives in the functions below; the words that
-label the items as stored data are :mod:`persona.labels`'s.
+(see :mod:`memory.recall.engine`). The whole part has SLOTS_SOFT_S, inside the reply's memory timeout: past it,
+recall shrinks to the pinned facts and the best keyword matches the person's index holds (fewer candidates, no
+vectors, neighbours, notes or graph) rather than the reply going without memory. Rendering is pure and lives in
+the functions below; the words that label the items as stored data are :mod:`persona.labels`'s.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ground.config import BudgetSettings, RecallSettings
-from ground.tunables import RECALL_MIN_ITEM_CHARS, RECALL_MIN_RELEVANCE
+from ground.tunables import MEMORY_SLOTS_TIMEOUT_S, RECALL_MIN_ITEM_CHARS, RECALL_MIN_RELEVANCE
 from ground.turns import MemorySlots, Speaker
 from ground.types import ChatKind, InboundMessage, quoted_name
 from memory.core.graph_records import SELF, Relation
@@ -48,6 +50,10 @@ from persona.labels import (
 )
 
 THEY = "they"  # who said it, when the person's name is not known
+# The whole part's time before recall shrinks to keywords (:meth:`RecallMemoryContext.slots`): inside the reply's
+# MEMORY_SLOTS_TIMEOUT_S, with room left to render what the keywords found.
+SLOTS_SOFT_S = MEMORY_SLOTS_TIMEOUT_S * 0.6
+SLOTS_CATCH_UP_S = MEMORY_SLOTS_TIMEOUT_S * 0.25  # then at most this long catching up with other processes
 
 log = logging.getLogger("kith.memory.context")
 
@@ -190,9 +196,47 @@ class RecallMemoryContext:
         self.budget = budget
 
     async def slots(self, speaker: Speaker, message: InboundMessage) -> MemorySlots:
-        rs = self.recall
         shared_only = message.chat_kind is ChatKind.GROUP
-        budget_s = rs.embed_budget_ms / 1000
+        counts = self.engine.counts[self.engine.vectors_held(speaker.person, shared_only=shared_only)]
+        counts.slots_started += 1
+        try:
+            async with asyncio.timeout(SLOTS_SOFT_S):
+                slots = await self._slots(speaker, message, shared_only)
+        except TimeoutError:
+            # Out of time (a burst, a slow read): recall shrinks to the keywords the index holds rather than the
+            # reply's own timeout dropping the whole part.
+            shrunk = await self._keyword_slots(speaker, message, shared_only)
+            if shrunk is None:
+                raise
+            counts.slots_shrunk += 1
+            slots = shrunk
+        counts.slots_finished += 1
+        return slots
+
+    async def _keyword_slots(self, speaker: Speaker, message: InboundMessage, shared_only: bool
+                             ) -> MemorySlots | None:
+        rs = self.recall
+        found = await self.engine.keywords_soon(speaker.person, message.text, limit=rs.max_items,
+                                                shared_only=shared_only, wait_s=SLOTS_CATCH_UP_S)
+        if found is None:
+            return None
+        pinned, recalled = found
+        who = who_said(speaker.name)
+        pinned_shown, pinned_text = render_pinned(pinned, item_chars=rs.item_chars,
+                                                  total_chars=self.budget.pinned_chars, who=who)
+        pinned_ids = frozenset(r.id for r in pinned_shown)
+        entries = [(r, False, False) for r in recalled if r.id not in pinned_ids]
+        items, recalled_text = fit_recalled(entries, max_items=rs.max_items, item_chars=rs.item_chars,
+                                            total_chars=self.budget.recall_chars, who=who)
+        log.debug("memory slots by keywords alone person=%s pinned=%d recalled=%d", speaker.person,
+                  len(pinned_shown), len(items))
+        return MemorySlots(pinned=pinned_text, recalled=recalled_text,
+                           shown_ids=tuple([r.id for r in pinned_shown] + [i.record.id for i in items]))
+
+    async def _slots(self, speaker: Speaker, message: InboundMessage, shared_only: bool) -> MemorySlots:
+        rs = self.recall
+        # Never longer than the part's own time: past it the vector would be dropped anyway.
+        budget_s = min(rs.embed_budget_ms / 1000, SLOTS_SOFT_S / 2)
         # Both wait on their own budget, side by side: the reply waits for the slower one only.
         pinned, result = await asyncio.gather(
             self.engine.pinned(speaker.person, shared_only=shared_only, budget_s=budget_s),

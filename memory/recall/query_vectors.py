@@ -2,14 +2,18 @@
 
 :class:`QueryVectors` starts a query's embedding, waits at most the budget, and when it is late lets the
 caller go on with the lexical path alone; the embedding finishes in the background and lands in an LRU keyed by
-the normalised query (:class:`VectorCache`), so asking again is instant.
+the normalised query (:class:`VectorCache`), so asking again is instant. The queries asked for while an embedder
+call runs wait for the next call and go in it together (a micro-batch): a burst of replies costs a few embedder
+calls, not one each, and a reply queued behind others waits for one call, not for all of theirs in turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import logging
+import time
 from collections import OrderedDict
 
 from ground.tunables import RECALL_QUERY_CACHE
@@ -19,6 +23,9 @@ from memory.store.reads import MemoryReads
 from memory.store.vectors import Vectors
 
 log = logging.getLogger("kith.memory.recall")
+
+QUERY_BATCH_MAX = 32  # queries in one embedder call: a burst's, gathered while the call before ran
+LATE_LOG_EVERY_S = 60.0  # the "over budget" line at most this often; every late one is counted (``late``)
 
 
 def query_key(query: str) -> str:
@@ -54,13 +61,23 @@ class VectorCache:
 
 
 class QueryVectors:
-    """Query embeddings under a time budget, finished in the background and cached."""
+    """Query embeddings under a time budget, finished in the background and cached.
 
-    def __init__(self, store: MemoryReads, size: int = RECALL_QUERY_CACHE) -> None:
+    The queries asked for while the embedder is busy are embedded together, in one call, once it is free (a burst
+    of replies makes a few embedder calls, not one each); each caller still waits at most its own budget.
+    """
+
+    def __init__(self, store: MemoryReads, size: int = RECALL_QUERY_CACHE, batch_max: int = QUERY_BATCH_MAX) -> None:
         self.store = store
+        self.batch_max = batch_max
         self._cache = VectorCache(size)
-        self._pending: dict[str, asyncio.Task[Vectors | None]] = {}
+        self._pending: dict[str, asyncio.Future[Vectors | None]] = {}  # by key: asked for, not embedded yet
+        self._waiting: dict[str, str] = {}  # key -> query: not yet handed to the embedder
+        self._runner: asyncio.Task[None] | None = None  # the embedder calls under way, one after another
         self.late = 0  # embeddings that missed their budget
+        self.calls = 0  # embedder calls made
+        self._late_logged = 0.0  # monotonic time of the last "over budget" summary line
+        self._late_since = 0  # late embeddings since that line
 
     def cached(self, query: str) -> bool:
         return query_key(query) in self._cache
@@ -73,39 +90,71 @@ class QueryVectors:
         hit = self._cache.get(key)
         if hit is not None:
             return Vectors([hit[0]], hit[1])
-        task = self._pending.get(key)
-        if task is None:
-            task = asyncio.get_running_loop().create_task(self._embed(key, query), name="recall-embed")
-            self._pending[key] = task
+        future = self._pending.get(key)
+        if future is None:
+            loop = asyncio.get_running_loop()
+            future = self._pending[key] = loop.create_future()
+            self._waiting[key] = query
+            if self._runner is None or self._runner.done():
+                self._runner = loop.create_task(self._run(), name="recall-embed")
         if budget_s is None:
-            return await asyncio.shield(task)
-        done, _ = await asyncio.wait({task}, timeout=max(0.0, budget_s))
+            return await asyncio.shield(future)
+        done, _ = await asyncio.wait({future}, timeout=max(0.0, budget_s))
         if not done:
-            self.late += 1
-            log.info("query embedding over budget ms=%.0f; lexical recall for this reply", budget_s * 1000)
+            self._count_late(budget_s)
             return None
-        return task.result()
+        return future.result()
 
-    async def _embed(self, key: str, query: str) -> Vectors | None:
-        try:
-            vectors = await self.store.vectors([query])
-            if not vectors.from_embedder:
-                return None  # the store fell back to hashed vectors: nothing worth caching
-            self._cache.put(key, (vectors.values[0], vectors.space))
-            return vectors
-        finally:
-            self._pending.pop(key, None)
+    def _count_late(self, budget_s: float) -> None:
+        # Counted always; said at most once a minute (under a burst it is every reply's news, not each one's).
+        self.late += 1
+        self._late_since += 1
+        now = time.monotonic()
+        if now - self._late_logged >= LATE_LOG_EVERY_S:
+            log.info("query embeddings over budget ms=%.0f: %d since the last such line (%d in all); lexical recall "
+                     "for those replies", budget_s * 1000, self._late_since, self.late)
+            self._late_logged, self._late_since = now, 0
+
+    async def _run(self) -> None:
+        """Embed what is waiting, at most ``batch_max`` queries a call, until nothing is."""
+        while self._waiting:
+            await asyncio.sleep(0)  # the queries asked for in this turn of the loop join the first call too
+            keys = list(itertools.islice(self._waiting, self.batch_max))
+            queries = [self._waiting.pop(k) for k in keys]
+            self.calls += 1
+            try:
+                vectors: Vectors | None = await self.store.vectors(queries)
+            except Exception:  # the store falls back to hashed vectors itself; anything else: no vectors
+                log.exception("query embedding failed")
+                vectors = None
+            except BaseException:  # cancelled (close): nobody gets a vector
+                for key in keys:
+                    self._resolve(key, None)
+                raise
+            for i, key in enumerate(keys):
+                if vectors is None or not vectors.from_embedder:
+                    self._resolve(key, None)  # hashed fallback vectors: nothing worth caching
+                    continue
+                self._cache.put(key, (vectors.values[i], vectors.space))
+                self._resolve(key, Vectors([vectors.values[i]], vectors.space))
+
+    def _resolve(self, key: str, value: Vectors | None) -> None:
+        future = self._pending.pop(key, None)
+        if future is not None and not future.done():
+            future.set_result(value)
 
     async def wait_idle(self) -> None:
         """Let every background embedding finish (tests, shutdown)."""
-        while self._pending:
-            await asyncio.gather(*self._pending.values(), return_exceptions=True)
+        while self._runner is not None and not self._runner.done():
+            await asyncio.gather(self._runner, return_exceptions=True)
 
     async def close(self) -> None:
-        tasks = list(self._pending.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        for key in list(self._pending):
+            self._resolve(key, None)
+        self._waiting.clear()
 
 
 __all__ = ["QueryVectors", "VectorCache", "query_key"]

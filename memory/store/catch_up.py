@@ -61,6 +61,14 @@ class CatchUp:
         await self.log((person, NOTE_CHANGE_PREFIX + note_id) for person, note_id in entries)
 
     # --- other processes' writes ------------------------------------------------------------------
+    def current(self) -> bool:
+        """Whether nothing was logged since the last catch-up (so the indexes hold what every process wrote), as
+        far as is known without a read."""
+        if self.changes is None:
+            return False
+        version = self.changes.version()
+        return version is not None and version == self._caught_up_at
+
     async def with_others(self) -> None:
         """Apply what other processes logged since the last call: re-read those memories from Chroma."""
         if self.changes is None:

@@ -76,6 +76,8 @@ class PersonIndex:
     pinned: set[str] = field(default_factory=set)
     timelines: ChatTimelines = field(default_factory=ChatTimelines)  # by chat, in said-at order
     vectors: VectorTable | None = None  # None until loaded, or after a write it could not follow
+    # (scope, space of the stored vector) -> how many memories: whether a vector search can find anything, in O(1)
+    spaces: Counter[tuple[Scope, str]] = field(default_factory=Counter)
 
     def put(self, record: MemoryRecord, space: str, vector: npt.ArrayLike | None = None) -> None:
         """Index ``record`` (drop it unless active); ``vector`` None: its stored vector did not change."""
@@ -88,6 +90,7 @@ class PersonIndex:
             record.id, record.person, record.text, record.kind, record.pinned, record.expires_at, space
         )
         self.scoped[record.scope].add(record.id)
+        self.spaces[(record.scope, space)] += 1
         if record.pinned:
             self.pinned.add(record.id)
         self.df.update(set(content_words(record.text)))
@@ -114,10 +117,19 @@ class PersonIndex:
             return
         record = self.records.pop(memory_id)
         self.scoped[record.scope].discard(memory_id)
+        self.spaces[(record.scope, summary.space)] -= 1
+        if not self.spaces[(record.scope, summary.space)]:
+            del self.spaces[(record.scope, summary.space)]
         self.pinned.discard(memory_id)
         self.df.subtract(set(content_words(summary.text)))
         self.bm25.remove(memory_id)
         self.timelines.drop(memory_id)
+
+    def embedded(self, space: str, scope: Scope | None = None) -> bool:
+        """Whether any of these memories (only of ``scope`` when given) has a stored vector of ``space``."""
+        if scope is not None:
+            return self.spaces.get((scope, space), 0) > 0
+        return any(self.spaces.get((s, space), 0) > 0 for s in Scope)
 
     def allowed(self, scope: Scope | None) -> set[str] | None:
         """The ids BM25 may rank for ``scope`` (None: all)."""
@@ -168,6 +180,27 @@ class PersonIndexes:
     def holds(self, person: str) -> bool:
         """Whether the person's index is built (a change to their memories must reach it)."""
         return person in self._indexes
+
+    def built(self, person: str) -> PersonIndex | None:
+        """The person's index if it is built (no read, no wait)."""
+        return self._indexes.get(person)
+
+    def vectors_held(self, person: str, space: str, scope: Scope | None = None) -> bool | None:
+        """Whether ``person`` has something a query vector of ``space`` could find (only of ``scope`` when given):
+        an active memory stored with a vector of that space, or any unpromoted staged note (recall reads or embeds
+        a note's vector itself). ``None`` when that is not known without a read (their index or notes were not
+        read yet, and no complete warm-up says they have none). O(1) for memories; notes are a day's few."""
+        warm = self._warm_epoch == self._epoch
+        index = self._indexes.get(person)
+        if index is not None:
+            if index.embedded(space, scope):
+                return True
+        elif not warm or person in self._unknown:
+            return None
+        staged = self._staged.get(person)
+        if staged is None:
+            return None if not warm or person in self._notes_unknown else False
+        return any(scope is None or n.record.scope is scope for n in staged)
 
     async def of(self, person: str) -> PersonIndex:
         """The person's index, read from Chroma the first time."""

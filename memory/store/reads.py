@@ -12,6 +12,7 @@ neighbours and re-read every hit by id, as :meth:`MemoryReads.nearest` and :meth
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,7 +22,7 @@ from memory.encoders.embedders import Vector
 from memory.store.chroma import Collection, space_of, where
 from memory.store.notes import Note, note_from_metadata, read_notes
 from memory.store.parts import StoreParts
-from memory.store.person_index import IndexHit
+from memory.store.person_index import IndexHit, PersonIndex
 from memory.store.vectors import VectorHit, Vectors
 
 
@@ -36,6 +37,28 @@ class MemoryReads(StoreParts):
     def answers_from_memory(self) -> bool:
         """Whether lookups and pinned facts come from memory kept current by a change log (no Chroma call)."""
         return self.changes is not None
+
+    def vectors_held(self, person: str, space: str, *, scope: Scope | None = None) -> bool | None:
+        """Whether a query vector of ``space`` could find anything of ``person``'s (only of ``scope`` when given):
+        see :meth:`memory.store.person_index.PersonIndexes.vectors_held`. ``None`` when not known without a read,
+        and always without a change log (the indexes may then trail other processes' writes). Reads nothing: what
+        other processes wrote since the last catch-up is not seen."""
+        if self.changes is None:
+            return None
+        return self.indexes.vectors_held(person, space, scope)
+
+    async def held_soon(self, person: str, wait_s: float) -> PersonIndex | None:
+        """The person's index as it is, built and known current (a change log, caught up with every process),
+        waiting at most ``wait_s`` for a catch-up; ``None`` otherwise (a caller out of time then has nothing it may
+        show: a memory forgotten elsewhere must never reach a prompt). Never builds an index."""
+        if self.changes is None or self.indexes.built(person) is None:
+            return None
+        if not self.catch_up.current():
+            catching_up = asyncio.ensure_future(self.catch_up.with_others())
+            done, _ = await asyncio.wait({catching_up}, timeout=max(0.0, wait_s))
+            if not done or catching_up.exception() is not None:
+                return None
+        return self.indexes.built(person)
 
     # --- reading by id and by person ----------------------------------------------------
     async def get_memories(self, ids: Sequence[str]) -> list[MemoryRecord]:
