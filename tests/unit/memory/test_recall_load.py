@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,6 @@ from ground.db import Database
 from ground.tunables import MEMORY_SLOTS_TIMEOUT_S
 from ground.turns import Speaker
 from ground.types import ChatKind
-from kith.app.schema import create_schema
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.graph.view import PersonGraph
 from memory.recall import RecallEngine
@@ -51,14 +50,6 @@ def clock() -> FakeClock:
 @pytest.fixture
 def embedder() -> CountingEmbedder:
     return CountingEmbedder()
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'memory.db'}")
-    create_schema(database)
-    yield database
-    database.close()
 
 
 @pytest.fixture
