@@ -40,6 +40,7 @@ from ground.visible_text import visible
 from memory.core.graph_records import Relation
 from memory.core.text import content_words, normalize, words_match
 from memory.graph import tables as graph_tables
+from memory.graph.view import PersonGraph
 from people import directory, history
 
 log = logging.getLogger("kith.memory.scrub")
@@ -352,30 +353,20 @@ def _graph(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int
     memory or note is forgotten; a name goes when it holds them, and so does every name no remaining relation
     supports (directly, or as another name of the being a remaining relation names). Relations are deleted, not
     rewritten: a relation is its receipts. Counted, and on ``apply`` deleted."""
-    found, links, _apart = graph_tables.read_graph(conn, person)
-    names = {e.id: e.name for e in found}
-    named_gone = {e.id for e in found if eraser.matches(e.name)}
+    graph = PersonGraph(person, *graph_tables.read_graph(conn, person))
+    named_gone = {i for i, e in graph.entities.items() if eraser.matches(e.name)}
 
     def goes(r: Relation) -> bool:
         if r.memory_id in eraser.ids or r.note_id in eraser.ids or r.subject in named_gone or r.object in named_gone:
             return True
-        said = (*r.evidence, *r.evidence_sentences, r.relation, names.get(r.subject, ""), names.get(r.object, ""))
-        return any(t and eraser.matches(t) for t in said)
+        names = (graph.entities[end].name for end in r.ends if end in graph.entities)
+        return any(t and eraser.matches(t) for t in (*r.evidence, *r.evidence_sentences, r.relation, *names))
 
-    relations_gone = [r.id for r in links if goes(r)]
-    left = [r for r in links if r.id not in set(relations_gone)]
-    merged = {e.id: e.merged_into for e in found}
-
-    def root(entity: str) -> str:
-        seen = set()
-        while merged.get(entity) and entity not in seen:
-            seen.add(entity)
-            entity = merged[entity] or entity
-        return entity
-
-    supported = {end for r in left for end in r.ends} - named_gone
-    supported |= {root(e) for e in supported}
-    entities_gone = [e.id for e in found if e.id not in supported]
+    relations_gone = [r.id for r in graph.relations.values() if goes(r)]
+    gone = set(relations_gone)
+    supported = {end for r in graph.relations.values() if r.id not in gone for end in r.ends} - named_gone
+    supported |= {graph.root(e) for e in supported}
+    entities_gone = [i for i in graph.entities if i not in supported]
     if apply:
         graph_tables.delete_relations(conn, relations_gone)
         graph_tables.delete_entities(conn, person, entities_gone)
