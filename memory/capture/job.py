@@ -48,7 +48,7 @@ from ground.turns import CompletedTurn
 from llm.client import LLMClient, LLMError
 from memory.capture.merge_gate import fold_by_meaning
 from memory.capture.validation import ValidationLimits, validate_off_the_loop
-from memory.core.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn, record_of
+from memory.core.records import AuthorRole, MemoryCandidate, MemoryRecord, Scope, Turn, record_of, said_at
 from memory.core.text import normalize
 from memory.core.words import shown_words
 from memory.encoders.entailment import Entails
@@ -525,7 +525,7 @@ class Capture:
             return counts
         proposals = [
             Proposed(relation, n.record.evidence, n.record.evidence_sentences, n.record.sources, n.record.scope,
-                     max((s.timestamp for s in n.record.sources), default=n.record.created_at),
+                     said_at(n.record),
                      note_id=n.record.id, aliases=proposed_with[n.record.id].aliases)
             for n in notes if n.record.id in proposed_with for relation in proposed_with[n.record.id].relations
         ]
