@@ -35,6 +35,7 @@ import asyncio
 import heapq
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -76,8 +77,6 @@ from memory.store.vectors import HASH_SPACE, Vectors
 from persona.labels import EMBEDDING_LATE, KEYWORDS_AS_ASKED, NO_VECTORS_YET
 
 log = logging.getLogger("kith.memory.recall")
-
-GRAPH_INDEXES = 256  # people whose graph's memory index this engine keeps
 
 
 class GraphSource(Protocol):
@@ -151,7 +150,10 @@ class RecallEngine:
                  reranker: CrossEncoderReranker | None = None, graph: GraphSource | None = None) -> None:
         self.store = store
         self.graph = graph  # the people's graphs; None: recall without them
-        self._graph_indexes: dict[str, tuple[PersonGraph, dict[str, list[Relation]]]] = {}
+        # Each graph's relations by memory (graph_reach.by_memory), kept while that graph object lives: the graph
+        # source's own cache decides how long, and a graph it reads again is a new object, indexed anew.
+        self._graph_indexes: weakref.WeakKeyDictionary[PersonGraph, dict[str, list[Relation]]] = (
+            weakref.WeakKeyDictionary())
         self.settings = settings
         self.clock = clock
         # Rereads the query with each of the best and reorders them ([memory] reranker); closed with the engine.
@@ -331,13 +333,11 @@ class RecallEngine:
             return GraphReach(), {}
         if graph.person != person or not graph.relations:  # another person's graph: never
             return GraphReach(), {}
-        cached = self._graph_indexes.get(person)
-        if cached is None or cached[0] is not graph:
-            if len(self._graph_indexes) >= GRAPH_INDEXES:
-                self._graph_indexes.pop(next(iter(self._graph_indexes)))
-            cached = self._graph_indexes[person] = (graph, by_memory(graph))
+        index = self._graph_indexes.get(graph)
+        if index is None:
+            index = self._graph_indexes[graph] = by_memory(graph)
         candidates = found.records | fetched
-        found_reach = reach(graph, cached[1], query, _best_first(found, rs.graph_from_best), candidates,
+        found_reach = reach(graph, index, query, _best_first(found, rs.graph_from_best), candidates,
                             hops=rs.graph_hops, from_best=rs.graph_from_best, shared_only=shared_only,
                             hub=RECALL_GRAPH_HUB, fetch_max=limit)
         if not found_reach.fetch:

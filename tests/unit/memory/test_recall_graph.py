@@ -106,6 +106,24 @@ async def test_a_name_in_the_message_brings_a_memory_joined_to_it_only_through_t
     assert texts(await search(store, clock, Graphs({}), "how is Ola doing?")) == [SISTER]
 
 
+async def test_a_graph_read_anew_is_indexed_anew_and_a_dropped_one_is_not_kept(store: MemoryStore,
+                                                                               clock: FakeClock) -> None:
+    # GraphBook.of gives a new object after a write: the engine's memory index follows the object, not the person.
+    sister, bakery = await said(store)
+    graphs = Graphs({ANA: graph_of(ANA, proposed("Ola", "sister of", SELF_NAME, sister, Scope.DM))})
+    engine = RecallEngine(store, RecallSettings(), clock, graph=graphs)  # type: ignore[arg-type]
+    try:
+        found = await engine.search(ANA, "how is Ola doing?", limit=6, shared_only=False, budget_s=None)
+        assert texts(found) == [SISTER]
+        graphs.graphs[ANA] = graph_of(ANA, proposed("Ola", "sister of", SELF_NAME, sister, Scope.DM),
+                                      proposed("Ola", "works at", "the bakery", bakery, Scope.DM))
+        found = await engine.search(ANA, "how is Ola doing?", limit=6, shared_only=False, budget_s=None)
+        assert texts(found) == [SISTER, BAKERY]
+        assert len(engine._graph_indexes) == 1  # the first graph, no longer held by its source, is gone
+    finally:
+        await engine.close()
+
+
 async def test_graph_share_zero_reads_no_graph_at_all(store: MemoryStore, clock: FakeClock) -> None:
     sister, bakery = await said(store)
     graphs = Graphs({ANA: graph_of(ANA, proposed("Ola", "sister of", SELF_NAME, sister, Scope.DM),
