@@ -56,3 +56,19 @@ def test_a_later_open_maps_the_file_rather_than_reading_it(tmp_path: Path) -> No
     mapped = indexed_stream("en", tmp_path)
     assert isinstance(mapped._data, mmap.mmap)  # type: ignore[attr-defined]  # pages come in as look-ups read them
     assert mapped.get("went") == "go"
+
+
+@pytest.mark.parametrize("damage", ["cut short", "one byte changed"])
+def test_a_torn_or_altered_index_is_found_and_built_again(
+        tmp_path: Path, reference: Lemmatizer, damage: str) -> None:
+    # Written whole or not at all (a temporary file renamed), but a file cut short by a full disk or altered on
+    # it keeps its header: the length and the digest of everything after it catch what the magic cannot.
+    indexed_stream("fr", tmp_path)
+    (index,) = tmp_path.iterdir()
+    whole = index.read_bytes()
+    damaged = whole[:len(whole) // 2] if damage == "cut short" else (
+        whole[:-100] + bytes([whole[-100] ^ 0xFF]) + whole[-99:])
+    index.write_bytes(damaged)
+    assert _lemmas(cached_lemmatizer(tmp_path))["fr"] == _lemmas(reference)["fr"]
+    assert index.read_bytes() == whole
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
