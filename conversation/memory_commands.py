@@ -106,8 +106,8 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _where(record: MemoryRecord, platform: str) -> str:
-    chat = "a private chat" if record.scope is Scope.DM else "a group chat"
+def _where(scope: Scope, platform: str) -> str:
+    chat = "a private chat" if scope is Scope.DM else "a group chat"
     return f"in {chat} on {platform}"
 
 
@@ -132,7 +132,7 @@ def label_line(record: MemoryRecord, *, starts: bool = False) -> str:
 def receipt(record: MemoryRecord) -> str:
     """One line of provenance, words first: who said it (or how kith knows), their newest words, where and when."""
     source = max(record.sources, key=lambda s: s.timestamp, default=None)
-    where = _where(record, source.platform) if source is not None else ""
+    where = _where(record.scope, source.platform) if source is not None else ""
     when = said_at(record).date().isoformat()
     cut = "" if words_of(record).whole else WORDS_CUT
     return f"{_VERB[record.origin]} {said(record)}{cut} {where}, {when}".replace("  ", " ")
@@ -216,7 +216,7 @@ def why_text(records: Sequence[MemoryRecord], unreviewed: Collection[str] = ()) 
                   else f"{_status_line(record)}; {record.tier.value}")
         lines += [label_line(record, starts=True), f"Status: {status}; {record.kind.value}."]
         for source in sorted(record.sources, key=lambda s: s.timestamp)[-WHY_RECEIPTS:]:
-            lines.append(f"- {_where(record, source.platform)}, "
+            lines.append(f"- {_where(record.scope, source.platform)}, "
                          f"{source.timestamp.strftime('%Y-%m-%d %H:%M %Z').strip()}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
@@ -226,8 +226,7 @@ def _link_line(name: str, link: Link) -> str:
     """One relation of a being, its words first: “the person's sentence” (kith's reading of it, where, when)."""
     words = f"“{literal(clip(link.words[-1], QUESTION_QUOTE_CHARS))}”" if link.words else NO_WORDS
     source = max(link.sources, key=lambda s: s.timestamp, default=None)
-    chat = "a private chat" if link.scope is Scope.DM else "a group chat"
-    where = f"in {chat} on {source.platform}, " if source is not None else ""
+    where = f"{_where(link.scope, source.platform)}, " if source is not None else ""
     held = (f"held until {link.valid_to.date().isoformat()}" if link.valid_to is not None
             else f"since {link.valid_from.date().isoformat()}")
     return f"- you said {words} ({literal(link.reads(name))}; {where}{held})"
