@@ -14,22 +14,16 @@ import discord
 import discord.http
 import pytest
 
-from tests.fakes.discord_api import FAKE_DISCORD_TOKEN, FakeDiscord, discord_py_pointed_at
+from tests.fakes.discord_api import FAKE_DISCORD_TOKEN, FakeDiscord, discord_api  # noqa: F401  (a fixture)
 
 ALICE = 200_000_000_000_000_001
 AUTH = {"Authorization": f"Bot {FAKE_DISCORD_TOKEN}"}
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    server = FakeDiscord()
-    server.add_user(ALICE, "alice")
-    await server.start()
-    try:
-        with discord_py_pointed_at(server):
-            yield server
-    finally:
-        await server.stop()
+def fake(discord_api: FakeDiscord) -> FakeDiscord:  # noqa: F811  (the fixture, by argument name)
+    discord_api.add_user(ALICE, "alice")
+    return discord_api
 
 
 @pytest.fixture
