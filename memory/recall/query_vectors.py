@@ -92,11 +92,11 @@ class QueryVectors:
             return Vectors([hit[0]], hit[1])
         future = self._pending.get(key)
         if future is None:
-            loop = asyncio.get_running_loop()
-            future = self._pending[key] = loop.create_future()
+            future = self._pending[key] = asyncio.get_running_loop().create_future()
             self._waiting[key] = query
-            if self._runner is None or self._runner.done():
-                self._runner = loop.create_task(self._run(), name="recall-embed")
+        if self._waiting and (self._runner is None or self._runner.done()):
+            # Also when this query was already waiting: a runner cancelled before it took it left it there.
+            self._runner = asyncio.get_running_loop().create_task(self._run(), name="recall-embed")
         if budget_s is None:
             return await asyncio.shield(future)
         done, _ = await asyncio.wait({future}, timeout=max(0.0, budget_s))
@@ -123,20 +123,20 @@ class QueryVectors:
             queries = [self._waiting.pop(k) for k in keys]
             self.calls += 1
             try:
-                vectors: Vectors | None = await self.store.vectors(queries)
-            except Exception:  # the store falls back to hashed vectors itself; anything else: no vectors
-                log.exception("query embedding failed")
-                vectors = None
-            except BaseException:  # cancelled (close): nobody gets a vector
+                try:
+                    vectors: Vectors | None = await self.store.vectors(queries)
+                except Exception:  # the store falls back to hashed vectors itself; anything else: no vectors
+                    log.exception("query embedding failed")
+                    vectors = None
+                if vectors is not None and vectors.from_embedder:  # hashed fallback vectors: nothing worth caching
+                    for key, vector in zip(keys, vectors.values, strict=True):
+                        self._cache.put(key, (vector, vectors.space))
+                        self._resolve(key, Vectors([vector], vectors.space))
+            finally:
+                # Every query this call took is answered, whatever happened (failed, fallback, cancelled by close):
+                # none is left with a waiter and no runner.
                 for key in keys:
                     self._resolve(key, None)
-                raise
-            for i, key in enumerate(keys):
-                if vectors is None or not vectors.from_embedder:
-                    self._resolve(key, None)  # hashed fallback vectors: nothing worth caching
-                    continue
-                self._cache.put(key, (vectors.values[i], vectors.space))
-                self._resolve(key, Vectors([vectors.values[i]], vectors.space))
 
     def _resolve(self, key: str, value: Vectors | None) -> None:
         future = self._pending.pop(key, None)
