@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from delivery.previews import PreviewKey
 from delivery.rate_gate import RateGate
@@ -43,6 +43,7 @@ class PreviewChannel(Protocol):
         ...
 
 
+@runtime_checkable
 class DraftPreviews(PreviewChannel, Protocol):
     """A platform with drafts the final message replaces (Telegram)."""
 
@@ -51,6 +52,7 @@ class DraftPreviews(PreviewChannel, Protocol):
         ...
 
 
+@runtime_checkable
 class MessagePreviews(PreviewChannel, Protocol):
     """A platform whose preview is a message, edited (Discord, Slack)."""
 
@@ -80,9 +82,9 @@ def preview_id(message: InboundMessage) -> int:
 class ReplyPreview:
     """``async with ReplyPreview(...) as preview:`` around the model call; ``preview.grew`` is its text sink."""
 
-    def __init__(self, channel: PreviewChannel, message: InboundMessage, gate: RateGate, *, min_gap_s: float,
-                 give_up_s: float, notes: PreviewNotes | None = None, first_delay_s: float = STREAM_FIRST_DELAY_S,
-                 clock: Callable[[], float] = time.monotonic,
+    def __init__(self, channel: DraftPreviews | MessagePreviews, message: InboundMessage, gate: RateGate, *,
+                 min_gap_s: float, give_up_s: float, notes: PreviewNotes | None = None,
+                 first_delay_s: float = STREAM_FIRST_DELAY_S, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.channel = channel
         self.notes = notes  # needed by a platform whose preview is a message
@@ -162,11 +164,10 @@ class ReplyPreview:
             await self._sleep(self.min_gap_s)
 
     async def _show(self, text: str) -> None:
-        chat = self.message.chat_id
-        if hasattr(self.channel, "preview"):
-            await self.channel.preview(chat, self.message.thread_id, self._id, text)  # type: ignore[attr-defined]
+        chat, channel = self.message.chat_id, self.channel
+        if isinstance(channel, DraftPreviews):
+            await channel.preview(chat, self.message.thread_id, self._id, text)
             return
-        channel: MessagePreviews = self.channel  # type: ignore[assignment]
         if self.notes is None:
             raise SendError("preview: no place to note a preview message", permanent=True)
         if not self._looked:  # a turn taken up again after a restart goes on with the message it had posted

@@ -30,7 +30,7 @@ from conversation.intake import (
     unreadable_answer,
 )
 from conversation.keeping import Keeping
-from conversation.reply_preview import PreviewNotes, ReplyPreview
+from conversation.reply_preview import DraftPreviews, MessagePreviews, PreviewNotes, ReplyPreview
 from conversation.typing_indicator import TypingIndicator
 from delivery.inbound import InboundJournal
 from delivery.inbox import UNHANDLED_REPLY, Inbox, Leftover
@@ -59,10 +59,10 @@ class Previewing:
 
     def preview(self, channel: object, message: InboundMessage) -> ReplyPreview | None:
         """A preview of the reply to ``message``, where its platform streams and can in such a chat."""
-        previews = getattr(channel, "previews", None)
-        if message.platform not in self.platforms or previews is None or not previews(message.chat_kind):
+        if (message.platform not in self.platforms or not isinstance(channel, (DraftPreviews, MessagePreviews))
+                or not channel.previews(message.chat_kind)):
             return None
-        return ReplyPreview(channel, message, self.gate, min_gap_s=self.min_gap_s,  # type: ignore[arg-type]
+        return ReplyPreview(channel, message, self.gate, min_gap_s=self.min_gap_s,
                             give_up_s=self.give_up_s, notes=self.notes)
 
 
