@@ -11,7 +11,6 @@ the loopback fake, so what passes here is what kith's Telegram adapter will see 
 from __future__ import annotations
 
 import asyncio
-import datetime as dtm
 import html
 import warnings
 
@@ -34,6 +33,8 @@ from tests.fakes.telegram_api import (  # noqa: F401  (telegram_api is a fixture
     MESSAGE_MAX_UTF16,
     FakeTelegramApi,
     parse_html,
+    ptb_bot,
+    retry_seconds,
     telegram_api,
 )
 
@@ -45,15 +46,6 @@ GROUP = -100_555
 def _application(api: FakeTelegramApi) -> Application:
     builder = Application.builder().token(api.token).base_url(api.base_url)
     return builder.base_file_url(api.base_file_url).build()
-
-
-def _bot(api: FakeTelegramApi) -> Bot:
-    return Bot(api.token, base_url=api.base_url, base_file_url=api.base_file_url)
-
-
-def _seconds(retry_after: int | float | dtm.timedelta) -> float:
-    # PTB 22 gives an int (with a deprecation warning) unless PTB_TIMEDELTA opts into timedelta.
-    return retry_after.total_seconds() if isinstance(retry_after, dtm.timedelta) else float(retry_after)
 
 
 async def test_polling_bot_replies_in_order_and_confirms_what_it_read(telegram_api: FakeTelegramApi) -> None:
@@ -107,7 +99,7 @@ async def test_updates_stay_until_an_offset_confirms_them(telegram_api: FakeTele
     api = telegram_api
     first = api.push_text(ALICE, ALICE, "first")["update_id"]
     second = api.push_text(ALICE, ALICE, "second")["update_id"]
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         unconfirmed = await bot.get_updates(timeout=0)
         redelivered = await bot.get_updates(timeout=0)
         after_first = await bot.get_updates(offset=second, timeout=0)
@@ -127,7 +119,7 @@ async def test_updates_stay_until_an_offset_confirms_them(telegram_api: FakeTele
 async def test_long_poll_waits_for_an_update_or_times_out_empty(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
     loop = asyncio.get_running_loop()
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         started = loop.time()
         nothing = await bot.get_updates(timeout=1)
         waited = loop.time() - started
@@ -145,7 +137,7 @@ async def test_long_poll_waits_for_an_update_or_times_out_empty(telegram_api: Fa
 async def test_allowed_updates_filters_what_arrives_after_it_is_set(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
     api.add_chat(ALICE)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         sent = await bot.send_message(ALICE, "pick one")
         await bot.get_updates(timeout=0, allowed_updates=["message"])
         api.push_callback_query(ALICE, ALICE, "yes", message_id=sent.message_id)
@@ -159,7 +151,7 @@ async def test_flood_limit_surfaces_as_retry_after(telegram_api: FakeTelegramApi
     api = telegram_api
     api.add_chat(ALICE)
     api.fail_next("sendMessage", status=429, retry_after=3)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PTBDeprecationWarning)
             with pytest.raises(RetryAfter) as flood:
@@ -167,7 +159,7 @@ async def test_flood_limit_surfaces_as_retry_after(telegram_api: FakeTelegramApi
             retry_after = flood.value.retry_after
         delivered = await bot.send_message(ALICE, "after waiting")
 
-    assert _seconds(retry_after) == 3
+    assert retry_seconds(retry_after) == 3
     # PTB does not retry a send by itself: the refused message is simply not delivered.
     assert [m.text for m in api.sent] == ["after waiting"]
     assert delivered.message_id == api.sent[0].message_id
@@ -180,7 +172,7 @@ async def test_gateway_failure_is_a_network_error_and_the_next_call_succeeds(
     api.add_chat(ALICE)
     api.fail_next("sendMessage", status=502)
     api.fail_next("sendMessage", status=403)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with pytest.raises(NetworkError, match="Bad Gateway"):
             await bot.send_message(ALICE, "lost")
         with pytest.raises(Forbidden, match="blocked by the user"):
@@ -207,7 +199,7 @@ async def test_bad_html_is_refused_like_telegram(
 ) -> None:
     api = telegram_api
     api.add_chat(ALICE)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with pytest.raises(BadRequest) as refused:
             await bot.send_message(ALICE, markup, parse_mode="HTML")
 
@@ -220,7 +212,7 @@ async def test_length_limit_counts_visible_utf16_units(telegram_api: FakeTelegra
     api = telegram_api
     api.add_chat(ALICE)
     fits = "😀" * (MESSAGE_MAX_UTF16 // 2)  # two UTF-16 units each
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         await bot.send_message(ALICE, f"<b>{fits}</b>", parse_mode="HTML")  # tags do not count
         with pytest.raises(BadRequest, match="Message is too long"):
             await bot.send_message(ALICE, fits + "!")
@@ -244,7 +236,7 @@ def test_html_parser_reports_telegram_entities_in_utf16_offsets() -> None:
 async def test_pushed_updates_parse_into_what_ptb_filters_expect(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
     api.add_chat(GROUP, "supergroup", title="Family")
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         bot_message = await bot.send_message(GROUP, "hello family")
         command = api.push_text(GROUP, ALICE, "/remember@kith_test_bot the cat is Tom", "supergroup")
         mention = api.push_text(GROUP, BOB, "hey @kith_test_bot", "supergroup")
@@ -274,7 +266,7 @@ async def test_button_press_answer_and_markup_edit(telegram_api: FakeTelegramApi
     api = telegram_api
     api.add_chat(ALICE)
     keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Yes", callback_data="q1:yes")]])
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         question = await bot.send_message(ALICE, "Is Tom a cat?", reply_markup=keyboard)
         press = api.push_callback_query(ALICE, ALICE, "q1:yes", message_id=question.message_id)
         (update,) = await bot.get_updates(timeout=0)
@@ -297,7 +289,7 @@ async def test_button_press_answer_and_markup_edit(telegram_api: FakeTelegramApi
 async def test_typing_commands_and_document_upload(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
     api.add_chat(ALICE)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         await bot.send_chat_action(ALICE, "typing")
         with pytest.raises(BadRequest, match="Wrong parameter action"):
             await bot.send_chat_action(ALICE, "dancing")
@@ -326,7 +318,7 @@ async def test_typing_commands_and_document_upload(telegram_api: FakeTelegramApi
 async def test_webhook_blocks_polling_until_deleted(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
     api.push_text(ALICE, ALICE, "waiting")
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with pytest.raises(BadRequest, match="Bad webhook: an https url must be provided"):
             await bot.set_webhook("http://insecure.invalid/hook")
         assert await bot.set_webhook("https://kith.invalid/hook")
@@ -342,7 +334,7 @@ async def test_webhook_blocks_polling_until_deleted(telegram_api: FakeTelegramAp
 
 async def test_unknown_method_and_wrong_token(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with pytest.raises(EndPointNotFound):
             await bot.do_api_request("sendTelepathy")
     with pytest.raises(InvalidToken):
@@ -379,7 +371,7 @@ async def test_polling_survives_the_server_going_away_and_coming_back(telegram_a
 
 async def test_a_second_poller_terminates_the_first(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
-    async with _bot(api) as first, _bot(api) as second:
+    async with ptb_bot(api) as first, ptb_bot(api) as second:
         waiting = asyncio.create_task(first.get_updates(timeout=5))
         await asyncio.sleep(0.05)
         await second.get_updates(timeout=0)

@@ -8,11 +8,9 @@ sendMessage replaces and which Telegram drops after 30 s on its own.
 
 from __future__ import annotations
 
-import datetime as dtm
 import warnings
 
 import pytest
-from telegram import Bot
 from telegram.error import BadRequest, InvalidToken, RetryAfter
 from telegram.warnings import PTBDeprecationWarning
 
@@ -21,6 +19,8 @@ from tests.fakes.telegram_api import (  # noqa: F401  (telegram_api is a fixture
     MESSAGE_MAX_UTF16,
     ChatView,
     FakeTelegramApi,
+    ptb_bot,
+    retry_seconds,
     telegram_api,
 )
 
@@ -28,18 +28,10 @@ ALICE = 1001
 GROUP = -100_555
 
 
-def _bot(api: FakeTelegramApi) -> Bot:
-    return Bot(api.token, base_url=api.base_url, base_file_url=api.base_file_url)
-
-
-def _seconds(retry_after: int | float | dtm.timedelta) -> float:
-    return retry_after.total_seconds() if isinstance(retry_after, dtm.timedelta) else float(retry_after)
-
-
 async def test_a_draft_grows_then_the_message_takes_its_place(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
     api.add_chat(ALICE)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         assert await bot.send_message_draft(ALICE, 7, "") is True  # Telegram's "Thinking..." placeholder
         assert await bot.send_message_draft(ALICE, 7, "<b>Hel</b>", parse_mode="HTML") is True
         assert api.seen_in(ALICE) == ChatView(messages=(), draft="Hel")
@@ -56,10 +48,10 @@ async def test_a_draft_grows_then_the_message_takes_its_place(telegram_api: Fake
     assert api.live_draft(ALICE) is None
 
 
-async def test_a_draft_left_alone_vanishes_after_thirty_seconds(telegram_api: FakeTelegramApi) -> None:
+async def test_a_draft_left_alone_vanishes_after_thirtyretry_seconds(telegram_api: FakeTelegramApi) -> None:
     api = telegram_api
     api.add_chat(ALICE)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         await bot.send_message_draft(ALICE, 3, "half an ans")
     api.advance_clock(DRAFT_LIFETIME_S - 1)
     assert api.seen_in(ALICE).draft == "half an ans"
@@ -72,7 +64,7 @@ async def test_a_draft_left_alone_vanishes_after_thirty_seconds(telegram_api: Fa
 async def test_draft_markup_fails_exactly_as_send_message_fails(telegram_api: FakeTelegramApi, text: str) -> None:
     api = telegram_api
     api.add_chat(ALICE)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with pytest.raises(BadRequest) as as_message:
             await bot.send_message(ALICE, text, parse_mode="HTML")
         with pytest.raises(BadRequest) as as_draft:
@@ -86,7 +78,7 @@ async def test_half_escaped_text_is_taken_as_send_message_takes_it(telegram_api:
     # An ampersand that starts no entity is kept as text by Telegram, in a draft as in a message.
     api = telegram_api
     api.add_chat(ALICE)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         await bot.send_message_draft(ALICE, 1, "fish &amp chips &", parse_mode="HTML")
         await bot.send_message(ALICE, "fish &amp chips &", parse_mode="HTML")
     assert api.drafts[0].visible_text == api.sent[0].visible_text
@@ -96,7 +88,7 @@ async def test_drafts_only_in_private_chats_and_with_a_draft_id(telegram_api: Fa
     api = telegram_api
     api.add_chat(ALICE)
     api.add_chat(GROUP, "supergroup")
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with pytest.raises(BadRequest, match="Textdraft_peer_invalid"):
             await bot.send_message_draft(GROUP, 1, "hi")
         with pytest.raises(BadRequest, match="draft_id"):
@@ -113,12 +105,12 @@ async def test_scripted_flood_limit_and_a_server_that_refuses_drafts(telegram_ap
     api = telegram_api
     api.add_chat(ALICE)
     api.fail_next("sendMessageDraft", status=429, retry_after=4)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PTBDeprecationWarning)
             with pytest.raises(RetryAfter) as limited:
                 await bot.send_message_draft(ALICE, 1, "hi")
-            assert _seconds(limited.value.retry_after) == 4
+            assert retry_seconds(limited.value.retry_after) == 4
 
         # A Bot API server without the method answers 404 Not Found, which PTB raises as InvalidToken.
         api.refuse("sendMessageDraft")
@@ -140,7 +132,7 @@ async def test_a_message_in_another_chat_leaves_the_draft(telegram_api: FakeTele
     api = telegram_api
     api.add_chat(ALICE)
     api.add_chat(1002)
-    async with _bot(api) as bot:
+    async with ptb_bot(api) as bot:
         await bot.send_message_draft(ALICE, 9, "still typing")
         await bot.send_message(1002, "elsewhere")
     assert api.seen_in(ALICE).draft == "still typing"

@@ -14,6 +14,7 @@ fake agree with a bug.
 from __future__ import annotations
 
 import asyncio
+import datetime as dtm
 import itertools
 import json
 import re
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest_asyncio
 from aiohttp import web
+from telegram import Bot
 
 from tests.fakes.loopback import ChangeSignal, serve
 
@@ -1323,3 +1325,14 @@ async def telegram_api() -> AsyncIterator[FakeTelegramApi]:
         yield api
     finally:
         await api.stop()
+
+
+def ptb_bot(api: FakeTelegramApi) -> Bot:
+    """python-telegram-bot's ``Bot`` pointed at ``api`` (use it as ``async with``)."""
+    return Bot(api.token, base_url=api.base_url, base_file_url=api.base_file_url)
+
+
+def retry_seconds(retry_after: int | float | dtm.timedelta) -> float:
+    """A ``RetryAfter``'s wait in seconds: PTB 22 gives an int (with a deprecation warning) unless PTB_TIMEDELTA
+    opts into a timedelta."""
+    return retry_after.total_seconds() if isinstance(retry_after, dtm.timedelta) else float(retry_after)
