@@ -367,24 +367,25 @@ async def test_restart_resumes_after_the_last_sent_chunk_and_sends_queued_reply_
         second_db.close()
 
 
-async def test_restart_honours_a_retry_time_set_before_the_crash(tmp_path: Path) -> None:
-    db = open_db(tmp_path)
-    try:
-        clock = FakeClock()
-        entry_id = db.run_sync(outbox.enqueue, reply("hi"), source=None, now=clock())
-        due = clock() + timedelta(seconds=45)
-        db.run_sync(outbox.schedule_retry, entry_id, attempts=1, next_attempt_at=due, error=RETRY_AFTER,
-                    now=clock())
-        channel = FakeChannel()
-        sleep = FakeSleep(clock)
-        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SWEEPING, sleep=sleep,
-                                clock=clock)
-        await worker.start()
-        await worker.wait_idle()
-        assert sleep.waits == [45.0]  # the platform's due time, in the chat's own task: not a sweep's later
-        assert channel.texts() == ["<b>hi</b>"]
-    finally:
-        db.close()
+async def start_over_a_backoff(db: Database, text: str, *, attempts: int, wait_s: float, error: str,
+                               settings: DeliverySettings = SWEEPING) -> tuple[FakeChannel, FakeSleep]:
+    """A new process's worker, started over a reply the last one left waiting ``wait_s`` after ``error``."""
+    clock = FakeClock()
+    entry_id = db.run_sync(outbox.enqueue, reply(text), source=None, now=clock())
+    db.run_sync(outbox.schedule_retry, entry_id, attempts=attempts,
+                next_attempt_at=clock() + timedelta(seconds=wait_s), error=error, now=clock())
+    channel = FakeChannel()
+    sleep = FakeSleep(clock)
+    worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=settings, sleep=sleep, clock=clock)
+    await worker.start()
+    await worker.wait_idle()
+    return channel, sleep
+
+
+async def test_restart_honours_a_retry_time_set_before_the_crash(db: Database) -> None:
+    channel, sleep = await start_over_a_backoff(db, "hi", attempts=1, wait_s=45, error=RETRY_AFTER)
+    assert sleep.waits == [45.0]  # the platform's due time, in the chat's own task: not a sweep's later
+    assert channel.texts() == ["<b>hi</b>"]
 
 
 class SleepThenHang(FakeSleep):
@@ -432,23 +433,10 @@ async def test_a_restart_during_a_named_wait_waits_just_what_remains_of_it(tmp_p
         db.close()
 
 
-async def test_a_restart_sends_at_once_a_reply_an_older_kith_parked_behind_a_rate_limit(tmp_path: Path) -> None:
-    db = open_db(tmp_path)
-    try:
-        clock = FakeClock()
-        entry_id = db.run_sync(outbox.enqueue, reply("hi"), source=None, now=clock())
-        # Written by a kith that grew a 429's wait into its long backoff: the platform's own time is lost.
-        db.run_sync(outbox.schedule_retry, entry_id, attempts=7, next_attempt_at=clock() + timedelta(seconds=212),
-                    error="SendError:rate_limited", now=clock())
-        channel = FakeChannel()
-        sleep = FakeSleep(clock)
-        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SWEEPING, sleep=sleep,
-                                clock=clock)
-        await worker.start()
-        await worker.wait_idle()
-        assert sleep.waits == [] and channel.texts() == ["<b>hi</b>"]
-    finally:
-        db.close()
+async def test_a_restart_sends_at_once_a_reply_an_older_kith_parked_behind_a_rate_limit(db: Database) -> None:
+    # Written by a kith that grew a 429's wait into its long backoff: the platform's own time is lost.
+    channel, sleep = await start_over_a_backoff(db, "hi", attempts=7, wait_s=212, error="SendError:rate_limited")
+    assert sleep.waits == [] and channel.texts() == ["<b>hi</b>"]
 
 
 async def test_the_first_success_on_a_platform_sends_at_once_what_waits_on_a_guessed_backoff(db: Database) -> None:
@@ -541,24 +529,12 @@ async def test_typing_failures_never_reach_the_reply() -> None:
             raise ValueError("the reply's own error")
 
 
-async def test_restart_retries_at_once_a_reply_that_was_only_backing_off(tmp_path: Path) -> None:
-    db = open_db(tmp_path)
-    try:
-        clock = FakeClock()
-        entry_id = db.run_sync(outbox.enqueue, reply("still here"), source=None, now=clock())
-        # The last process guessed at a network outage and backed off for 25 s before it went down.
-        db.run_sync(outbox.schedule_retry, entry_id, attempts=3, next_attempt_at=clock() + timedelta(seconds=25),
-                    error="ConnectError", now=clock())
-        channel = FakeChannel()
-        sleep = FakeSleep(clock)
-        worker = DeliveryWorker(db, {"telegram": channel}, send_anything, settings=SETTINGS, sleep=sleep,
-                                clock=clock)
-        await worker.start()
-        await worker.wait_idle()
-        assert sleep.waits == []  # no wait: a restart is a new chance
-        assert channel.texts() == ["<b>still here</b>"]
-    finally:
-        db.close()
+async def test_restart_retries_at_once_a_reply_that_was_only_backing_off(db: Database) -> None:
+    # The last process guessed at a network outage and backed off for 25 s before it went down.
+    channel, sleep = await start_over_a_backoff(db, "still here", attempts=3, wait_s=25, error="ConnectError",
+                                                settings=SETTINGS)
+    assert sleep.waits == []  # no wait: a restart is a new chance
+    assert channel.texts() == ["<b>still here</b>"]
 
 
 async def test_an_outage_during_shutdown_leaves_the_reply_for_the_next_start_not_failed(db: Database) -> None:
