@@ -788,14 +788,7 @@ class FakeSlack:
     def _post_message(self, params: JsonDict) -> JsonDict:
         channel = self._resolve_channel(str(params.get("channel") or ""))
         text = params.get("text")
-        blocks = params.get("blocks")
-        if isinstance(blocks, str):
-            try:
-                blocks = json.loads(blocks)
-            except ValueError:
-                raise _ApiError("invalid_blocks_format") from None
-        if blocks is not None:
-            _check_blocks(blocks)
+        blocks = _blocks_param(params, empty_checked=True)
         if not text and not blocks:
             raise _ApiError("no_text")
         text = str(text or "")
@@ -836,14 +829,7 @@ class FakeSlack:
         stream = self._stream(channel["id"], ts)
         if stream is not None and stream.streaming:
             raise _ApiError("streaming_state_conflict")
-        blocks = params.get("blocks")
-        if isinstance(blocks, str):
-            try:
-                blocks = json.loads(blocks)
-            except ValueError:
-                raise _ApiError("invalid_blocks_format") from None
-        if blocks:
-            _check_blocks(blocks)
+        blocks = _blocks_param(params)
         text = params.get("text")
         if text is None:
             text = params.get("markdown_text")
@@ -961,14 +947,7 @@ class FakeSlack:
         """chat.stopStream: an optional last piece of markdown (and blocks), then the message is final."""
         channel, stream = self._open_stream(params)
         text = self._stream_text(stream, params)
-        blocks = params.get("blocks")
-        if isinstance(blocks, str):
-            try:
-                blocks = json.loads(blocks)
-            except ValueError:
-                raise _ApiError("invalid_blocks_format") from None
-        if blocks:
-            _check_blocks(blocks)
+        blocks = _blocks_param(params)
         metadata = _metadata(params.get("metadata"))
         self._grow(stream, text)
         stream.streaming = False
@@ -1089,6 +1068,21 @@ def _ts_key(ts: str) -> tuple[int, int]:
 
 def _truthy(value: Any) -> bool:
     return value in (True, 1, "1", "true", "True")
+
+
+def _blocks_param(params: JsonDict, *, empty_checked: bool = False) -> Any:
+    """A call's ``blocks`` (a JSON string in a form post), checked by :func:`_check_blocks` when given: an empty
+    list too where ``empty_checked`` (chat.postMessage refuses it; an update or a stream's stop leaves blocks
+    alone)."""
+    blocks = params.get("blocks")
+    if isinstance(blocks, str):
+        try:
+            blocks = json.loads(blocks)
+        except ValueError:
+            raise _ApiError("invalid_blocks_format") from None
+    if blocks or (empty_checked and blocks is not None):
+        _check_blocks(blocks)
+    return blocks
 
 
 def _check_blocks(blocks: Any) -> None:
