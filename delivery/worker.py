@@ -43,7 +43,7 @@ from ground.tunables import (
     SEND_MAX_LATE_H,
     SEND_RETRY_AFTER_MARGIN_S,
 )
-from ground.types import Channel, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
+from ground.types import Channel, ChatKind, OutboundMessage, RenderedChunk, SendError, SentMessage, utcnow
 
 log = logging.getLogger("kith.delivery")
 
@@ -115,6 +115,8 @@ class LooksBeforeResend(Protocol):
 class ReplacesPreviews(Protocol):
     """A channel whose reply previews are messages (Discord, Slack): a reply's first chunk edits its preview
     message into itself, so the person sees one message (:mod:`delivery.previews`)."""
+
+    def previews(self, chat_kind: ChatKind) -> bool: ...
 
     async def replace_chunk(self, message: OutboundMessage, chunk: RenderedChunk, message_id: str, *,
                             plain: bool = False) -> SentMessage: ...
@@ -505,8 +507,13 @@ class DeliveryWorker:
     async def _replace_preview(self, entry: OutboxEntry, channel: Channel, chunk: RenderedChunk,
                                index: int) -> SentMessage | None:
         """The reply's first chunk edited into the preview message that stands for it, if one does; None
-        otherwise, and when that message is gone (deleted, or no longer editable): then it is posted afresh."""
-        if index != 0 or entry.source is None or not isinstance(channel, ReplacesPreviews):
+        otherwise, and when that message is gone (deleted, or no longer editable): then it is posted afresh.
+
+        Looked for only where a preview can have been posted (a platform that streams, in a chat it previews in):
+        a reply in a group, or on a platform not streaming, costs no read."""
+        message = entry.message
+        if (index != 0 or entry.source is None or not isinstance(channel, ReplacesPreviews)
+                or message.platform not in self.settings.stream or not channel.previews(message.chat_kind)):
             return None
         key = PreviewKey(entry.message.platform, entry.message.chat_id, entry.source)
         message_id = await self.db.run_short(previews.noted, key)
