@@ -100,6 +100,7 @@ class Gathered:
     graph_groups: tuple[GraphGroup, ...] = ()  # the beings the query selected in the person's graph
     graph_fetched: frozenset[str] = frozenset()  # ids found only through the graph
     graph_relations: dict[str, list[tuple[str, Relation]]] = field(default_factory=dict)  # see GraphReach
+    graph: PersonGraph | None = None  # the person's graph as this gathering read it
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,7 @@ class RecallResult:
     elapsed_ms: float = 0.0
     # The relations of the person's graph that brought the items in, best first (at most [recall] graph_relations)
     relations: list[Relation] = field(default_factory=list)
+    graph: PersonGraph | None = None  # the graph they came from: the names of their ends (no second read)
 
 
 def visible(record: MemoryRecord, person: str, now: datetime, *, shared_only: bool) -> bool:
@@ -212,7 +214,8 @@ class RecallEngine:
         log.debug("recall person=%s candidates=%d neighbours=%d graph=%d windows=%d results=%d vector=%s ms=%.1f",
                   person, len(found.matches), len(found.fetched), len(found.graph_fetched), len(found.windows),
                   len(shown), found.vector_path, elapsed)
-        return RecallResult(shown, not found.vector_path, found.reason, elapsed, relations)
+        return RecallResult(shown, not found.vector_path, found.reason, elapsed, relations,
+                            found.graph if relations else None)
 
     async def _reranked(self, query: str, ranked: list[Ranked]) -> list[Ranked]:
         """``ranked`` with its best few reordered by the cross-encoder; as it was when the reranker fails or
@@ -316,7 +319,7 @@ class RecallEngine:
         matches.extend(c if vector_path else replace(c, cosine=None) for c in note_matches)
         reason = "" if vector_path else self._lexical_reason(use_vectors, vector_job is not None, vectors)
         return Gathered(matches, neighbours, frozenset(fetched), query_windows(query, now), now, vector_path,
-                        reason, started, tuple(graph.groups), frozenset(through_graph), graph.relations)
+                        reason, started, tuple(graph.groups), frozenset(through_graph), graph.relations, graph.graph)
 
     async def _graph_reach(self, person: str, query: str, found: LookupMatches, fetched: dict[str, MemoryRecord],
                            now: datetime, limit: int, *, shared_only: bool

@@ -50,6 +50,7 @@ class GraphReach:
     fetch: list[str] = field(default_factory=list)  # member ids beyond the candidates, smallest groups first
     # By memory id, its relations that touch a selected being, with that being (what the prompt may show).
     relations: dict[str, list[tuple[str, Relation]]] = field(default_factory=dict)
+    graph: PersonGraph | None = None  # the graph this reach was found in (its beings' names)
 
 
 def by_memory(graph: PersonGraph) -> dict[str, list[Relation]]:
@@ -133,7 +134,8 @@ def reach(graph: PersonGraph, index: Mapping[str, Sequence[Relation]], query: st
     groups = [GraphGroup(being, level, seed, frozenset(members[being]))
               for being, (level, seed) in sorted(selected.items()) if members[being]]
     return GraphReach(groups, list(fetch),
-                      {i: [(being, r) for (being, _rid), r in found.items()] for i, found in relations.items()})
+                      {i: [(being, r) for (being, _rid), r in found.items()] for i, found in relations.items()},
+                      graph)
 
 
 def shown_relations(shown: Sequence[str], relations: Mapping[str, Sequence[tuple[str, Relation]]],

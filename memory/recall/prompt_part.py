@@ -254,10 +254,9 @@ class RecallMemoryContext:
                                 already_shown=frozenset(pinned_ids))
         items, recalled_text = fit_recalled(entries, max_items=rs.max_items, item_chars=rs.item_chars,
                                             total_chars=self.budget.recall_chars, who=who)
-        if result.relations and items and self.engine.graph is not None:
-            graph = await self.engine.graph.of(speaker.person)
+        if result.relations and items and result.graph is not None:
             _relations, relations_text = fit_relations(
-                result.relations, graph.name, item_chars=rs.item_chars, who=who, shared_only=shared_only,
+                result.relations, result.graph.name, item_chars=rs.item_chars, who=who, shared_only=shared_only,
                 total_chars=self.budget.recall_chars - len(recalled_text) - 1)
             if relations_text:
                 recalled_text = f"{recalled_text}\n{relations_text}"

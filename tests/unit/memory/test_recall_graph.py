@@ -11,17 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from ground.config import RecallSettings
+from ground.config import BudgetSettings, RecallSettings
 from ground.db import Database
+from ground.turns import Speaker
+from ground.types import ChatKind
 from memory.core.graph_records import SELF_NAME, EntityKind, RelationProposal
 from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.graph.view import PersonGraph, Proposed
 from memory.recall.engine import RecallEngine, RecallResult
 from memory.recall.graph_reach import GraphGroup, by_memory, reach
+from memory.recall.prompt_part import RecallMemoryContext
 from memory.recall.ranking import RecallMatch, graph_lifts, rank, score
 from memory.store.memory_store import MemoryStore
+from persona.labels import RELATIONS_NOTICE, relation_line
 from tests.support.clock import FakeClock
 from tests.support.memory import T0
+from tests.support.messages import inbound
 from tests.support.recall import open_store, remember
 
 ANA = "p-ana"
@@ -122,6 +127,32 @@ async def test_a_graph_read_anew_is_indexed_anew_and_a_dropped_one_is_not_kept(s
         assert len(engine._graph_indexes) == 1  # the first graph, no longer held by its source, is gone
     finally:
         await engine.close()
+
+
+async def test_the_prompt_shows_the_relation_that_brought_a_memory_in_reading_the_graph_once(
+        store: MemoryStore, clock: FakeClock) -> None:
+    sister, bakery = await said(store)
+    graphs = Graphs({ANA: graph_of(ANA, proposed("Ola", "sister of", SELF_NAME, sister, Scope.DM),
+                                   proposed("Ola", "works at", "the bakery", bakery, Scope.DM))})
+    settings = RecallSettings()
+    engine = RecallEngine(store, settings, clock, graph=graphs)  # type: ignore[arg-type]
+    try:
+        slots = await RecallMemoryContext(engine, settings, BudgetSettings()).slots(
+            Speaker(ANA, "console:ana", "Ana"), inbound("how is Ola doing?"))
+    finally:
+        await engine.close()
+    assert slots.shown_ids == (sister.id, bakery.id)
+    relations = slots.recalled.split(RELATIONS_NOTICE + "\n")[1]
+    assert relations == relation_line("Ola", "works at", "the bakery", f'"{BAKERY}"')
+    assert graphs.asked == [ANA]  # the names come with the result: the graph is not read again for them
+    # In a group the relation said in a private chat is not shown (nor are the private memories).
+    engine = RecallEngine(store, settings, clock, graph=graphs)  # type: ignore[arg-type]
+    try:
+        slots = await RecallMemoryContext(engine, settings, BudgetSettings()).slots(
+            Speaker(ANA, "console:ana", "Ana"), inbound("how is Ola doing?", chat_kind=ChatKind.GROUP))
+    finally:
+        await engine.close()
+    assert RELATIONS_NOTICE not in slots.recalled
 
 
 async def test_graph_share_zero_reads_no_graph_at_all(store: MemoryStore, clock: FakeClock) -> None:
