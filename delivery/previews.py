@@ -7,18 +7,26 @@ the message it answers: the outbox's ``source``). The outbox's send of that repl
 message and lets go of the row in the same transaction that marks the chunk sent; a turn taken up again after a
 restart finds the row and goes on editing the same message. The one window: a crash between the platform taking
 the preview and this row's commit leaves that preview as it was (a partial reply above the whole one).
+
+A row whose reply never went (refused, expired) is of no use once no turn can take it up and no send can use it:
+:mod:`delivery.retention` prunes rows older than ``KEPT``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, UtcDateTime, metadata
+from ground.tunables import SEND_MAX_LATE_H
+
+# A message is answered within SEND_MAX_LATE_H (INBOX_REPLAY_MAX_AGE_H), and its reply sent within SEND_MAX_LATE_H
+# of being queued, or never: a row older than both is no longer needed by anyone.
+KEPT = timedelta(hours=2 * SEND_MAX_LATE_H)
 
 previews = sa.Table(
     "reply_previews",
@@ -57,6 +65,11 @@ def let_go(conn: Connection, key: PreviewKey) -> int:
     return conn.execute(previews.delete().where(previews.c.platform == key.platform,
                                                 previews.c.chat_id == key.chat_id,
                                                 previews.c.source == key.source)).rowcount
+
+
+def prune(conn: Connection, *, before: datetime) -> int:
+    """Forget the rows noted before ``before`` (a handful at most: one a reply that never went); how many went."""
+    return conn.execute(previews.delete().where(previews.c.created_at < before)).rowcount
 
 
 class PreviewBook:

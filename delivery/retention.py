@@ -1,7 +1,8 @@
 """Pruning on a schedule: what delivery keeps only for a while goes when that while is over.
 
-The inbound journal needs an event only as long as a platform might redeliver it, and the outbox
-a delivered reply only for review. Neither is pruned on a message's path: a running bot prunes at
+The inbound journal needs an event only as long as a platform might redeliver it, the outbox
+a delivered reply only for review, and a reply's preview row only until no send can use it
+(:data:`delivery.previews.KEPT`). Neither is pruned on a message's path: a running bot prunes at
 its start and every ``RETENTION_INTERVAL_S`` after, in short transactions. Attachments need no
 schedule: the outbox drops a file as soon as its reply is delivered.
 """
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from delivery import outbox
+from delivery import outbox, previews
 from delivery.inbound import InboundJournal
 from ground.db import Database
 from ground.failures import describe
@@ -29,6 +30,7 @@ log = logging.getLogger("kith.delivery")
 class Pruned:
     events: int  # inbound journal entries past the dedupe window
     sent: int  # delivered outbox entries past ``sent_retention_days``
+    previews: int = 0  # reply preview rows past ``delivery.previews.KEPT`` (their reply failed or expired)
 
 
 class Retention:
@@ -55,9 +57,10 @@ class Retention:
             sent += removed
             if removed < self.batch:
                 break
-        log.info("retention pruned events=%d sent=%d elapsed_ms=%.0f", events, sent,
+        stale = await self.db.run(previews.prune, before=self._clock() - previews.KEPT)
+        log.info("retention pruned events=%d sent=%d previews=%d elapsed_ms=%.0f", events, sent, stale,
                  (time.perf_counter() - started) * 1000)
-        return Pruned(events=events, sent=sent)
+        return Pruned(events=events, sent=sent, previews=stale)
 
     def start(self) -> None:
         """Prune now, then every ``interval_s``, in a task of its own until ``stop``."""

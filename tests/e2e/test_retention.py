@@ -7,9 +7,10 @@ import io
 from collections.abc import Callable
 
 from channels.terminal import TerminalChannel
-from delivery import outbox
+from delivery import outbox, previews
 from delivery.inbound import InboundJournal, inbound_events
 from delivery.outbox import OutboxStatus
+from delivery.previews import PreviewKey
 from delivery.retention import Pruned, Retention
 from ground.config import Settings
 from ground.db import Database
@@ -21,7 +22,8 @@ from tests.support.clock import FakeClock
 from tests.support.delivery import SteppedSleep
 from tests.support.waiting import until
 
-DB_TABLES = (inbound_events, outbox.outbox, outbox.outbox_doubts)  # no other table is needed (the ``db`` fixture)
+# no other table is needed (the ``db`` fixture)
+DB_TABLES = (inbound_events, outbox.outbox, outbox.outbox_doubts, previews.previews)
 
 
 def reply(text: str) -> OutboundMessage:
@@ -132,3 +134,17 @@ async def test_a_bot_that_starts_prunes_what_is_past_its_time(fake_llm: FakeOpen
     finally:
         await app.close()
     assert [t for t in asyncio.all_tasks() if t.get_name() == "delivery:retention"] == []
+
+
+async def test_a_preview_row_whose_reply_never_went_is_pruned_once_no_send_can_use_it(db: Database) -> None:
+    clock = FakeClock()
+    journal = InboundJournal(db, clock=clock)
+    old, fresh = PreviewKey("discord", "c1", "m1"), PreviewKey("discord", "c1", "m2")
+    db.run_sync(previews.note, old, "p1", clock())  # its reply failed: nothing lets the row go
+    clock.advance(seconds=previews.KEPT.total_seconds())
+    db.run_sync(previews.note, fresh, "p2", clock())  # a reply that may still be sent
+    clock.advance(minutes=1)
+
+    pruned = await Retention(db, journal, sent_retention_days=7, clock=clock).prune()
+    assert pruned.previews == 1
+    assert db.run_sync(previews.noted, old) is None and db.run_sync(previews.noted, fresh) == "p2"
