@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import percentile, process_cpu_s, verdict
+from bench.footprint import descendants
 from ground import loop
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 
@@ -144,16 +145,6 @@ class ModelProcess:
 
 
 # --- kith: bot.py run -------------------------------------------------------------------------------------------
-def _descendants(pid: int) -> list[int]:
-    found: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError):
-                for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
-                    found += [int(child), *_descendants(int(child))]
-    return found
-
-
 class Bot:
     """``bot.py run`` on a data directory of its own; started again after each kill."""
 
@@ -192,13 +183,13 @@ class Bot:
         """The CPU kith used so far: the bot process, and every process under it (its model process)."""
         if self.proc is None or self.proc.returncode is not None:
             return 0.0, 0.0
-        return process_cpu_s(self.proc.pid), sum(process_cpu_s(pid) for pid in _descendants(self.proc.pid))
+        return process_cpu_s(self.proc.pid), sum(process_cpu_s(pid) for pid in descendants(self.proc.pid))
 
     async def kill(self) -> None:
         """SIGKILL its model process and the bot, as a power cut would."""
         if self.proc is None or self.proc.returncode is not None:
             return
-        for pid in _descendants(self.proc.pid):
+        for pid in descendants(self.proc.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.proc.send_signal(signal.SIGKILL)
