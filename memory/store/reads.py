@@ -56,7 +56,11 @@ class MemoryReads(StoreParts):
         if not self.catch_up.current():
             catching_up = asyncio.ensure_future(self.catch_up.with_others())
             done, _ = await asyncio.wait({catching_up}, timeout=max(0.0, wait_s))
-            if not done or catching_up.exception() is not None:
+            if not done:
+                # It finishes in the background; a failure then is the next lookup's to meet, not news here.
+                catching_up.add_done_callback(_retrieved)
+                return None
+            if catching_up.cancelled() or catching_up.exception() is not None:
                 return None
         return self.indexes.built(person)
 
@@ -249,4 +253,10 @@ class MemoryReads(StoreParts):
         return out
 
 
+def _retrieved(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: asyncio logs no "exception was never retrieved"
+
+
 __all__ = ["MemoryReads", "oldest_first"]
+

@@ -4,9 +4,11 @@ a burst in few embedder calls, and a query whose vector is late still answered f
 from __future__ import annotations
 
 import asyncio
+import gc
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,6 +23,7 @@ from memory.recall import RecallEngine
 from memory.recall.prompt_part import RecallMemoryContext
 from memory.store.memory_store import MemoryStore
 from memory.store.notes import Note
+from memory.store.reads import MemoryReads
 from tests.support.clock import FakeClock
 from tests.support.memory import T0
 from tests.support.messages import inbound
@@ -194,3 +197,28 @@ async def test_a_memory_part_out_of_time_shrinks_to_keywords_instead_of_vanishin
     async with asyncio.timeout(MEMORY_SLOTS_TIMEOUT_S):
         in_group = await ctx.slots(ANA, group)
     assert in_group.shown_ids == () and in_group.recalled == "" and in_group.pinned == ""
+
+
+async def test_a_catch_up_left_running_past_the_wait_fails_quietly() -> None:
+    # MemoryReads.held_soon gives up on a slow catch-up; when it fails later that is the next lookup's news.
+    release = asyncio.Event()
+
+    async def with_others() -> None:
+        await release.wait()
+        raise RuntimeError("chroma is down")
+
+    reads = SimpleNamespace(changes=object(), indexes=SimpleNamespace(built=lambda person: object()),
+                            catch_up=SimpleNamespace(current=lambda: False, with_others=with_others))
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, object]] = []
+    before = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    try:
+        assert await MemoryReads.held_soon(reads, "p-ana", 0.0) is None  # type: ignore[arg-type]
+        release.set()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()
+    finally:
+        loop.set_exception_handler(before)
+    assert unretrieved == []
