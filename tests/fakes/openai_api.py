@@ -161,7 +161,8 @@ class FakeOpenAI:
         step = max(1, script.chunk_chars)
         for n, i in enumerate(range(0, len(text), step)):
             if script.cut_after_chunks is not None and n >= script.cut_after_chunks:
-                request.transport.close() if request.transport is not None else None  # type: ignore[func-returns-value]
+                if request.transport is not None:
+                    request.transport.close()
                 return resp
             if n and script.chunk_delay_s:
                 await asyncio.sleep(script.chunk_delay_s)
