@@ -20,6 +20,7 @@ bold or link flashes up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
@@ -29,7 +30,7 @@ from typing import Protocol, runtime_checkable
 
 from delivery.previews import PreviewKey
 from delivery.rate_gate import RateGate
-from ground.tunables import STREAM_FIRST_DELAY_S
+from ground.tunables import PREVIEW_WRITE_GRACE_S, STREAM_FIRST_DELAY_S
 from ground.types import ChatKind, InboundMessage, SendError
 
 log = logging.getLogger("kith.preview")
@@ -102,6 +103,8 @@ class ReplyPreview:
         self._latest = ""
         self._shown = ""
         self._changed = asyncio.Event()
+        self._idle = asyncio.Event()  # no write to the platform under way
+        self._idle.set()
         self._task: asyncio.Task[None] | None = None
         self.sent = 0  # updates the platform took
         self.first_at: float | None = None  # when the first one was taken (clock)
@@ -119,6 +122,11 @@ class ReplyPreview:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         if self._task is not None:
+            # A write under way finishes first: cut off, a preview message the platform took would go unnoted, and
+            # the reply, queued next, would be posted beside it instead of editing it.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(PREVIEW_WRITE_GRACE_S):
+                    await self._idle.wait()
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         if self.sent or self.ended:
@@ -141,8 +149,9 @@ class ReplyPreview:
             text = self._latest
             if not text.strip() or text == self._shown:
                 continue
+            self._idle.clear()
             try:
-                await self._show(text)
+                await self._write(text)
             except SendError as error:
                 if error.retry_after is not None:
                     self.gate.refused(platform, chat, error.retry_after)
@@ -162,6 +171,12 @@ class ReplyPreview:
             if self.first_at is None:
                 self.first_at = self._clock()
             await self._sleep(self.min_gap_s)
+
+    async def _write(self, text: str) -> None:
+        try:
+            await self._show(text)
+        finally:
+            self._idle.set()
 
     async def _show(self, text: str) -> None:
         chat, channel = self.message.chat_id, self.channel

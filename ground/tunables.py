@@ -25,6 +25,8 @@ STREAM_GIVE_UP_S = 5.0
 # The first preview waits this long after the first words (inside the 300 ms a person notices): a reply finished
 # by then is sent whole, with no preview request at all.
 STREAM_FIRST_DELAY_S = 0.2
+# The reply is ready: a preview write under way gets this long to finish (and be noted) before it is cut off.
+PREVIEW_WRITE_GRACE_S = 5.0
 MODEL_PROCESS_RESTART_BACKOFF_S = 10.0  # after a failed start, calls fail at once this long before the next try
 MODEL_PROCESS_START_ATTEMPTS = 3  # children in a row that die before they are ready make a failed start
 MODEL_PROCESS_RESPAWN_PAUSE_S = 0.5  # between those attempts, so one that dies at once is not respawned in a loop
