@@ -53,3 +53,14 @@ async def test_a_forget_by_one_process_is_gone_from_the_others_cached_graph(two:
     await two[1].run(lambda _conn: None)
     assert {r.relation for r in (await other.of("p")).relations.values()} == {"dog of", "plays"}
 
+
+
+async def test_a_graph_nothing_wrote_stays_the_same_object_however_long_the_process_was_idle(
+        two: tuple[Database, Database], monkeypatch: pytest.MonkeyPatch) -> None:
+    book = GraphBook(two[0], lambda: NOW)
+    await book.add("p", [said("Ola", "lives in", "Gdańsk", "n1")])
+    first = await book.of("p")
+    monkeypatch.setattr(two[0], "version", lambda _topic, *, max_age_s: None)  # its last transaction long ago
+    assert await book.of("p") is first  # asked the database whether anything changed, not read the graph again
+    await GraphBook(two[1], lambda: NOW).add("p", [said("Ola", "plays", "cello", "n2")])
+    assert {r.relation for r in (await book.of("p")).relations.values()} == {"lives in", "plays"}
