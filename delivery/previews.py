@@ -4,8 +4,9 @@ after a crash in the middle of the stream.
 
 A preview message is noted here as soon as the platform took it, under the reply's delivery key (platform, chat,
 the message it answers: the outbox's ``source``). The outbox's send of that reply's first chunk edits the noted
-message and lets go of the row in the same transaction that marks the chunk sent; a turn taken up again after a
-restart finds the row and goes on editing the same message. The one window: a crash between the platform taking
+message and lets go of the row once that chunk is recorded (killed in between, the next start edits the same
+message again, which changes nothing); a turn taken up again after a restart finds the row and goes on editing the
+same message. The one window: a crash between the platform taking
 the preview and this row's commit leaves that preview as it was (a partial reply above the whole one).
 
 A row whose reply never went (refused, expired) is of no use once no turn can take it up and no send can use it:
