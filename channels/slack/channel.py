@@ -33,6 +33,14 @@ handlers are switched off: the delivery outbox retries, honouring ``Retry-After`
 is never retried in two places at once. Slack has no typing indicator for bots (outside assistant
 threads): ``typing`` does nothing.
 
+A reply's preview (:mod:`conversation.reply_preview`) is one message that the final send edits into the whole
+reply. In a thread (a DM's thread reply) it is Slack's native stream (:mod:`channels.slack.stream`): chat.startStream
+with the reply so far, chat.appendStream with what each update adds, and the final send stops the stream before
+chat.update writes the formatted first chunk over it. A workspace that refuses chat.startStream (while it takes
+chat.postMessage) gets the posted-and-edited preview for the rest of the process; a stream Slack ended, or one whose
+reply no longer begins with what was streamed, is edited with chat.update from then on. Top-level replies, and all
+of them with ``native_stream = false``, are posted and edited.
+
 A send waits ``SLACK_SEND_TIMEOUT_S`` (30 s) for its answer. One that went out and heard nothing back (a
 timeout, a dropped connection) may have been posted: chat.postMessage has no idempotency key, so every chunk
 of an outbox entry carries message metadata with a marker of its own (a hash of the entry and the chunk), and
@@ -53,7 +61,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -75,8 +83,9 @@ from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
 from channels.markdown import render_chunks, with_attachment
 from channels.markdown.partial import settled
-from channels.slack.formatting import MESSAGE_FORMAT, text_chunks
+from channels.slack.formatting import MESSAGE_FORMAT, MESSAGE_MAX_CHARS, text_chunks
 from channels.slack.settings import SlackSettings
+from channels.slack.stream import NOT_STREAMING, MessageRef, next_piece, parse_message_id, stream_markdown
 from channels.slack.translate import (
     PLATFORM,
     Skipped,
@@ -146,6 +155,8 @@ _FORMATTING_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_
 _TRANSIENT_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 _NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, SlackClientError)
 _ANY_ID = re.compile(r".*")
+# Streams whose state this process keeps (what was streamed); one forgotten is stopped and edited whole, which is safe.
+_STREAMS_KEPT = 256
 
 
 # --- Pure decisions --------------------------------------------------------------------------------
@@ -247,6 +258,9 @@ class SlackChannel:
         self._lanes = HandlerLanes("slack", log)
         # Chunks whose chat.postMessage went out unanswered, by marker: when that attempt began (Unix time).
         self._lost: dict[str, float] = {}
+        # Preview streams by message id: what each has streamed, and whether it still takes appends.
+        self._streams: dict[str, _Streamed] = {}
+        self._native_stream = settings.native_stream  # off for the process once the workspace refuses streams
         self._stopping = False
         self._intake_lock = asyncio.Lock()
         self.ready = asyncio.Event()  # set once Slack can reach us: the socket's hello, or the HTTP server up
@@ -615,47 +629,159 @@ class SlackChannel:
         return chat_kind is ChatKind.DM
 
     async def post_preview(self, chat_id: str, thread_id: str | None, text: str) -> str:
-        """The reply so far as a new message (its first chunk's worth); ``channel:ts``."""
-        web_client = self._require_web()
+        """The reply so far as a new message (its first chunk's worth): a native stream in a thread (``channel:ts:
+        stream``), else a posted message (``channel:ts``)."""
+        if thread_id and self._streams_in(chat_id):
+            try:
+                return await self._start_stream(chat_id, thread_id, text)
+            except _StreamRefused as refused:
+                posted = await self._post_preview(chat_id, thread_id, text)  # a chat that takes no post says so here
+                if refused.lasting:
+                    self._native_stream = False
+                    log.warning("slack native streams off for this process: chat.startStream refused chat=%s "
+                                "error=%s", chat_id, refused.code)
+                return posted
+        return await self._post_preview(chat_id, thread_id, text)
+
+    async def edit_preview(self, chat_id: str, message_id: str, text: str) -> None:
+        """The preview message shows the reply so far: a stream appends what is new, a posted message is updated."""
+        ref = self._ref(message_id)
+        if ref.stream:
+            await self._edit_stream(ref, text)
+            return
+        await self._update(ref, {"text": self._preview_text(text), "mrkdwn": True})
+
+    async def replace_chunk(self, message: OutboundMessage, chunk: RenderedChunk, message_id: str, *,
+                            plain: bool = False) -> SentMessage:
+        """The reply's first chunk updates its preview message in place: one message, whole. A stream is stopped
+        first (Slack edits no message still streaming); run again, after a restart, this changes nothing."""
+        ref = self._ref(message_id)
+        if ref.stream:
+            await self._end_stream(ref)
+        arguments: dict[str, Any] = {"mrkdwn": not plain, "text": escape_text(chunk.plain) if plain else chunk.text}
+        if message.buttons and chunk.buttons and not plain:
+            arguments["blocks"] = button_blocks(chunk.text, message.buttons)
+        await self._update(ref, arguments)
+        self._streams.pop(ref.id, None)
+        return SentMessage(ref.plain_id)
+
+    def _streams_in(self, chat_id: str) -> bool:
+        # Outside a DM Slack wants the recipient's user and team for a stream, which a preview is not told.
+        return self._native_stream and chat_id.startswith("D")
+
+    async def _post_preview(self, chat_id: str, thread_id: str | None, text: str) -> str:
         arguments: dict[str, Any] = {"channel": chat_id, "mrkdwn": True, "text": self._preview_text(text)}
         if thread_id:
             arguments["thread_ts"] = thread_id
         try:
-            sent = await web_client.chat_postMessage(**arguments)
+            sent = await self._require_web().chat_postMessage(**arguments)
         except (SlackApiError, *_NETWORK_ERRORS) as exc:
             raise send_error_for(exc) from exc
         data = _data(sent)
-        return f"{data.get('channel') or chat_id}:{data.get('ts', '')}"
+        return MessageRef(data.get("channel") or chat_id, data.get("ts", "")).id
 
-    async def edit_preview(self, chat_id: str, message_id: str, text: str) -> None:
-        """The preview message shows the reply so far."""
-        await self._update(message_id, {"text": self._preview_text(text), "mrkdwn": True})
+    async def _start_stream(self, chat_id: str, thread_id: str, text: str) -> str:
+        """A stream opened in the thread with the reply so far; _StreamRefused when Slack will not open one."""
+        shown = stream_markdown(text, MESSAGE_MAX_CHARS)
+        arguments: dict[str, Any] = {"channel": chat_id, "thread_ts": thread_id}
+        if shown:
+            arguments["markdown_text"] = shown
+        try:
+            started = await self._require_web().chat_startStream(**arguments)
+        except SlackApiError as exc:
+            error = send_error_for(exc)
+            if error.retry_after is not None:
+                raise error from exc  # the chat's rate gate waits it out; streams stay on
+            # A refusal that would come again (not a Slack hiccup) means this workspace will not stream.
+            raise _StreamRefused(_error_label(exc), lasting=error.permanent or error.bad_formatting) from exc
+        except _NETWORK_ERRORS as exc:
+            raise send_error_for(exc) from exc
+        data = _data(started)
+        ref = MessageRef(data.get("channel") or chat_id, data.get("ts", ""), stream=True)
+        self._keep(ref.id, _Streamed(shown))
+        return ref.id
 
-    async def replace_chunk(self, message: OutboundMessage, chunk: RenderedChunk, message_id: str, *,
-                            plain: bool = False) -> SentMessage:
-        """The reply's first chunk updates its preview message in place: one message, whole."""
-        arguments: dict[str, Any] = {"mrkdwn": not plain, "text": escape_text(chunk.plain) if plain else chunk.text}
-        if message.buttons and chunk.buttons and not plain:
-            arguments["blocks"] = button_blocks(chunk.text, message.buttons)
-        await self._update(message_id, arguments)
-        return SentMessage(message_id)
+    async def _edit_stream(self, ref: MessageRef, text: str) -> None:
+        state = self._streams.get(ref.id)
+        if state is not None and state.open:
+            piece = next_piece(state.text, text, MESSAGE_MAX_CHARS)
+            if piece == "":
+                return
+            if piece is not None and await self._append(ref, state, piece):
+                return
+            reason = "diverged" if piece is None else "closed"
+        else:
+            reason = "unknown" if state is None else "closed"
+        # Slack ended the stream, the reply no longer begins with what was streamed, or this process does not know
+        # what was (a restart): the message is stopped, if it still streams, and edited whole from now on.
+        if state is None or state.open:
+            log.info("slack stream edited whole from now chat=%s ts=%s reason=%s", ref.channel, ref.ts, reason)
+            await self._end_stream(ref)
+        await self._update(ref, {"text": self._preview_text(text), "mrkdwn": True})
+
+    async def _append(self, ref: MessageRef, state: _Streamed, piece: str) -> bool:
+        """``piece`` appended to the stream; False when Slack had ended it (the message is then edited instead)."""
+        # Forgotten while the append is under way: one cut off (or answered by nobody) may have landed or not, and
+        # what the stream shows is then unknown; the next edit stops it and writes the whole text.
+        self._streams.pop(ref.id, None)
+        try:
+            await self._require_web().chat_appendStream(channel=ref.channel, ts=ref.ts, markdown_text=piece)
+        except SlackApiError as exc:
+            if slack_error_code(exc) == NOT_STREAMING:
+                self._keep(ref.id, _Streamed(state.text, open=False))
+                return False
+            self._keep(ref.id, state)  # refused: nothing was appended
+            raise send_error_for(exc) from exc
+        except _NETWORK_ERRORS as exc:
+            raise send_error_for(exc) from exc
+        self._keep(ref.id, _Streamed(state.text + piece))
+        return True
+
+    async def _end_stream(self, ref: MessageRef) -> None:
+        """The stream stopped, unless this process knows it already is. Slack's answer that it is not streaming
+        (stopped before, or ended on its side) is as good as a stop."""
+        state = self._streams.get(ref.id)
+        if state is not None and not state.open:
+            return
+        try:
+            await self._require_web().chat_stopStream(channel=ref.channel, ts=ref.ts)
+        except SlackApiError as exc:
+            if slack_error_code(exc) != NOT_STREAMING:
+                error = send_error_for(exc)
+                if not error.permanent:
+                    raise error from exc
+                # chat.update decides: it takes a message no longer streaming, and says so if it cannot.
+                log.info("slack stream stop refused chat=%s ts=%s error=%s", ref.channel, ref.ts, _error_label(exc))
+        except _NETWORK_ERRORS as exc:
+            raise send_error_for(exc) from exc
+        self._keep(ref.id, _Streamed(state.text if state else "", open=False))
+
+    def _keep(self, message_id: str, state: _Streamed) -> None:
+        self._streams.pop(message_id, None)
+        self._streams[message_id] = state
+        while len(self._streams) > _STREAMS_KEPT:
+            del self._streams[next(iter(self._streams))]
 
     @staticmethod
     def _preview_text(text: str) -> str:
         chunks = render_chunks(settled(text), MESSAGE_FORMAT)
         return chunks[0].text if chunks else "…"
 
+    @staticmethod
+    def _ref(message_id: str) -> MessageRef:
+        ref = parse_message_id(message_id)
+        if ref is None:
+            raise SendError(f"slack: not a message id: {message_id!r}", permanent=True)
+        return ref
+
     def _require_web(self) -> AsyncWebClient:
         if self._web is None:
             raise SendError("slack: channel not started")
         return self._web
 
-    async def _update(self, message_id: str, arguments: dict[str, Any]) -> None:
-        channel, _, ts = message_id.partition(":")
-        if not channel or not ts:
-            raise SendError(f"slack: not a message id: {message_id!r}", permanent=True)
+    async def _update(self, ref: MessageRef, arguments: dict[str, Any]) -> None:
         try:
-            await self._require_web().chat_update(channel=channel, ts=ts, **arguments)
+            await self._require_web().chat_update(channel=ref.channel, ts=ref.ts, **arguments)
         except (SlackApiError, *_NETWORK_ERRORS) as exc:
             raise send_error_for(exc) from exc
 
@@ -716,6 +842,23 @@ class SlackChannel:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Slack offers bots no typing indicator outside assistant threads: nothing to show."""
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Streamed:
+    """What a preview stream has shown (its Markdown, all appends together), and whether it still takes appends."""
+
+    text: str
+    open: bool = True
+
+
+class _StreamRefused(Exception):
+    """chat.startStream refused; ``lasting`` when it would refuse again (the workspace does not stream)."""
+
+    def __init__(self, code: str, *, lasting: bool) -> None:
+        super().__init__(code)
+        self.code = code
+        self.lasting = lasting
 
 
 class _NameCache:

@@ -19,6 +19,8 @@ class SlackSettings:
     api_url: str = ""  # empty = https://slack.com/api/ ; a test fake
     http_host: str = "127.0.0.1"
     http_port: int = 3000
+    # Stream replies in threads with Slack's chat.startStream; off: post one message and edit it (chat.update).
+    native_stream: bool = True
 
     def bot_token(self) -> str | None:
         return os.environ.get(self.bot_token_env) or None
