@@ -7,7 +7,10 @@ until killed. The control port takes what the benchmark would otherwise do in ki
   text messages, all at once (``rate`` 0) or R per second, each stamped when pushed;
 * ``GET /wait?n=N&timeout=S``: wait until N messages were sent, then return every push and send
   with its stamp;
-* ``POST /reset``: forget the pushes and sends so far.
+* ``POST /reset``: forget the pushes and sends so far;
+* ``GET /calls``: how many Bot API calls came so far;
+* ``GET /first?method=M&since=N&timeout=S``: wait for the first call of M after the first N calls, and return
+  its stamp (the fake's clock, ``time.monotonic()``, is the same as the benchmark's).
 
 Stamps are ``time.perf_counter()``, the system's monotonic clock on Linux, so they compare with
 stamps taken in the benchmark's own process.
@@ -80,6 +83,19 @@ class _Control:
         typing = sum(1 for c in self.tg.calls[self.calls_before:] if c.method.lower() == "sendchataction")
         return web.json_response({"pushes": self.pushes, "sends": sends, "typing": typing})
 
+    async def calls(self, request: web.Request) -> web.Response:
+        return web.json_response(len(self.tg.calls))
+
+    async def first(self, request: web.Request) -> web.Response:
+        method, since = request.query["method"].lower(), int(request.query["since"])
+        deadline = time.monotonic() + float(request.query.get("timeout", "120"))
+        while time.monotonic() < deadline:
+            stamps = [c.at for c in self.tg.calls[since:] if c.method.lower() == method]
+            if stamps:
+                return web.json_response(stamps[0])
+            await asyncio.sleep(0.002)
+        return web.json_response({"error": f"no {method} call"}, status=504)
+
     async def reset(self, request: web.Request) -> web.Response:
         self.sends.clear()
         self.pushes.clear()
@@ -95,6 +111,8 @@ async def _serve() -> None:
     app.router.add_post("/push", control.push)
     app.router.add_get("/wait", control.wait)
     app.router.add_post("/reset", control.reset)
+    app.router.add_get("/calls", control.calls)
+    app.router.add_get("/first", control.first)
     runner = await serve(app, 0)
     print(tg.port, runner.addresses[0][1], flush=True)
     await asyncio.Event().wait()
@@ -134,6 +152,18 @@ class TelegramProcess:
     async def reset(self) -> None:
         async with self._session.post(f"{self._control}/reset") as r:
             r.raise_for_status()
+
+    async def calls(self) -> int:
+        """How many Bot API calls came so far."""
+        async with self._session.get(f"{self._control}/calls") as r:
+            return int(await r.json())
+
+    async def first(self, method: str, since: int, timeout: float = 120) -> float | None:
+        """The stamp of the first call of ``method`` after the first ``since`` calls; None if none came in time."""
+        params = {"method": method, "since": since, "timeout": timeout}
+        async with self._session.get(f"{self._control}/first", params=params) as r:
+            body = await r.json()
+        return None if isinstance(body, dict) else float(body)
 
 
 @asynccontextmanager
