@@ -86,6 +86,7 @@ class App:
         await self.gate.refresh()
         await moves.finish_unfinished(self.db, functools.partial(move_person, self.db, self.person_data))
         left = await self.inbox.leftovers()  # before any channel takes a message in itself
+        await self.model_client_loaded()
         started = await self.start_channels(channels)
         await self.start_delivery()
         self.start_retention()
@@ -94,6 +95,12 @@ class App:
         await self.router.resume(left, started)
         self.heartbeat, self.scheduler = await start_heartbeat(self)
         return started
+
+    async def model_client_loaded(self) -> None:
+        """Return once the model client has loaded or failed to for real (the model process's own attempts and
+        timeout): no platform is polled before a message could be answered, so none waits seconds for litellm."""
+        if self.warming is not None:
+            await asyncio.wait([self.warming])  # its failure is logged where it happens, and the first reply retries
 
     async def start_channels(self, channels: list[Channel]) -> list[str]:
         """Start each channel, taking messages in; returns the names of those that started."""
@@ -158,10 +165,11 @@ class App:
         are served here (:mod:`kith.control`), never beside."""
         control = None
         try:
+            # Built: frozen now, while the model process may still be loading, not after, on the first poll's path.
+            freeze_startup_heap()
             started = await self.start(channels)
             if started:
                 control = await serve_control(self)
-                freeze_startup_heap()
             yield started
         finally:
             if control is not None:
@@ -191,6 +199,7 @@ def freeze_startup_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    gc.enable()  # off for the start (kith.app.run)
 
 
 async def start_heartbeat(app: App) -> tuple[Heartbeat, HeartbeatScheduler]:
