@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -112,6 +113,9 @@ async def _as_sole_bot(settings: AppSettings, body: Body) -> int:
     lock = DataDirLock(settings.storage.data_path())
 
     async def locked() -> int:
+        # The collector is off until the start is done (freeze_startup_heap turns it back on): what a start
+        # imports and builds lives as long as the process, and collections over it cost a third of the start.
+        gc.disable()
         await take_for_bot(lock, lambda line: print(f"kith: {line}", file=sys.stderr, flush=True))
         # The model process loads litellm (seconds) on the other core while this one imports and opens the rest.
         model_process = new_model_process(settings)
@@ -119,6 +123,7 @@ async def _as_sole_bot(settings: AppSettings, body: Body) -> int:
         try:
             return await body(settings, model_process)
         finally:
+            gc.enable()  # a start that ended before freeze_startup_heap
             if early is not None:
                 early.cancel()
             if model_process is not None:
