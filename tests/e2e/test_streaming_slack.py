@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -119,7 +120,8 @@ async def test_a_threaded_reply_streams_natively_and_ends_as_one_whole_message(
     assert "chat.update" not in methods[:-1]  # the stream was never edited while it streamed
     assert REPLY.startswith(stream.text) and len(stream.text) > len(REPLY) // 2  # the model's Markdown, settled
     shown = slack_api.versions(dm, stream.ts)
-    assert shown[-1] == FINAL and all(b.startswith(a) for a, b in zip(shown[:-2], shown[1:-1], strict=True)), shown
+    streamed = shown[:-1]  # as opened, then after each append and the stop; the final update last
+    assert shown[-1] == FINAL and all(b.startswith(a) for a, b in itertools.pairwise(streamed)), shown
 
 
 async def test_a_workspace_that_refuses_streams_gets_post_and_edit_and_is_not_asked_again(
