@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ground.config import LLMSettings, api_key_from_env
 from ground.tunables import LLM_RETRY_BASE_S, LLM_RETRY_MAX_S
+from llm.streamed import StreamAssembly
 
 log = logging.getLogger("kith.llm")
 
@@ -71,8 +72,16 @@ def import_litellm() -> Any:
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     litellm.drop_params = True
+    # kith reads no price. litellm prices every call, and for a stream (which carries no usage until its end) it
+    # counted the whole prompt's tokens with a tokenizer it loads for that: 41 MB more in the model process
+    # and a count over every streamed reply's prompt, for a figure nobody reads.
+    litellm.response_cost_calculator = _no_price
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
     return litellm
+
+
+def _no_price(**_details: Any) -> None:
+    return None
 
 
 def classify(exc: BaseException) -> tuple[str, bool]:
@@ -176,6 +185,9 @@ class LLMClient:
             kwargs["temperature"] = temperature
         if on_text is not None:
             kwargs["stream"] = True
+            # The provider's own count at the stream's end (OpenAI's way; litellm drops it for a provider that
+            # has none): without it litellm counts the prompt's tokens itself after every streamed reply.
+            kwargs["stream_options"] = {"include_usage": True}
         if self.calls is not None:
             return await self.calls.complete(kwargs, self.settings.api_key_env, timeout, on_text)
         return await call_litellm(self.litellm, with_api_key(kwargs, self.settings.api_key_env), timeout, on_text)
@@ -194,37 +206,24 @@ def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
 async def call_litellm(litellm: Any, kwargs: dict[str, Any], timeout: float,
                        on_text: TextSink | None = None) -> LLMReply:
     """One litellm call. Streamed (``kwargs["stream"]``), ``on_text`` hears the text as it grows and the reply is
-    rebuilt from the chunks by litellm (tool calls included), as one answer would have been."""
+    rebuilt from the chunks (tool calls included, :mod:`llm.streamed`), as one answer would have been."""
     started = time.perf_counter()
     async with asyncio.timeout(timeout + 1):  # unlike wait_for, no extra task per call; the whole stream's time
         response = await litellm.acompletion(**kwargs)
         if kwargs.get("stream"):
-            chunks = []
-            text = ""
+            answer = StreamAssembly()
             async for chunk in response:
-                chunks.append(chunk)
-                delta = _delta_text(chunk)
-                if delta:
-                    text += delta
-                    if on_text is not None:
-                        on_text(text)
+                if answer.add(chunk) and on_text is not None:
+                    on_text(answer.text)
             # litellm ends every stream with a finish reason, its own when the provider's never came (the
             # connection dropped mid-reply); what the provider said is kept apart. A reply cut short is no reply.
             if getattr(response, "received_finish_reason", "unknown") is None:
                 raise LLMError("unavailable", "stream ended before the model finished")
-            response = litellm.stream_chunk_builder(chunks, messages=kwargs.get("messages"))
-            if response is None:
-                raise LLMError("malformed", "empty stream")
+            elapsed = (time.perf_counter() - started) * 1000
+            calls = tuple(ToolCall(*call) for call in answer.tool_calls)
+            return LLMReply(answer.text, calls, str(kwargs["model"]), elapsed, answer.usage)
     elapsed = (time.perf_counter() - started) * 1000
     return _parse_response(response, str(kwargs["model"]), elapsed)
-
-
-def _delta_text(chunk: Any) -> str:
-    try:
-        content = chunk.choices[0].delta.content
-    except (AttributeError, IndexError, TypeError):
-        return ""
-    return content if isinstance(content, str) else ""
 
 
 def _parse_response(response: Any, model: str, elapsed_ms: float) -> LLMReply:

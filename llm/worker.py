@@ -214,7 +214,8 @@ async def warm_up(litellm: Any) -> None:
     try:
         stream = await litellm.acompletion(model="openai/kith-warm-up", messages=messages, stream=True,
                                            mock_response="ok")
-        litellm.stream_chunk_builder([chunk async for chunk in stream], messages=messages)
+        async for _chunk in stream:
+            break  # its end would count the prompt's tokens (a mock sends no usage), loading a tokenizer
     except Exception as exc:  # a litellm without it, or changed: the first call simply loads them itself
         log.info("model process warm-up skipped error=%s", type(exc).__name__)
 

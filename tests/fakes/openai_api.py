@@ -141,19 +141,26 @@ class FakeOpenAI:
             message["tool_calls"] = script.tool_calls
             finish = "tool_calls"
         if body.get("stream"):
-            return await self._stream(request, model, script, finish)
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return await self._stream(request, model, script, finish, usage=usage)
         return web.json_response({
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 
-    async def _stream(self, request: web.Request, model: str, script: Scripted, finish: str) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, model: str, script: Scripted, finish: str, *,
+                      usage: bool) -> web.StreamResponse:
+        """As OpenAI streams: a role chunk, the text in pieces, each tool call's id and name once and then its
+        arguments in pieces under its index, the finish reason, and (asked with ``stream_options.include_usage``)
+        a last chunk with no choices and the usage."""
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
 
-        async def send(delta: dict[str, Any], reason: str | None = None) -> None:
+        async def send(delta: dict[str, Any] | None, reason: str | None = None,
+                       **extra: Any) -> None:
             chunk = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": int(time.time()),
-                     "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+                     "model": model, "choices": [] if delta is None else
+                     [{"index": 0, "delta": delta, "finish_reason": reason}], **extra}
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
@@ -167,9 +174,16 @@ class FakeOpenAI:
             if n and script.chunk_delay_s:
                 await asyncio.sleep(script.chunk_delay_s)
             await send({"content": text[i:i + step]})
-        if script.tool_calls:
-            await send({"tool_calls": [dict(tc, index=i) for i, tc in enumerate(script.tool_calls)]})
+        for index, call in enumerate(script.tool_calls or ()):
+            function = call.get("function", {})
+            arguments = str(function.get("arguments", ""))
+            await send({"tool_calls": [{"index": index, "id": call.get("id"), "type": "function",
+                                        "function": {"name": function.get("name"), "arguments": ""}}]})
+            for i in range(0, len(arguments), step):
+                await send({"tool_calls": [{"index": index, "function": {"arguments": arguments[i:i + step]}}]})
         await send({}, finish)
+        if usage:
+            await send(None, usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp

@@ -128,14 +128,22 @@ async def test_a_streamed_reply_grows_across_the_process_boundary_and_ends_whole
     reply = await llm.complete([{"role": "user", "content": "tell me"}], on_text=heard.append)
     assert reply.text == text
     assert fake_llm.requests[-1]["stream"] is True
+    # The provider's own count came at the end (asked for), so litellm did not count the prompt itself.
+    assert fake_llm.requests[-1]["stream_options"] == {"include_usage": True}
+    assert reply.usage["total_tokens"] == 15
     assert len(heard) >= 3  # it grew in steps, as the model wrote it, before the reply came whole
     assert all(text.startswith(h) for h in heard) and heard == sorted(heard, key=len)
 
-    # A streamed answer that is a tool call is rebuilt whole, as an unstreamed one.
-    fake_llm.tool_call("recall", {"query": "sister"})
+    # A streamed answer that is a tool call (its arguments in pieces, as OpenAI streams them) is rebuilt whole,
+    # as an unstreamed one; two calls in one answer stay two.
+    fake_llm.queue.append(Scripted(text="Let me look.", chunk_chars=3, tool_calls=[
+        {"id": "call_1", "type": "function", "function": {"name": "recall", "arguments": '{"query": "my sister"}'}},
+        {"id": "call_2", "type": "function", "function": {"name": "who", "arguments": '{"name": "Ola K."}'}}]))
     reply = await llm.complete([{"role": "user", "content": "who?"}], on_text=heard.append,
                                tools=[{"type": "function", "function": {"name": "recall", "parameters": {}}}])
-    assert [(c.name, c.parsed_arguments()) for c in reply.tool_calls] == [("recall", {"query": "sister"})]
+    assert reply.text == "Let me look."
+    assert [(c.id, c.name, c.parsed_arguments()) for c in reply.tool_calls] == [
+        ("call_1", "recall", {"query": "my sister"}), ("call_2", "who", {"name": "Ola K."})]
 
 
 async def test_a_stream_cut_short_is_a_failed_call_not_a_short_reply(
