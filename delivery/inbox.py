@@ -41,7 +41,7 @@ from ground.prepared import Prepared
 from ground.redaction import redact
 from ground.tunables import INBOX_REPLAY_MAX_AGE_H, INBOX_REPLAYS_MAX
 from ground.turns import merge
-from ground.types import ChatKind, InboundMessage, utcnow
+from ground.types import Attachment, ChatKind, InboundMessage, utcnow
 from people import directory
 
 log = logging.getLogger("kith.inbox")
@@ -100,6 +100,7 @@ def to_payload(message: InboundMessage) -> str:
     fields["chat_kind"] = message.chat_kind.value
     fields["timestamp"] = message.timestamp.isoformat()
     fields["merged_ids"] = list(message.merged_ids)
+    fields["attachments"] = [a.to_json() for a in message.attachments]
     # ASCII escapes keep any text, lone surrogates included, through the database's text column.
     return json.dumps(fields, ensure_ascii=True)
 
@@ -111,6 +112,8 @@ def from_payload(payload: str) -> InboundMessage:
         fields["timestamp"] = datetime.fromisoformat(fields["timestamp"])
         fields["merged_ids"] = tuple(str(i) for i in fields.get("merged_ids") or ())
         fields["unreadable"] = str(fields.get("unreadable") or "")  # a message kept before the field existed has none
+        fields["attachments"] = tuple(Attachment.from_json(a) for a in fields.get("attachments") or ())
+        fields["medium"] = str(fields.get("medium") or "")
         return InboundMessage(**fields)
     except (ValueError, TypeError, KeyError) as exc:
         raise PayloadError(type(exc).__name__) from None

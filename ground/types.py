@@ -83,6 +83,62 @@ def _well_formed_fields(obj: object, names: tuple[str, ...]) -> None:
                 object.__setattr__(obj, name, clean)
 
 
+class AttachmentKind(enum.StrEnum):
+    VOICE = "voice"  # a voice note, or an audio file: words a transcription model can read
+    IMAGE = "image"
+    DOCUMENT = "document"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file a message carries, as its platform names it: fetched through the channel only when it is read.
+
+    ``ref`` is what the channel needs to fetch it (a Telegram ``file_id``, a Discord attachment URL, a Slack
+    ``url_private``): a handle, never the bytes, so a message kept in the inbox stays small and a turn taken up
+    after a crash fetches it again.
+    """
+
+    kind: AttachmentKind
+    ref: str
+    name: str = ""  # the file's name where the platform gives one ("voice.ogg" where it does not)
+    mime: str = ""  # as the platform says ("audio/ogg"); may be empty
+    size: int | None = None  # bytes, where the platform says before the download
+    duration_s: float | None = None  # a voice note's length, where the platform says
+
+    def __post_init__(self) -> None:
+        _well_formed_fields(self, ("ref", "name", "mime"))
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind.value, "ref": self.ref, "name": self.name, "mime": self.mime, "size": self.size,
+                "duration_s": self.duration_s}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Attachment:
+        size, duration = data.get("size"), data.get("duration_s")
+        return cls(AttachmentKind(str(data["kind"])), str(data["ref"]), str(data.get("name") or ""),
+                   str(data.get("mime") or ""), int(size) if size is not None else None,
+                   float(duration) if duration is not None else None)
+
+
+class AttachmentError(Exception):
+    """An attachment could not be fetched. ``too_large``: it is past the limit asked for (an honest line, no
+    retry); otherwise it failed and may be tried again, like any platform call. One line, free of secrets."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+@runtime_checkable
+class AttachmentSource(Protocol):
+    """A channel that can fetch the files its messages carry, through its platform's own API."""
+
+    async def fetch_attachment(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """The file's bytes; ``AttachmentError(too_large=True)`` when it is larger than ``max_bytes`` (checked
+        before and while it downloads, so a huge file is never held whole)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     """One message a person sent, as the core sees it, whatever the platform."""
@@ -109,6 +165,10 @@ class InboundMessage:
     # What the message was when it holds nothing kith can read: a fixed noun from its channel ("voice message",
     # "photo"), never the person's words. Its text is empty, and its answer is one honest line, not a turn.
     unreadable: str = ""
+    # The files it carries, in the platform's order (:mod:`media` reads those it can: a voice note becomes words).
+    attachments: tuple[Attachment, ...] = ()
+    # How its words came: "" as typed; "voice" when they are a voice note's transcript (receipts say so).
+    medium: str = ""
 
     def __post_init__(self) -> None:
         _well_formed_fields(self, _INBOUND_TEXT)
