@@ -164,9 +164,10 @@ def unreadable_answer(message: InboundMessage) -> OutboundMessage:
 
 class Unreadable:
     """A message with nothing kith can read (a voice message, a photo alone) is a turn of its own, answered with
-    ``unreadable_answer``. It passed the same admission, rate limit and notices as text; it is never merged into
-    a burst (whose text would reach the model without it), and it waits behind what the sender wrote before it,
-    so the answers keep the order of the messages."""
+    ``unreadable_answer`` unless :mod:`media` reads it (a voice note's words); so is any message carrying files. It
+    passed the same admission, rate limit and notices as text; it is never merged into a burst (whose text would
+    reach the model without it), and it waits behind what the sender wrote before it, so the answers keep the
+    order of the messages."""
 
     name = "unreadable"
 
@@ -176,7 +177,8 @@ class Unreadable:
 
     async def __call__(self, arrival: Arrival) -> bool:
         message = arrival.message
-        if not message.unreadable:
+        # A message carrying files goes alone too: merged into a burst, its files would be left behind.
+        if not message.unreadable and not message.attachments:
             return True
         if not arrival.resuming and not self.resumed.is_set():
             await self.resumed.wait()

@@ -39,6 +39,7 @@ from delivery.worker import DeliveryWorker
 from ground.failures import describe, traceback_of
 from ground.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S
 from ground.types import ButtonPress, Channel, InboundMessage, OutboundMessage, reply_to
+from media.reader import MediaReader
 from policy.gate import PolicyGate
 
 log = logging.getLogger("kith.router")
@@ -76,8 +77,9 @@ class Router:
                  immediate: frozenset[str] = frozenset({"console"}),
                  kept: Inbox | None = None, retry_backoff_s: float = INBOX_RETRY_BACKOFF_S,
                  retry_backoff_max_s: float = INBOX_RETRY_BACKOFF_MAX_S,
-                 previewing: Previewing | None = None) -> None:
+                 previewing: Previewing | None = None, media: MediaReader | None = None) -> None:
         self.core = core
+        self.media = media  # reads what it can of a message's files into words (a voice note); None: none
         self.channels = channels  # the app's running channels: filled when they start
         self.worker = worker
         self.gate = gate
@@ -208,12 +210,22 @@ class Router:
         """The turn's steps in order; the first with an answer ends it. The message stays kept until its
         answer is posted, and leaves the inbox in that same transaction."""
         keeping = self.keeping(message)
+        if message.attachments and self.media is not None:
+            # A voice note becomes its words here, inside the turn: a failed fetch or transcription fails the turn,
+            # which is tried again (and after a crash, taken up again) like any other.
+            reading = await self.media.read(message, self.channels.get(message.platform))
+            if reading.answer is not None:
+                await self.worker.post(reply_to(message, reading.answer), source=message.message_id,
+                                       also=keeping.answered_within)
+                return
+            message = reading.message
         if message.unreadable:  # nothing to read: the honest line is the whole answer
             await self.worker.post(unreadable_answer(message), source=message.message_id,
                                    also=keeping.answered_within)
             return
         reply: OutboundMessage | None = None
-        command = self.commands if message.text.startswith("/") else None
+        # Only typed words are commands: a transcript that happens to begin with "/" is talk.
+        command = self.commands if message.text.startswith("/") and not message.medium else None
         if command is not None:
             await keeping.command_started()  # charged when it starts: a command that brings the process down
             reply = await command(message)

@@ -187,6 +187,31 @@ class HeartbeatSettings:
 
 
 @dataclass(frozen=True)
+class MediaSettings:
+    """Files people send ([media]). With no transcription model a voice note keeps its honest line."""
+
+    # A litellm transcription model ("openai/whisper-1", "groq/whisper-large-v3", or "openai/<name>" with
+    # transcription_api_base for any OpenAI-compatible server, a local Whisper server keeping audio on the machine).
+    transcription_model: str = ""
+    transcription_api_base: str = ""  # "" = the provider's own
+    transcription_api_key_env: str = ""  # e.g. "GROQ_API_KEY"; empty for a local server that needs no key
+    transcription_timeout_s: float = t.TRANSCRIPTION_TIMEOUT_S
+    voice_max_bytes: int = t.VOICE_MAX_BYTES
+    voice_max_seconds: float = t.VOICE_MAX_SECONDS
+
+    def transcribes(self) -> bool:
+        return bool(self.transcription_model)
+
+
+def check_media(settings: Settings) -> None:
+    """[media]'s limits are positive (a section check, so the loader names the file)."""
+    media = settings.media
+    for key in ("voice_max_bytes", "voice_max_seconds", "transcription_timeout_s"):
+        if getattr(media, key) <= 0:
+            raise ValueError(f"media.{key}: must be greater than 0")
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every section but the platforms' own. A platform's section (``[telegram]``...) lives in its channel
     package and the wiring's subclass of this adds it as a field: the loader builds the class it is given,
@@ -201,6 +226,7 @@ class Settings:
     recall: RecallSettings = field(default_factory=RecallSettings)
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
+    media: MediaSettings = field(default_factory=MediaSettings)
     # [policy.<platform>] tables, validated by the policy package (a check the wiring passes to load_settings)
     policy: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"  # the file these settings came from, for messages
@@ -244,9 +270,10 @@ def load_settings(path: str | os.PathLike[str] | None, shape: type[AnySettings],
 
 def check_environment(settings: Settings) -> None:
     """Every environment variable the config names must be set."""
-    env = settings.llm.api_key_env
-    if env and not os.environ.get(env):
-        raise ConfigError(f"{settings.source}: llm.api_key_env: environment variable {env} is not set")
+    for key, env in (("llm.api_key_env", settings.llm.api_key_env),
+                     ("media.transcription_api_key_env", settings.media.transcription_api_key_env)):
+        if env and not os.environ.get(env):
+            raise ConfigError(f"{settings.source}: {key}: environment variable {env} is not set")
 
 
 def _build(cls: type, data: Any, *, file: str, prefix: str) -> Any:

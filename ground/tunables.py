@@ -10,6 +10,10 @@ from __future__ import annotations
 # --- LLM -------------------------------------------------------------------------
 LLM_TIMEOUT_S = 60.0
 LLM_MAX_RETRIES = 2
+# A voice note's transcription ([media]): a minute of audio takes a hosted Whisper a few seconds, a local one more.
+TRANSCRIPTION_TIMEOUT_S = 120.0
+VOICE_MAX_BYTES = 20 * 1024 * 1024  # Telegram's own getFile limit; a longer note is told so
+VOICE_MAX_SECONDS = 600.0
 LLM_MAX_REPLY_TOKENS = 1024
 MODEL_PROCESS_START_TIMEOUT_S = 120.0  # the model process loading litellm (seconds on a slow disk)
 MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed

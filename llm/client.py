@@ -8,12 +8,13 @@ forced, so that importing it makes no network call.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -113,6 +114,8 @@ class ModelCalls(Protocol):
     async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
                        on_text: TextSink | None = None) -> LLMReply: ...
 
+    async def transcribe(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply: ...
+
 
 class LLMClient:
     """Calls the configured model, then each fallback, each with bounded retries.
@@ -142,12 +145,40 @@ class LLMClient:
         models = [model or self.settings.model] + ([] if model else list(self.settings.fallbacks))
         retries = self.settings.max_retries if max_retries is None else max_retries
         timeout = timeout_s or self.settings.timeout_s
+
+        def call(m: str) -> Awaitable[LLMReply]:
+            return self._call(m, messages, tools, timeout, max_tokens, temperature, on_text)
+
+        return await self._retrying(models, retries, purpose, call)
+
+    async def transcribe(self, audio: bytes, filename: str, *, model: str, api_base: str, api_key_env: str,
+                         timeout_s: float, max_retries: int | None = None) -> str:
+        """The words of ``audio`` (a voice note's bytes), by the transcription ``model``, retried as a model call
+        is. The audio goes to the model process whole and is held nowhere else."""
+        kwargs: dict[str, Any] = {"model": model, "audio_b64": base64.b64encode(audio).decode("ascii"),
+                                  "filename": filename or "voice.ogg", "timeout": timeout_s,
+                                  # Retries are ours, bounded and logged (the provider's SDK would add its own).
+                                  "num_retries": 0, "max_retries": 0}
+        if api_base:
+            kwargs["api_base"] = api_base
+        retries = self.settings.max_retries if max_retries is None else max_retries
+
+        async def call(_model: str) -> LLMReply:
+            if self.calls is not None:
+                return await self.calls.transcribe(kwargs, api_key_env, timeout_s)
+            return await call_transcription(self.litellm, with_api_key(dict(kwargs), api_key_env), timeout_s)
+
+        return (await self._retrying([model], retries, "transcription", call)).text
+
+    async def _retrying(self, models: Sequence[str], retries: int, purpose: str,
+                        call: Callable[[str], Awaitable[LLMReply]]) -> LLMReply:
+        """``call`` for each model in turn, each with up to ``retries`` more attempts after a passing failure."""
         last: LLMError | None = None
         for m in models:
             for attempt in range(retries + 1):
                 started = time.perf_counter()
                 try:
-                    reply = await self._call(m, messages, tools, timeout, max_tokens, temperature, on_text)
+                    reply = await call(m)
                 except Exception as exc:  # litellm raises many types; classify them all
                     kind, retryable = classify(exc)
                     elapsed = (time.perf_counter() - started) * 1000
@@ -201,6 +232,23 @@ def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
     elif str(kwargs.get("model", "")).startswith("openai/"):
         kwargs["api_key"] = "not-needed"  # OpenAI-compatible local servers ignore it; the client demands one
     return kwargs
+
+
+async def call_transcription(litellm: Any, kwargs: dict[str, Any], timeout: float) -> LLMReply:
+    """One litellm transcription: ``kwargs`` carries the audio as base64 (``audio_b64``) and its ``filename``."""
+    started = time.perf_counter()
+    kwargs = dict(kwargs)
+    try:
+        audio = base64.b64decode(kwargs.pop("audio_b64"), validate=True)
+    except (KeyError, ValueError):
+        raise LLMError("bad_request", "no audio", retryable=False) from None
+    filename = str(kwargs.pop("filename", "") or "voice.ogg")
+    async with asyncio.timeout(timeout + 1):
+        response = await litellm.atranscription(file=(filename, audio), **kwargs)
+    text = response.get("text") if isinstance(response, dict) else getattr(response, "text", None)
+    if not isinstance(text, str):
+        raise LLMError("malformed", "no transcript")
+    return LLMReply(text.strip(), (), str(kwargs.get("model", "")), (time.perf_counter() - started) * 1000)
 
 
 async def call_litellm(litellm: Any, kwargs: dict[str, Any], timeout: float,

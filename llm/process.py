@@ -238,10 +238,18 @@ class ModelProcess:
 
     async def complete(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
                        on_text: TextSink | None = None) -> LLMReply:
+        return await self._call("complete", kwargs, api_key_env, timeout_s, on_text)
+
+    async def transcribe(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
+        """A transcription (:func:`llm.client.call_transcription`): the audio crosses the pipe as base64."""
+        return await self._call("transcribe", kwargs, api_key_env, timeout_s, None)
+
+    async def _call(self, call: str, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
+                    on_text: TextSink | None) -> LLMReply:
         resent = 0
         while True:
             try:
-                return await self._send(await self._ready_child(), kwargs, api_key_env, timeout_s, on_text)
+                return await self._send(await self._ready_child(), call, kwargs, api_key_env, timeout_s, on_text)
             except _ChildExited:
                 if self._closed.is_set() or resent >= MODEL_PROCESS_CALL_RESENDS:
                     raise
@@ -257,12 +265,13 @@ class ModelProcess:
                 raise _ChildExited()
         return child
 
-    async def _send(self, child: _Child, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
+    async def _send(self, child: _Child, call: str, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
                     on_text: TextSink | None = None) -> LLMReply:
         stdin = child.proc.stdin
         assert stdin is not None
         call_id = next(self._ids)
-        line = encode({"id": call_id, "kwargs": kwargs, "api_key_env": api_key_env, "timeout_s": timeout_s})
+        line = encode({"id": call_id, "call": call, "kwargs": kwargs, "api_key_env": api_key_env,
+                       "timeout_s": timeout_s})
         if len(line) > MODEL_PROCESS_LINE_LIMIT:  # the child could not read it; the same request never could
             raise LLMError("bad_request", "request too large for the model process", retryable=False)
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

@@ -34,7 +34,16 @@ from typing import Any, BinaryIO
 
 from ground import loop
 from ground.tunables import MODEL_PROCESS_DELTA_INTERVAL_S, MODEL_PROCESS_LINE_LIMIT
-from llm.client import LLMReply, TextSink, ToolCall, call_litellm, classify, import_litellm, with_api_key
+from llm.client import (
+    LLMReply,
+    TextSink,
+    ToolCall,
+    call_litellm,
+    call_transcription,
+    classify,
+    import_litellm,
+    with_api_key,
+)
 
 log = logging.getLogger("kith.model_worker")
 
@@ -127,8 +136,11 @@ class Worker:
     async def _answer(self, call_id: int, request: dict[str, Any]) -> None:
         try:
             kwargs = with_api_key(dict(request["kwargs"]), request.get("api_key_env") or "")
-            on_text = self._deltas(call_id) if kwargs.get("stream") else None
-            reply = await call_litellm(self._litellm, kwargs, float(request["timeout_s"]), on_text)
+            if request.get("call") == "transcribe":
+                reply = await call_transcription(self._litellm, kwargs, float(request["timeout_s"]))
+            else:
+                on_text = self._deltas(call_id) if kwargs.get("stream") else None
+                reply = await call_litellm(self._litellm, kwargs, float(request["timeout_s"]), on_text)
             answer = {"id": call_id, "reply": reply_to_wire(reply)}
         except asyncio.CancelledError:
             return  # the parent gave up on this call; it expects no answer

@@ -32,6 +32,7 @@ from kith.app.schema import create_schema
 from kith.settings import PLATFORMS
 from llm.client import LLMClient, LLMError
 from llm.process import ModelProcess
+from media.reader import MediaReader
 from memory.controls import MemoryControls, PauseBook, QuestionBook
 from memory.core import read_lemma_dictionaries
 from memory.encoders import open_reranker
@@ -133,7 +134,8 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                     pending=memory_commands.answer_if_pending, kept=inbox,
                     previewing=Previewing(frozenset(settings.delivery.stream), rate_gate,
                                           settings.delivery.stream_gap_s, settings.delivery.stream_give_up_s,
-                                          PreviewBook(db, clock)))
+                                          PreviewBook(db, clock)),
+                    media=MediaReader(settings.media, llm) if settings.media.transcribes() else None)
     if lemmas_read is not None:
         await lemmas_read
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,

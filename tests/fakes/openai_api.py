@@ -62,6 +62,11 @@ class FakeOpenAI:
         self.route: Callable[[dict[str, Any]], Scripted | None] | None = None
         self.embed_delay_s = 0.0
         self.embed_status = 200
+        # Transcriptions (POST /v1/audio/transcriptions, multipart): each request as (model, filename, audio), and
+        # what the next ones answer: a text, or an HTTP status to fail with; with none queued, "transcript of
+        # <filename>: <the audio's bytes as UTF-8>" (tests send text as the "audio", so the words are theirs).
+        self.transcription_requests: list[tuple[str, str, bytes]] = []
+        self.transcripts: list[str | int] = []
         self.required_key: str | None = None  # set: a chat request without "Bearer <it>" is refused (401)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -98,6 +103,8 @@ class FakeOpenAI:
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
+        app.router.add_post("/audio/transcriptions", self._transcribe)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
@@ -187,6 +194,21 @@ class FakeOpenAI:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form.get("file")
+        if not isinstance(upload, web.FileField):
+            return web.json_response({"error": {"message": "file is required"}}, status=400)
+        audio = upload.file.read()
+        name = upload.filename or ""
+        self.transcription_requests.append((str(form.get("model", "")), name, audio))
+        answer = self.transcripts.pop(0) if self.transcripts else (
+            f"transcript of {name}: {audio.decode('utf-8', errors='replace')}")
+        if isinstance(answer, int):
+            return web.json_response({"error": {"message": f"scripted {answer}", "type": "server_error"}},
+                                     status=answer)
+        return web.json_response({"text": answer})
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -365,3 +365,27 @@ async def test_a_model_process_started_early_is_ended_when_the_bot_cannot_be_bui
     assert model_process.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_voice_note_is_transcribed_in_the_model_process_and_a_failing_one_is_retried(
+        fake_llm: FakeOpenAI, process: ModelProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KITH_TEST_WHISPER_KEY", "sk-whisper")
+    await process.start()
+    wire = _record_wire(process, monkeypatch)
+    llm = _client(fake_llm, process, max_retries=1)
+    audio = "my sister Ola moved to Gdańsk \U0001f9f6".encode()
+    words = await llm.transcribe(audio, "voice.ogg", model="openai/whisper-1", api_base=fake_llm.base_url,
+                                 api_key_env="KITH_TEST_WHISPER_KEY", timeout_s=10)
+    assert words == "transcript of voice.ogg: my sister Ola moved to Gdańsk \U0001f9f6"
+    assert fake_llm.transcription_requests[-1] == ("whisper-1", "voice.ogg", audio)  # the bytes, whole
+    assert b"sk-whisper" not in b"".join(wire)  # the key's name crosses the pipe, never the key
+
+    fake_llm.transcripts.extend([503, "second time lucky"])
+    assert await llm.transcribe(audio, "v.ogg", model="openai/whisper-1", api_base=fake_llm.base_url,
+                                api_key_env="", timeout_s=10) == "second time lucky"
+    fake_llm.transcripts.extend([503, 503])
+    with pytest.raises(LLMError) as failed:
+        await llm.transcribe(audio, "v.ogg", model="openai/whisper-1", api_base=fake_llm.base_url,
+                             api_key_env="", timeout_s=10)
+    assert failed.value.retryable  # the turn that asked is tried again later, never dropped
+    assert len(fake_llm.transcription_requests) == 5  # kith's one retry each time, no provider SDK's retries beside

@@ -1,0 +1,58 @@
+"""Which voice note of a message is read, and whether it is within the limits (pure: no I/O)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ground.config import MediaSettings
+from ground.types import Attachment, AttachmentKind
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceChoice:
+    """The voice note to transcribe, or the honest line that answers the message instead."""
+
+    attachment: Attachment | None = None
+    refusal: str | None = None
+
+
+def too_long_line(limit_s: float) -> str:
+    return (f"That voice message is longer than I can listen to ({_duration(limit_s)} at most). Could you send it "
+            "in shorter parts, or type it?")
+
+
+def too_large_line(limit_bytes: int) -> str:
+    return (f"That voice message is larger than I can take ({_megabytes(limit_bytes)} at most). Could you send it "
+            "in shorter parts, or type it?")
+
+
+def unheard_line() -> str:
+    return "I couldn't make out any words in that voice message. Could you say it again, or type it?"
+
+
+def choose_voice(attachments: Sequence[Attachment], settings: MediaSettings) -> VoiceChoice | None:
+    """The first voice note or audio file of ``attachments``, checked against the limits the platform lets kith see
+    before a download (its size, its length); None when there is none, or no transcription model."""
+    if not settings.transcribes():
+        return None
+    voice = next((a for a in attachments if a.kind is AttachmentKind.VOICE), None)
+    if voice is None:
+        return None
+    if voice.duration_s is not None and voice.duration_s > settings.voice_max_seconds:
+        return VoiceChoice(refusal=too_long_line(settings.voice_max_seconds))
+    if voice.size is not None and voice.size > settings.voice_max_bytes:
+        return VoiceChoice(refusal=too_large_line(settings.voice_max_bytes))
+    return VoiceChoice(attachment=voice)
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    if minutes >= 1 and minutes == math.floor(minutes):
+        return f"{int(minutes)} minute{'s' if minutes != 1 else ''}"
+    return f"{int(seconds)} seconds"
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / (1024 * 1024):.0f} MB"
