@@ -56,6 +56,7 @@ from typing import Any, Protocol
 import aiohttp
 import discord
 
+from channels.discord.files import attachment_id, download, refuse_oversized
 from channels.discord.formatting import MESSAGE_FORMAT
 from channels.discord.settings import DiscordSettings
 from channels.discord.translate import (
@@ -98,6 +99,8 @@ from ground.tunables import (
     INBOX_REPLAY_MAX_AGE_H,
 )
 from ground.types import (
+    Attachment,
+    AttachmentError,
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
@@ -536,6 +539,26 @@ class DiscordChannel:
         # Unknown still: address the channel itself, which is where a reply must go anyway.
         kind = ChatKind.DM if guild_id is None else ChatKind.GROUP
         return Place(kind, channel_id)
+
+    # -- files a message carries ------------------------------------------------------------------------
+    async def fetch_attachment(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """The file behind an attachment's CDN URL (:mod:`channels.discord.files`); ``too_large`` before any
+        request when Discord said it is over ``max_bytes``, and while reading when it did not."""
+        file_id = attachment_id(attachment.ref)
+        started = time.monotonic()
+        try:
+            refuse_oversized(attachment, max_bytes)
+            client = self._client
+            if client is None or client.is_closed():
+                raise AttachmentError("discord: channel not started")
+            data = await download(client.http, attachment.ref, max_bytes, self._send_timeout)
+        except AttachmentError as exc:
+            log.info("discord attachment not fetched id=%s size=%s max=%d too_large=%s ms=%.0f", file_id,
+                     attachment.size, max_bytes, exc.too_large, (time.monotonic() - started) * 1000)
+            raise
+        log.info("discord attachment fetched id=%s bytes=%d ms=%.0f", file_id, len(data),
+                 (time.monotonic() - started) * 1000)
+        return data
 
     # -- sending --------------------------------------------------------------------------------------
     def render(self, message: OutboundMessage) -> list[RenderedChunk]:

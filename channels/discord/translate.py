@@ -33,7 +33,7 @@ import discord
 from channels.discord.settings import PLATFORM
 from channels.http import answer_lost
 from ground.tunables import DISCORD_DEFAULT_RETRY_AFTER_S
-from ground.types import Button, ButtonPress, ChatKind, InboundMessage, SendError
+from ground.types import Attachment, AttachmentKind, Button, ButtonPress, ChatKind, InboundMessage, SendError
 
 # --- Discord's own limits (protocol facts, not tunables) ---------------------------------------------
 MAX_BUTTONS = 25  # five action rows of five buttons
@@ -151,7 +151,29 @@ def translate_message(message: discord.Message, me: BotIdentity, place: Place) -
         timestamp=message.created_at,
         reply_to_message_id=reply_to,
         unreadable=unreadable,
+        attachments=attachments_of(message),
     )
+
+
+def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
+    """Every file the message carries, in Discord's order: a handle (the CDN URL), never the bytes."""
+    voice = message.flags.voice
+    return tuple(_attachment(item, voice_message=voice) for item in message.attachments)
+
+
+def _attachment(item: discord.Attachment, *, voice_message: bool) -> Attachment:
+    mime = item.content_type or ""
+    return Attachment(kind=attachment_kind(mime, voice=voice_message or item.is_voice_message()), ref=item.url,
+                      name=item.filename, mime=mime, size=item.size,
+                      duration_s=float(item.duration) if item.duration is not None else None)
+
+
+def attachment_kind(mime: str, *, voice: bool = False) -> AttachmentKind:
+    """VOICE for a voice message or any audio (words a transcription model can read), IMAGE, else DOCUMENT."""
+    media = mime.partition("/")[0].strip().lower()
+    if voice or media == "audio":
+        return AttachmentKind.VOICE
+    return AttachmentKind.IMAGE if media == "image" else AttachmentKind.DOCUMENT
 
 
 def unreadable_kind(message: discord.Message) -> str:
@@ -406,6 +428,8 @@ __all__ = [
     "Place",
     "Skipped",
     "allowed_mentions",
+    "attachment_kind",
+    "attachments_of",
     "button_view",
     "catch_up_cursor",
     "catch_up_prefix",

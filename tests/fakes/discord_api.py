@@ -61,6 +61,7 @@ MAX_ACTION_ROWS = 5
 MAX_ROW_COMPONENTS = 5
 HEARTBEAT_INTERVAL_MS = 41_250
 DISCORD_EPOCH_MS = 1_420_070_400_000
+VOICE_MESSAGE_FLAG = 1 << 13  # a message's IS_VOICE_MESSAGE flag
 INTENT_MESSAGE_CONTENT = 1 << 15
 ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024
 DEFAULT_WAIT_S = 5.0
@@ -116,6 +117,15 @@ class RestCall:
     path: str
     status: int
     scripted: bool = False  # answered by a fail_next() failure
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """One GET of a file the fake serves on its CDN path."""
+
+    attachment_id: int
+    status: int
+    authorization: str | None  # the Authorization header it carried: the CDN wants none
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,9 +217,10 @@ def member_payload(user: JsonDict | None, *, nick: str | None = None, roles: Seq
 
 
 def attachment_payload(attachment_id: int, filename: str, content_type: str, *, size: int = 48_213,
-                       channel_id: int = 0) -> JsonDict:
-    """One file on a message, as Discord describes it (the CDN URL is never fetched by kith)."""
-    url = f"https://cdn.discordapp.com/attachments/{channel_id}/{attachment_id}/{filename}"
+                       channel_id: int = 0, url: str | None = None) -> JsonDict:
+    """One file on a message, as Discord describes it. Its URL is Discord's CDN unless given: a file the fake
+    serves is made with :meth:`FakeDiscord.attachment`, whose URL is on the fake's own address."""
+    url = url or f"https://cdn.discordapp.com/attachments/{channel_id}/{attachment_id}/{filename}"
     return {"id": str(attachment_id), "filename": filename, "size": size, "url": url, "proxy_url": url,
             "content_type": content_type}
 
@@ -334,6 +345,10 @@ class FakeDiscord:
         self.identifies: list[Identify] = []
         self.resumes: list[Resume] = []
         self.heartbeats = 0
+        self.downloads: list[Download] = []  # GETs of attachment URLs the fake handed out
+        self._files: dict[int, bytes] = {}  # attachment id -> what its CDN URL serves
+        self._download_failures: list[int] = []
+        self._chunked: set[int] = set()
         self.nonce_hits = 0  # sends Discord answered with the message an earlier send of the same nonce posted
         self._nonces: dict[tuple[int, str], tuple[int, float]] = {}  # (author, nonce) -> (message id, when)
         # Called right after READY is sent, before the servers' GUILD_CREATEs: events pushed here reach the
@@ -357,6 +372,7 @@ class FakeDiscord:
             app.router.add_route(method, API_PREFIX + path, self._rest(name))
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/resume", self._gateway)
+        app.router.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", self._cdn)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         runner = await serve(app, self._port, shutdown_timeout=0.1)
         self._port = runner.addresses[0][1]
@@ -540,6 +556,34 @@ class FakeDiscord:
         payload = self.message_payload(channel_id, author_id, content, **kwargs)
         self.messages[int(payload["id"])] = payload
         return payload
+
+    def attachment(self, channel_id: int, filename: str, content_type: str, data: bytes, *,
+                   duration_s: float | None = None, size: int | None = None, chunked: bool = False) -> JsonDict:
+        """A file a person attaches, served with ``data`` at its URL on the fake's own address (signed in its
+        query as Discord's CDN does). ``duration_s`` makes it a voice message's recording (``duration_secs`` and a
+        ``waveform``); ``size`` is what Discord states, ``len(data)`` unless given. ``chunked``: served without a
+        Content-Length, so only the bytes themselves say how long it is."""
+        attachment_id = self.snowflake()
+        self._files[attachment_id] = data
+        if chunked:
+            self._chunked.add(attachment_id)
+        url = (f"{self.url}/attachments/{channel_id}/{attachment_id}/{filename}"
+               f"?ex={int(time.time()) + 86_400:x}&is={int(time.time()):x}&hm={secrets.token_hex(32)}")
+        payload = attachment_payload(attachment_id, filename, content_type, channel_id=channel_id,
+                                     size=len(data) if size is None else size, url=url)
+        if duration_s is not None:
+            payload.update(duration_secs=duration_s, waveform="AAAAAAAAAAAA", flags=0)
+        return payload
+
+    def push_voice_message(self, channel_id: int, author_id: int, data: bytes, *, duration_s: float = 3.5,
+                           size: int | None = None) -> JsonDict:
+        """A voice message recorded in Discord's app: no text, the IS_VOICE_MESSAGE flag, one ``.ogg`` file."""
+        voice = self.attachment(channel_id, "voice-message.ogg", "audio/ogg", data, duration_s=duration_s, size=size)
+        return self.push_message(channel_id, author_id, "", attachments=[voice], flags=VOICE_MESSAGE_FLAG)
+
+    def fail_downloads(self, status: int, *, times: int = 1) -> None:
+        """The next ``times`` GETs of an attachment URL answer ``status`` instead of the file."""
+        self._download_failures.extend([status] * times)
 
     def redeliver(self, payload: JsonDict) -> None:
         """The same MESSAGE_CREATE again (as after a resume that replays what was already handled)."""
@@ -959,6 +1003,24 @@ class FakeDiscord:
                                       "response_message_ephemeral": False},
                       "resource": {"type": body["type"]}})
 
+    async def _cdn(self, request: web.Request) -> web.StreamResponse:
+        """An attachment's CDN URL: the file's bytes, as ``application/octet-stream`` like any CDN body."""
+        attachment_id = _int(request.match_info["attachment_id"]) or 0
+        data = self._files.get(attachment_id)
+        if self._download_failures:
+            status = self._download_failures.pop(0)
+            response: web.Response = web.Response(status=status, text=f"{status}")
+        elif data is None or "hm" not in request.query:
+            response = web.Response(status=404, text="This content is no longer available.")
+        elif attachment_id in self._chunked:
+            self.downloads.append(Download(attachment_id, 200, request.headers.get("Authorization")))
+            return await _chunked_body(request, data)
+        else:
+            response = web.Response(body=data, content_type="application/octet-stream")
+        self.downloads.append(Download(attachment_id, response.status, request.headers.get("Authorization")))
+        self._notify()
+        return response
+
     async def _not_found(self, request: web.Request) -> web.StreamResponse:
         self.calls.append(RestCall("unknown", request.method, request.path, 404))
         return _error(404)
@@ -999,6 +1061,18 @@ def _scripted(failure: ScriptedFailure) -> web.Response:
                 "global": failure.is_global}
         return _json(body, 429, headers)
     return _error(failure.status, code=failure.code)
+
+
+async def _chunked_body(request: web.Request, data: bytes, piece: int = 4096) -> web.StreamResponse:
+    """``data`` in chunked transfer encoding, written piece by piece; a client that stops reading ends it early."""
+    response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    with contextlib.suppress(ConnectionError):
+        for start in range(0, len(data), piece):
+            await response.write(data[start:start + piece])
+        await response.write_eof()
+    return response
 
 
 async def _json_body(request: web.Request) -> Any:

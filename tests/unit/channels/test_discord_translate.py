@@ -12,6 +12,7 @@ from channels.discord.translate import (
     Place,
     Skipped,
     allowed_mentions,
+    attachment_kind,
     button_view,
     gateway_intents,
     message_ref,
@@ -24,7 +25,8 @@ from channels.discord.translate import (
     translate_interaction,
     translate_message,
 )
-from ground.types import Button, ButtonPress, ChatKind, InboundMessage
+from ground.types import AttachmentKind, Button, ButtonPress, ChatKind, InboundMessage
+from tests.fakes.discord_api import attachment_payload
 from tests.support.discord_payloads import ALICE, BOB, DM, GENERAL, GUILD, OTHER_BOT, THREAD, Payloads
 
 
@@ -243,3 +245,28 @@ def test_start_failures_are_one_line_and_name_the_fix() -> None:
         crash.__suppress_context__ = True  # as `raise ... from None` would: the raiser calls it beside the point
         assert start_failure(crash, env) == "discord: could not connect (AttributeError)"
     assert start_failure(KeyError("x"), env) == "discord: could not connect (KeyError)"
+
+
+@pytest.mark.parametrize(("mime", "voice", "kind"), [
+    ("audio/ogg", False, AttachmentKind.VOICE),
+    ("audio/mpeg", False, AttachmentKind.VOICE),
+    ("", True, AttachmentKind.VOICE),  # a voice message whatever its type says
+    ("image/png", False, AttachmentKind.IMAGE),
+    ("IMAGE/JPEG", False, AttachmentKind.IMAGE),
+    ("video/mp4", False, AttachmentKind.DOCUMENT),
+    ("application/pdf", False, AttachmentKind.DOCUMENT),
+    ("", False, AttachmentKind.DOCUMENT),
+])
+def test_attachment_kinds(mime: str, voice: bool, kind: AttachmentKind) -> None:
+    assert attachment_kind(mime, voice=voice) is kind
+
+
+def test_a_discord_file_without_a_type_is_a_document_and_text_stays(p: Payloads) -> None:
+    item = attachment_payload(p.fake.snowflake(), "notes", "", size=12, channel_id=DM)
+    del item["content_type"]
+    message = p.message(DM, ALICE, "see attached", attachments=[item])
+    translated = translate_message(message, p.me, Place(ChatKind.DM, DM))
+    assert isinstance(translated, InboundMessage)
+    (attachment,) = translated.attachments
+    assert (translated.text, attachment.kind, attachment.mime, attachment.size, attachment.ref) == (
+        "see attached", AttachmentKind.DOCUMENT, "", 12, item["url"])

@@ -1,0 +1,76 @@
+"""Fetching the files a Discord message carries: the attachment's CDN URL, through discord.py's own HTTP session.
+
+Discord's CDN needs no token (an attachment URL is signed in its query, and expires after about a day), so nothing
+secret travels with the request; the URL itself is never logged all the same. discord.py's one public way in,
+``HTTPClient.get_from_cdn``, reads a body whole and waits as long as its session does (300 s), so the download
+goes through the session it keeps (its connector, its proxy) with a size cap and kith's own timeout instead.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import aiohttp
+import discord
+
+from ground.types import Attachment, AttachmentError
+
+_CHUNK_BYTES = 64 * 1024
+
+
+def refuse_oversized(attachment: Attachment, max_bytes: int) -> None:
+    """``too_large`` before any request when Discord said the file is larger than ``max_bytes``."""
+    if attachment.size is not None and attachment.size > max_bytes:
+        raise AttachmentError(f"discord: the file is {attachment.size} bytes, over {max_bytes}", too_large=True)
+
+
+def attachment_id(url: str) -> str:
+    """The attachment's id from its CDN URL (``/attachments/<channel>/<id>/<name>``), for logs; "?" if none."""
+    parts = urllib.parse.urlsplit(url).path.split("/")
+    return parts[-2] if len(parts) >= 3 and parts[-2].isdigit() else "?"
+
+
+def cdn_session(http: discord.http.HTTPClient) -> aiohttp.ClientSession | None:
+    """The aiohttp session discord.py opened at login, or None (not logged in, closed, or a discord.py that keeps
+    it elsewhere: then fetches fail, retryably, and the attachment tests say so)."""
+    session = getattr(http, "_HTTPClient__session", None)  # name-mangled: HTTPClient.__session
+    return session if isinstance(session, aiohttp.ClientSession) and not session.closed else None
+
+
+async def download(http: discord.http.HTTPClient, url: str, max_bytes: int, timeout: aiohttp.ClientTimeout) -> bytes:
+    """The bytes at ``url``; AttachmentError for a refusal, a failure, or a body past ``max_bytes``."""
+    if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
+        raise AttachmentError("discord: the attachment has no web address")
+    session = cdn_session(http)
+    if session is None:
+        raise AttachmentError("discord: no HTTP session to fetch with")
+    try:
+        async with session.get(url, timeout=timeout, proxy=http.proxy, proxy_auth=http.proxy_auth) as response:
+            if response.status != 200:
+                raise AttachmentError(_refusal(response.status))
+            if response.content_length is not None and response.content_length > max_bytes:
+                raise AttachmentError(f"discord: the file is {response.content_length} bytes, over {max_bytes}",
+                                      too_large=True)
+            return await read_capped(response, max_bytes)
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise AttachmentError(f"discord: network {type(exc).__name__}") from None
+
+
+async def read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The body, read in pieces and given up once past ``max_bytes``: a huge file is never held whole."""
+    body = bytearray()
+    async for piece in response.content.iter_chunked(_CHUNK_BYTES):
+        body += piece
+        if len(body) > max_bytes:
+            raise AttachmentError(f"discord: the file is over {max_bytes} bytes", too_large=True)
+    return bytes(body)
+
+
+def _refusal(status: int) -> str:
+    if status in (403, 404):
+        # Deleted, or its signed URL expired (Discord signs them for about a day).
+        return f"discord: the attachment is not available (HTTP {status})"
+    return f"discord: the CDN answered HTTP {status}"
+
+
+__all__ = ["attachment_id", "cdn_session", "download", "read_capped", "refuse_oversized"]
