@@ -97,7 +97,7 @@ class ConversationCore:
                 person=None if message.forwarded else person,
                 platform=message.platform, chat_id=message.chat_id, thread_id=message.thread_id,
                 chat_kind=message.chat_kind.value, platform_message_id=message.message_id, text=message.text,
-                created_at=message.timestamp)
+                created_at=message.timestamp, medium=message.medium)
             if opened is not None:
                 opened(conn, row.id)
             window = window_after(conn, kept, message.conversation_key, row, self._window_size)

@@ -41,6 +41,8 @@ messages = sa.Table(
     sa.Column("text", sa.Text, nullable=False),
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("silent", sa.Boolean, nullable=False, server_default=sa.false()),
+    # How a user turn's words came: "" typed, "voice" a voice note's transcript (its receipts say so).
+    sa.Column("medium", sa.String(16), nullable=False, server_default=""),
     sa.Index("ix_messages_conversation_id", "conversation", "id"),
 )
 
@@ -69,6 +71,7 @@ class StoredMessage:
     text: str
     created_at: datetime
     silent: bool = False
+    medium: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +103,7 @@ _NEWEST_BEFORE_AND_THROUGH = Prepared(sa.select(
 
 def _row(r: sa.Row) -> StoredMessage:
     return StoredMessage(r.id, r.conversation, r.role, r.author, r.person, r.platform, r.chat_id, r.thread_id,
-                         r.chat_kind, r.platform_message_id, r.text, r.created_at, bool(r.silent))
+                         r.chat_kind, r.platform_message_id, r.text, r.created_at, bool(r.silent), r.medium or "")
 
 
 def append(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
@@ -114,23 +117,25 @@ def append(conn: Connection, *, conversation: str, role: str, author: str, platf
 
 def _insert(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
             text: str, created_at: datetime, person: str | None, thread_id: str | None, chat_kind: str,
-            platform_message_id: str | None, silent: bool) -> int:
+            platform_message_id: str | None, silent: bool, medium: str = "") -> int:
     return _INSERT_MESSAGE.insert(conn, {
         "conversation": conversation, "role": role, "author": author, "person": person, "platform": platform,
         "chat_id": chat_id, "thread_id": thread_id, "chat_kind": chat_kind,
-        "platform_message_id": platform_message_id, "text": text, "created_at": created_at, "silent": silent})
+        "platform_message_id": platform_message_id, "text": text, "created_at": created_at, "silent": silent,
+        "medium": medium})
 
 
 def append_row(conn: Connection, *, conversation: str, role: str, author: str, platform: str, chat_id: str,
                text: str, created_at: datetime, person: str | None = None, thread_id: str | None = None,
-               chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False) -> StoredMessage:
+               chat_kind: str = "dm", platform_message_id: str | None = None, silent: bool = False,
+               medium: str = "") -> StoredMessage:
     """``append``, returning the message as a later read would (redacted: a kept window is a later read)."""
     text = redact(text)
     row_id = _insert(conn, conversation=conversation, role=role, author=author, platform=platform, chat_id=chat_id,
                      text=text, created_at=created_at, person=person, thread_id=thread_id, chat_kind=chat_kind,
-                     platform_message_id=platform_message_id, silent=silent)
+                     platform_message_id=platform_message_id, silent=silent, medium=medium)
     return StoredMessage(row_id, conversation, role, author, person, platform, chat_id, thread_id, chat_kind,
-                         platform_message_id, text, as_utc(created_at), silent)
+                         platform_message_id, text, as_utc(created_at), silent, medium)
 
 
 def newest_before(conn: Connection, conversation: str, before_id: int) -> tuple[int | None, int]:

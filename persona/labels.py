@@ -71,12 +71,13 @@ SAID_DAYS_SHOWN = 3  # the newest days a memory was said on that its label names
 
 
 def said_label(who: str, days: Sequence[date], platforms: Sequence[str], *, private: bool, whole: bool,
-               heard: bool = True, unreviewed: bool = False) -> str:
+               heard: bool = True, unreviewed: bool = False, spoken: bool = False) -> str:
     """Who said a memory's words, when and where: ``"Ana" said on 2026-11-20 in a private chat on telegram``.
 
     ``who`` is already as the model should read it (a quoted name, "they", "PERSON"). ``whole`` False: the words
     are quoted from a longer sentence that was not kept. ``heard`` False: kith read or did it, nobody said it.
-    ``unreviewed``: a staged note the nightly review has not looked at yet.
+    ``unreviewed``: a staged note the nightly review has not looked at yet. ``spoken``: said in a voice message, so
+    the words are a machine's transcript of it.
     """
     shown = [d.isoformat() for d in days[-SAID_DAYS_SHOWN:]]
     if len(days) > SAID_DAYS_SHOWN:
@@ -87,6 +88,8 @@ def said_label(who: str, days: Sequence[date], platforms: Sequence[str], *, priv
     label += f" in a {chat_label(private=private)}"
     if platforms:
         label += f" on {_listed(list(platforms))}"
+    if spoken:
+        label += " in a voice message (transcribed)"
     if not whole:
         label += " (words quoted from a longer sentence)"
     if unreviewed:

@@ -196,6 +196,7 @@ def turn_of(row: history.StoredMessage) -> Turn:
         message_id=row.platform_message_id or str(row.id),
         timestamp=row.created_at,
         scope=Scope.SHARED if row.chat_kind == "group" else Scope.DM,
+        medium=row.medium,
     )
 
 

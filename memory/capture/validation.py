@@ -293,7 +293,8 @@ def _receipts(quotes: tuple[str, ...], transcript: _Transcript) -> _Receipts | R
         all_public = all_public and any(turn.scope == Scope.SHARED for turn in found)
         for turn in found:
             key = (turn.platform, turn.chat_id, turn.message_id)
-            sources.setdefault(key, Source(turn.platform, turn.chat_id, turn.message_id, turn.timestamp))
+            sources.setdefault(key, Source(turn.platform, turn.chat_id, turn.message_id, turn.timestamp,
+                                           turn.medium))
     return _Receipts(tuple(sources.values()), Scope.SHARED if all_public else Scope.DM, tuple(texts))
 
 

@@ -93,6 +93,7 @@ class Source:
     chat_id: str
     message_id: str
     timestamp: datetime
+    medium: str = ""  # "voice": the words are a voice note's transcript
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,7 @@ class Turn:
     message_id: str
     timestamp: datetime
     scope: Scope
+    medium: str = ""  # how the words came ("voice": a transcript)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,12 +230,15 @@ def _parse_iso(value: object) -> datetime | None:
 
 
 def _source_to_json(source: Source) -> dict[str, str]:
-    return {
+    data = {
         "platform": source.platform,
         "chat_id": source.chat_id,
         "message_id": source.message_id,
         "timestamp": source.timestamp.isoformat(),
     }
+    if source.medium:
+        data["medium"] = source.medium
+    return data
 
 
 def _source_from_json(data: Mapping[str, str]) -> Source:
@@ -242,6 +247,7 @@ def _source_from_json(data: Mapping[str, str]) -> Source:
         chat_id=data["chat_id"],
         message_id=data["message_id"],
         timestamp=datetime.fromisoformat(data["timestamp"]),
+        medium=str(data.get("medium") or ""),
     )
 
 

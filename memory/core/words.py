@@ -51,6 +51,7 @@ class Words:
     private: bool  # said where only kith could read it (any source in a private chat makes it private)
     days: tuple[date, ...]  # the days it was said, oldest first, one each
     platforms: tuple[str, ...]  # where it was said, in the order first used
+    spoken: bool = False  # some of it came as a voice note: the words are a transcript
 
 
 def words_of(record: MemoryRecord) -> Words:
@@ -74,6 +75,7 @@ def words_of(record: MemoryRecord) -> Words:
         private=record.scope is Scope.DM,
         days=days,
         platforms=tuple(dict.fromkeys(s.platform for s in said)),
+        spoken=any(s.medium == "voice" for s in said),
     )
 
 
@@ -124,7 +126,7 @@ def fit_words(sentences: Sequence[str], limit: int) -> tuple[str, bool]:
 def said_of(words: Words, who: str, *, unreviewed: bool = False) -> str:
     """Who said ``words``, when and where, as every prompt labels them (``who`` as the prompt names the person)."""
     return said_label(who, words.days, words.platforms, private=words.private, whole=words.whole,
-                      heard=words.heard, unreviewed=unreviewed)
+                      heard=words.heard, unreviewed=unreviewed, spoken=words.spoken)
 
 
 def shown_words(record: MemoryRecord, who: str, limit: int) -> str | None:

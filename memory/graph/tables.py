@@ -72,12 +72,16 @@ def _dumps(value: object) -> str:
 
 
 def _source_json(s: Source) -> dict[str, str]:
-    return {"platform": s.platform, "chat_id": s.chat_id, "message_id": s.message_id,
+    data = {"platform": s.platform, "chat_id": s.chat_id, "message_id": s.message_id,
             "timestamp": as_utc(s.timestamp).isoformat()}
+    if s.medium:
+        data["medium"] = s.medium
+    return data
 
 
 def _source(data: dict[str, str]) -> Source:
-    return Source(data["platform"], data["chat_id"], data["message_id"], datetime.fromisoformat(data["timestamp"]))
+    return Source(data["platform"], data["chat_id"], data["message_id"], datetime.fromisoformat(data["timestamp"]),
+                  str(data.get("medium") or ""))
 
 
 def entity_of(row: sa.Row[Any]) -> Entity:

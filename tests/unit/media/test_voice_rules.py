@@ -44,3 +44,19 @@ def test_an_attachment_survives_the_inbox_as_it_came() -> None:
                              attachments=(voice(size=2048, duration_s=4.5),))
     back = from_payload(to_payload(message))
     assert back.attachments == message.attachments and back.unreadable == "voice message"
+
+
+def test_words_said_in_a_voice_message_are_labelled_a_transcript_wherever_they_are_shown() -> None:
+    import dataclasses
+
+    from memory.core.records import from_metadata, to_metadata
+    from memory.core.words import shown_words
+    from tests.support.memory import said_memory
+
+    typed = said_memory("m1", "p1", "PERSON has a sister", "my sister Ola", "my sister Ola lives in Gdańsk")
+    spoken = dataclasses.replace(typed, sources=tuple(dataclasses.replace(s, medium="voice") for s in typed.sources))
+    assert "voice message" not in (shown_words(typed, "Ana", 200) or "")
+    shown = shown_words(spoken, "Ana", 200) or ""
+    assert "in a voice message (transcribed)" in shown and '"my sister Ola lives in Gdańsk"' in shown
+    # The mark is kept with the memory, as every receipt is.
+    assert from_metadata(to_metadata(spoken)).sources == spoken.sources
