@@ -262,7 +262,7 @@ def export_of(conn: Connection, person: str) -> list[dict[str, Any]]:
              "account": r.author if r.role == "user" else None,
              "platform": r.platform, "chat_kind": r.chat_kind, "chat_id": r.chat_id, "thread_id": r.thread_id,
              "message_id": r.platform_message_id, "at": as_utc(r.created_at).isoformat(), "text": r.text,
-             "forwarded": r.role == "user" and r.person is None} for r in rows]
+             "forwarded": r.role == "user" and r.person is None, "voice": r.medium == "voice"} for r in rows]
 
 
 def summaries_of(conn: Connection, person: str) -> list[dict[str, Any]]:
