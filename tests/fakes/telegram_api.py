@@ -6,6 +6,10 @@ confirmation, long polling, ``allowed_updates``), so PTB's own validation and ex
 run unchanged. Tests steer it through plain methods on :class:`FakeTelegramApi` (``push_text``,
 ``fail_next``, ``go_away`` ...) and read what the bot did from ``sent``, ``actions`` and friends.
 
+Files people send (``push_voice``, ``push_audio``, ``push_photo``, ``push_document``) are kept with their bytes:
+``getFile`` names them and ``/file/bot<token>/<file_path>`` serves them, as Telegram's file server does; every
+request to it is recorded in ``downloads``.
+
 Telegram's limits below are facts of the protocol the fake imitates, not tunables of kith: they
 are kept apart from ``ground.tunables`` on purpose, so a change to kith's own limits cannot make the
 fake agree with a bug.
@@ -36,6 +40,8 @@ MESSAGE_MAX_UTF16 = 4_096
 CAPTION_MAX_UTF16 = 1_024
 GET_UPDATES_LIMIT_MAX = 100
 UPLOAD_MAX_BYTES = 50 * 1024 * 1024  # sendDocument's multipart limit
+GET_FILE_MAX_BYTES = 20 * 1024 * 1024  # "bots can download files of up to 20MB in size" (getFile)
+FILE_CHUNK_BYTES = 16 * 1024  # what the file server writes at a time when it streams a file (chunked_files)
 FIRST_UPDATE_ID = 1_000
 SHUTDOWN_GRACE_S = 0.1  # how long in-flight requests may finish when the fake goes away
 DEFAULT_WAIT_S = 5.0
@@ -71,6 +77,8 @@ _CONFLICT_WEBHOOK = (
     "webhook first"
 )
 _QUERY_INVALID = "Bad Request: query is too old and response timeout expired or query ID is invalid"
+_FILE_TOO_BIG = "Bad Request: file is too big"
+_INVALID_FILE_ID = "Bad Request: invalid file_id"
 _NGINX_PAGE = (
     "<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n<center><h1>{status} {reason}"
     "</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n</body>\r\n</html>\r\n"
@@ -162,6 +170,17 @@ class MarkupEdit:
     message_id: int | None
     inline_message_id: str | None
     reply_markup: JsonDict | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A file a person sent, as the fake keeps it: what getFile names and the file server serves."""
+
+    file_id: str
+    file_unique_id: str
+    file_path: str  # relative, as getFile gives it ("voice/file_3.oga")
+    data: bytes
+    file_size: int  # what Telegram declares: len(data) unless a test declared otherwise
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,6 +575,11 @@ class FakeTelegramApi:
         self._update_ids = itertools.count(FIRST_UPDATE_ID)
         self._callback_ids = itertools.count(1)
         self._file_serials = itertools.count(1)
+        self._files: dict[str, StoredFile] = {}  # by file_id
+        self._files_by_path: dict[str, StoredFile] = {}
+        self._download_failures: deque[int] = deque()
+        self.downloads: list[str] = []  # the path after the token of every request to the file server
+        self.chunked_files = False  # serve files without Content-Length, in chunks, as a proxy may
         self._allowed_updates = _DEFAULT_ALLOWED_UPDATES
         self._poll_generation = 0
         self._failures: dict[str, deque[ScriptedFailure]] = {}
@@ -585,6 +609,7 @@ class FakeTelegramApi:
             "answercallbackquery": self._answer_callback_query,
             "editmessagereplymarkup": self._edit_message_reply_markup,
             "senddocument": self._send_document,
+            "getfile": self._get_file,
         }
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -592,6 +617,7 @@ class FakeTelegramApi:
         """Listen on 127.0.0.1: a fresh port the first time, the same port on every later start."""
         app = web.Application(client_max_size=UPLOAD_MAX_BYTES)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_route("GET", "/file/bot{token}/{path:.+}", self._serve_file)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         # handler_cancellation: a client that hangs up on a long poll ends it, as on Telegram.
         runner = await serve(app, self._port, shutdown_timeout=SHUTDOWN_GRACE_S, handler_cancellation=True)
@@ -655,6 +681,10 @@ class FakeTelegramApi:
         """
         failure = ScriptedFailure(status=status, retry_after=retry_after, description=description)
         self._failures.setdefault(method.lower(), deque()).append(failure)
+
+    def fail_next_download(self, status: int = 502) -> None:
+        """The next request to the file server fails with ``status`` (5xx: nginx's HTML page, as Telegram's)."""
+        self._download_failures.append(status)
 
     def answer_next_oddly(self, method: str, result: object) -> None:
         """The next call of ``method`` gets ``{"ok": true, "result": result}``: a result of a shape the Bot
@@ -949,6 +979,89 @@ class FakeTelegramApi:
         )
         return self.push_update({"message": message})
 
+    def add_file(self, data: bytes, folder: str, extension: str, *, declared_size: int | None = None) -> StoredFile:
+        """Keep ``data`` as a file Telegram holds (``folder``/file_N.``extension``, as Telegram lays them out).
+
+        ``declared_size`` is the size Telegram states for it (in the message and in getFile) instead of
+        ``len(data)``: past :data:`GET_FILE_MAX_BYTES` getFile refuses it ("file is too big") without the test
+        allocating that much; below the real length it makes a file that grows past what was announced.
+        """
+        serial = next(self._file_serials)
+        stored = StoredFile(
+            file_id=f"AwACAgIAAxkBAAI{serial:06d}", file_unique_id=f"AgADfile{serial:06d}",
+            file_path=f"{folder}/file_{serial}.{extension}", data=data,
+            file_size=len(data) if declared_size is None else declared_size,
+        )
+        self._files[stored.file_id] = stored
+        self._files_by_path[stored.file_path] = stored
+        return stored
+
+    def push_voice(
+        self, chat_id: int, from_id: int, data: bytes, duration: int = 3, caption: str | None = None,
+        chat_type: str = "private", *, declared_size: int | None = None, **where: Any,
+    ) -> JsonDict:
+        """A person's voice note holding ``data`` (OGG/Opus to Telegram); ``where``: as :meth:`push_file`'s."""
+        stored = self.add_file(data, "voice", "oga", declared_size=declared_size)
+        voice = {**_file_json(stored), "duration": duration, "mime_type": "audio/ogg"}
+        return self.push_file(chat_id, from_id, {"voice": voice}, caption, chat_type, **where)
+
+    def push_audio(
+        self, chat_id: int, from_id: int, data: bytes, duration: int = 181, caption: str | None = None,
+        chat_type: str = "private", *, file_name: str | None = "song.mp3", mime_type: str = "audio/mpeg",
+        declared_size: int | None = None, **where: Any,
+    ) -> JsonDict:
+        """A person's audio file (music, a recording sent as a file) holding ``data``."""
+        stored = self.add_file(data, "music", "mp3", declared_size=declared_size)
+        audio = {**_file_json(stored), "duration": duration, "performer": "Band", "title": "Song",
+                 "mime_type": mime_type}
+        if file_name is not None:
+            audio["file_name"] = file_name
+        return self.push_file(chat_id, from_id, {"audio": audio}, caption, chat_type, **where)
+
+    def push_photo(
+        self, chat_id: int, from_id: int, data: bytes, caption: str | None = None, chat_type: str = "private",
+        *, width: int = 1280, height: int = 960, declared_size: int | None = None, **where: Any,
+    ) -> JsonDict:
+        """A person's photo: ``data`` is its largest size; Telegram's smaller thumbnails come first, each a
+        file of its own with other bytes, so a client that fetched the wrong size gets the wrong bytes."""
+        sizes = []
+        for side in (90, 320):
+            thumb = self.add_file(f"thumbnail {side}px".encode(), "photos", "jpg")
+            scale = side / max(width, height)
+            sizes.append({**_file_json(thumb), "width": round(width * scale), "height": round(height * scale)})
+        stored = self.add_file(data, "photos", "jpg", declared_size=declared_size)
+        sizes.append({**_file_json(stored), "width": width, "height": height})
+        return self.push_file(chat_id, from_id, {"photo": sizes}, caption, chat_type, **where)
+
+    def push_document(
+        self, chat_id: int, from_id: int, data: bytes, caption: str | None = None, chat_type: str = "private",
+        *, file_name: str | None = "notes.pdf", mime_type: str | None = "application/pdf",
+        declared_size: int | None = None, **where: Any,
+    ) -> JsonDict:
+        """A person's file sent as a file (an image sent uncompressed too: give its ``mime_type``)."""
+        extension = (file_name or "file").rpartition(".")[2] or "bin"
+        stored = self.add_file(data, "documents", extension, declared_size=declared_size)
+        document = {**_file_json(stored)}
+        if file_name is not None:
+            document["file_name"] = file_name
+        if mime_type is not None:
+            document["mime_type"] = mime_type
+        return self.push_file(chat_id, from_id, {"document": document}, caption, chat_type, **where)
+
+    def push_file(
+        self, chat_id: int, from_id: int, content: JsonDict, caption: str | None = None, chat_type: str = "private",
+        *, chat_title: str | None = None, reply_to_message_id: int | None = None, media_group_id: str | None = None,
+    ) -> JsonDict:
+        """A person's message carrying ``content`` (``{"voice": {...}}``...), with its caption and the caption's
+        entities as Telegram sends them."""
+        chat, sender = self._incoming_chat(chat_id, from_id, chat_type, None, None, chat_title, None)
+        message = self._build_message(
+            chat, sender, reply_to_message_id=reply_to_message_id, caption=caption,
+            caption_entities=(incoming_entities(caption) or None) if caption else None,
+            media_group_id=media_group_id, **content,
+        )
+        return self.push_update({"message": message})
+
     def push_new_chat_members(
         self, chat_id: int, from_id: int, member_ids: list[int], chat_type: str = "group",
         chat_title: str | None = None,
@@ -982,6 +1095,28 @@ class FakeTelegramApi:
         return list(self._pending)
 
     # -- HTTP entry points -------------------------------------------------------------------------
+    async def _serve_file(self, request: web.Request) -> web.StreamResponse:
+        """Telegram's file server: ``/file/bot<token>/<file_path>``, the bytes as they are."""
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        self._notify()
+        if request.match_info["token"] != self.token:
+            return _envelope_error(401, "Unauthorized")
+        if self._download_failures:
+            return _scripted_response(ScriptedFailure(status=self._download_failures.popleft()))
+        stored = self._files_by_path.get(path)
+        if stored is None:
+            return _envelope_error(404, "Not Found")
+        if not self.chunked_files:
+            return web.Response(body=stored.data, content_type="application/octet-stream")
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(stored.data), FILE_CHUNK_BYTES):
+            await response.write(stored.data[start:start + FILE_CHUNK_BYTES])
+        await response.write_eof()
+        return response
+
     async def _not_found(self, request: web.Request) -> web.Response:
         return _envelope_error(404, "Not Found")
 
@@ -1271,6 +1406,14 @@ class FakeTelegramApi:
         self.markup_edits.append(MarkupEdit(chat["id"], message_id, None, markup))
         return edited
 
+    async def _get_file(self, params: _Params) -> JsonDict:
+        stored = self._files.get(params.get_str("file_id") or "")
+        if stored is None:
+            raise ApiError(400, _INVALID_FILE_ID)
+        if stored.file_size > GET_FILE_MAX_BYTES:
+            raise ApiError(400, _FILE_TOO_BIG)
+        return {**_file_json(stored), "file_path": stored.file_path}
+
     async def _send_document(self, params: _Params) -> JsonDict:
         chat = self._require_chat(params)
         document = params.raw.get("document")
@@ -1306,6 +1449,10 @@ class FakeTelegramApi:
             SentDocument(message["message_id"], chat["id"], filename, content, mime_type, caption, thread_id)
         )
         return message
+
+
+def _file_json(stored: StoredFile) -> JsonDict:
+    return {"file_id": stored.file_id, "file_unique_id": stored.file_unique_id, "file_size": stored.file_size}
 
 
 def _file_size(upload: web.FileField) -> int:
