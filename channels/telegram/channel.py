@@ -25,6 +25,9 @@ up what the inbox kept. Button presses are not kept: a press lost that way is pr
 Ignored updates (edits, stickers, service messages, channel posts, other bots' commands, odd or
 malformed JSON) are journaled and confirmed like any other, so they are never fetched again; the
 log names the update id and a fixed reason, never content.
+
+The files messages carry are fetched only when the core reads one (``fetch_attachment``): getFile, then
+PTB's download from the file server that named them, capped at the size the core allows.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from typing import Protocol
 from urllib.parse import urlencode
 
 from aiohttp import web
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
+from telegram import Bot, File, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -78,7 +81,7 @@ from channels.telegram.translate import (
     translate_update,
     update_id_of,
 )
-from channels.telegram.transport import AiohttpRequest, AnswerLost
+from channels.telegram.transport import AiohttpRequest, AnswerLost, BodyTooLarge, read_cap
 from ground.failures import describe
 from ground.tunables import (
     TELEGRAM_HTTP_TIMEOUT_S,
@@ -90,6 +93,8 @@ from ground.tunables import (
     TELEGRAM_UPDATE_ID_JUMP_MAX,
 )
 from ground.types import (
+    Attachment,
+    AttachmentError,
     Button,
     ButtonHandler,
     ButtonPress,
@@ -119,6 +124,11 @@ WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # what setWebhook accepts as secret_token
 _PARSE_ERRORS = ("can't parse entities", "can't find end tag", "unsupported start tag", "unmatched end tag")
 _GONE_CHAT_ERRORS = ("chat not found", "message thread not found", "topic_closed", "topic_deleted")
+_FILE_TOO_BIG = "file is too big"  # getFile's refusal of a file past GET_FILE_MAX_BYTES
+# PTB's placeholders for the token in a base URL (``Bot(base_url=...)``).
+_TOKEN_PLACEHOLDERS = frozenset({"{token}", "{TOKEN}", "{bot_token}", "{BOT_TOKEN}", "{bot-token}", "{BOT-TOKEN}"})
+# A download's read budget: a file may be up to GET_FILE_MAX_BYTES, far more than any answer of the API.
+DOWNLOAD_READ_TIMEOUT_S = 60.0
 
 DEFAULT_COMMANDS: tuple[tuple[str, str], ...] = (("start", "Say hello"), ("help", "What I can do"))
 
@@ -204,12 +214,17 @@ def inline_keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup:
 
 
 def base_urls(settings: TelegramSettings) -> tuple[str, str]:
-    """The Bot API and file URLs; a self-hosted server's ``.../bot`` gets its ``.../file/bot`` twin."""
+    """The Bot API and file URLs; a self-hosted server's ``.../bot`` gets its ``.../file/bot`` twin.
+
+    PTB's ``{token}`` placeholder is followed too (``.../bot{token}`` -> ``.../file/bot{token}``): files are
+    fetched from the server that named them, a self-hosted one (or a test fake) included.
+    """
     base = settings.base_url or DEFAULT_BASE_URL
     if not settings.base_url:
         return base, DEFAULT_BASE_FILE_URL
-    if base.endswith("/bot"):
-        return base, f"{base.removesuffix('bot')}file/bot"
+    head, bot, tail = base.rpartition("/bot")
+    if bot and (not tail or tail in _TOKEN_PLACEHOLDERS):
+        return base, f"{head}/file/bot{tail}"
     return base, DEFAULT_BASE_FILE_URL
 
 
@@ -652,10 +667,91 @@ class TelegramChannel:
         except TelegramError as exc:
             log.debug("telegram typing failed chat=%s error=%s", chat_id, type(exc).__name__)
 
+    # -- files messages carry ----------------------------------------------------------------------
+    async def fetch_attachment(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """The bytes of a file a message carries: getFile, then PTB's own download from the Bot API's file URL.
+
+        Refused as too large before anything is fetched when Telegram's size says so (the message's, then
+        getFile's), and cut off once the download grows past ``max_bytes``. The file URL holds the bot token:
+        it is never logged, and no error raised here carries it (nor any exception chained to it).
+        """
+        if self._bot is None:
+            raise AttachmentError("telegram: channel not started")
+        started = time.monotonic()
+        try:
+            _refuse_past(attachment.size, max_bytes)
+            file = await self._get_file(self._bot, attachment)
+            _refuse_past(file.file_size, max_bytes)
+            data = await _download(file, max_bytes)
+        except AttachmentError as exc:
+            log.info("telegram attachment not fetched kind=%s size=%s max_bytes=%d too_large=%s ms=%.0f error=%s",
+                     attachment.kind, attachment.size, max_bytes, exc.too_large, _ms_since(started), exc)
+            raise
+        log.info("telegram attachment fetched kind=%s file=%s bytes=%d ms=%.0f", attachment.kind,
+                 file.file_unique_id, len(data), _ms_since(started))
+        return data
+
+    async def _get_file(self, bot: Bot, attachment: Attachment) -> File:
+        """getFile through the Bot's transport, and the File PTB downloads from, with its file URL.
+
+        Not ``Bot.get_file``: it logs its answer (at debug) and then writes the file URL, token included, into
+        the very dict it logged, so a handler formatting the record later would write the token down.
+        """
+        # The parameter travels in the query string, which the Bot API takes as it takes a form (as getUpdates').
+        url = f"{bot.base_url}/getFile?{urlencode({'file_id': attachment.ref})}"
+        try:
+            result = await bot.request.post(url)
+        except BadRequest as exc:  # before TelegramError: PTB makes BadRequest a NetworkError
+            if _FILE_TOO_BIG in exc.message.lower():
+                raise AttachmentError("telegram: file past the Bot API's download limit", too_large=True) from None
+            raise AttachmentError(f"telegram: getFile refused ({type(exc).__name__})") from None
+        except TelegramError as exc:
+            raise AttachmentError(f"telegram: getFile failed ({type(exc).__name__})") from None
+        return _file_of(result, bot)
+
     def _require_bot(self) -> Bot:
         if self._bot is None:
             raise RuntimeError("telegram channel is not started")
         return self._bot
+
+
+def _refuse_past(size: int | None, max_bytes: int) -> None:
+    if size is not None and size > max_bytes:
+        raise AttachmentError(f"telegram: file of {size} bytes, past {max_bytes}", too_large=True)
+
+
+def _file_of(result: object, bot: Bot) -> File:
+    """getFile's answer as PTB's File, its relative ``file_path`` made the URL on the Bot's file server."""
+    if not isinstance(result, dict):
+        raise AttachmentError("telegram: getFile answered without a file")
+    path = result.get("file_path")
+    answer = {**result, "file_path": f"{bot.base_file_url}/{path}"} if path else result
+    try:
+        return File.de_json(answer, bot)
+    except (TypeError, ValueError, KeyError) as exc:  # an answer of an odd shape: a broken proxy or server
+        raise AttachmentError(f"telegram: getFile answered an odd file ({type(exc).__name__})") from None
+
+
+async def _download(file: File, max_bytes: int) -> bytes:
+    """``file``'s bytes through PTB's download (the Bot's own transport), at most ``max_bytes`` of them.
+
+    Errors are raised ``from None``: PTB's and aiohttp's exceptions may quote the file URL, and with it the token.
+    """
+    if not file.file_path:
+        raise AttachmentError("telegram: getFile gave no file path")
+    try:
+        with read_cap(max_bytes):
+            return bytes(await file.download_as_bytearray(read_timeout=DOWNLOAD_READ_TIMEOUT_S))
+    except BodyTooLarge:
+        raise AttachmentError(f"telegram: download past {max_bytes} bytes", too_large=True) from None
+    except TelegramError as exc:
+        raise AttachmentError(f"telegram: download failed ({type(exc).__name__})") from None
+    except OSError as exc:  # a local-mode path PTB reads from disk
+        raise AttachmentError(f"telegram: download failed ({type(exc).__name__})") from None
+
+
+def _ms_since(started: float) -> float:
+    return (time.monotonic() - started) * 1000
 
 
 # --- doctor --------------------------------------------------------------------------------------

@@ -7,18 +7,25 @@ each one means. Anything that is not a person's message addressed to a chat we s
 A message with nothing kith can read (a voice message, a photo without caption, a location...) still reaches
 the core where a text would, with empty text and ``unreadable`` naming what it was, so the person hears that it
 did not get through instead of nothing. A sticker is read as its emoji: that is what the person chose it to say.
+
+The files a message carries (a voice note, an audio file, a photo, a document) ride along as
+:class:`~ground.types.Attachment` handles (the ``file_id``), captioned or not: the core decides which it can read
+and fetches those through the channel.
 """
 
 from __future__ import annotations
 
+import mimetypes
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from telegram import Bot, Message, MessageEntity, Update
+from telegram import Audio, Bot, Document, Message, MessageEntity, PhotoSize, Update, Voice
+from telegram.warnings import PTBDeprecationWarning
 
 from channels.telegram.settings import PLATFORM
-from ground.types import ButtonPress, ChatKind, InboundMessage
+from ground.types import Attachment, AttachmentKind, ButtonPress, ChatKind, InboundMessage
 
 # What polling asks Telegram for; everything else is never sent to us.
 ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
@@ -40,6 +47,11 @@ _UNREADABLE_KINDS = (
     ("venue", "location"), ("location", "location"), ("contact", "contact"), ("poll", "poll"),
     ("story", "story"), ("checklist", "checklist"),
 )
+# The largest file a bot may fetch with getFile (the Bot API's documented 20 MB); a bigger one is refused by it.
+GET_FILE_MAX_BYTES = 20 * 1024 * 1024
+# Telegram sends every photo as JPEG, in several sizes, without naming its type.
+_PHOTO_MIME = "image/jpeg"
+_VOICE_MIME = "audio/ogg"  # a voice note is always OGG/Opus, whether or not its mime_type says so
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +213,67 @@ def translate_message(message: Message, me: BotIdentity, *, received_at: datetim
         reply_to_message_id=None if reply_to is None else f"{chat_id}:{reply_to.message_id}",
         forwarded=message.forward_origin is not None,
         unreadable=unreadable,
+        attachments=() if message.media_group_id else attachments_of(message),
     )
+
+
+# --- files a message carries ------------------------------------------------------------------------
+def attachments_of(message: Message) -> tuple[Attachment, ...]:
+    """The files ``message`` carries that kith might read, as handles (their ``file_id``), never their bytes.
+
+    A message holds at most one: a voice note, an audio file, a photo or a document. A GIF is not one: Telegram
+    sends it as a document too, for clients that predate animations, but it is a video. An album's items are
+    left out by the caller: its uncaptioned items are one message, which a single item's file would misdescribe.
+    """
+    if message.voice is not None:
+        return (_voice(message.voice),)
+    if message.audio is not None:
+        return (_audio(message.audio),)
+    if message.photo:
+        return (_photo(message.photo),)
+    if message.document is not None and message.animation is None:
+        return (_document(message.document),)
+    return ()
+
+
+def _voice(voice: Voice) -> Attachment:
+    return Attachment(AttachmentKind.VOICE, voice.file_id, name="voice.ogg", mime=voice.mime_type or _VOICE_MIME,
+                      size=voice.file_size, duration_s=_seconds(voice))
+
+
+def _audio(audio: Audio) -> Attachment:
+    mime = audio.mime_type or ""
+    return Attachment(AttachmentKind.VOICE, audio.file_id, name=audio.file_name or _name_for("audio", mime),
+                      mime=mime, size=audio.file_size, duration_s=_seconds(audio))
+
+
+def _photo(sizes: Sequence[PhotoSize]) -> Attachment:
+    """The largest of the sizes Telegram made of a photo that getFile will still hand out."""
+    fitting = [s for s in sizes if s.file_size is None or s.file_size <= GET_FILE_MAX_BYTES] or list(sizes)
+    best = max(fitting, key=lambda s: (s.width * s.height, s.file_size or 0))
+    return Attachment(AttachmentKind.IMAGE, best.file_id, name="photo.jpg", mime=_PHOTO_MIME, size=best.file_size)
+
+
+def _document(document: Document) -> Attachment:
+    """A file sent as a file; an image sent that way (uncompressed) is still an image."""
+    mime = document.mime_type or ""
+    kind = AttachmentKind.IMAGE if mime.lower().startswith("image/") else AttachmentKind.DOCUMENT
+    return Attachment(kind, document.file_id, name=document.file_name or _name_for("file", mime), mime=mime,
+                      size=document.file_size)
+
+
+def _name_for(stem: str, mime: str) -> str:
+    """A name for a file Telegram gave none: its extension is how a reader (a transcription API) tells the format."""
+    extension = mimetypes.guess_extension(mime) if mime else None
+    return stem + (extension or "")
+
+
+def _seconds(media: Voice | Audio) -> float:
+    with warnings.catch_warnings():
+        # PTB 22 warns that durations will become timedeltas; both are accepted.
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = media.duration
+    return float(value.total_seconds()) if hasattr(value, "total_seconds") else float(value)
 
 
 def _unreadable_kind(message: Message) -> str:
@@ -278,10 +350,12 @@ def telegram_thread_id(thread_id: str | None) -> int | None:
 
 __all__ = [
     "ALLOWED_UPDATES",
+    "GET_FILE_MAX_BYTES",
     "PLATFORM",
     "BotIdentity",
     "Skipped",
     "Translated",
+    "attachments_of",
     "parse_update",
     "telegram_chat_id",
     "telegram_message_id",

@@ -8,9 +8,12 @@ JSON envelope, ``retry_after``, PTB's exception mapping) stays PTB's own.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import urllib.request
 from base64 import b64encode
+from collections.abc import Iterator
+from contextvars import ContextVar
 from urllib.parse import unquote, urlsplit
 
 import aiohttp
@@ -30,6 +33,50 @@ class AnswerLost(NetworkError):
 
 class AnswerTimedOut(AnswerLost, TimedOut):
     """No answer within the read timeout: a TimedOut, as PTB knows it, that may have been carried out."""
+
+
+class BodyTooLarge(NetworkError):
+    """An answer's body is longer than :func:`read_cap` allows: the transfer was cut off, nothing of it kept.
+
+    A TelegramError, so PTB passes it on as it is instead of wrapping it."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"answer longer than {limit} bytes")
+        self.limit = limit
+
+
+# The most bytes an answer may have, for requests made in this context (a file download); None: no limit.
+# A context variable rather than a parameter: PTB's File.download_as_bytearray reaches do_request through
+# BaseRequest.retrieve, which takes no such argument, and other tasks sharing the session stay unaffected.
+_READ_CAP: ContextVar[int | None] = ContextVar("telegram_read_cap", default=None)
+_CHUNK_BYTES = 64 * 1024
+
+
+@contextlib.contextmanager
+def read_cap(max_bytes: int) -> Iterator[None]:
+    """Requests made inside refuse an answer longer than ``max_bytes`` (``BodyTooLarge``) as soon as it says
+    so (Content-Length) or grows past it, so a huge file is never held whole."""
+    token = _READ_CAP.set(max_bytes)
+    try:
+        yield
+    finally:
+        _READ_CAP.reset(token)
+
+
+async def _read_body(response: aiohttp.ClientResponse) -> bytes:
+    cap = _READ_CAP.get()
+    if cap is None:
+        return await response.read()
+    if response.content_length is not None and response.content_length > cap:
+        response.close()  # drops the connection: the rest of the body is never transferred
+        raise BodyTooLarge(cap)
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
+        body += chunk
+        if len(body) > cap:
+            response.close()
+            raise BodyTooLarge(cap)
+    return bytes(body)
 
 
 class AiohttpRequest(BaseRequest):
@@ -102,7 +149,7 @@ class AiohttpRequest(BaseRequest):
         try:
             async with self._session.request(method, url, data=body, headers=headers, timeout=timeout,
                                              proxy=proxy, proxy_headers=proxy_headers) as response:
-                return response.status, await response.read()
+                return response.status, await _read_body(response)
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Never connected (or no connection free in time): nothing reached Telegram.
             if isinstance(exc, TimeoutError):

@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 from telegram import Update
 
+from channels.telegram.channel import base_urls
+from channels.telegram.settings import TelegramSettings
 from channels.telegram.translate import (
+    GET_FILE_MAX_BYTES,
     BotIdentity,
     Skipped,
     parse_update,
@@ -16,7 +19,7 @@ from channels.telegram.translate import (
     telegram_message_id,
     translate_update,
 )
-from ground.types import ButtonPress, ChatKind, InboundMessage
+from ground.types import Attachment, AttachmentKind, ButtonPress, ChatKind, InboundMessage
 
 ME = BotIdentity(id=7000000001, username="kith_test_bot")
 BOT_USER = {"id": ME.id, "is_bot": True, "first_name": "Kith", "username": ME.username}
@@ -179,3 +182,74 @@ def test_a_forward_is_marked_as_someone_elses_words() -> None:
     own = _inbound(_message(DM, "I am allergic to penicillin"))
     assert (forwarded.forwarded, own.forwarded) == (True, False)
     assert forwarded.text == own.text and forwarded.sender_id == own.sender_id  # still hers to be answered
+
+
+# --- files a message carries ----------------------------------------------------------------------
+def _file(file_id: str, size: int | None = None, **extra: Any) -> dict[str, Any]:
+    return {"file_id": file_id, "file_unique_id": f"u-{file_id}", **({"file_size": size} if size else {}), **extra}
+
+
+def test_each_file_a_message_carries_is_an_attachment_and_the_message_stays_unreadable() -> None:
+    voice = _inbound(_message(DM, None, voice=_file("v", 2048, duration=4, mime_type="audio/ogg")))
+    bare_voice = _inbound(_message(DM, None, voice=_file("v2", duration=1)))  # no type, no size
+    audio = _inbound(_message(DM, None, audio=_file("a", 9000, duration=181, mime_type="audio/mpeg",
+                                                   file_name="song.mp3")))
+    nameless_audio = _inbound(_message(DM, None, audio=_file("a2", duration=2, mime_type="audio/mpeg")))
+    document = _inbound(_message(DM, None, document=_file("d", 500, mime_type="application/pdf",
+                                                         file_name="notes.pdf")))
+    image_file = _inbound(_message(DM, None, document=_file("i", 700, mime_type="image/PNG", file_name="a.png")))
+    nameless = _inbound(_message(DM, None, document=_file("n")))
+
+    assert [(m.unreadable, m.text) for m in (voice, audio, document, nameless)] == [
+        ("voice message", ""), ("audio file", ""), ("file", ""), ("file", "")]
+    assert voice.attachments == (Attachment(AttachmentKind.VOICE, "v", "voice.ogg", "audio/ogg", 2048, 4.0),)
+    assert bare_voice.attachments == (Attachment(AttachmentKind.VOICE, "v2", "voice.ogg", "audio/ogg", None, 1.0),)
+    assert audio.attachments == (Attachment(AttachmentKind.VOICE, "a", "song.mp3", "audio/mpeg", 9000, 181.0),)
+    assert nameless_audio.attachments[0].name == "audio.mp3"  # its extension tells a transcriber the format
+    assert document.attachments == (Attachment(AttachmentKind.DOCUMENT, "d", "notes.pdf", "application/pdf", 500),)
+    assert image_file.attachments == (Attachment(AttachmentKind.IMAGE, "i", "a.png", "image/PNG", 700),)
+    assert nameless.attachments == (Attachment(AttachmentKind.DOCUMENT, "n", "file", "", None),)
+
+
+def test_a_photo_is_its_largest_size_that_getfile_hands_out() -> None:
+    sizes = [_file("small", 1_000, width=90, height=90), _file("big", 90_000, width=1280, height=960),
+             _file("mid", 20_000, width=320, height=240)]
+    huge = [*sizes, _file("huge", GET_FILE_MAX_BYTES + 1, width=5000, height=5000)]
+    photo = _inbound(_message(DM, None, photo=sizes))
+    capped = _inbound(_message(DM, None, photo=huge))
+
+    assert photo.unreadable == "photo"
+    assert photo.attachments == (Attachment(AttachmentKind.IMAGE, "big", "photo.jpg", "image/jpeg", 90_000),)
+    assert capped.attachments[0].ref == "big"
+
+
+def test_a_caption_keeps_the_text_and_the_file_rides_along() -> None:
+    message = _inbound(_message(DM, None, caption="what do you hear?",
+                                voice=_file("v", 100, duration=2, mime_type="audio/ogg")))
+    assert (message.text, message.unreadable) == ("what do you hear?", "")
+    assert [a.kind for a in message.attachments] == [AttachmentKind.VOICE]
+
+
+@pytest.mark.parametrize("extra", [
+    {"animation": _file("g", 10, width=1, height=1, duration=1),
+     "document": _file("g", 10, mime_type="video/mp4", file_name="wave.mp4")},  # a GIF, sent as a document too
+    {"video": _file("vid", 10, width=1, height=1, duration=1)},
+    {"video_note": _file("vn", 10, length=1, duration=1)},
+    {"location": {"latitude": 1.0, "longitude": 2.0}},
+    {"photo": [_file("p", 10, width=1, height=1)], "media_group_id": "album-1"},  # an album stays one line
+    {"document": _file("d", 10, file_name="x.pdf"), "media_group_id": "album-2", "caption": "the files"},
+], ids=["gif", "video", "video_note", "location", "album", "captioned_album_item"])
+def test_what_carries_no_attachment(extra: dict[str, Any]) -> None:
+    message = _inbound(_message(DM, None, **extra))
+    assert message.attachments == ()
+    assert message.unreadable or message.text
+
+
+@pytest.mark.parametrize(("base_url", "file_url"), [
+    ("", "https://api.telegram.org/file/bot"),
+    ("http://127.0.0.1:8081/bot", "http://127.0.0.1:8081/file/bot"),
+    ("https://tg.example/api/bot{token}", "https://tg.example/api/file/bot{token}"),
+    ("https://tg.example/custom/", "https://api.telegram.org/file/bot"),  # no twin to derive: Telegram's own
+])
+def test_the_file_url_follows_a_self_hosted_bot_api(base_url: str, file_url: str) -> None:
+    assert base_urls(TelegramSettings(base_url=base_url))[1] == file_url
