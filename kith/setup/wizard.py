@@ -39,6 +39,7 @@ from kith.setup.checks import (
     ollama_base,
 )
 from kith.setup.files import WriteFailed, check_loads, make_plan, write_plan
+from kith.setup.voice import ask_voice
 
 log = logging.getLogger("kith.setup")
 
@@ -336,6 +337,13 @@ def _dialogue(d: Dialogue, path: Path, next_step: str) -> int:
     answers.config["llm"] = {"model": llm.model, "api_base": llm.api_base, "api_key_env": llm.api_key_env}
     answers.secrets.update(secret)
     ask_platforms(d, settings, stored, answers)
+    voice = ask_voice(d, settings.media)
+    if voice is not None:
+        media, secret = voice
+        answers.config["media"] = {"transcription_model": media.transcription_model,
+                                   "transcription_api_base": media.transcription_api_base,
+                                   "transcription_api_key_env": media.transcription_api_key_env}
+        answers.secrets.update(secret)
     if existing is not None:
         answers.config = _differing(existing, answers.config)
     return _write(d, path, answers, next_step)
@@ -350,7 +358,7 @@ def _differing(settings: AppSettings, config: Mapping[str, Mapping[str, str]]) -
 
 
 def _write(d: Dialogue, path: Path, answers: Answers, next_step: str) -> int:
-    d.say("\n3. Files")
+    d.say("\n4. Files")
     try:
         plan = make_plan(path, answers.config, answers.secrets)
     except ValueError as exc:

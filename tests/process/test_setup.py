@@ -51,6 +51,7 @@ async def test_a_local_ollama_is_found_its_models_offered_and_the_choice_checked
         assert "ok: ollama/qwen2.5:0.5b answered in" in checked
         await s.answer("Connect Discord? [y/N] ", "")
         await s.answer("Connect Slack? [y/N] ", "")
+        await s.answer("Transcribe voice notes? [y/N] ", "n")
         await s.expect("Next: scripts/run")
         assert await s.end() == 0
     finally:
@@ -119,6 +120,7 @@ async def test_a_hosted_key_is_checked_kept_in_env_and_read_from_there(fake_llm:
         assert "ok: openai/fake-model answered" in await s.answer("Connect Telegram? [y/N] ", "n")
         await s.answer("Connect Discord? [y/N] ", "n")
         await s.answer("Connect Slack? [y/N] ", "n")
+        await s.answer("Transcribe voice notes? [y/N] ", "n")
         assert await s.end() == 0
     finally:
         await s.kill()
@@ -147,6 +149,37 @@ async def test_a_hosted_key_is_checked_kept_in_env_and_read_from_there(fake_llm:
     assert fake_llm.authorizations[-1] == f"Bearer {WRONG_KEY}"
 
 
+async def test_voice_notes_are_offered_their_model_checked_with_silence_and_its_key_kept_in_env(
+        fake_llm: FakeOpenAI, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = newcomer_env(home, OLLAMA_HOST=f"127.0.0.1:{free_port()}")
+    s = await Session.start("setup", env=env)
+    try:
+        await _choose_compatible_server(s, fake_llm, RIGHT_KEY)
+        await s.answer("Connect Telegram? [y/N] ", "n")
+        await s.answer("Connect Discord? [y/N] ", "n")
+        await s.answer("Connect Slack? [y/N] ", "n")
+        await s.answer("Transcribe voice notes? [y/N] ", "y")
+        await s.answer("Which transcription model?: ", "3")
+        await s.answer("The server's base URL, e.g. http://localhost:8000/v1: ", fake_llm.base_url)
+        await s.answer("Model name at that server [whisper-1]: ", "")
+        await s.answer("not shown as you type; Enter for none): ", "sk-whisper-0123456789")
+        said = await s.expect("Next: scripts/run")
+        assert "ok: openai/whisper-1 answered" in said
+        assert await s.end() == 0
+    finally:
+        await s.kill()
+    assert "sk-whisper-0123456789" not in s.seen
+    [(model, name, audio)] = fake_llm.transcription_requests  # one real call, with silence: nobody's voice
+    assert (model, name) == ("whisper-1", "check.wav") and audio.startswith(b"RIFF")
+    folder = _config_dir(home)
+    assert parse_env((folder / ".env").read_text()) == {"LLM_API_KEY": RIGHT_KEY,
+                                                       "TRANSCRIPTION_API_KEY": "sk-whisper-0123456789"}
+    media = load_settings(folder / "config.toml").media
+    assert (media.transcription_model, media.transcription_api_base, media.transcription_api_key_env) == \
+        ("openai/whisper-1", fake_llm.base_url, "TRANSCRIPTION_API_KEY")
+
+
 @pytest.mark.parametrize("stray", ["\x0c", "\u2028", "\u200b", "\x1b"])
 async def test_a_pasted_key_with_a_stray_character_is_asked_again(fake_llm: FakeOpenAI, tmp_path: Path,
                                                                   stray: str) -> None:
@@ -160,6 +193,7 @@ async def test_a_pasted_key_with_a_stray_character_is_asked_again(fake_llm: Fake
         assert "ok: openai/fake-model answered" in await s.answer("Connect Telegram? [y/N] ", "n")
         await s.answer("Connect Discord? [y/N] ", "n")
         await s.answer("Connect Slack? [y/N] ", "n")
+        await s.answer("Transcribe voice notes? [y/N] ", "n")
         assert await s.end() == 0
     finally:
         await s.kill()
@@ -170,7 +204,7 @@ async def test_a_pasted_key_with_a_stray_character_is_asked_again(fake_llm: Fake
 def _setup_in_process(config: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
     """Setup with a compatible server that does not answer (kept unchecked), a key, and no platform."""
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")
-    answers = ["5", f"http://127.0.0.1:{free_port()}/v1", "m", RIGHT_KEY, "n", "n", "n", "n"]
+    answers = ["5", f"http://127.0.0.1:{free_port()}/v1", "m", RIGHT_KEY, "n", "n", "n", "n", "n"]
     out = io.StringIO()
     code = run_setup(str(config), Dialogue(io.StringIO("\n".join(answers) + "\n"), out))
     return code, out.getvalue()
@@ -243,6 +277,7 @@ async def _telegram_pass(s: Session, token_first: str | None = None) -> str:
     said += await s.answer("(TELEGRAM_BOT_TOKEN; not shown as you type): ", FAKE_BOT_TOKEN)
     said += await s.answer("Connect Discord? [y/N] ", "n")
     said += await s.answer("Connect Slack? [y/N] ", "n")
+    said += await s.answer("Transcribe voice notes? [y/N] ", "n")
     return said
 
 
@@ -308,6 +343,7 @@ async def test_run_with_no_config_offers_setup_at_a_terminal_only(fake_llm: Fake
         await s.answer("Connect Telegram? [y/N] ", "n")
         await s.answer("Connect Discord? [y/N] ", "n")
         await s.answer("Connect Slack? [y/N] ", "n")
+        await s.answer("Transcribe voice notes? [y/N] ", "n")
         await s.expect("Starting kith.")
         assert await s.end() == 1  # it went on to start, on the config just written (and met the data directory)
     finally:

@@ -106,6 +106,7 @@ async def test_discord_asks_again_after_a_rejected_token_and_keeps_the_accepted_
         await s.answer("(DISCORD_BOT_TOKEN; not shown as you type): ", FAKE_DISCORD_TOKEN)
         accepted = await s.answer("Connect Slack? [y/N] ", "n")
         assert accepted == f"\n  ok: @kith_test_bot (id {discord_rest.bot_id})\nConnect Slack? [y/N] ", accepted
+        await s.answer("Transcribe voice notes? [y/N] ", "n")
         said = await s.expect(f"Next: scripts/run --config {config}")
         assert "On Discord, the first message kith gets from you is answered with a pairing code" in said
         assert await s.end() == 0
@@ -153,7 +154,8 @@ async def test_slack_socket_mode_asks_again_until_slack_takes_both_tokens_and_ke
                 await _refused(s, reason)
             await s.answer("(KITH_SLACK_BOT; not shown as you type): ", FAKE_BOT_TOKEN)
             await s.answer("(KITH_SLACK_APP; not shown as you type): ", FAKE_APP_TOKEN)
-            shown = await s.answer("Write these changes? [y/N] ", "y")
+            shown = await s.answer("Transcribe voice notes? [y/N] ", "n")
+            shown += await s.answer("Write these changes? [y/N] ", "y")
             assert f"\n  ok: @{BOT_NAME} in team {TEAM_ID} (user {BOT_USER_ID}), Socket Mode\n" in shown, shown
             assert "KITH_SLACK_BOT: added" in shown and "KITH_SLACK_APP: added" in shown
             await s.expect(f"Next: scripts/run --config {config}")
@@ -212,7 +214,8 @@ async def test_slack_http_mode_asks_for_the_signing_secret_instead_of_an_app_tok
             await _refused(s, "a token is missing")  # no secret: not checked, asked again
             await s.answer("(SLACK_BOT_TOKEN; not shown as you type): ", FAKE_BOT_TOKEN)
             await s.answer("(SLACK_SIGNING_SECRET; not shown as you type): ", SIGNING_SECRET)
-            shown = await s.answer("Write these changes? [y/N] ", "y")
+            shown = await s.answer("Transcribe voice notes? [y/N] ", "n")
+            shown += await s.answer("Write these changes? [y/N] ", "y")
             assert f"\n  ok: @{BOT_NAME} in team {TEAM_ID} (user {BOT_USER_ID}), HTTP events on 127.0.0.1:3000\n" \
                 in shown, shown
             await s.expect(f"Next: scripts/run --config {config}")
@@ -255,7 +258,8 @@ async def test_an_unreachable_platform_is_one_line_and_nothing_of_it_is_written(
         said = await s.answer(TRY_AGAIN, "n")
         assert said == f"\n  failed: cannot reach the Web API at {slack_api} (ClientConnectorError)\n  {TRY_AGAIN}", \
             said
-        said = await s.expect(f"Next: scripts/run --config {config}")
+        said = await s.answer("Transcribe voice notes? [y/N] ", "n")
+        said += await s.expect(f"Next: scripts/run --config {config}")
         assert "  Slack is not connected.\n" in said
         assert "already say this: nothing to write." in said
         assert await s.end() == 0
