@@ -83,6 +83,7 @@ from channels.http import answer_lost, serve_posts
 from channels.lanes import HandlerLanes
 from channels.markdown import render_chunks, with_attachment
 from channels.markdown.partial import settled
+from channels.slack.files import download, file_id, files_origin, refuse_oversized
 from channels.slack.formatting import MESSAGE_FORMAT, MESSAGE_MAX_CHARS, text_chunks
 from channels.slack.settings import SlackSettings
 from channels.slack.stream import NOT_STREAMING, MessageRef, next_piece, parse_message_id, stream_markdown
@@ -119,6 +120,8 @@ from ground.tunables import (
     SLACK_STOP_GRACE_S,
 )
 from ground.types import (
+    Attachment,
+    AttachmentError,
     ButtonHandler,
     ButtonPress,
     ChannelStartError,
@@ -838,6 +841,30 @@ class SlackChannel:
             raise SendError(f"slack: lookup failed ({_error_label(exc)})", retry_after=error.retry_after) from exc
         log.info("slack lookup of a lost send gave up chat=%s pages=%d", channel, SLACK_LOOKUP_PAGES)
         return None
+
+    # -- files a message shares ---------------------------------------------------------------------
+    async def fetch_attachment(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """A shared file's bytes, from its private URL with the bot token (:mod:`channels.slack.files`);
+        ``too_large`` before any request when Slack said it is over ``max_bytes``, and while reading otherwise."""
+        file = file_id(attachment.ref)
+        started = time.monotonic()
+        try:
+            refuse_oversized(attachment, max_bytes)
+            session = self._session
+            if session is None or session.closed:
+                raise AttachmentError("slack: channel not started")
+            # Per request: a file may take longer than a Web API call's total budget, never a silent half-minute.
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=SLACK_HTTP_TIMEOUT_S,
+                                            sock_read=self._send_timeout_s)
+            data = await download(session, attachment, self._bot_token, files_origin(api_url_of(self.settings)),
+                                  max_bytes, timeout)
+        except AttachmentError as exc:
+            log.info("slack attachment not fetched file=%s size=%s max=%d too_large=%s ms=%.0f reason=%s", file,
+                     attachment.size, max_bytes, exc.too_large, (time.monotonic() - started) * 1000, exc)
+            raise
+        log.info("slack attachment fetched file=%s bytes=%d ms=%.0f", file, len(data),
+                 (time.monotonic() - started) * 1000)
+        return data
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Slack offers bots no typing indicator outside assistant threads: nothing to show."""

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from channels.slack.settings import PLATFORM
-from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
+from ground.types import Attachment, AttachmentKind, Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
 
 # --- Slack's Block Kit limits (protocol facts, not tunables) ----------------------------------------
 SECTION_TEXT_MAX_CHARS = 3_000
@@ -143,6 +143,7 @@ def translate_event(body: Mapping[str, Any], me: SlackIdentity, *,
         timestamp=ts_to_datetime(ts, received_at),
         reply_to_message_id=None,
         unreadable=unreadable,
+        attachments=attachments_of(event),
     )
 
 
@@ -162,6 +163,48 @@ def unreadable_kind(event: Mapping[str, Any]) -> str:
         return clip
     mimetype = first.get("mimetype")
     return _MEDIA_KINDS.get(mimetype.partition("/")[0], "file") if isinstance(mimetype, str) else "file"
+
+
+def attachments_of(event: Mapping[str, Any]) -> tuple[Attachment, ...]:
+    """Every file the message shares that kith could download, in Slack's order: a handle, never the bytes.
+
+    A file without a private URL (one hidden by the workspace's plan, deleted, or in a Slack Connect channel that
+    asks for ``files.info`` first) is left out: there is nothing to fetch it by.
+    """
+    files = event.get("files")
+    if not isinstance(files, list):
+        return ()
+    found = (file_attachment(item) for item in files if isinstance(item, Mapping))
+    return tuple(a for a in found if a is not None)
+
+
+def file_attachment(item: Mapping[str, Any]) -> Attachment | None:
+    """One Slack file object as an Attachment, or None when it has no private URL."""
+    ref = item.get("url_private_download") or item.get("url_private")
+    if not isinstance(ref, str) or not ref:
+        return None
+    mime = item.get("mimetype") if isinstance(item.get("mimetype"), str) else ""
+    name = item.get("name") if isinstance(item.get("name"), str) else ""
+    size = item.get("size")
+    return Attachment(kind=file_kind(mime, clip=str(item.get("subtype") or "")), ref=ref, name=name, mime=mime,
+                      size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
+                      duration_s=_duration_s(item))
+
+
+def file_kind(mime: str, *, clip: str = "") -> AttachmentKind:
+    """VOICE for a clip recorded in Slack or any audio (words a transcription model can read), IMAGE, else DOCUMENT."""
+    media = mime.partition("/")[0].strip().lower()
+    if clip == "slack_audio" or media == "audio":
+        return AttachmentKind.VOICE
+    return AttachmentKind.IMAGE if media == "image" else AttachmentKind.DOCUMENT
+
+
+def _duration_s(item: Mapping[str, Any]) -> float | None:
+    # Slack gives a recorded clip's length as duration_ms; nothing for an uploaded audio file.
+    value = item.get("duration_ms")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return value / 1000
+    return None
 
 
 def translate_block_action(body: Mapping[str, Any]) -> ButtonPress | Skipped:
@@ -340,8 +383,11 @@ __all__ = [
     "SECTION_TEXT_MAX_CHARS",
     "Skipped",
     "SlackIdentity",
+    "attachments_of",
     "button_blocks",
     "escape_text",
+    "file_attachment",
+    "file_kind",
     "identity_from_auth_test",
     "is_dm_channel",
     "profile_name",

@@ -25,6 +25,7 @@ change to kith's own limits cannot make the fake agree with a bug.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -82,6 +83,9 @@ _BOT_METHODS = frozenset({"auth.test", "chat.postMessage", "conversations.info",
 # Block types Slack accepts that kith never sends: the fake takes them unchecked.
 _OTHER_BLOCK_TYPES = frozenset({"divider", "header", "context", "image", "rich_text", "markdown", "file", "video",
                                 "input", "table"})
+# What files.slack.com answers a request for a private file without a token it accepts: its sign-in page, 200.
+_LOGIN_PAGE = ("<!DOCTYPE html><html><head><title>Slack</title></head><body><h1>Sign in to Kith Test</h1>"
+               "<form action=\"/signin\" method=\"post\"></form></body></html>")
 _GATEWAY_PAGE = ("<html><head><title>{status} {reason}</title></head><body><center><h1>{status} {reason}</h1>"
                  "</center></body></html>")
 
@@ -145,6 +149,17 @@ class ChannelView:
 
     messages: tuple[str, ...]
     streaming: tuple[str, ...]  # the texts of those still being streamed (a half message, until stopped)
+
+
+@dataclass(frozen=True, slots=True)
+class FileDownload:
+    """One GET of a shared file's private URL on the fake."""
+
+    file_id: str
+    path: str
+    token: str | None  # the bearer token it carried, if any
+    status: int
+    served: bool  # the file's bytes went out (not a login page, a failure or a redirect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +256,11 @@ class FakeSlack:
         self._channels: dict[str, JsonDict] = {}
         self._messages: dict[tuple[str, str], JsonDict] = {}
         self._pending_uploads: dict[str, JsonDict] = {}
+        self.file_downloads: list[FileDownload] = []  # GETs of shared files' private URLs
+        self._shared_files: dict[str, bytes] = {}  # file id -> what its private URL serves
+        self._download_failures: deque[int] = deque()
+        self._download_redirects: deque[str] = deque()
+        self._chunked_files: set[str] = set()
         self._serial = itertools.count(1)
         self._ts_serial = itertools.count(1)
         self._signal = ChangeSignal()
@@ -254,6 +274,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_get("/link/", self._handle_socket)
         app.router.add_post("/upload/v1/{file_id}", self._handle_upload)
+        app.router.add_get("/files-pri/{owner}/{tail:.*}", self._handle_file)
         runner = await serve(app, self._port, shutdown_timeout=SHUTDOWN_GRACE_S)
         self._port = runner.addresses[0][1]
         self._runner = runner
@@ -485,18 +506,43 @@ class FakeSlack:
             self._messages[(event["channel"], event["ts"])] = dict(event)
         return self.event_body(event)
 
-    def file_payload(self, user: str, name: str, mimetype: str, *, subtype: str | None = None) -> JsonDict:
-        """A file as a ``file_share`` event lists it; ``subtype`` "slack_audio" is a clip recorded in Slack."""
+    def file_payload(self, user: str, name: str, mimetype: str, *, subtype: str | None = None,
+                     content: bytes | None = None, size: int | None = None,
+                     duration_ms: int | None = None, chunked: bool = False) -> JsonDict:
+        """A file as a ``file_share`` event lists it; ``subtype`` "slack_audio" is a clip recorded in Slack.
+
+        With ``content`` the fake serves it: ``url_private`` and ``url_private_download`` are on the fake's own
+        address (its ``/files-pri/``), answering the bytes to the bot token and the sign-in page to anything else.
+        ``size`` is what Slack states (``len(content)`` unless given); ``duration_ms`` a recorded clip's length;
+        ``chunked`` serves it without a Content-Length.
+        """
         file_id = f"F{next(self._serial):08X}"
+        host = "https://files.slack.com" if content is None else self.url
+        stated = size if size is not None else len(content) if content is not None else 48_213
         payload: JsonDict = {
             "id": file_id, "created": int(time.time()), "timestamp": int(time.time()), "name": name, "title": name,
             "mimetype": mimetype, "filetype": name.rpartition(".")[2], "user": user, "user_team": TEAM_ID,
-            "size": 48_213, "mode": "hosted", "is_external": False, "is_public": False,
-            "url_private": f"https://files.slack.com/files-pri/{TEAM_ID}-{file_id}/{name}",
+            "size": stated, "mode": "hosted", "is_external": False, "is_public": False,
+            "url_private": f"{host}/files-pri/{TEAM_ID}-{file_id}/{name}",
         }
+        if content is not None:
+            self._shared_files[file_id] = content
+            if chunked:
+                self._chunked_files.add(file_id)
+            payload["url_private_download"] = f"{host}/files-pri/{TEAM_ID}-{file_id}/download/{name}"
         if subtype is not None:
             payload["subtype"] = subtype
+        if duration_ms is not None:
+            payload["duration_ms"] = duration_ms
         return payload
+
+    def fail_downloads(self, status: int, *, times: int = 1) -> None:
+        """The next ``times`` GETs of a shared file answer ``status`` (a gateway's HTML page for 5xx)."""
+        self._download_failures.extend([status] * times)
+
+    def redirect_next_download(self, location: str) -> None:
+        """The next GET of a shared file answers 302 to ``location``, as Slack's file host may."""
+        self._download_redirects.append(location)
 
     def mention_event(self, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> JsonDict:
         """An ``app_mention``: ``text`` should hold ``<@U0KITHBOT>`` (see :data:`MENTION`)."""
@@ -1013,6 +1059,35 @@ class FakeSlack:
         self._pending_uploads[file_id] = {"filename": filename, "length": length, "content": None}
         return {"upload_url": f"{self.url}/upload/v1/{file_id}", "file_id": file_id}
 
+    async def _handle_file(self, request: web.Request) -> web.StreamResponse:
+        """A shared file's private URL: the bytes for the bot token; files.slack.com's sign-in page (HTTP 200)
+        for a missing or wrong one."""
+        file_id = request.match_info["owner"].rpartition("-")[2]
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else None
+        content = self._shared_files.get(file_id)
+        served = False
+        if self._download_failures:
+            status = self._download_failures.popleft()
+            response = web.Response(status=status, text=_GATEWAY_PAGE.format(status=status, reason="Error"),
+                                    content_type="text/html")
+        elif self._download_redirects:
+            response = web.Response(status=302, headers={"Location": self._download_redirects.popleft()})
+        elif token != self.bot_token:
+            response = web.Response(text=_LOGIN_PAGE, content_type="text/html")
+        elif content is None:
+            response = web.Response(status=404, text="Not found", content_type="text/plain")
+        elif file_id in self._chunked_files:
+            self.file_downloads.append(FileDownload(file_id, request.path, token, 200, True))
+            self._notify()
+            return await _chunked(request, content)
+        else:
+            response = web.Response(body=content, content_type="application/octet-stream")
+            served = True
+        self.file_downloads.append(FileDownload(file_id, request.path, token, response.status, served))
+        self._notify()
+        return response
+
     async def _handle_upload(self, request: web.Request) -> web.Response:
         pending = self._pending_uploads.get(request.match_info["file_id"])
         if pending is None:
@@ -1041,6 +1116,18 @@ class FakeSlack:
             done.append({"id": item["id"], "name": pending["filename"], "title": item.get("title"),
                          "size": len(pending["content"])})
         return {"files": done}
+
+
+async def _chunked(request: web.Request, data: bytes, piece: int = 4096) -> web.StreamResponse:
+    """``data`` in chunked transfer encoding, piece by piece; a client that stops reading ends it early."""
+    response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    with contextlib.suppress(ConnectionError):
+        for start in range(0, len(data), piece):
+            await response.write(data[start:start + piece])
+        await response.write_eof()
+    return response
 
 
 def _metadata(raw: Any) -> JsonDict | None:

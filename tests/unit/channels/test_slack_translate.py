@@ -13,8 +13,10 @@ from channels.slack.formatting import chunk_limit, text_chunks
 from channels.slack.translate import (
     Skipped,
     SlackIdentity,
+    attachments_of,
     button_blocks,
     escape_text,
+    file_kind,
     identity_from_auth_test,
     readable_text,
     target_channel,
@@ -23,7 +25,7 @@ from channels.slack.translate import (
     translate_event,
     user_display_name,
 )
-from ground.types import Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
+from ground.types import Attachment, AttachmentKind, Button, ButtonPress, ChatKind, InboundMessage, OutboundMessage
 from tests.support.slack_payloads import ME, RECEIVED, block_action, dm_event, event_body
 
 
@@ -194,3 +196,33 @@ def test_buttons_shrink_chunks_to_a_section() -> None:
 def test_a_network_failure_is_worth_another_try() -> None:
     error = send_error_for(TimeoutError())
     assert (error.retry_after, error.permanent, error.bad_formatting) == (None, False, False)
+
+
+@pytest.mark.parametrize(("mime", "clip", "kind"), [
+    ("audio/webm", "", AttachmentKind.VOICE),
+    ("video/mp4", "slack_audio", AttachmentKind.VOICE),  # a clip recorded as audio, whatever its container
+    ("audio/mpeg", "", AttachmentKind.VOICE),
+    ("image/png", "", AttachmentKind.IMAGE),
+    ("video/mp4", "slack_video", AttachmentKind.DOCUMENT),
+    ("application/pdf", "", AttachmentKind.DOCUMENT),
+    ("", "", AttachmentKind.DOCUMENT),
+])
+def test_slack_file_kinds(mime: str, clip: str, kind: AttachmentKind) -> None:
+    assert file_kind(mime, clip=clip) is kind
+
+
+def test_slack_files_become_attachments_and_those_without_a_private_url_are_left_out() -> None:
+    base = "https://files.slack.com/files-pri/T061EG9R6-F0"
+    event = {"files": [
+        {"id": "F01", "name": "clip.webm", "mimetype": "audio/webm", "subtype": "slack_audio", "size": 9000,
+         "duration_ms": 2500, "url_private": f"{base}1/clip.webm",
+         "url_private_download": f"{base}1/download/clip.webm"},
+        {"id": "F02", "mode": "hidden_by_limit"},  # past the free plan's history: no URL
+        {"id": "F03", "name": "notes.txt", "mimetype": "text/plain", "size": True, "url_private": f"{base}3/notes.txt"},
+        "not a file",
+    ]}
+    assert attachments_of(event) == (
+        Attachment(AttachmentKind.VOICE, f"{base}1/download/clip.webm", "clip.webm", "audio/webm", 9000, 2.5),
+        Attachment(AttachmentKind.DOCUMENT, f"{base}3/notes.txt", "notes.txt", "text/plain", None, None),
+    )
+    assert attachments_of({"files": "nonsense"}) == () and attachments_of({}) == ()
