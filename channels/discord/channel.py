@@ -553,8 +553,9 @@ class DiscordChannel:
                 raise AttachmentError("discord: channel not started")
             data = await download(client.http, attachment.ref, max_bytes, self._send_timeout)
         except AttachmentError as exc:
-            log.info("discord attachment not fetched id=%s size=%s max=%d too_large=%s ms=%.0f", file_id,
-                     attachment.size, max_bytes, exc.too_large, (time.monotonic() - started) * 1000)
+            # The reason is one of files.py's fixed lines: statuses and sizes, never the URL.
+            log.info("discord attachment not fetched id=%s size=%s max=%d too_large=%s ms=%.0f reason=%s", file_id,
+                     attachment.size, max_bytes, exc.too_large, (time.monotonic() - started) * 1000, exc)
             raise
         log.info("discord attachment fetched id=%s bytes=%d ms=%.0f", file_id, len(data),
                  (time.monotonic() - started) * 1000)
