@@ -4,7 +4,9 @@ No I/O here: :mod:`channels.discord.channel` runs the gateway and the REST calls
 what each event means and how each reply is addressed. Anything that is not a person's message becomes a
 :class:`Skipped` with a short, content-free reason the channel logs next to the event id. A message with
 nothing kith can read (an attachment or a sticker alone, a voice message) reaches the core where a text would,
-with empty text and ``unreadable`` naming what it was, so the person hears that it did not get through.
+with empty text and ``unreadable`` naming what it was, so the person hears that it did not get through. Every
+file a message carries (with text or without) travels on it as an :class:`~ground.types.Attachment` whose ref
+is the CDN URL; the core decides what it can read, and the channel fetches it (:mod:`channels.discord.files`).
 
 Where a message lives (:class:`Place`):
 

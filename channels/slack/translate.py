@@ -11,7 +11,9 @@ What reaches the core:
   are not subscribed to; if a workspace subscribes them anyway they are skipped as ``not_addressed``.
 
 A file shared with no text (an image, a voice clip) reaches the core like any message, with empty text and
-``unreadable`` naming what it was, so the person hears that it did not get through rather than nothing.
+``unreadable`` naming what it was, so the person hears that it did not get through rather than nothing. Every
+file a message shares (with text or without) travels on it as an :class:`~ground.types.Attachment` whose ref is
+its private URL; the core decides what it can read, and the channel fetches it (:mod:`channels.slack.files`).
 
 Threads: a DM that is a thread reply stays in its thread; a DM at top level is answered at top level.
 A mention in a channel is always answered in a thread: the thread it was written in, or, for a mention at
