@@ -67,6 +67,7 @@ class FakeOpenAI:
         # <filename>: <the audio's bytes as UTF-8>" (tests send text as the "audio", so the words are theirs).
         self.transcription_requests: list[tuple[str, str, bytes]] = []
         self.transcripts: list[str | int] = []
+        self.transcription_delays: list[float] = []  # seconds the next transcriptions wait before answering
         self.required_key: str | None = None  # set: a chat request without "Bearer <it>" is refused (401)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -203,6 +204,8 @@ class FakeOpenAI:
         audio = upload.file.read()
         name = upload.filename or ""
         self.transcription_requests.append((str(form.get("model", "")), name, audio))
+        if self.transcription_delays:
+            await asyncio.sleep(self.transcription_delays.pop(0))
         answer = self.transcripts.pop(0) if self.transcripts else (
             f"transcript of {name}: {audio.decode('utf-8', errors='replace')}")
         if isinstance(answer, int):
