@@ -121,12 +121,15 @@ class Attachment:
 
 
 class AttachmentError(Exception):
-    """An attachment could not be fetched. ``too_large``: it is past the limit asked for (an honest line, no
-    retry); otherwise it failed and may be tried again, like any platform call. One line, free of secrets."""
+    """An attachment could not be fetched. ``too_large``: it is past the limit asked for; ``gone``: the platform
+    says it is not there or not kith's to read (deleted, an expired link, a missing scope), so trying again will
+    not help. Either is answered with an honest line, never retried; otherwise the fetch failed and may be tried
+    again, like any platform call. One line, free of secrets."""
 
-    def __init__(self, message: str, *, too_large: bool = False) -> None:
+    def __init__(self, message: str, *, too_large: bool = False, gone: bool = False) -> None:
         super().__init__(message)
         self.too_large = too_large
+        self.gone = gone
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ground.config import MediaSettings
 from ground.types import AttachmentError, AttachmentSource, InboundMessage
 from llm.client import LLMClient
-from media.voice_rules import choose_voice, too_large_line, unheard_line
+from media.voice_rules import choose_voice, too_large_line, unfetched_line, unheard_line
 
 log = logging.getLogger("kith.media")
 
@@ -54,6 +54,10 @@ class MediaReader:
         except AttachmentError as exc:
             if exc.too_large:
                 return Reading(message, too_large_line(self.settings.voice_max_bytes))
+            if exc.gone:
+                log.warning("voice message not fetched platform=%s message=%s reason=%s", message.platform,
+                            message.message_id, exc)
+                return Reading(message, unfetched_line())
             raise
         fetched, size = time.perf_counter(), len(audio)
         media = self.settings

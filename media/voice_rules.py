@@ -28,6 +28,11 @@ def too_large_line(limit_bytes: int) -> str:
             "in shorter parts, or type it?")
 
 
+def unfetched_line() -> str:
+    return ("I couldn't get that voice message from the chat (it may have been deleted, or I may not be allowed to "
+            "open files). Could you send it again, or type it?")
+
+
 def unheard_line() -> str:
     return "I couldn't make out any words in that voice message. Could you say it again, or type it?"
 

@@ -47,7 +47,7 @@ async def download(http: discord.http.HTTPClient, url: str, max_bytes: int, time
     try:
         async with session.get(url, timeout=timeout, proxy=http.proxy, proxy_auth=http.proxy_auth) as response:
             if response.status != 200:
-                raise AttachmentError(_refusal(response.status))
+                raise AttachmentError(_refusal(response.status), gone=response.status in (403, 404))
             if response.content_length is not None and response.content_length > max_bytes:
                 raise AttachmentError(f"discord: the file is {response.content_length} bytes, over {max_bytes}",
                                       too_large=True)

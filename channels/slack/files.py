@@ -82,7 +82,7 @@ async def download(session: aiohttp.ClientSession, attachment: Attachment, token
     ``max_bytes``."""
     url = attachment.ref
     if origin_of(url) != host:
-        raise AttachmentError("slack: the file is not on Slack's file host; the token is not sent there")
+        raise AttachmentError("slack: the file is not on Slack's file host; the token is not sent there", gone=True)
     try:
         for _ in range(MAX_REDIRECTS + 1):
             at = origin_of(url)
@@ -112,11 +112,12 @@ async def _body(response: aiohttp.ClientResponse, attachment: Attachment, max_by
     status = response.status
     if status != 200:
         if status in (401, 403, 404, 410):
-            raise AttachmentError(f"slack: the file is not available (HTTP {status})")
+            raise AttachmentError(f"slack: the file is not available (HTTP {status})", gone=True)
         raise AttachmentError(f"slack: the file host answered HTTP {status}")
     if response.content_type == "text/html" and not attachment.mime.startswith("text/html"):
         # Slack's login page: the token was refused, or lacks files:read.
-        raise AttachmentError("slack: Slack answered a login page, not the file (does the token have files:read?)")
+        raise AttachmentError("slack: Slack answered a login page, not the file (does the token have files:read?)",
+                              gone=True)
     if response.content_length is not None and response.content_length > max_bytes:
         raise AttachmentError(f"slack: the file is {response.content_length} bytes, over {max_bytes}", too_large=True)
     body = bytearray()

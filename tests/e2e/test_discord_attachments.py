@@ -133,7 +133,25 @@ async def test_a_failed_download_is_an_attachment_error_not_too_large(
         again = await channel.fetch_attachment(message.attachments[0], MAX_BYTES)
 
     assert not failed.value.too_large and str(status) in str(failed.value)
+    assert failed.value.gone is (status in (403, 404))  # deleted or expired: trying again will not help
     assert again == PHOTO_BYTES
+
+
+async def test_a_voice_message_deleted_before_it_was_fetched_is_answered_honestly(
+        discord_api: FakeDiscord, dm: int, journal: InboundJournal) -> None:
+    from ground.config import MediaSettings
+    from media.reader import MediaReader
+
+    inbox = Inbox()
+    async with running(_channel(journal), inbox) as channel:
+        discord_api.push_message(dm, ALICE, "", attachments=[
+            discord_api.attachment(dm, "voice-message.ogg", "audio/ogg", b"OggS voice", duration_s=2.0)])
+        (message,) = await inbox.wait_for(1)
+        discord_api.fail_downloads(404)
+        reader = MediaReader(MediaSettings(transcription_model="openai/whisper-1"), None)  # type: ignore[arg-type]
+        reading = await reader.read(message, channel)  # never transcribes: nothing was fetched
+
+    assert reading.answer is not None and "couldn't get that voice message" in reading.answer
 
 
 async def test_an_unreachable_cdn_is_an_attachment_error(discord_api: FakeDiscord, journal: InboundJournal) -> None:

@@ -130,6 +130,7 @@ async def test_a_failed_download_is_an_attachment_error_not_too_large(
         again = await channel.fetch_attachment(message.attachments[0], MAX_BYTES)
 
     assert not failed.value.too_large and str(status) in str(failed.value)
+    assert failed.value.gone is (status in (401, 403, 404, 410))  # not there, or not ours: no retry
     assert again == PHOTO_BYTES
 
 

@@ -23,7 +23,6 @@ from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FakeTelegramApi
 from tests.support.memory import fact
 from tests.support.telegram_app import start_telegram_app, telegram_settings
-from tests.support.waiting import until
 
 ANA = 5_501
 CAPTURE_SYSTEM = "The transcript and the stored memories"
@@ -135,3 +134,4 @@ async def test_without_a_transcription_model_a_voice_note_keeps_its_honest_line(
             assert tg.downloads == [] and fake_llm.transcription_requests == []
         finally:
             await app.close()
+

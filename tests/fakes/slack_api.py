@@ -71,7 +71,8 @@ SIGNATURE_VERSION = "v0"
 SHUTDOWN_GRACE_S = 0.1
 DEFAULT_WAIT_S = 5.0
 # What the README asks a Slack app to hold: no *:history scope but im:history, so kith reads DMs only.
-README_SCOPES = frozenset({"app_mentions:read", "chat:write", "im:history", "users:read", "files:write"})
+README_SCOPES = frozenset({"app_mentions:read", "chat:write", "im:history", "users:read", "files:write",
+                           "files:read"})
 _HISTORY_SCOPES = {"im": "im:history", "mpim": "mpim:history", "private": "groups:history",
                    "public": "channels:history"}
 
