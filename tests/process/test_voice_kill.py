@@ -28,7 +28,7 @@ async def test_a_voice_note_whose_transcription_a_kill_cut_is_transcribed_again_
     fake_llm.transcription_delays.append(60)  # the first transcription is still under way when the process dies
     bot = await start_telegram_bot(cfg)
     try:
-        telegram_api.push_voice(ANA, ANA, "pick up the cake at four".encode(), duration=2)
+        telegram_api.push_voice(ANA, ANA, b"pick up the cake at four", duration=2)
         await until(lambda: len(fake_llm.transcription_requests) == 1, 60, what="the transcription to start")
     finally:
         bot.send_signal(signal.SIGKILL)
@@ -39,7 +39,8 @@ async def test_a_voice_note_whose_transcription_a_kill_cut_is_transcribed_again_
     try:
         await telegram_api.wait_for_sent(1, timeout=60)
         await asyncio.sleep(1.0)  # time for anything doubled to show up
-        assert [m.visible_text for m in telegram_api.sent] == ["echo: transcript of voice.ogg: pick up the cake at four"]
+        heard = "echo: transcript of voice.ogg: pick up the cake at four"
+        assert [m.visible_text for m in telegram_api.sent] == [heard]
         assert len(fake_llm.transcription_requests) == 2  # redone once, after the restart
         assert len(telegram_api.downloads) == 2
     finally:
