@@ -81,6 +81,7 @@ def record_json(record: MemoryRecord) -> dict[str, Any]:
                 "chat_id": s.chat_id,
                 "message_id": s.message_id,
                 "timestamp": s.timestamp.isoformat(),
+                "voice": s.medium == "voice",
             }
             for s in record.sources
         ],
