@@ -13,7 +13,7 @@ and their relations are read from their words by fixed rules, no model and nothi
   receipt is the memory the words became, as ``attach`` makes it in kith.
 
 Far noisier than a model's relations (every content word is a "thing"), and far more of them: a being named in
-too many becomes a hub that the recall engine does not fetch through (:mod:`memory.recall.graph_reach`).
+too many becomes a hub that the recall engine does not fetch through (:meth:`PersonGraph.is_hub`).
 """
 
 from __future__ import annotations

@@ -243,11 +243,17 @@ class PersonGraph:
                         found[root] = None
         return list(found)
 
+    def is_hub(self, root: str, hub: int) -> bool:
+        """Whether ``root`` is a hub: it touches more than ``hub`` relations, or it is the person themselves. A hub
+        reaches nearly everything, so a reach never passes through it (it would select nothing)."""
+        return root == SELF or len(self._touching.get(root, ())) > hub
+
     def neighbourhood(self, roots: Iterable[str], hops: int, *, shared_only: bool,
-                      at: datetime | None = None) -> list[tuple[Relation, int]]:
+                      at: datetime | None = None, hub: int | None = None) -> list[tuple[Relation, int]]:
         """The holding relations within ``hops`` of ``roots`` (each with the hop it was reached at), never
-        through the person themselves: everything touches them, so passing through them reaches everything."""
-        frontier = [r for r in roots if r != SELF]
+        through the person themselves: everything touches them, so passing through them reaches everything.
+        With ``hub``, never through any hub (:meth:`is_hub`) either: a hub is reached, its relations are not."""
+        frontier = [r for r in roots if r != SELF and (hub is None or not self.is_hub(r, hub))]
         seen_roots = set(frontier)
         out: dict[str, tuple[Relation, int]] = {}
         for hop in range(1, hops + 1):
@@ -260,7 +266,8 @@ class PersonGraph:
                     for end in (self.root(r.subject), self.root(r.object)):
                         if end != SELF and end not in seen_roots:
                             seen_roots.add(end)
-                            following.append(end)
+                            if hub is None or not self.is_hub(end, hub):
+                                following.append(end)
             frontier = following
         return list(out.values())
 

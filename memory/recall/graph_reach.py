@@ -10,9 +10,10 @@ Recall ranks with the groups (:func:`memory.recall.ranking.graph_lifts`): a memo
 best score among the group's other memories, as a memory said next to a strong match does in its chat. Members
 that neither search path found are fetched, so a memory joined to the query only through the graph can come up.
 
-A being with more than ``hub`` relations (everything the person says touches the person, so the graph leaves them
-out altogether) still lifts the candidates that touch it, but nothing is fetched through it and it is not
-expanded: it would reach everything and so select nothing.
+A hub (:meth:`PersonGraph.is_hub`: a being with more than ``hub`` relations; the person themselves, whom everything
+they say touches, the graph leaves out altogether) still lifts the candidates that touch it, but nothing is fetched
+through it and it is not expanded (:meth:`PersonGraph.neighbourhood` never passes through one): it would reach
+everything and so select nothing.
 
 Privacy: only ``graph``'s relations (one person's graph), only those that hold now, and with ``shared_only`` only
 relations said where a group may hear them; the memories themselves still pass recall's own isolation rule.
@@ -62,9 +63,12 @@ def by_memory(graph: PersonGraph) -> dict[str, list[Relation]]:
     return out
 
 
+def _receipted(r: Relation, person: str) -> bool:
+    return r.person == person and r.memory_id is not None
+
+
 def _usable(r: Relation, person: str, shared_only: bool) -> bool:
-    return r.person == person and r.memory_id is not None and r.holds() and (
-        not shared_only or r.scope is Scope.SHARED)
+    return _receipted(r, person) and r.holds() and (not shared_only or r.scope is Scope.SHARED)
 
 
 def reach(graph: PersonGraph, index: Mapping[str, Sequence[Relation]], query: str, best: Sequence[str],
@@ -91,11 +95,8 @@ def reach(graph: PersonGraph, index: Mapping[str, Sequence[Relation]], query: st
     selected: dict[str, tuple[int, int]] = {being: (1, seed) for being, seed in seeds.items()}
     if hops >= 2:
         for being, seed in seeds.items():
-            touching = graph.touching(being)
-            if len(touching) > hub:
-                continue
-            for r in touching:
-                if not _usable(r, person, shared_only):
+            for r, _hop in graph.neighbourhood([being], 1, shared_only=shared_only, hub=hub):
+                if not _receipted(r, person):
                     continue
                 for end in (graph.root(r.subject), graph.root(r.object)):
                     if end != SELF and end not in seeds:
@@ -115,12 +116,9 @@ def reach(graph: PersonGraph, index: Mapping[str, Sequence[Relation]], query: st
     # Beings that are not hubs reach every memory of their relations.
     sizes: dict[str, int] = {}
     for being in selected:
-        touching = graph.touching(being)
-        sizes[being] = len(touching)
-        if len(touching) > hub:
-            continue
-        for r in touching:
-            if _usable(r, person, shared_only):
+        sizes[being] = len(graph.touching(being))
+        for r, _hop in graph.neighbourhood([being], 1, shared_only=shared_only, hub=hub):
+            if _receipted(r, person):
                 assert r.memory_id is not None
                 members[being].add(r.memory_id)
                 relations.setdefault(r.memory_id, {})[(being, r.id)] = r

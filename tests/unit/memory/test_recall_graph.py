@@ -231,3 +231,25 @@ def test_a_hub_lifts_the_candidates_that_touch_it_but_fetches_nothing() -> None:
     hub = reach(graph, index, "Ola?", [], {"m0": None}, hops=1, from_best=0, shared_only=False, hub=3,
                 fetch_max=50)
     assert hub.fetch == [] and hub.groups == [GraphGroup(graph.resolve("Ola") or "", 1, -1, frozenset({"m0"}))]
+
+
+def test_two_hops_never_pass_through_a_hub() -> None:
+    """The hub rule's one home is PersonGraph: its neighbourhood reaches a hub but not through it, and so does recall's
+    second hop (Ola is met in m0; Ola met five things; two hops from "the bakery" stop at Ola once she is a hub)."""
+    memories = [match(f"m{i}", 0.0).record for i in range(6)]
+    graph = graph_of(ANA, proposed("Ola", "works at", "the bakery", memories[0], Scope.DM),
+                     *(proposed("Ola", "met", f"thing {i}", r, Scope.DM) for i, r in enumerate(memories[1:])))
+    bakery, ola = graph.resolve("the bakery") or "", graph.resolve("Ola") or ""
+    assert not graph.is_hub(ola, 10) and graph.is_hub(ola, 3) and not graph.is_hub(bakery, 3)
+    through = {graph.name(r.object) for r, _hop in graph.neighbourhood([bakery], 2, shared_only=False, hub=10)}
+    assert through == {"the bakery", *(f"thing {i}" for i in range(5))}
+    stopped = graph.neighbourhood([bakery], 2, shared_only=False, hub=3)
+    assert [(graph.name(r.object), hop) for r, hop in stopped] == [("the bakery", 1)]
+    assert graph.neighbourhood([ola], 1, shared_only=False, hub=3) == []  # a hub as a root reaches nothing either
+    index = by_memory(graph)
+    wide = reach(graph, index, "the bakery?", [], {"m0": None}, hops=2, from_best=0, shared_only=False, hub=10,
+                 fetch_max=50)
+    assert sorted(wide.fetch) == ["m1", "m2", "m3", "m4", "m5"]
+    narrow = reach(graph, index, "the bakery?", [], {"m0": None}, hops=2, from_best=0, shared_only=False, hub=3,
+                   fetch_max=50)
+    assert narrow.fetch == [] and {(g.being, g.level) for g in narrow.groups} == {(bakery, 1), (ola, 2)}
