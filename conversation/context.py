@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ground.config import BudgetSettings
 from ground.turns import MemorySlots
@@ -35,7 +36,7 @@ class PromptParts:
 
 @dataclass(frozen=True, slots=True)
 class BuiltPrompt:
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # a content is text, or (a turn with photos) text and image parts
     sizes: dict[str, int]  # characters per part, for logs and tests
 
     @property

@@ -25,12 +25,14 @@ from ground.db import Connection, Database
 from ground.keyed_locks import KeyedLocks
 from ground.tunables import HISTORY_WINDOW_CACHE_THREADS, MAX_TOOL_ROUNDS, MEMORY_SLOTS_TIMEOUT_S
 from ground.turns import CompletedTurn, MemoryContext, MemorySlots, Speaker, Tool, TurnObserver
-from ground.types import ChatKind, InboundMessage, OutboundMessage, reply_to
+from ground.types import ChatKind, InboundMessage, OutboundMessage, SeenImage, reply_to
 from llm.client import HONEST_FAILURE_REPLY, LLMClient, LLMError, TextSink
+from llm.vision import with_images
+from media.reader import PHOTO
 from people import directory, history
 from persona.card import render_card
 from persona.instructions import TOOL_FAILED, unknown_tool
-from persona.labels import speaker_line
+from persona.labels import PHOTO_EARLIER, PHOTO_SHOWN, PHOTO_UNSEEN, photo_line, speaker_line
 
 log = logging.getLogger("kith.core")
 
@@ -122,7 +124,8 @@ class ConversationCore:
         return self.settings.history.window_messages + 1  # the window plus the message being answered
 
     async def handle(self, message: InboundMessage, *, also: AlsoWithReply | None = None,
-                     opened: OnOpened | None = None, on_text: TextSink | None = None) -> OutboundMessage:
+                     opened: OnOpened | None = None, on_text: TextSink | None = None,
+                     images: Sequence[SeenImage] = ()) -> OutboundMessage:
         """Answer one message; a model failure gives an honest reply and loses nothing stored.
 
         ``also`` runs in the transaction that records the reply in history (e.g. its outbox entry:
@@ -130,6 +133,7 @@ class ConversationCore:
         recorded, so ``also`` does not run for it. ``opened`` runs in the one that opens the
         turn (recording the person's message, unless a resumed turn recorded it before). ``on_text``, when given,
         hears the reply's text as the model streams it (a preview: the reply itself is what this returns).
+        ``images``: the photos the message came with, shown to the model with it, for this reply only.
         """
         started = time.perf_counter()
         conversation = message.conversation_key
@@ -142,15 +146,20 @@ class ConversationCore:
             self.windows.put(conversation, turn.window)  # committed: its newest row exists for good
             self.busy_people.add(turn.speaker.person)
             try:
-                return await self._answer(message, turn, started, also, on_text)
+                return await self._answer(message, turn, started, also, on_text, images)
             finally:
                 self.busy_people.discard(turn.speaker.person)
 
     async def _answer(self, message: InboundMessage, opened: _OpenedTurn, started: float,
-                      also: AlsoWithReply | None, on_text: TextSink | None = None) -> OutboundMessage:
+                      also: AlsoWithReply | None, on_text: TextSink | None = None,
+                      images: Sequence[SeenImage] = ()) -> OutboundMessage:
         speaker = opened.speaker
         window = opened.window
-        prompt, shown = await self._prompt(message, speaker, window.rows, window.summary, opened.user_id)
+        prompt, shown = await self._prompt(message, speaker, window.rows, window.summary, opened.user_id,
+                                           shows_images=bool(images))
+        if images:
+            last = prompt.messages[-1]
+            prompt.messages[-1] = {**last, "content": with_images(str(last["content"]), images)}
         before = self.last_timings.request_at = time.perf_counter()
         self.last_timings.before_llm_ms = (before - started) * 1000
         try:
@@ -205,7 +214,8 @@ class ConversationCore:
         return await self._prompt(message, speaker, rows, summary, None)
 
     async def _prompt(self, message: InboundMessage, speaker: Speaker, recent_rows: Sequence[history.StoredMessage],
-                      summary: history.Summary, exclude_id: int | None) -> tuple[BuiltPrompt, tuple[str, ...]]:
+                      summary: history.Summary, exclude_id: int | None, *,
+                      shows_images: bool = False) -> tuple[BuiltPrompt, tuple[str, ...]]:
         hs = self.settings.history
         slots = MemorySlots()
         shown: tuple[str, ...] = ()
@@ -218,12 +228,13 @@ class ConversationCore:
                 log.warning("memory slots unavailable person=%s error=%s", speaker.person, type(exc).__name__)
         group = message.chat_kind is ChatKind.GROUP
         # In a group each line says who spoke (persona.labels.speaker_line quotes the name: it is data).
-        turns = [HistoryTurn(m.role, speaker_line(m.author.split(':')[-1], m.text)
-                             if group and m.role == "user" else m.text, m.author)
+        turns = [HistoryTurn(m.role, speaker_line(m.author.split(':')[-1], _with_photo(m.text, m.medium, PHOTO_EARLIER))
+                             if group and m.role == "user" else _with_photo(m.text, m.medium, PHOTO_EARLIER), m.author)
                  for m in recent_rows if m.id != exclude_id and not m.silent and m.id > summary.through
                  and m.role in ("user", "assistant")][-hs.window_messages:]
         persona = render_card(self.settings.persona, now=self.clock(), extra_sections=self._tool_hints())
-        new_text = speaker_line(speaker.name, message.text) if group else message.text
+        said = _with_photo(message.text, message.medium, PHOTO_SHOWN if shows_images else PHOTO_UNSEEN)
+        new_text = speaker_line(speaker.name, said) if group else said
         parts = PromptParts(persona=persona, new_message=new_text, memory=slots, summary=summary.text,
                             recent=turns, speaker=speaker.name)
         return build_prompt(parts, self.settings.budget), shown
@@ -258,3 +269,8 @@ class ConversationCore:
                         result = json.dumps({"error": TOOL_FAILED})
                 convo.append({"role": "tool", "tool_call_id": call.id, "content": result})
         raise LLMError("tool_loop")
+
+
+def _with_photo(text: str, medium: str, mark: str) -> str:
+    """A message that came with photos reads with their mark before its caption; any other as it was said."""
+    return photo_line(mark, text) if medium == PHOTO else text

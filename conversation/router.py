@@ -38,7 +38,7 @@ from delivery.rate_gate import RateGate
 from delivery.worker import DeliveryWorker
 from ground.failures import describe, traceback_of
 from ground.tunables import INBOX_RETRY_BACKOFF_MAX_S, INBOX_RETRY_BACKOFF_S
-from ground.types import ButtonPress, Channel, InboundMessage, OutboundMessage, reply_to
+from ground.types import ButtonPress, Channel, InboundMessage, OutboundMessage, SeenImage, reply_to
 from media.reader import MediaReader
 from policy.gate import PolicyGate
 
@@ -218,7 +218,9 @@ class Router:
                 await self.worker.post(reply_to(message, reading.answer), source=message.message_id,
                                        also=keeping.answered_within)
                 return
-            message = reading.message
+            message, images = reading.message, reading.images
+        else:
+            images = ()
         if message.unreadable:  # nothing to read: the honest line is the whole answer
             await self.worker.post(unreadable_answer(message), source=message.message_id,
                                    also=keeping.answered_within)
@@ -232,12 +234,13 @@ class Router:
         if reply is None and self.pending is not None:
             reply = await self.pending(message)  # an answer to an open question, e.g. "the first"
         if reply is None:
-            reply = await self._converse(message, keeping, charged=command is not None and keeping.kept)
+            reply = await self._converse(message, keeping, charged=command is not None and keeping.kept,
+                                         images=images)
         if reply is not None:
             await self.worker.post(reply, source=message.message_id, also=keeping.answered_within)
 
     async def _converse(self, message: InboundMessage, keeping: Keeping, *,
-                        charged: bool) -> OutboundMessage | None:
+                        charged: bool, images: tuple[SeenImage, ...] = ()) -> OutboundMessage | None:
         """The conversation core's reply, posted in the transaction that records it. Returns a reply the core
         did not record (its honest failure reply), still to be posted; None when posted, or when this process
         has no channel for the message's platform (it stays kept: a later process that has one answers it)."""
@@ -253,7 +256,8 @@ class Router:
                     preview or contextlib.nullcontext():
                 reply = await self.core.handle(message, also=posting,
                                                opened=functools.partial(keeping.opened_within, charge=not charged),
-                                               on_text=preview.grew if preview is not None else None)
+                                               on_text=preview.grew if preview is not None else None,
+                                               images=images)
             handled = True
         finally:
             # A reply that committed goes out even if something after the commit failed; one whose

@@ -198,6 +198,10 @@ class MediaSettings:
     transcription_timeout_s: float = t.TRANSCRIPTION_TIMEOUT_S
     voice_max_bytes: int = t.VOICE_MAX_BYTES
     voice_max_seconds: float = t.VOICE_MAX_SECONDS
+    # Photos shown to the model with their caption, for that turn only: "auto" asks litellm whether the model sees
+    # images; true or false decides. What an image shows is never remembered (those are not the person's words).
+    vision: bool | str = "auto"
+    image_max_bytes: int = t.IMAGE_MAX_BYTES
 
     def transcribes(self) -> bool:
         return bool(self.transcription_model)
@@ -206,7 +210,9 @@ class MediaSettings:
 def check_media(settings: Settings) -> None:
     """[media]'s limits are positive (a section check, so the loader names the file)."""
     media = settings.media
-    for key in ("voice_max_bytes", "voice_max_seconds", "transcription_timeout_s"):
+    if isinstance(media.vision, str) and media.vision != "auto":
+        raise ValueError(f'media.vision: "auto", true or false, not {media.vision!r}')
+    for key in ("voice_max_bytes", "voice_max_seconds", "transcription_timeout_s", "image_max_bytes"):
         if getattr(media, key) <= 0:
             raise ValueError(f"media.{key}: must be greater than 0")
 

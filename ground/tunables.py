@@ -14,10 +14,13 @@ LLM_MAX_RETRIES = 2
 TRANSCRIPTION_TIMEOUT_S = 120.0
 VOICE_MAX_BYTES = 20 * 1024 * 1024  # Telegram's own getFile limit; a longer note is told so
 VOICE_MAX_SECONDS = 600.0
+IMAGE_MAX_BYTES = 10 * 1024 * 1024  # a photo shown to a model that sees ([media] image_max_bytes)
+IMAGES_PER_TURN = 4  # the most images of one message shown to the model
 LLM_MAX_REPLY_TOKENS = 1024
 MODEL_PROCESS_START_TIMEOUT_S = 120.0  # the model process loading litellm (seconds on a slow disk)
 MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed
 MODEL_PROCESS_HUNG_MARGIN_S = 2.0  # the child bounds a call by its timeout + 1 s; past + 2 s it is hung
+MODEL_PROCESS_QUERY_TIMEOUT_S = 10.0  # a question the model process answers from litellm's tables (no network)
 MODEL_PROCESS_LINE_LIMIT = 64 * 1024 * 1024  # bytes per request or answer on its pipe; prompts are far smaller
 # A streamed reply's text crosses the pipe at most this often (the first words at once): a preview shows it no
 # faster, and a line per token would cost the model process a write per token.

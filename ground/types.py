@@ -120,6 +120,14 @@ class Attachment:
                    float(duration) if duration is not None else None)
 
 
+@dataclass(frozen=True, slots=True)
+class SeenImage:
+    """An image fetched for one turn, to show a model that sees: held in memory for that turn only, never kept."""
+
+    mime: str  # "image/jpeg"
+    data: bytes = field(repr=False)
+
+
 class AttachmentError(Exception):
     """An attachment could not be fetched. ``too_large``: it is past the limit asked for; ``gone``: the platform
     says it is not there or not kith's to read (deleted, an expired link, a missing scope), so trying again will

@@ -116,6 +116,8 @@ class ModelCalls(Protocol):
 
     async def transcribe(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply: ...
 
+    async def sees_images(self, model: str) -> bool: ...
+
 
 class LLMClient:
     """Calls the configured model, then each fallback, each with bounded retries.
@@ -129,6 +131,7 @@ class LLMClient:
         self.settings = settings
         self._litellm = litellm_module
         self.calls = calls
+        self._sight: dict[str, bool] = {}  # by model: whether litellm says it sees images
 
     @property
     def litellm(self) -> Any:
@@ -169,6 +172,21 @@ class LLMClient:
             return await call_transcription(self.litellm, with_api_key(dict(kwargs), api_key_env), timeout_s)
 
         return (await self._retrying([model], retries, "transcription", call)).text
+
+    async def sees_images(self) -> bool:
+        """Whether the configured model takes images, as litellm's model table says (asked once per model). A model
+        litellm does not know is taken not to: set ``[media] vision = true`` for one that does."""
+        model = self.settings.model
+        if model not in self._sight:
+            try:
+                if self.calls is not None:
+                    self._sight[model] = await self.calls.sees_images(model)
+                else:
+                    self._sight[model] = model_sees_images(self.litellm, model)
+            except Exception as exc:  # asked again next time: a model process still starting, say
+                log.warning("vision check failed model=%s error=%s", model, type(exc).__name__)
+                return False
+        return self._sight[model]
 
     async def _retrying(self, models: Sequence[str], retries: int, purpose: str,
                         call: Callable[[str], Awaitable[LLMReply]]) -> LLMReply:
@@ -232,6 +250,14 @@ def with_api_key(kwargs: dict[str, Any], api_key_env: str) -> dict[str, Any]:
     elif str(kwargs.get("model", "")).startswith("openai/"):
         kwargs["api_key"] = "not-needed"  # OpenAI-compatible local servers ignore it; the client demands one
     return kwargs
+
+
+def model_sees_images(litellm: Any, model: str) -> bool:
+    """litellm's word on whether ``model`` takes images (False for a model its table does not know)."""
+    try:
+        return bool(litellm.supports_vision(model=model))
+    except Exception:  # an unknown provider prefix, say
+        return False
 
 
 async def call_transcription(litellm: Any, kwargs: dict[str, Any], timeout: float) -> LLMReply:

@@ -33,6 +33,7 @@ from ground.tunables import (
     MODEL_PROCESS_CALL_RESENDS,
     MODEL_PROCESS_HUNG_MARGIN_S,
     MODEL_PROCESS_LINE_LIMIT,
+    MODEL_PROCESS_QUERY_TIMEOUT_S,
     MODEL_PROCESS_RESPAWN_PAUSE_S,
     MODEL_PROCESS_START_ATTEMPTS,
 )
@@ -243,6 +244,11 @@ class ModelProcess:
     async def transcribe(self, kwargs: dict[str, Any], api_key_env: str, timeout_s: float) -> LLMReply:
         """A transcription (:func:`llm.client.call_transcription`): the audio crosses the pipe as base64."""
         return await self._call("transcribe", kwargs, api_key_env, timeout_s, None)
+
+    async def sees_images(self, model: str) -> bool:
+        """litellm's word, asked in this process (:func:`llm.client.model_sees_images`)."""
+        reply = await self._call("sees_images", {"model": model}, "", MODEL_PROCESS_QUERY_TIMEOUT_S, None)
+        return reply.text == "yes"
 
     async def _call(self, call: str, kwargs: dict[str, Any], api_key_env: str, timeout_s: float,
                     on_text: TextSink | None) -> LLMReply:

@@ -42,6 +42,7 @@ from llm.client import (
     call_transcription,
     classify,
     import_litellm,
+    model_sees_images,
     with_api_key,
 )
 
@@ -136,7 +137,10 @@ class Worker:
     async def _answer(self, call_id: int, request: dict[str, Any]) -> None:
         try:
             kwargs = with_api_key(dict(request["kwargs"]), request.get("api_key_env") or "")
-            if request.get("call") == "transcribe":
+            if request.get("call") == "sees_images":
+                sees = model_sees_images(self._litellm, str(kwargs.get("model", "")))
+                reply = LLMReply("yes" if sees else "no")
+            elif request.get("call") == "transcribe":
                 reply = await call_transcription(self._litellm, kwargs, float(request["timeout_s"]))
             else:
                 on_text = self._deltas(call_id) if kwargs.get("stream") else None

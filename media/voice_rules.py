@@ -52,6 +52,13 @@ def choose_voice(attachments: Sequence[Attachment], settings: MediaSettings) -> 
     return VoiceChoice(attachment=voice)
 
 
+def images_to_show(attachments: Sequence[Attachment], max_bytes: int, most: int) -> list[Attachment]:
+    """The message's images a model that sees is shown: in order, at most ``most``, none the platform says is
+    larger than ``max_bytes``."""
+    return [a for a in attachments if a.kind is AttachmentKind.IMAGE
+            and (a.size is None or a.size <= max_bytes)][:most]
+
+
 def _duration(seconds: float) -> str:
     minutes = seconds / 60
     if minutes >= 1 and minutes == math.floor(minutes):

@@ -34,6 +34,18 @@ def summary_section(summary: str) -> str:
     return f"Summary of the earlier conversation (stored data):\n{summary}"
 
 
+# A message that came with photos: what the model is told of them (the photo itself only on the turn it came,
+# to a model that sees; never remembered: what an image shows is not the person's words).
+PHOTO_SHOWN = "[sent a photo: it is shown with this message]"
+PHOTO_UNSEEN = "[sent a photo you cannot see]"
+PHOTO_EARLIER = "[sent a photo here, no longer shown]"
+
+
+def photo_line(mark: str, text: str) -> str:
+    """A message's text with the mark of the photo it came with (the caption, if any, after it)."""
+    return f"{mark} {text}" if text else mark
+
+
 def speaker_line(name: str, text: str) -> str:
     """One group-chat message: who spoke, as a quoted string, then what they said.
 

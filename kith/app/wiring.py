@@ -135,7 +135,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                     previewing=Previewing(frozenset(settings.delivery.stream), rate_gate,
                                           settings.delivery.stream_gap_s, settings.delivery.stream_give_up_s,
                                           PreviewBook(db, clock)),
-                    media=MediaReader(settings.media, llm) if settings.media.transcribes() else None)
+                    media=MediaReader(settings.media, llm))
     if lemmas_read is not None:
         await lemmas_read
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,

@@ -389,3 +389,12 @@ async def test_a_voice_note_is_transcribed_in_the_model_process_and_a_failing_on
                              api_key_env="", timeout_s=10)
     assert failed.value.retryable  # the turn that asked is tried again later, never dropped
     assert len(fake_llm.transcription_requests) == 5  # kith's one retry each time, no provider SDK's retries beside
+
+
+async def test_whether_a_model_sees_images_is_litellms_word_asked_in_the_model_process(
+        fake_llm: FakeOpenAI, process: ModelProcess) -> None:
+    assert await process.sees_images("openai/gpt-4o") is True
+    assert await process.sees_images("openai/fake-model") is False  # one litellm does not know: taken not to
+    assert await process.sees_images("no-such-provider/whatever") is False
+    llm = LLMClient(LLMSettings(model="openai/gpt-4o", api_base=fake_llm.base_url), calls=process)
+    assert await llm.sees_images() is True

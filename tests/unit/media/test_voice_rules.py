@@ -60,3 +60,13 @@ def test_words_said_in_a_voice_message_are_labelled_a_transcript_wherever_they_a
     assert "in a voice message (transcribed)" in shown and '"my sister Ola lives in Gdańsk"' in shown
     # The mark is kept with the memory, as every receipt is.
     assert from_metadata(to_metadata(spoken)).sources == spoken.sources
+
+
+def test_the_images_shown_are_the_messages_own_in_order_within_the_size_and_count() -> None:
+    from media.voice_rules import images_to_show
+
+    def image(ref: str, size: int | None) -> Attachment:
+        return Attachment(AttachmentKind.IMAGE, ref, f"{ref}.jpg", "image/jpeg", size)
+
+    files = [image("a", 10), voice(size=5), image("huge", 11), image("b", None), image("c", 3), image("d", 1)]
+    assert [a.ref for a in images_to_show(files, 10, 3)] == ["a", "b", "c"]
