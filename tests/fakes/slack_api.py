@@ -261,6 +261,7 @@ class FakeSlack:
         self._shared_files: dict[str, bytes] = {}  # file id -> what its private URL serves
         self._download_failures: deque[int] = deque()
         self._download_redirects: deque[str] = deque()
+        self._login_pages = 0  # next GETs of a shared file answered with the sign-in page, whatever the token
         self._chunked_files: set[str] = set()
         self._serial = itertools.count(1)
         self._ts_serial = itertools.count(1)
@@ -544,6 +545,11 @@ class FakeSlack:
     def redirect_next_download(self, location: str) -> None:
         """The next GET of a shared file answers 302 to ``location``, as Slack's file host may."""
         self._download_redirects.append(location)
+
+    def answer_login_page(self, *, times: int = 1) -> None:
+        """The next ``times`` GETs of a shared file answer files.slack.com's sign-in page (HTTP 200), as for a
+        token refused there, while the Web API still takes the bot token."""
+        self._login_pages += times
 
     def mention_event(self, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> JsonDict:
         """An ``app_mention``: ``text`` should hold ``<@U0KITHBOT>`` (see :data:`MENTION`)."""
@@ -1074,7 +1080,8 @@ class FakeSlack:
                                     content_type="text/html")
         elif self._download_redirects:
             response = web.Response(status=302, headers={"Location": self._download_redirects.popleft()})
-        elif token != self.bot_token:
+        elif token != self.bot_token or self._login_pages:
+            self._login_pages = max(0, self._login_pages - 1)
             response = web.Response(text=_LOGIN_PAGE, content_type="text/html")
         elif content is None:
             response = web.Response(status=404, text="Not found", content_type="text/plain")
