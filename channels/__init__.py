@@ -6,4 +6,5 @@
 * :mod:`channels.markdown`: Markdown parsed once, emitted in a platform's dialect, cut to its length limit.
 * :mod:`channels.lanes`: each chat's events handled in arrival order, other chats never waiting.
 * :mod:`channels.http`: the small HTTP server for pushed events (Telegram webhooks, Slack HTTP events).
+* :mod:`channels.downloads`: a file's body read within a size cap (Discord's and Slack's attachments).
 """

@@ -13,9 +13,8 @@ import urllib.parse
 import aiohttp
 import discord
 
+from channels.downloads import read_capped
 from ground.types import Attachment, AttachmentError
-
-_CHUNK_BYTES = 64 * 1024
 
 
 def refuse_oversized(attachment: Attachment, max_bytes: int) -> None:
@@ -48,22 +47,9 @@ async def download(http: discord.http.HTTPClient, url: str, max_bytes: int, time
         async with session.get(url, timeout=timeout, proxy=http.proxy, proxy_auth=http.proxy_auth) as response:
             if response.status != 200:
                 raise AttachmentError(_refusal(response.status), gone=response.status in (403, 404))
-            if response.content_length is not None and response.content_length > max_bytes:
-                raise AttachmentError(f"discord: the file is {response.content_length} bytes, over {max_bytes}",
-                                      too_large=True)
-            return await read_capped(response, max_bytes)
+            return await read_capped(response, max_bytes, "discord")
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         raise AttachmentError(f"discord: network {type(exc).__name__}") from None
-
-
-async def read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
-    """The body, read in pieces and given up once past ``max_bytes``: a huge file is never held whole."""
-    body = bytearray()
-    async for piece in response.content.iter_chunked(_CHUNK_BYTES):
-        body += piece
-        if len(body) > max_bytes:
-            raise AttachmentError(f"discord: the file is over {max_bytes} bytes", too_large=True)
-    return bytes(body)
 
 
 def _refusal(status: int) -> str:
@@ -73,4 +59,4 @@ def _refusal(status: int) -> str:
     return f"discord: the CDN answered HTTP {status}"
 
 
-__all__ = ["attachment_id", "cdn_session", "download", "read_capped", "refuse_oversized"]
+__all__ = ["attachment_id", "cdn_session", "download", "refuse_oversized"]

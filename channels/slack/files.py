@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from channels.downloads import read_capped
 from ground.types import Attachment, AttachmentError
 
 DEFAULT_FILES_HOST = "files.slack.com"
 MAX_REDIRECTS = 3
-_CHUNK_BYTES = 64 * 1024
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -118,14 +118,7 @@ async def _body(response: aiohttp.ClientResponse, attachment: Attachment, max_by
         # Slack's login page: the token was refused, or lacks files:read.
         raise AttachmentError("slack: Slack answered a login page, not the file (does the token have files:read?)",
                               gone=True)
-    if response.content_length is not None and response.content_length > max_bytes:
-        raise AttachmentError(f"slack: the file is {response.content_length} bytes, over {max_bytes}", too_large=True)
-    body = bytearray()
-    async for piece in response.content.iter_chunked(_CHUNK_BYTES):
-        body += piece
-        if len(body) > max_bytes:
-            raise AttachmentError(f"slack: the file is over {max_bytes} bytes", too_large=True)
-    return bytes(body)
+    return await read_capped(response, max_bytes, "slack")
 
 
 def _is_ip(host: str) -> bool:
