@@ -11,6 +11,7 @@ from memory.capture.relation_rules import RelationRefusal, check_relations
 from memory.core.graph_records import EntityKind, RelationProposal
 
 QUOTES = ["My sister Ola lives in Gdańsk"]
+FAKE_KEY = "sk-FAKE-not-a-real-key-kith-tests"  # shaped as an API key, so the redactor knows it as one
 
 
 @pytest.mark.parametrize("raw", [
@@ -25,11 +26,18 @@ QUOTES = ["My sister Ola lives in Gdańsk"]
     [{"subject": "PERSON", "relation": "lives in", "object": "me"}],  # the person twice
     [{"subject": "Kasia", "relation": "sister of", "object": "PERSON"}],  # a name never said
     [{"subject": "Ola", "relation": "mother of", "object": "PERSON"}],  # a word never said
-    [{"subject": "Ola", "relation": "lives in", "object": "sk-live-4f3a9b8c7d6e5f4a3b2c1d0e"}],  # a secret as a name
+    [{"subject": "Ola", "relation": "lives in", "object": FAKE_KEY}],  # a secret as a name
 ])
 def test_garbage_is_refused_and_counted_never_kept(raw: Any) -> None:
     checked = check_relations({"relations": raw}, QUOTES, ["Ana"])
     assert checked.relations == [] and sum(checked.refused.values()) >= 1
+
+
+def test_a_secret_the_person_pasted_is_never_a_name_even_when_the_words_hold_it() -> None:
+    quotes = [f"my key {FAKE_KEY} lives in my notes"]
+    checked = check_relations({"relations": [{"subject": FAKE_KEY, "relation": "lives in", "object": "notes"}]},
+                              quotes, ["Ana"])
+    assert checked.relations == [] and checked.refused == {RelationRefusal.SECRET: 1}
 
 
 def test_only_the_supported_ones_of_a_mixed_answer_stay_and_past_the_limit_none_are_read() -> None:
