@@ -228,8 +228,7 @@ class ConversationCore:
                 log.warning("memory slots unavailable person=%s error=%s", speaker.person, type(exc).__name__)
         group = message.chat_kind is ChatKind.GROUP
         # In a group each line says who spoke (persona.labels.speaker_line quotes the name: it is data).
-        turns = [HistoryTurn(m.role, speaker_line(m.author.split(':')[-1], _with_photo(m.text, m.medium, PHOTO_EARLIER))
-                             if group and m.role == "user" else _with_photo(m.text, m.medium, PHOTO_EARLIER), m.author)
+        turns = [HistoryTurn(m.role, _as_read(m, group), m.author)
                  for m in recent_rows if m.id != exclude_id and not m.silent and m.id > summary.through
                  and m.role in ("user", "assistant")][-hs.window_messages:]
         persona = render_card(self.settings.persona, now=self.clock(), extra_sections=self._tool_hints())
@@ -269,6 +268,12 @@ class ConversationCore:
                         result = json.dumps({"error": TOOL_FAILED})
                 convo.append({"role": "tool", "tool_call_id": call.id, "content": result})
         raise LLMError("tool_loop")
+
+
+def _as_read(row: history.StoredMessage, group: bool) -> str:
+    """An earlier message as the prompt shows it: a photo's mark before its caption, and in a group who spoke."""
+    text = _with_photo(row.text, row.medium, PHOTO_EARLIER)
+    return speaker_line(row.author.split(":")[-1], text) if group and row.role == "user" else text
 
 
 def _with_photo(text: str, medium: str, mark: str) -> str:

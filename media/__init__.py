@@ -9,6 +9,6 @@ transcribes and asks whether the model sees through :class:`llm.client.LLMClient
 fetched lives in memory for the one call and is gone after it.
 
 * :mod:`media.reader`: the reading itself, inside the turn (a failure fails the turn, which is tried again);
-* :mod:`media.voice_rules`: pure rules: which voice note is read, which images are shown, within which limits,
+* :mod:`media.rules`: pure rules: which voice note is read, which images are shown, within which limits,
   and the honest lines.
 """

@@ -11,7 +11,7 @@ from ground.config import MediaSettings
 from ground.tunables import IMAGES_PER_TURN
 from ground.types import AttachmentError, AttachmentSource, InboundMessage, SeenImage
 from llm.client import LLMClient
-from media.voice_rules import choose_voice, images_to_show, too_large_line, unfetched_line, unheard_line
+from media.rules import choose_voice, images_to_show, too_large_line, unfetched_line, unheard_line
 
 log = logging.getLogger("kith.media")
 

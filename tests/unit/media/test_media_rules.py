@@ -1,10 +1,10 @@
-"""Which voice note is read and what its limits say (media.voice_rules, pure)."""
+"""Which voice note is read and what its limits say (media.rules, pure)."""
 
 from __future__ import annotations
 
 from ground.config import MediaSettings
 from ground.types import Attachment, AttachmentKind
-from media.voice_rules import choose_voice
+from media.rules import choose_voice
 
 ON = MediaSettings(transcription_model="openai/whisper-1", voice_max_bytes=1_000_000, voice_max_seconds=120)
 
@@ -63,7 +63,7 @@ def test_words_said_in_a_voice_message_are_labelled_a_transcript_wherever_they_a
 
 
 def test_the_images_shown_are_the_messages_own_in_order_within_the_size_and_count() -> None:
-    from media.voice_rules import images_to_show
+    from media.rules import images_to_show
 
     def image(ref: str, size: int | None) -> Attachment:
         return Attachment(AttachmentKind.IMAGE, ref, f"{ref}.jpg", "image/jpeg", size)

@@ -1,4 +1,5 @@
-"""Which voice note of a message is read, and whether it is within the limits (pure: no I/O)."""
+"""Which voice note of a message is read, which images are shown, within which limits, and the honest
+lines (pure: no I/O)."""
 
 from __future__ import annotations
 
