@@ -85,6 +85,7 @@ def build_prompt(parts: PromptParts, budget: BudgetSettings) -> BuiltPrompt:
         ("pinned", parts.memory.pinned, budget.pinned_chars),
         ("recalled", parts.memory.recalled, budget.recall_chars),
         ("goals", parts.memory.goals, budget.goals_chars),
+        ("documents", parts.memory.documents, budget.documents_chars),
         ("summary", parts.summary, budget.summary_chars),
     ):
         clipped = clip(text, limit)
@@ -108,5 +109,6 @@ def build_prompt(parts: PromptParts, budget: BudgetSettings) -> BuiltPrompt:
 def max_prompt_chars(budget: BudgetSettings) -> int:
     """The most characters build_prompt can produce, whatever it is given."""
     return (budget.persona_chars + budget.pinned_chars + budget.recall_chars + budget.goals_chars
-            + budget.summary_chars + budget.recent_chars + budget.message_chars + 4 * len("\n\n")
+            + budget.documents_chars + budget.summary_chars + budget.recent_chars + budget.message_chars
+            + 5 * len("\n\n")
             + len(MEMORY_NOTICE) + 64)

@@ -28,11 +28,11 @@ from ground.turns import CompletedTurn, MemoryContext, MemorySlots, Speaker, Too
 from ground.types import ChatKind, InboundMessage, OutboundMessage, SeenImage, reply_to
 from llm.client import HONEST_FAILURE_REPLY, LLMClient, LLMError, TextSink
 from llm.vision import with_images
-from media.reader import PHOTO
+from media.reader import DOCUMENT, PHOTO
 from people import directory, history
 from persona.card import render_card
 from persona.instructions import TOOL_FAILED, unknown_tool
-from persona.labels import PHOTO_EARLIER, PHOTO_SHOWN, PHOTO_UNSEEN, photo_line, speaker_line
+from persona.labels import PHOTO_EARLIER, PHOTO_SHOWN, PHOTO_UNSEEN, document_mark, photo_line, speaker_line
 
 log = logging.getLogger("kith.core")
 
@@ -232,7 +232,7 @@ class ConversationCore:
                  for m in recent_rows if m.id != exclude_id and not m.silent and m.id > summary.through
                  and m.role in ("user", "assistant")][-hs.window_messages:]
         persona = render_card(self.settings.persona, now=self.clock(), extra_sections=self._tool_hints())
-        said = _with_photo(message.text, message.medium, PHOTO_SHOWN if shows_images else PHOTO_UNSEEN)
+        said = _with_mark(message.text, message.medium, PHOTO_SHOWN if shows_images else PHOTO_UNSEEN)
         new_text = speaker_line(speaker.name, said) if group else said
         parts = PromptParts(persona=persona, new_message=new_text, memory=slots, summary=summary.text,
                             recent=turns, speaker=speaker.name)
@@ -271,11 +271,15 @@ class ConversationCore:
 
 
 def _as_read(row: history.StoredMessage, group: bool) -> str:
-    """An earlier message as the prompt shows it: a photo's mark before its caption, and in a group who spoke."""
-    text = _with_photo(row.text, row.medium, PHOTO_EARLIER)
+    """An earlier message as the prompt shows it: a photo's or document's mark before its caption, and in a group
+    who spoke."""
+    text = _with_mark(row.text, row.medium, PHOTO_EARLIER)
     return speaker_line(row.author.split(":")[-1], text) if group and row.role == "user" else text
 
 
-def _with_photo(text: str, medium: str, mark: str) -> str:
-    """A message that came with photos reads with their mark before its caption; any other as it was said."""
-    return photo_line(mark, text) if medium == PHOTO else text
+def _with_mark(text: str, medium: str, mark: str) -> str:
+    """A message that came with photos reads with ``mark`` before its caption, one whose document kith kept with
+    that mark; any other as it was said."""
+    if medium == PHOTO:
+        return photo_line(mark, text)
+    return document_mark(text) if medium == DOCUMENT else text

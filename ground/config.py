@@ -94,6 +94,7 @@ class BudgetSettings:
     pinned_chars: int = t.BUDGET_PINNED_CHARS
     recall_chars: int = t.BUDGET_RECALL_CHARS
     goals_chars: int = t.BUDGET_GOALS_CHARS
+    documents_chars: int = t.BUDGET_DOCUMENTS_CHARS
     summary_chars: int = t.BUDGET_SUMMARY_CHARS
     recent_chars: int = t.BUDGET_RECENT_CHARS
     message_chars: int = t.BUDGET_MESSAGE_CHARS
@@ -202,6 +203,12 @@ class MediaSettings:
     # images; true or false decides. What an image shows is never remembered (those are not the person's words).
     vision: bool | str = "auto"
     image_max_bytes: int = t.IMAGE_MAX_BYTES
+    # Text, Markdown and PDF files sent in a private chat are kept whole as the person's documents: passages of
+    # them recalled (labelled as data they shared) in later private replies; /docs lists them. false: the honest line.
+    documents: bool = True
+    document_max_bytes: int = t.DOCUMENT_MAX_BYTES
+    document_max_pages: int = t.DOCUMENT_MAX_PAGES
+    document_max_chars: int = t.DOCUMENT_MAX_CHARS
 
     def transcribes(self) -> bool:
         return bool(self.transcription_model)
@@ -212,7 +219,8 @@ def check_media(settings: Settings) -> None:
     media = settings.media
     if isinstance(media.vision, str) and media.vision != "auto":
         raise ValueError(f'media.vision: "auto", true or false, not {media.vision!r}')
-    for key in ("voice_max_bytes", "voice_max_seconds", "transcription_timeout_s", "image_max_bytes"):
+    for key in ("voice_max_bytes", "voice_max_seconds", "transcription_timeout_s", "image_max_bytes",
+                "document_max_bytes", "document_max_pages", "document_max_chars"):
         if getattr(media, key) <= 0:
             raise ValueError(f"media.{key}: must be greater than 0")
 

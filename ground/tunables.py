@@ -16,6 +16,17 @@ VOICE_MAX_BYTES = 20 * 1024 * 1024  # Telegram's own getFile limit; a longer not
 VOICE_MAX_SECONDS = 600.0
 IMAGE_MAX_BYTES = 10 * 1024 * 1024  # a photo shown to a model that sees ([media] image_max_bytes)
 IMAGES_PER_TURN = 4  # the most images of one message shown to the model
+DOCUMENT_MAX_BYTES = 10 * 1024 * 1024  # a document kept for a person ([media] document_max_bytes)
+DOCUMENT_MAX_PAGES = 300  # a PDF's pages read at most ([media] document_max_pages)
+DOCUMENT_MAX_CHARS = 1_000_000  # a document's text kept at most ([media] document_max_chars)
+# A document's passages: about a paragraph or three each, small enough that one matching sentence is not drowned
+# by the rest, large enough to keep a recipe's ingredients with its name.
+DOCUMENT_CHUNK_CHARS = 900
+DOCUMENT_CHUNK_OVERLAP_CHARS = 150  # the end of one passage begins the next: a sentence cut between them is whole once
+DOCUMENTS_MAX_PER_PERSON = 200  # documents one person may keep; past it, an honest line asks them to /docs forget one
+DOCUMENT_PASSAGES_PER_TURN = 3  # the most passages of documents a prompt shows
+DOCUMENT_PASSAGE_MIN_RELEVANCE = 0.25  # a passage weaker than this never reaches a prompt (recall's blend, 0..1)
+DOCUMENT_EMBED_BATCH = 32  # passages embedded in one embedder call while a document is kept
 LLM_MAX_REPLY_TOKENS = 1024
 MODEL_PROCESS_START_TIMEOUT_S = 120.0  # the model process loading litellm (seconds on a slow disk)
 MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed
@@ -53,6 +64,7 @@ BUDGET_PERSONA_CHARS = 4_000
 BUDGET_PINNED_CHARS = 1_600
 BUDGET_RECALL_CHARS = 1_600  # the recalled memories' share of the prompt
 BUDGET_GOALS_CHARS = 800
+BUDGET_DOCUMENTS_CHARS = 2_400  # passages of the person's documents
 BUDGET_SUMMARY_CHARS = 2_000
 BUDGET_RECENT_CHARS = 12_000
 DISPLAY_NAME_MAX_CHARS = 64  # a display name longer than this is cut wherever it enters a prompt or a terminal

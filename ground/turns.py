@@ -36,6 +36,7 @@ class MemorySlots:
     pinned: str = ""
     recalled: str = ""
     goals: str = ""
+    documents: str = ""  # passages of the person's documents (private chats only)
     shown_ids: tuple[str, ...] = ()  # memories placed in this prompt, for use credit
 
 

@@ -2,16 +2,41 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ground.config import MediaSettings
-from ground.tunables import IMAGES_PER_TURN
-from ground.types import AttachmentError, AttachmentSource, InboundMessage, SeenImage
+from ground.tunables import DOCUMENTS_MAX_PER_PERSON, IMAGES_PER_TURN
+from ground.types import (
+    Attachment,
+    AttachmentError,
+    AttachmentKind,
+    AttachmentSource,
+    ChatKind,
+    InboundMessage,
+    SeenImage,
+)
 from llm.client import LLMClient
-from media.rules import choose_voice, images_to_show, too_large_line, unfetched_line, unheard_line
+from media.documents import DocumentRefusal, document_kind, read_document
+from media.rules import (
+    choose_voice,
+    document_full_line,
+    document_kept_line,
+    document_private_line,
+    document_refused_line,
+    document_too_large_line,
+    document_unfetched_line,
+    document_unsupported_line,
+    images_to_show,
+    too_large_line,
+    unfetched_line,
+    unheard_line,
+)
 
 log = logging.getLogger("kith.media")
 
@@ -19,6 +44,23 @@ VOICE = "voice"  # InboundMessage.medium of a voice note's transcript
 
 
 PHOTO = "photo"  # InboundMessage.medium of a message that came with photos (its text: the caption, if any)
+DOCUMENT = "document"  # InboundMessage.medium of a message whose document kith kept (its text: the caption)
+
+
+class KeptDocument(Protocol):
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def pages(self) -> int: ...
+
+
+class DocumentShelf(Protocol):
+    """Where a person's documents are kept (:class:`memory.documents.DocumentBook`): ``key`` names the message and
+    file, so keeping one twice keeps it once; None when the person keeps as many as they may."""
+
+    async def keep(self, *, key: str, account: str, sender_name: str, name: str, kind: str, pages: Sequence[str],
+                   source: tuple[str, str, str]) -> KeptDocument | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,15 +82,20 @@ class MediaReader:
     honest line.
     """
 
-    def __init__(self, settings: MediaSettings, llm: LLMClient) -> None:
+    def __init__(self, settings: MediaSettings, llm: LLMClient, documents: DocumentShelf | None = None) -> None:
         self.settings = settings
         self.llm = llm
+        self.documents = documents  # None: no document is kept (the honest line stays)
 
     async def read(self, message: InboundMessage, source: object) -> Reading:
         if not isinstance(source, AttachmentSource):
             return Reading(message)
         choice = choose_voice(message.attachments, self.settings)
         if choice is None:
+            document = next(((i, a) for i, a in enumerate(message.attachments) if a.kind is AttachmentKind.DOCUMENT),
+                            None)
+            if document is not None and self.documents is not None and self.settings.documents:
+                return await self._keep(message, source, *document)
             return await self._look(message, source)
         if choice.refusal is not None:
             log.info("voice message refused platform=%s message=%s reason=limit", message.platform,
@@ -82,6 +129,54 @@ class MediaReader:
         # A caption said with it is the person's words too: it comes first, then what they said.
         text = f"{message.text}\n\n{words}" if message.text else words
         return Reading(dataclasses.replace(message, text=text, unreadable="", medium=VOICE))
+
+    async def _keep(self, message: InboundMessage, source: AttachmentSource, index: int,
+                    attachment: Attachment) -> Reading:
+        """A document sent in private: read, kept whole for the person, and acknowledged; with a caption, the
+        caption is answered (the document's passages are recalled for it like any of their documents)."""
+        assert self.documents is not None
+        media = self.settings
+        kind = document_kind(attachment)
+        if kind is None:
+            # A file kith cannot keep: a caption is still answered; alone, it hears why.
+            return Reading(message) if message.text else Reading(message, document_unsupported_line(attachment.name))
+        if message.chat_kind is not ChatKind.DM:
+            return Reading(message, document_private_line())
+        if attachment.size is not None and attachment.size > media.document_max_bytes:
+            return Reading(message, document_too_large_line(media.document_max_bytes))
+        started = time.perf_counter()
+        try:
+            data = await source.fetch_attachment(attachment, media.document_max_bytes)
+        except AttachmentError as exc:
+            if exc.too_large:
+                return Reading(message, document_too_large_line(media.document_max_bytes))
+            if exc.gone:
+                log.warning("document not fetched platform=%s message=%s reason=%s", message.platform,
+                            message.message_id, exc)
+                return Reading(message, document_unfetched_line())
+            raise
+        fetched, size = time.perf_counter(), len(data)
+        # Reading a long PDF takes seconds of CPU: off the event loop, so every other chat goes on meanwhile.
+        text = await asyncio.to_thread(read_document, data, kind, max_pages=media.document_max_pages,
+                                       max_chars=media.document_max_chars)
+        del data  # the file itself is not kept: its text is
+        if isinstance(text, DocumentRefusal):
+            log.info("document refused platform=%s message=%s reason=%s", message.platform, message.message_id,
+                     text.reason)
+            return Reading(message, document_refused_line(text.reason, text.limit))
+        read = time.perf_counter()
+        kept = await self.documents.keep(
+            key=f"{message.platform}:{message.chat_id}:{message.message_id}:{index}", account=message.account,
+            sender_name=message.sender_name, name=attachment.name or "document", kind=text.kind, pages=text.pages,
+            source=(message.platform, message.chat_id, message.message_id))
+        log.info("document read platform=%s message=%s bytes=%d pages=%d chars=%d fetch_ms=%.0f read_ms=%.0f "
+                 "keep_ms=%.0f", message.platform, message.message_id, size, len(text.pages), text.chars,
+                 (fetched - started) * 1000, (read - fetched) * 1000, (time.perf_counter() - read) * 1000)
+        if kept is None:
+            return Reading(message, document_full_line(DOCUMENTS_MAX_PER_PERSON))
+        if not message.text:
+            return Reading(message, document_kept_line(attachment.name, kept.number, kept.pages, text.kind))
+        return Reading(dataclasses.replace(message, unreadable="", medium=DOCUMENT))
 
     async def _look(self, message: InboundMessage, source: AttachmentSource) -> Reading:
         """Photos: shown to a model that sees, with the caption, for this turn only; to one that does not, the

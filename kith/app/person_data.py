@@ -15,6 +15,7 @@ from heartbeat.consolidation import DAY_SUMMARIES_DATA
 from heartbeat.decay import DECAY_DATA
 from heartbeat.due import CHECK_INS_DATA
 from memory.controls import QUESTIONS_DATA, PauseBook
+from memory.documents import DOCUMENTS_DATA
 from memory.goals import GOALS_DATA
 from memory.service import MemoryService
 from people.history import MESSAGES_DATA, SUMMARIES_DATA
@@ -31,6 +32,7 @@ def gathered(memory: MemoryService, pauses: PauseBook) -> tuple[PersonData, ...]
         *memory.person_data(),
         QUESTIONS_DATA,
         GOALS_DATA,
+        DOCUMENTS_DATA,
         MESSAGES_DATA,
         WAITING_DATA,
         OUTBOX_DATA,

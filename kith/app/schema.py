@@ -2,6 +2,7 @@
 
 import memory.capture
 import memory.controls
+import memory.documents
 import memory.forgetting
 import memory.goals
 import memory.graph

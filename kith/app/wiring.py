@@ -35,6 +35,7 @@ from llm.process import ModelProcess
 from media.reader import MediaReader
 from memory.controls import MemoryControls, PauseBook, QuestionBook
 from memory.core import read_lemma_dictionaries
+from memory.documents import DocsCommand, DocumentBook, DocumentsInContext
 from memory.encoders import open_reranker
 from memory.goals import GoalBook, GoalsCommand, GoalsInContext
 from memory.recall import RecallEngine, RecallMemoryContext, RecallTool, UseRecorder
@@ -97,6 +98,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     reranker, _status = await open_reranker(settings.memory.reranker)
     recall = RecallEngine(memory.store, settings.recall, clock, reranker=reranker, graph=memory.graph)
     goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
+    documents = DocumentBook(db, memory.store.vector_source, clock)
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
     background.spawn(memory.store.indexes.warm(), name="memory-warm")
     background.spawn(goals.warm(), name="goals-warm")
@@ -107,8 +109,10 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     question_sender = QuestionSender(db=db, memory=memory, book=questions, outbound=worker, clock=clock)
     core = ConversationCore(
         settings=settings, db=db, llm=llm, clock=clock, background=background,
-        memory=GoalsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), goals,
-                              settings.budget.goals_chars),
+        memory=GoalsInContext(
+            DocumentsInContext(RecallMemoryContext(recall, settings.recall, settings.budget), documents,
+                               recall.queries, settings.recall, settings.budget.documents_chars),
+            goals, settings.budget.goals_chars),
         # The memory service's observer is there capture on or off: a reply written while a forget landed
         # loses the words there too.
         observers=[UseRecorder(memory.store, clock), memory.observer, question_sender],
@@ -124,6 +128,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     commands.register("link", "use me from another platform as the same person", linker.issue)
     commands.register_button("l", linker.press)
     commands.register("goals", GoalsCommand.description, GoalsCommand(goals))
+    commands.register("docs", DocsCommand.description, DocsCommand(documents))
     memory_commands = MemoryCommands(db=db, controls=controls, sender=question_sender, clock=clock)
     memory_commands.register(commands)
     inbox = Inbox(db, clock=clock)
@@ -135,7 +140,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
                     previewing=Previewing(frozenset(settings.delivery.stream), rate_gate,
                                           settings.delivery.stream_gap_s, settings.delivery.stream_give_up_s,
                                           PreviewBook(db, clock)),
-                    media=MediaReader(settings.media, llm))
+                    media=MediaReader(settings.media, llm, documents))
     if lemmas_read is not None:
         await lemmas_read
     return App(settings=settings, db=db, llm=llm, core=core, background=background, gate=gate, journal=journal,

@@ -13,10 +13,12 @@ from memory.forgetting.forgetter import Forgetter, narrowed_note
 from memory.forgetting.journal import JOURNAL_DIR, JournalUnwritable
 from memory.forgetting.plan import ForgetPlan, ForgetResult, describe_places, query_matches
 from memory.forgetting.recent_forgets import RecentForgets
-from memory.forgetting.scrub import GOALS, erase_json
+from memory.forgetting.scrub import DOCUMENT_PASSAGES, DOCUMENTS, GOALS, erase_json
 from memory.forgetting.tombstones import TombstoneBook
 
 __all__ = [
+    "DOCUMENTS",
+    "DOCUMENT_PASSAGES",
     "GOALS",
     "JOURNAL_DIR",
     "ForgetPlan",

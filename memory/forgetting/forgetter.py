@@ -26,6 +26,7 @@ from memory.forgetting.journal import plan_from_document, wipe, write_entry
 from memory.forgetting.plan import ForgetPlan, ForgetResult, query_matches
 from memory.forgetting.recent_forgets import RecentForgets
 from memory.forgetting.scrub import (
+    DOCUMENTS,
     GOALS,
     Eraser,
     Places,
@@ -233,6 +234,8 @@ class Forgetter:
             self.recent.record(plan.person, eraser, scanned.conversations, scanned.through_id)
             if scanned.places.goals:
                 self.db.mark(GOALS)  # the goals every prompt reads are read again, without these
+            if scanned.places.documents:
+                self.db.mark(DOCUMENTS)
             if scanned.places.graph:
                 self.db.mark(GRAPH)  # a graph cached for recall is read again, without these
             leftover += (await self.db.run(scan, plan.person, eraser, apply=False)).places.total

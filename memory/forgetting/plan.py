@@ -93,7 +93,8 @@ def _place_parts(places: Places) -> list[str]:
                          (places.inbox, "waiting message", "waiting messages"),
                          (places.saved_exports, "saved export file", "saved export files"),
                          (places.goals, "goal", "goals"),
-                         (places.graph, "graph entry", "graph entries")):
+                         (places.graph, "graph entry", "graph entries"),
+                         (places.documents, "document", "documents")):
         if n:
             parts.append(counted(n, one, many))
     return parts

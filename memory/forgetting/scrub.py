@@ -50,6 +50,9 @@ FORGOTTEN_MARK = "[forgotten]"
 CONSOLIDATION_CHUNKS = "consolidation_chunks"
 # The person's goals (also the Database.mark topic of writes to them, so every cached copy is read again).
 GOALS = "goals"
+# The person's documents and their passages (also the Database.mark topic of writes to them).
+DOCUMENTS = "documents"
+DOCUMENT_PASSAGES = "document_passages"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 _MARKS = re.compile(r"(?:\[forgotten\][\s.,;:!?…]*){2,}")
@@ -163,6 +166,7 @@ class Places:
     saved_exports: int = 0  # export files the terminal chat saved under the data directory
     goals: int = 0  # the person's goals that hold the words: they go whole ("[forgotten]" is no goal to pursue)
     graph: int = 0  # relations whose receipts hold the words, and names nothing else supports (memory.graph)
+    documents: int = 0  # the person's documents whose name or text holds the words: they go whole
 
     @property
     def total(self) -> int:
@@ -261,8 +265,10 @@ def scan(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> Scann
     waiting = _inbox(conn, set(accounts), chats, eraser, apply=apply)
     goals = _goals(conn, person, eraser, apply=apply)
     graph = _graph(conn, person, eraser, apply=apply)
+    kept_documents = _documents(conn, person, eraser, apply=apply)
     through = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(history.messages.c.id), 0))).scalar_one())
-    return Scanned(Places(rows, summaries + consolidated, sent, waiting, goals=goals, graph=graph),
+    return Scanned(Places(rows, summaries + consolidated, sent, waiting, goals=goals, graph=graph,
+                          documents=kept_documents),
                    tuple(sorted(conversations)), through)
 
 
@@ -344,6 +350,21 @@ def _goals(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int
     ids = [row.id for row in conn.execute(sa.select(table.c.id, table.c.text).where(table.c.person == person))
            if eraser.matches(row.text)]
     if apply and ids:
+        conn.execute(table.delete().where(table.c.id.in_(ids)))
+    return len(ids)
+
+
+def _documents(conn: Connection, person: str, eraser: Eraser, *, apply: bool) -> int:
+    """The person's documents whose name or text holds the words: counted, and on ``apply`` deleted whole with
+    their passages (a document with a sentence cut out of it is no longer what they shared)."""
+    table, parts = metadata.tables.get(DOCUMENTS), metadata.tables.get(DOCUMENT_PASSAGES)
+    if table is None or parts is None:
+        return 0
+    ids = [row.id for row in conn.execute(sa.select(table.c.id, table.c.name, table.c.text)
+                                          .where(table.c.person == person))
+           if eraser.matches(row.name) or eraser.matches(row.text)]
+    if apply and ids:
+        conn.execute(parts.delete().where(parts.c.document_id.in_(ids)))
         conn.execute(table.delete().where(table.c.id.in_(ids)))
     return len(ids)
 

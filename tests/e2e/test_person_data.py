@@ -100,6 +100,10 @@ async def keep_one_of_each_kind_that_moves(app: App, who: str) -> str:
     await app.memory.store.add_notes([Note(record(person, "Ana is learning Rust"), conversation=f"telegram:{who}")])
     await app.memory.book.add(person, ["a-forgotten-digest"], NOW)
     await command(app, dm("/goals add run a marathon", who))
+    assert app.router.media is not None and app.router.media.documents is not None
+    await app.router.media.documents.keep(key=f"telegram:{who}:9:0", account=f"telegram:{who}", sender_name="Ana",
+                                          name="hives.md", kind="markdown", pages=["The roof hive swarmed."],
+                                          source=("telegram", who, "9"))
     await command(app, dm("/pause", who))
     await app.db.run(lambda conn: conn.execute(questions.insert().values(
         id="q_1", person=person, first_id="m_1", second_id="m_2", pair_key="m_1|m_2", evidence_key="e",

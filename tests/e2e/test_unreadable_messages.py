@@ -18,7 +18,7 @@ from telegram import Update
 from channels.slack.settings import SlackSettings
 from channels.telegram.translate import BotIdentity, Skipped, translate_update
 from delivery import inbox
-from ground.config import DeliverySettings, MemorySettings
+from ground.config import DeliverySettings, MediaSettings, MemorySettings
 from ground.db import Database
 from ground.types import ChatKind, InboundMessage
 from ground.wording import unreadable_reply
@@ -46,8 +46,10 @@ QUIET_S = 0.5  # time for a second answer, were there one, to show up
 
 
 def _settings(make_settings, fake_llm, tg: FakeTelegramApi, **policy: Any):
+    # Documents off: these are the honest lines for what kith does not read (tests/e2e/test_documents.py keeps them).
     return telegram_settings(make_settings(fake_llm), tg, policy={"allow_groups": [str(GROUP)], **policy},
-                             memory=MemorySettings(embedder="none", capture=False))
+                             memory=MemorySettings(embedder="none", capture=False),
+                             media=MediaSettings(documents=False))
 
 
 async def _quiet() -> None:
@@ -238,7 +240,8 @@ async def _start_app(settings, monkeypatch, env: dict[str, str], platform: str) 
 
 def _app_settings(make_settings, fake_llm, **replaced: Any):
     return dataclasses.replace(make_settings(fake_llm), delivery=DeliverySettings(debounce_ms=20),
-                               memory=MemorySettings(embedder="none", capture=False), **replaced)
+                               memory=MemorySettings(embedder="none", capture=False),
+                               media=MediaSettings(documents=False), **replaced)
 
 
 async def test_a_discord_dm_with_only_an_attachment_gets_the_line(discord_api, fake_llm, make_settings,

@@ -62,6 +62,10 @@ async def live_through(app: App, who: str, name: str, words: dict[str, str]) -> 
     await command(app, dm(f"/remember {words['remember']}", who, name=name))
     await app.memory.store.add_notes([Note(record(me, words["note"]), conversation=f"telegram:{who}")])
     await command(app, dm(f"/goals add {words['goal']} due 2027-05-01", who, name=name))
+    assert app.router.media is not None and app.router.media.documents is not None
+    await app.router.media.documents.keep(key=f"telegram:{who}:doc:0", account=f"telegram:{who}", sender_name=name,
+                                          name="notes.md", kind="markdown", pages=[words["document"]],
+                                          source=("telegram", who, "doc"))
     await command(app, dm("/pause", who, name=name))
     await app.core.handle(dm(words["paused"], who, name=name))
     await command(app, dm("/resume", who, name=name))
@@ -99,11 +103,13 @@ async def graph_of_their_own(app: App, me: str, who: str, relative: str) -> None
 ANA_WORDS = {"said": "My sister lives in Lisbon", "relative": "Ola", "remember": "I keep bees on the roof",
              "note": "Ana is learning Rust", "goal": "run a marathon", "paused": "I am moving to Porto",
              "group": "hi from the flat", "waiting": "still waiting for an answer", "outbox": "your parcel left",
-             "summary": "Ana talked about Lisbon", "decayed": "Ana once liked jazz"}
+             "summary": "Ana talked about Lisbon", "decayed": "Ana once liked jazz",
+             "document": "Beekeeping log: the roof hive swarmed in June"}
 BEN_WORDS = {"said": "I collect typewriters", "relative": "Marta", "remember": "I keep a sailing boat in Gdynia",
              "note": "Ben is learning Haskell", "goal": "sail to Madeira", "paused": "my passport number is secret",
              "group": "my plan is to sail alone", "waiting": "Ben asked about tides", "outbox": "your tide table",
-             "summary": "Ben talked about typewriters", "decayed": "Ben once liked opera"}
+             "summary": "Ben talked about typewriters", "decayed": "Ben once liked opera",
+             "document": "Tide tables for Gdynia harbour"}
 
 
 @dataclass

@@ -1,0 +1,389 @@
+"""Where documents are kept: the ``documents`` and ``document_passages`` tables, and :class:`DocumentBook`.
+
+A document is kept whole (its text, redacted, page by page) and as passages (:mod:`memory.documents.passages`),
+each with the embedder's vector when there is one. Each document keeps the number it was given (``/docs forget
+2`` means the same document whatever happened to the others). It is keyed by the message and file it came in, so
+a message read twice (a turn retried, or taken up again after a crash) keeps it once.
+
+A person's passages are searched in memory, with the same two indexes as their memories (BM25 over the words, an
+exact cosine table over the vectors), built on first use and built again when the person's documents changed,
+in any process: every search first reads a fingerprint of their documents, one small query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ground.db import Database, UtcDateTime, metadata
+from ground.person_data import PersonData, when
+from ground.tunables import (
+    DOCUMENT_CHUNK_CHARS,
+    DOCUMENT_CHUNK_OVERLAP_CHARS,
+    DOCUMENT_EMBED_BATCH,
+    DOCUMENTS_MAX_PER_PERSON,
+)
+from memory.core.bm25 import BM25Index, normalize_scores
+from memory.core.records import Scope
+from memory.core.vector_table import VectorTable
+from memory.documents.passages import Passage, passages
+from memory.forgetting import DOCUMENT_PASSAGES, DOCUMENTS
+from memory.store.vectors import HASH_SPACE, VectorSource
+from people import directory
+
+log = logging.getLogger("kith.memory.documents")
+
+DOCUMENTS_TOPIC = DOCUMENTS  # Database.mark topic of writes to documents (a forget deletes them too, and marks it)
+PAGE_BREAK = "\f"  # between pages in a document's kept text
+
+documents = sa.Table(
+    DOCUMENTS,
+    metadata,
+    sa.Column("id", sa.String(200), primary_key=True),  # the message and file it came in (document_key)
+    sa.Column("person", sa.String(64), nullable=False),
+    sa.Column("number", sa.Integer, nullable=False),  # the person's own numbering, also the order
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),  # "text", "markdown", "pdf"
+    sa.Column("pages", sa.Integer, nullable=False),
+    sa.Column("chars", sa.Integer, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),  # the whole text, redacted, pages joined by PAGE_BREAK
+    sa.Column("platform", sa.String(32), nullable=False),
+    sa.Column("chat_id", sa.String(200), nullable=False),
+    sa.Column("message_id", sa.String(200), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.UniqueConstraint("person", "number", name="uq_documents_person_number"),
+)
+
+document_passages = sa.Table(
+    DOCUMENT_PASSAGES,
+    metadata,
+    sa.Column("document_id", sa.String(200), nullable=False),
+    sa.Column("idx", sa.Integer, nullable=False),
+    sa.Column("page", sa.Integer, nullable=False),
+    sa.Column("heading", sa.Text, nullable=False, server_default=""),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=True),  # float32, of ``space``; None: not embedded yet
+    sa.Column("space", sa.String(200), nullable=True),
+    sa.PrimaryKeyConstraint("document_id", "idx", name="pk_document_passages"),
+)
+
+
+def document_key(platform: str, chat_id: str, message_id: str, index: int) -> str:
+    """A document's id: the message it came in, and which of its files."""
+    return f"{platform}:{chat_id}:{message_id}:{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str
+    person: str
+    number: int
+    name: str
+    kind: str
+    pages: int
+    chars: int
+    passages: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PassageHit:
+    """One passage that matched a query, with what its relevance is made of."""
+
+    document: Document
+    passage: Passage
+    cosine: float | None
+    bm25: float
+
+
+def _document(r: sa.Row, passage_count: int) -> Document:
+    return Document(r.id, r.person, r.number, r.name, r.kind, r.pages, r.chars, passage_count, r.created_at)
+
+
+# --- relational access ---------------------------------------------------------------------
+def _counts(conn: Connection, ids: Sequence[str]) -> dict[str, int]:
+    if not ids:
+        return {}
+    rows = conn.execute(sa.select(document_passages.c.document_id, sa.func.count())
+                        .where(document_passages.c.document_id.in_(ids))
+                        .group_by(document_passages.c.document_id)).all()
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def of_person(conn: Connection, person: str) -> list[Document]:
+    rows = conn.execute(sa.select(documents).where(documents.c.person == person)
+                        .order_by(documents.c.number)).all()
+    counts = _counts(conn, [r.id for r in rows])
+    return [_document(r, counts.get(r.id, 0)) for r in rows]
+
+
+def by_id(conn: Connection, document_id: str) -> Document | None:
+    row = conn.execute(sa.select(documents).where(documents.c.id == document_id)).first()
+    return None if row is None else _document(row, _counts(conn, [row.id]).get(row.id, 0))
+
+
+def insert(conn: Connection, document_id: str, person: str, name: str, kind: str, pages: Sequence[str],
+           cut: Sequence[Passage], vectors: Sequence[bytes | None], space: str | None, source: tuple[str, str, str],
+           now: datetime) -> Document | None:
+    """Keep a document and its passages, numbered after the person's last; the one kept already under this id if
+    there is one; None when the person keeps too many."""
+    kept = by_id(conn, document_id)
+    if kept is not None:
+        return kept
+    count = conn.execute(sa.select(sa.func.count()).select_from(documents)
+                         .where(documents.c.person == person)).scalar_one()
+    if count >= DOCUMENTS_MAX_PER_PERSON:
+        return None
+    last = conn.execute(sa.select(sa.func.max(documents.c.number)).where(documents.c.person == person)).scalar()
+    number = int(last or 0) + 1
+    text = PAGE_BREAK.join(pages)
+    platform, chat_id, message_id = source
+    conn.execute(documents.insert().values(id=document_id, person=person, number=number, name=name, kind=kind,
+                                           pages=len(pages), chars=len(text), text=text, platform=platform,
+                                           chat_id=chat_id, message_id=message_id, created_at=now))
+    if cut:
+        conn.execute(document_passages.insert(), [
+            {"document_id": document_id, "idx": p.index, "page": p.page, "heading": p.heading, "text": p.text,
+             "vector": vector, "space": space if vector is not None else None}
+            for p, vector in zip(cut, vectors, strict=True)])
+    return Document(document_id, person, number, name, kind, len(pages), len(text), len(cut), now)
+
+
+def delete(conn: Connection, person: str, number: int) -> Document | None:
+    """Remove one of the person's documents, whole; None when they have none with that number."""
+    row = conn.execute(sa.select(documents).where(documents.c.person == person,
+                                                  documents.c.number == number)).first()
+    if row is None:
+        return None
+    found = _document(row, _counts(conn, [row.id]).get(row.id, 0))
+    conn.execute(document_passages.delete().where(document_passages.c.document_id == row.id))
+    conn.execute(documents.delete().where(documents.c.id == row.id))
+    return found
+
+
+def fingerprint(conn: Connection, person: str) -> tuple[int, datetime | None, int]:
+    """Changes whenever the person's documents do (one kept, removed, renumbered by a link)."""
+    row = conn.execute(sa.select(sa.func.count(), sa.func.max(documents.c.created_at),
+                                 sa.func.coalesce(sa.func.sum(documents.c.number), 0))
+                       .where(documents.c.person == person)).one()
+    return int(row[0]), row[1], int(row[2])
+
+
+def _passages_of(conn: Connection, person: str) -> tuple[list[Document], list[tuple[str, Passage, bytes | None,
+                                                                                     str | None]]]:
+    docs = of_person(conn, person)
+    if not docs:
+        return [], []
+    rows = conn.execute(sa.select(document_passages).where(document_passages.c.document_id.in_([d.id for d in docs]))
+                        .order_by(document_passages.c.document_id, document_passages.c.idx)).all()
+    return docs, [(r.document_id, Passage(r.idx, r.page, r.heading, r.text), r.vector, r.space) for r in rows]
+
+
+def _store_vectors(conn: Connection, rows: Sequence[tuple[str, int, bytes]], space: str) -> None:
+    for document_id, idx, vector in rows:
+        conn.execute(document_passages.update().where(document_passages.c.document_id == document_id,
+                                                      document_passages.c.idx == idx)
+                     .values(vector=vector, space=space))
+
+
+def export_of(conn: Connection, person: str) -> list[dict[str, object]]:
+    """The person's documents as their export lists them: each whole, in their own numbering."""
+    rows = conn.execute(sa.select(documents).where(documents.c.person == person)
+                        .order_by(documents.c.number)).all()
+    return [{"number": r.number, "name": r.name, "kind": r.kind, "pages": r.text.split(PAGE_BREAK),
+             "shared_at": when(r.created_at),
+             "source": {"platform": r.platform, "chat_id": r.chat_id, "message_id": r.message_id}} for r in rows]
+
+
+def reassign(conn: Connection, old: str, new: str) -> int:
+    """Documents follow the person when accounts are linked; renumbered after the new person's own."""
+    last = int(conn.execute(sa.select(sa.func.max(documents.c.number)).where(documents.c.person == new)).scalar()
+               or 0)
+    moved = 0
+    for row in conn.execute(sa.select(documents.c.id).where(documents.c.person == old)
+                            .order_by(documents.c.number)).all():
+        moved += 1
+        conn.execute(documents.update().where(documents.c.id == row.id).values(person=new, number=last + moved))
+    return moved
+
+
+DOCUMENTS_DATA = PersonData("documents", tables=(documents, document_passages), topic=DOCUMENTS_TOPIC,
+                            move_rows=reassign, export_rows=export_of,
+                            forgotten_by="memory.forgetting.scrub.scan")
+
+
+# --- the index --------------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Shelf:
+    """One person's passages, indexed: ids are "<document id>#<passage index>"."""
+
+    fingerprint: tuple[int, datetime | None, int]
+    documents: dict[str, Document]
+    passages: dict[str, tuple[str, Passage]]
+    lexical: BM25Index
+    vectors: VectorTable | None
+    space: str | None
+
+
+def _passage_id(document_id: str, index: int) -> str:
+    return f"{document_id}#{index}"
+
+
+class DocumentBook:
+    """Every person's documents: kept, listed, removed, and their passages searched."""
+
+    def __init__(self, db: Database, vectors: VectorSource, clock: Callable[[], datetime], *,
+                 passage_chars: int = DOCUMENT_CHUNK_CHARS, overlap_chars: int = DOCUMENT_CHUNK_OVERLAP_CHARS,
+                 ) -> None:
+        self.db = db
+        self.vectors = vectors
+        self.clock = clock
+        self.passage_chars = passage_chars
+        self.overlap_chars = overlap_chars
+        self._shelves: dict[str, _Shelf] = {}
+        self._building: dict[str, asyncio.Lock] = {}
+
+    async def person_of(self, account: str, name: str) -> str:
+        # A first-time sender may open with a document, before the conversation ever resolved them.
+        return await self.db.run(_person, account, name, self.clock())
+
+    async def keep(self, *, key: str, account: str, sender_name: str, name: str, kind: str, pages: Sequence[str],
+                   source: tuple[str, str, str]) -> Document | None:
+        """Keep a document (its text already redacted) for the person behind ``account``: cut into passages and
+        embedded. The one kept already under ``key`` if there is one; None when they keep too many."""
+        person = await self.person_of(account, sender_name)
+        kept = await self.db.run(by_id, key)
+        if kept is not None:
+            return kept
+        started = time.perf_counter()
+        cut = passages(pages, markdown=kind == "markdown", size=self.passage_chars, overlap=self.overlap_chars)
+        vectors, space = await self._embed([p.searchable() for p in cut])
+        try:
+            document = await self.db.run(insert, key, person, name, kind, pages, cut, vectors, space, source,
+                                         self.clock())
+        finally:
+            self.db.mark(DOCUMENTS_TOPIC)
+        if document is not None:
+            log.info("document kept person=%s number=%d pages=%d chars=%d passages=%d embedded=%s ms=%.0f", person,
+                     document.number, document.pages, document.chars, len(cut), space is not None,
+                     (time.perf_counter() - started) * 1000)
+        return document
+
+    async def _embed(self, texts: Sequence[str]) -> tuple[list[bytes | None], str | None]:
+        """The embedder's vectors for ``texts`` as stored bytes, in batches; none at all (``None`` each) when the
+        embedder is not working: the passages are found by their words until a later search embeds them."""
+        if not texts or not self.vectors.ready:
+            return [None] * len(texts), None
+        out: list[bytes | None] = []
+        space: str | None = None
+        for start in range(0, len(texts), DOCUMENT_EMBED_BATCH):
+            got = await self.vectors.vectors(texts[start:start + DOCUMENT_EMBED_BATCH])
+            if not got.from_embedder or (space is not None and got.space != space):
+                return [None] * len(texts), None
+            space = got.space
+            out.extend(np.asarray(v, dtype=np.float32).tobytes() for v in got.values)
+        return out, space
+
+    async def has_any(self, person: str) -> bool:
+        """Whether the person keeps any document (a cheap read: most people keep none)."""
+        shelf = self._shelves.get(person)
+        found = await self.db.run_short(fingerprint, person)
+        if shelf is not None and shelf.fingerprint != found:
+            self._shelves.pop(person, None)
+        return found[0] > 0
+
+    async def list(self, person: str) -> list[Document]:
+        return await self.db.run(of_person, person)
+
+    async def remove(self, person: str, number: int) -> Document | None:
+        try:
+            removed = await self.db.run(delete, person, number)
+        finally:
+            self.db.mark(DOCUMENTS_TOPIC)
+        self._shelves.pop(person, None)
+        return removed
+
+    async def search(self, person: str, query: str, query_vector: Sequence[float] | None, query_space: str | None,
+                     k: int) -> list[PassageHit]:
+        """The person's passages that match ``query`` on either path: the ``k`` best by BM25 and the ``k`` nearest
+        to ``query_vector`` (of ``query_space``), each with its cosine (when it was among the nearest) and its BM25
+        normalised to the best lexical hit. Unranked: :mod:`memory.recall.ranking` orders them."""
+        shelf = await self._shelf(person)
+        if shelf is None or k <= 0:
+            return []
+        bm25 = dict(normalize_scores(shelf.lexical.search(query, k)))
+        cosines: dict[str, float] = {}
+        if query_vector is not None and shelf.vectors is not None and query_space == shelf.space:
+            cosines = dict(shelf.vectors.nearest(query_vector, k))
+        hits = []
+        for passage_id in dict.fromkeys([*cosines, *bm25]):
+            document_id, passage = shelf.passages[passage_id]
+            hits.append(PassageHit(shelf.documents[document_id], passage, cosines.get(passage_id),
+                                   bm25.get(passage_id, 0.0)))
+        return hits
+
+    async def _shelf(self, person: str) -> _Shelf | None:
+        now = await self.db.run_short(fingerprint, person)
+        if now[0] == 0:
+            self._shelves.pop(person, None)
+            return None
+        shelf = self._shelves.get(person)
+        if shelf is not None and shelf.fingerprint == now:
+            return shelf
+        lock = self._building.setdefault(person, asyncio.Lock())
+        async with lock:
+            shelf = self._shelves.get(person)
+            if shelf is not None and shelf.fingerprint == now:
+                return shelf
+            shelf = await self._build(person)
+            self._shelves[person] = shelf
+            return shelf
+
+    async def _build(self, person: str) -> _Shelf:
+        started = time.perf_counter()
+        mark = await self.db.run_short(fingerprint, person)
+        docs, rows = await self.db.run(_passages_of, person)
+        space = self.vectors.space if self.vectors.ready and self.vectors.space != HASH_SPACE else None
+        # Passages kept while the embedder was down, or under another one: embedded now, once, and stored.
+        todo = [(document_id, p) for document_id, p, vector, stored in rows if space is not None
+                and (vector is None or stored != space)]
+        fresh: dict[str, bytes] = {}
+        if todo:
+            vectors, got = await self._embed([p.searchable() for _d, p in todo])
+            if got == space:
+                stored_rows = [(document_id, p.index, v) for (document_id, p), v in zip(todo, vectors, strict=True)
+                               if v is not None]
+                await self.db.run(_store_vectors, stored_rows, got)
+                fresh = {_passage_id(d, i): v for d, i, v in stored_rows}
+        lexical = BM25Index()
+        lexical.add_many((_passage_id(d, p.index), p.searchable()) for d, p, _v, _s in rows)
+        ids: list[str] = []
+        values: list[np.ndarray] = []
+        for document_id, p, vector, stored in rows:
+            pid = _passage_id(document_id, p.index)
+            value = fresh.get(pid, vector if stored == space else None)
+            if space is not None and value is not None:
+                ids.append(pid)
+                values.append(np.frombuffer(value, dtype=np.float32))
+        table = None
+        if ids:
+            dim = values[0].size
+            keep = [i for i, v in enumerate(values) if v.size == dim]
+            table = VectorTable.build(dim, [ids[i] for i in keep], np.stack([values[i] for i in keep]),
+                                      [Scope.DM] * len(keep))
+        log.debug("documents indexed person=%s documents=%d passages=%d vectors=%d ms=%.0f", person, len(docs),
+                  len(rows), len(ids), (time.perf_counter() - started) * 1000)
+        return _Shelf(mark, {d.id: d for d in docs},
+                      {_passage_id(d, p.index): (d, p) for d, p, _v, _s in rows}, lexical, table, space)
+
+
+def _person(conn: Connection, account: str, name: str, now: datetime) -> str:
+    return directory.person_of(conn, account) or directory.resolve(conn, account, name, now)

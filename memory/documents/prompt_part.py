@@ -1,0 +1,101 @@
+"""The prompt's documents part: passages of the person's documents that match their message, in a private chat.
+
+Passages are found as memories are (BM25 and the embedder's cosine, over the person's own index) and ordered by
+recall's relevance (:func:`memory.recall.ranking.relevance`); the query's vector is the one recall asked for (one
+embedding per message, under the same time budget). Each passage is shown quoted, with its document's name and
+where in it, under a notice that it is stored data and never instructions. A group chat never sees a document:
+they are shared in private.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+
+from ground.config import RecallSettings
+from ground.tunables import DOCUMENT_PASSAGE_MIN_RELEVANCE, DOCUMENT_PASSAGES_PER_TURN, RECALL_QUERY_MAX_CHARS
+from ground.turns import MemoryContext, MemorySlots, Speaker
+from ground.types import ChatKind, InboundMessage
+from memory.documents.book import DocumentBook, PassageHit
+from memory.recall.prompt_part import SLOTS_SOFT_S
+from memory.recall.query_vectors import QueryVectors
+from memory.recall.ranking import relevance
+from persona.labels import DOCUMENTS_NOTICE, TRUNCATED_FLAG, document_passage_line
+
+log = logging.getLogger("kith.memory.documents")
+
+_POOL = 4  # passages taken from each path per passage shown
+
+
+def ranked_passages(hits: list[PassageHit], settings: RecallSettings, *, vector_path: bool,
+                    min_relevance: float = DOCUMENT_PASSAGE_MIN_RELEVANCE) -> list[tuple[PassageHit, float]]:
+    """``hits`` with their relevance, best first, none below ``min_relevance``."""
+    scored = [(hit, relevance(hit.cosine, hit.bm25, settings, vector_path=vector_path)) for hit in hits]
+    kept = [pair for pair in scored if pair[1] >= min_relevance]
+    kept.sort(key=lambda pair: (-pair[1], pair[0].document.number, pair[0].passage.index))
+    return kept
+
+
+def render_passages(ranked: list[tuple[PassageHit, float]], *, most: int, total_chars: int) -> str:
+    """The documents part: the notice and at most ``most`` passages, the whole within ``total_chars`` (a passage
+    that does not fit whole is cut, flagged, when enough of it is left to read)."""
+    if not ranked or most <= 0:
+        return ""
+    lines = [DOCUMENTS_NOTICE]
+    used = len(DOCUMENTS_NOTICE)
+    for hit, _score in ranked[:most]:
+        doc, passage = hit.document, hit.passage
+        whole = document_passage_line(doc.name, passage.page, doc.pages, passage.heading, passage.text,
+                                      truncated=False)
+        if used + 1 + len(whole) <= total_chars:
+            lines.append(whole)
+            used += 1 + len(whole)
+            continue
+        frame = len(document_passage_line(doc.name, passage.page, doc.pages, passage.heading, "", truncated=True))
+        room = total_chars - used - 1 - frame - len(TRUNCATED_FLAG)
+        if room < 80:
+            break
+        cut = passage.text[:room].rsplit(" ", 1)[0] + "…"
+        lines.append(document_passage_line(doc.name, passage.page, doc.pages, passage.heading, cut, truncated=True))
+        break
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+class DocumentsInContext:
+    """A MemoryContext that adds the passages of the person's documents that match their message to another
+    context's slots, in a private chat only."""
+
+    def __init__(self, inner: MemoryContext, book: DocumentBook, queries: QueryVectors, settings: RecallSettings,
+                 limit_chars: int, *, most: int = DOCUMENT_PASSAGES_PER_TURN) -> None:
+        self.inner = inner
+        self.book = book
+        self.queries = queries
+        self.settings = settings
+        self.limit_chars = limit_chars
+        self.most = most
+
+    async def slots(self, speaker: Speaker, message: InboundMessage) -> MemorySlots:
+        if message.chat_kind is not ChatKind.DM or self.limit_chars <= 0 or not message.text.strip():
+            return await self.inner.slots(speaker, message)
+        slots, documents = await asyncio.gather(self.inner.slots(speaker, message),
+                                                self._part(speaker.person, message.text))
+        return dataclasses.replace(slots, documents=documents) if documents else slots
+
+    async def _part(self, person: str, text: str) -> str:
+        try:
+            return await self.part(person, text)
+        except Exception as exc:  # a reply never fails on the documents
+            log.warning("documents unavailable person=%s error=%s", person, type(exc).__name__)
+            return ""
+
+    async def part(self, person: str, text: str) -> str:
+        query = text[:RECALL_QUERY_MAX_CHARS]
+        if not await self.book.has_any(person):
+            return ""
+        vectors = await self.queries.get(query, min(self.settings.embed_budget_ms / 1000, SLOTS_SOFT_S / 2))
+        vector = vectors.values[0] if vectors is not None else None
+        hits = await self.book.search(person, query, vector, vectors.space if vectors is not None else None,
+                                      self.most * _POOL)
+        ranked = ranked_passages(hits, self.settings, vector_path=any(h.cosine is not None for h in hits))
+        return render_passages(ranked, most=self.most, total_chars=self.limit_chars)
