@@ -167,18 +167,21 @@ class Unreadable:
     ``unreadable_answer`` unless :mod:`media` reads it (a voice note's words); so is any message carrying files. It
     passed the same admission, rate limit and notices as text; it is never merged into a burst (whose text would
     reach the model without it), and it waits behind what the sender wrote before it, so the answers keep the
-    order of the messages."""
+    order of the messages. On a platform answered line by line (the terminal) every turn is alone already, and
+    taken in turn by the next step: a file's turn finishes before the next line is read."""
 
     name = "unreadable"
 
-    def __init__(self, debouncer: Debouncer, resumed: asyncio.Event) -> None:
+    def __init__(self, debouncer: Debouncer, resumed: asyncio.Event,
+                 immediate: frozenset[str] = frozenset()) -> None:
         self.debouncer = debouncer
         self.resumed = resumed
+        self.immediate = immediate
 
     async def __call__(self, arrival: Arrival) -> bool:
         message = arrival.message
         # A message carrying files goes alone too: merged into a burst, its files would be left behind.
-        if not message.unreadable and not message.attachments:
+        if (not message.unreadable and not message.attachments) or message.platform in self.immediate:
             return True
         if not arrival.resuming and not self.resumed.is_set():
             await self.resumed.wait()

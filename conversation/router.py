@@ -103,7 +103,7 @@ class Router:
             Admit(gate.db, gate, [Dedupe(journal), Policy(gate), KeepInInbox()]),
             RateLimit(gate),
             Notice(worker.post),
-            Unreadable(self.debouncer, self._resumed),
+            Unreadable(self.debouncer, self._resumed, self.immediate),
             Debounce(self.debouncer, self.take_turn, worker.wait_idle, self._resumed, self.immediate),
         ], keeping=self.keeping)
         # A kept message whose turn failed unexpectedly (a full disk at its commit) is tried again after these.

@@ -3,8 +3,10 @@
 Interactive on a terminal; when standard input is not a terminal it reads one message per
 line and prints each reply, so it can be scripted (``printf 'hi\n' | bot.py chat``).
 
-A terminal cannot show a file, so one a reply carries (an ``/export``) is written under ``files_dir`` (the
-data directory's ``exports/``), owner-only and whole or not at all, and the reply's line says where.
+``/file <path> [caption]`` sends a file from this machine as a platform's message would carry one
+(:mod:`channels.terminal.files`). A terminal cannot show a file, so one a reply carries (an ``/export``) is
+written under ``files_dir`` (the data directory's ``exports/``), owner-only and whole or not at all, and the
+reply's line says where.
 
 Standard input is read by a daemon thread of the channel's own, never by the loop's default
 executor: a read blocks until Enter, and the loop's shutdown waits for every executor thread, so
@@ -29,9 +31,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from channels.terminal.files import is_file_line, parse_file_line, read_local
 from channels.terminal.formatting import styled
 from ground.private_files import write_private_atomically
 from ground.types import (
+    Attachment,
+    AttachmentKind,
     ButtonHandler,
     ChatKind,
     InboundHandler,
@@ -45,6 +50,8 @@ from ground.types import (
 PLATFORM = "console"
 
 _UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# What a file sent with no caption is called in the honest line when kith cannot read it.
+_UNREADABLE = {AttachmentKind.VOICE: "voice message", AttachmentKind.IMAGE: "photo", AttachmentKind.DOCUMENT: "file"}
 
 
 class TerminalChannel:
@@ -91,13 +98,27 @@ class TerminalChannel:
                 text = line.rstrip("\r\n")
                 if not text.strip():
                     continue
+                attachments: tuple[Attachment, ...] = ()
+                unreadable = ""
+                if is_file_line(text.strip()):
+                    sent = await asyncio.to_thread(parse_file_line, text.strip())
+                    if sent.attachment is None:
+                        self._write(f"{sent.error}\n")
+                        continue
+                    attachments, text = (sent.attachment,), sent.caption
+                    unreadable = "" if text else _UNREADABLE[sent.attachment.kind]
                 message = InboundMessage(
                     platform=PLATFORM, bot_account="kith", chat_id=self.chat_id, chat_kind=ChatKind.DM,
                     sender_id=self.user, sender_name=self.user, text=text,
-                    message_id=f"{self._session}-{next(self._ids)}", mentioned=True, timestamp=utcnow())
+                    message_id=f"{self._session}-{next(self._ids)}", mentioned=True, timestamp=utcnow(),
+                    attachments=attachments, unreadable=unreadable)
                 await on_message(message)
         finally:
             self.closed.set()
+
+    async def fetch_attachment(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """A file named with ``/file``, read from this machine (:mod:`channels.terminal.files`)."""
+        return await asyncio.to_thread(read_local, attachment, max_bytes)
 
     async def stop(self) -> None:
         if self._reader is not None and not self._reader.done():
