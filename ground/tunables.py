@@ -26,7 +26,9 @@ DOCUMENT_CHUNK_OVERLAP_CHARS = 150  # the end of one passage begins the next: a 
 DOCUMENTS_MAX_PER_PERSON = 200  # documents one person may keep; past it, an honest line asks them to /docs forget one
 DOCUMENT_PASSAGES_PER_TURN = 3  # the most passages of documents a prompt shows
 DOCUMENT_PASSAGE_MIN_RELEVANCE = 0.25  # a passage weaker than this never reaches a prompt (recall's blend, 0..1)
-DOCUMENT_EMBED_BATCH = 32  # passages embedded in one embedder call while a document is kept
+# Passages embedded in one embedder call after a document is kept: small, so a reply's query embedding waits for
+# one batch (about 0.7 s with the default encoder on one thread), never for the whole document.
+DOCUMENT_EMBED_BATCH = 8
 LLM_MAX_REPLY_TOKENS = 1024
 MODEL_PROCESS_START_TIMEOUT_S = 120.0  # the model process loading litellm (seconds on a slow disk)
 MODEL_PROCESS_STOP_TIMEOUT_S = 5.0  # then it is killed

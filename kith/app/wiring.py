@@ -98,7 +98,7 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
     reranker, _status = await open_reranker(settings.memory.reranker)
     recall = RecallEngine(memory.store, settings.recall, clock, reranker=reranker, graph=memory.graph)
     goals = GoalBook(db, clock, resolve_timezone(settings.heartbeat.timezone))
-    documents = DocumentBook(db, memory.store.vector_source, clock)
+    documents = DocumentBook(db, memory.store.vector_source, clock, background)
     # Building every person's lexical index takes seconds on a large store: never on a reply's path.
     background.spawn(memory.store.indexes.warm(), name="memory-warm")
     background.spawn(goals.warm(), name="goals-warm")

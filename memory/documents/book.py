@@ -5,7 +5,8 @@ each with the embedder's vector when there is one. Each document keeps the numbe
 2`` means the same document whatever happened to the others). It is keyed by the message and file it came in, so
 a message read twice (a turn retried, or taken up again after a crash) keeps it once.
 
-A person's passages are searched in memory, with the same two indexes as their memories (BM25 over the words, an
+Passages are embedded after the document is kept, in the background (:meth:`DocumentBook.keep`). A person's
+passages are searched in memory, with the same two indexes as their memories (BM25 over the words, an
 exact cosine table over the vectors), built on first use and built again when the person's documents changed,
 in any process: every search first reads a fingerprint of their documents, one small query.
 """
@@ -23,6 +24,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ground.background import BackgroundTasks
 from ground.db import Database, UtcDateTime, metadata
 from ground.person_data import PersonData, when
 from ground.tunables import (
@@ -59,6 +61,7 @@ documents = sa.Table(
     sa.Column("chat_id", sa.String(200), nullable=False),
     sa.Column("message_id", sa.String(200), nullable=False),
     sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("embedded", sa.Integer, nullable=False, server_default="0"),  # passages with a vector (any space)
     sa.UniqueConstraint("person", "number", name="uq_documents_person_number"),
 )
 
@@ -131,8 +134,7 @@ def by_id(conn: Connection, document_id: str) -> Document | None:
 
 
 def insert(conn: Connection, document_id: str, person: str, name: str, kind: str, pages: Sequence[str],
-           cut: Sequence[Passage], vectors: Sequence[bytes | None], space: str | None, source: tuple[str, str, str],
-           now: datetime) -> Document | None:
+           cut: Sequence[Passage], source: tuple[str, str, str], now: datetime) -> Document | None:
     """Keep a document and its passages, numbered after the person's last; the one kept already under this id if
     there is one; None when the person keeps too many."""
     kept = by_id(conn, document_id)
@@ -152,8 +154,7 @@ def insert(conn: Connection, document_id: str, person: str, name: str, kind: str
     if cut:
         conn.execute(document_passages.insert(), [
             {"document_id": document_id, "idx": p.index, "page": p.page, "heading": p.heading, "text": p.text,
-             "vector": vector, "space": space if vector is not None else None}
-            for p, vector in zip(cut, vectors, strict=True)])
+             "vector": None, "space": None} for p in cut])
     return Document(document_id, person, number, name, kind, len(pages), len(text), len(cut), now)
 
 
@@ -169,12 +170,16 @@ def delete(conn: Connection, person: str, number: int) -> Document | None:
     return found
 
 
-def fingerprint(conn: Connection, person: str) -> tuple[int, datetime | None, int]:
-    """Changes whenever the person's documents do (one kept, removed, renumbered by a link)."""
+Fingerprint = tuple[int, datetime | None, int, int]
+
+
+def fingerprint(conn: Connection, person: str) -> Fingerprint:
+    """Changes whenever the person's documents do (one kept, removed, renumbered by a link, its passages embedded)."""
     row = conn.execute(sa.select(sa.func.count(), sa.func.max(documents.c.created_at),
-                                 sa.func.coalesce(sa.func.sum(documents.c.number), 0))
+                                 sa.func.coalesce(sa.func.sum(documents.c.number), 0),
+                                 sa.func.coalesce(sa.func.sum(documents.c.embedded), 0))
                        .where(documents.c.person == person)).one()
-    return int(row[0]), row[1], int(row[2])
+    return int(row[0]), row[1], int(row[2]), int(row[3])
 
 
 def _passages_of(conn: Connection, person: str) -> tuple[list[Document], list[tuple[str, Passage, bytes | None,
@@ -187,11 +192,23 @@ def _passages_of(conn: Connection, person: str) -> tuple[list[Document], list[tu
     return docs, [(r.document_id, Passage(r.idx, r.page, r.heading, r.text), r.vector, r.space) for r in rows]
 
 
-def _store_vectors(conn: Connection, rows: Sequence[tuple[str, int, bytes]], space: str) -> None:
-    for document_id, idx, vector in rows:
+def _unembedded(conn: Connection, document_id: str, space: str, limit: int) -> list[Passage]:
+    """Up to ``limit`` of the document's passages with no vector of ``space``, in order."""
+    rows = conn.execute(sa.select(document_passages).where(
+        document_passages.c.document_id == document_id,
+        sa.or_(document_passages.c.space.is_(None), document_passages.c.space != space))
+        .order_by(document_passages.c.idx).limit(limit)).all()
+    return [Passage(r.idx, r.page, r.heading, r.text) for r in rows]
+
+
+def _store_vectors(conn: Connection, document_id: str, vectors: Sequence[tuple[int, bytes]], space: str) -> None:
+    for idx, vector in vectors:
         conn.execute(document_passages.update().where(document_passages.c.document_id == document_id,
                                                       document_passages.c.idx == idx)
                      .values(vector=vector, space=space))
+    embedded = conn.execute(sa.select(sa.func.count()).select_from(document_passages).where(
+        document_passages.c.document_id == document_id, document_passages.c.space == space)).scalar_one()
+    conn.execute(documents.update().where(documents.c.id == document_id).values(embedded=embedded))
 
 
 def export_of(conn: Connection, person: str) -> list[dict[str, object]]:
@@ -225,7 +242,7 @@ DOCUMENTS_DATA = PersonData("documents", tables=(documents, document_passages), 
 class _Shelf:
     """One person's passages, indexed: ids are "<document id>#<passage index>"."""
 
-    fingerprint: tuple[int, datetime | None, int]
+    fingerprint: Fingerprint
     documents: dict[str, Document]
     passages: dict[str, tuple[str, Passage]]
     lexical: BM25Index
@@ -238,18 +255,27 @@ def _passage_id(document_id: str, index: int) -> str:
 
 
 class DocumentBook:
-    """Every person's documents: kept, listed, removed, and their passages searched."""
+    """Every person's documents: kept, listed, removed, and their passages searched.
 
-    def __init__(self, db: Database, vectors: VectorSource, clock: Callable[[], datetime], *,
-                 passage_chars: int = DOCUMENT_CHUNK_CHARS, overlap_chars: int = DOCUMENT_CHUNK_OVERLAP_CHARS,
-                 ) -> None:
+    A document is kept (its text and passages written) at once, and found by its words from then on; its passages
+    are embedded after, in the background (``tasks``), a few at a time so replies' own query embeddings are not
+    held up behind a long document, and each batch is stored as it is done: a document kept while the embedder was
+    down, or one a kill cut short, is embedded by the next search that finds it is not, never on a reply's path.
+    """
+
+    def __init__(self, db: Database, vectors: VectorSource, clock: Callable[[], datetime], tasks: BackgroundTasks,
+                 *, passage_chars: int = DOCUMENT_CHUNK_CHARS, overlap_chars: int = DOCUMENT_CHUNK_OVERLAP_CHARS,
+                 embed_batch: int = DOCUMENT_EMBED_BATCH) -> None:
         self.db = db
         self.vectors = vectors
         self.clock = clock
+        self.tasks = tasks
         self.passage_chars = passage_chars
         self.overlap_chars = overlap_chars
+        self.embed_batch = embed_batch
         self._shelves: dict[str, _Shelf] = {}
         self._building: dict[str, asyncio.Lock] = {}
+        self._embedding: dict[str, asyncio.Task[None]] = {}  # by document id: its passages being embedded
 
     async def person_of(self, account: str, name: str) -> str:
         # A first-time sender may open with a document, before the conversation ever resolved them.
@@ -257,40 +283,59 @@ class DocumentBook:
 
     async def keep(self, *, key: str, account: str, sender_name: str, name: str, kind: str, pages: Sequence[str],
                    source: tuple[str, str, str]) -> Document | None:
-        """Keep a document (its text already redacted) for the person behind ``account``: cut into passages and
-        embedded. The one kept already under ``key`` if there is one; None when they keep too many."""
+        """Keep a document (its text already redacted) for the person behind ``account``, cut into passages, and
+        start embedding them. The one kept already under ``key`` if there is one; None when they keep too many."""
         person = await self.person_of(account, sender_name)
         kept = await self.db.run(by_id, key)
         if kept is not None:
+            self._embed_later(kept.id)  # a kill may have cut its embedding short
             return kept
         started = time.perf_counter()
         cut = passages(pages, markdown=kind == "markdown", size=self.passage_chars, overlap=self.overlap_chars)
-        vectors, space = await self._embed([p.searchable() for p in cut])
         try:
-            document = await self.db.run(insert, key, person, name, kind, pages, cut, vectors, space, source,
-                                         self.clock())
+            document = await self.db.run(insert, key, person, name, kind, pages, cut, source, self.clock())
         finally:
             self.db.mark(DOCUMENTS_TOPIC)
         if document is not None:
-            log.info("document kept person=%s number=%d pages=%d chars=%d passages=%d embedded=%s ms=%.0f", person,
-                     document.number, document.pages, document.chars, len(cut), space is not None,
-                     (time.perf_counter() - started) * 1000)
+            log.info("document kept person=%s number=%d pages=%d chars=%d passages=%d ms=%.0f", person,
+                     document.number, document.pages, document.chars, len(cut), (time.perf_counter() - started) * 1000)
+            self._embed_later(document.id)
         return document
 
-    async def _embed(self, texts: Sequence[str]) -> tuple[list[bytes | None], str | None]:
-        """The embedder's vectors for ``texts`` as stored bytes, in batches; none at all (``None`` each) when the
-        embedder is not working: the passages are found by their words until a later search embeds them."""
-        if not texts or not self.vectors.ready:
-            return [None] * len(texts), None
-        out: list[bytes | None] = []
-        space: str | None = None
-        for start in range(0, len(texts), DOCUMENT_EMBED_BATCH):
-            got = await self.vectors.vectors(texts[start:start + DOCUMENT_EMBED_BATCH])
-            if not got.from_embedder or (space is not None and got.space != space):
-                return [None] * len(texts), None
-            space = got.space
-            out.extend(np.asarray(v, dtype=np.float32).tobytes() for v in got.values)
-        return out, space
+    def _embed_later(self, document_id: str) -> None:
+        if not self.vectors.ready or document_id in self._embedding:
+            return
+        job = self.tasks.spawn(self._embed_document(document_id), name="document-embed")
+        self._embedding[document_id] = job
+        job.add_done_callback(lambda _done: self._embedding.pop(document_id, None))
+
+    async def _embed_document(self, document_id: str) -> None:
+        """Embed the document's passages that have no vector of the embedder's space, a batch at a time."""
+        started, done = time.perf_counter(), 0
+        while self.vectors.ready:
+            space = self.vectors.space
+            todo = await self.db.run(_unembedded, document_id, space, self.embed_batch)
+            if not todo:
+                break
+            got = await self.vectors.vectors([p.searchable() for p in todo])
+            if not got.from_embedder or got.space != space:
+                log.warning("document passages not embedded document=%s: the embedder failed", document_id)
+                return
+            values = [(p.index, np.asarray(v, dtype=np.float32).tobytes()) for p, v in zip(todo, got.values,
+                                                                                          strict=True)]
+            try:
+                await self.db.run(_store_vectors, document_id, values, space)
+            finally:
+                self.db.mark(DOCUMENTS_TOPIC)
+            done += len(todo)
+        if done:
+            log.info("document embedded document=%s passages=%d ms=%.0f", document_id, done,
+                     (time.perf_counter() - started) * 1000)
+
+    async def settle(self) -> None:
+        """Wait for the embeddings under way (tests, benchmarks)."""
+        while self._embedding:
+            await asyncio.gather(*self._embedding.values(), return_exceptions=True)
 
     async def has_any(self, person: str) -> bool:
         """Whether the person keeps any document (a cheap read: most people keep none)."""
@@ -309,6 +354,8 @@ class DocumentBook:
         finally:
             self.db.mark(DOCUMENTS_TOPIC)
         self._shelves.pop(person, None)
+        if removed is not None and (job := self._embedding.get(removed.id)) is not None:
+            job.cancel()
         return removed
 
     async def search(self, person: str, query: str, query_vector: Sequence[float] | None, query_space: str | None,
@@ -352,27 +399,21 @@ class DocumentBook:
         mark = await self.db.run_short(fingerprint, person)
         docs, rows = await self.db.run(_passages_of, person)
         space = self.vectors.space if self.vectors.ready and self.vectors.space != HASH_SPACE else None
-        # Passages kept while the embedder was down, or under another one: embedded now, once, and stored.
-        todo = [(document_id, p) for document_id, p, vector, stored in rows if space is not None
-                and (vector is None or stored != space)]
-        fresh: dict[str, bytes] = {}
-        if todo:
-            vectors, got = await self._embed([p.searchable() for _d, p in todo])
-            if got == space:
-                stored_rows = [(document_id, p.index, v) for (document_id, p), v in zip(todo, vectors, strict=True)
-                               if v is not None]
-                await self.db.run(_store_vectors, stored_rows, got)
-                fresh = {_passage_id(d, i): v for d, i, v in stored_rows}
         lexical = BM25Index()
         lexical.add_many((_passage_id(d, p.index), p.searchable()) for d, p, _v, _s in rows)
         ids: list[str] = []
         values: list[np.ndarray] = []
+        unembedded: set[str] = set()
         for document_id, p, vector, stored in rows:
-            pid = _passage_id(document_id, p.index)
-            value = fresh.get(pid, vector if stored == space else None)
-            if space is not None and value is not None:
-                ids.append(pid)
-                values.append(np.frombuffer(value, dtype=np.float32))
+            if space is None:
+                continue
+            if vector is None or stored != space:
+                unembedded.add(document_id)  # kept while the embedder was down, under another, or cut by a kill
+                continue
+            ids.append(_passage_id(document_id, p.index))
+            values.append(np.frombuffer(vector, dtype=np.float32))
+        for document_id in unembedded:
+            self._embed_later(document_id)
         table = None
         if ids:
             dim = values[0].size

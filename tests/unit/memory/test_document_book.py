@@ -3,11 +3,14 @@ moved on a link, and refused past their limits (issue #35)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
 
+from ground.background import BackgroundTasks
 from ground.config import RecallSettings
 from ground.db import Database
 from ground.tunables import DOCUMENTS_MAX_PER_PERSON
@@ -111,7 +114,7 @@ def test_a_pdf_is_read_page_by_page_and_refused_past_its_limits_or_when_broken()
 
 # --- the book ---------------------------------------------------------------------------------------
 async def test_a_document_kept_twice_from_the_same_message_is_kept_once(db: Database, clock: FakeClock) -> None:
-    book = DocumentBook(db, _source(None), clock)
+    book = DocumentBook(db, _source(None), clock, BackgroundTasks())
     first = await _keep(book, "telegram:100:7:0", ["Pancakes need eggs."])
     again = await _keep(book, "telegram:100:7:0", ["Pancakes need eggs."])
     other = await _keep(book, "telegram:100:8:0", ["Soup needs lentils."])
@@ -123,7 +126,7 @@ async def test_a_document_kept_twice_from_the_same_message_is_kept_once(db: Data
 
 async def test_passages_are_found_by_words_without_an_embedder_and_by_meaning_with_one(
         db: Database, clock: FakeClock) -> None:
-    lexical = DocumentBook(db, _source(None), clock)
+    lexical = DocumentBook(db, _source(None), clock, BackgroundTasks())
     doc = await _keep(lexical, "k:1", ["My dog Rex eats twice a day.\n\nThe boiler is serviced in May."])
     assert doc is not None
     hits = await lexical.search(doc.person, "when is the boiler serviced", None, None, 5)
@@ -131,9 +134,10 @@ async def test_passages_are_found_by_words_without_an_embedder_and_by_meaning_wi
         "My dog Rex eats twice a day.\n\nThe boiler is serviced in May."]
 
     embedder = ConceptEmbedder()
-    semantic = DocumentBook(db, _source(embedder), clock, passage_chars=40, overlap_chars=0)
+    semantic = DocumentBook(db, _source(embedder), clock, BackgroundTasks(), passage_chars=40, overlap_chars=0)
     doc2 = await _keep(semantic, "k:2", ["My puppy sleeps all day.\n\nInvoices are due in June."], account="t:2")
     assert doc2 is not None
+    await semantic.settle()  # embedded after it was kept
     query = "how are my animals"
     [vector] = await embedder.embed([query])
     hits = await semantic.search(doc2.person, query, vector, embedder.name, 5)
@@ -142,21 +146,50 @@ async def test_passages_are_found_by_words_without_an_embedder_and_by_meaning_wi
     assert ranked[0][0].cosine is not None
 
 
-async def test_passages_kept_while_the_embedder_was_down_are_embedded_once_it_works(
+async def test_passages_kept_while_the_embedder_was_down_are_embedded_later_never_on_a_replys_path(
         db: Database, clock: FakeClock) -> None:
-    doc = await _keep(DocumentBook(db, _source(None), clock), "k:1", ["My puppy sleeps all day."])
+    doc = await _keep(DocumentBook(db, _source(None), clock, BackgroundTasks()), "k:1", ["My puppy sleeps all day."])
     assert doc is not None
     embedder = ConceptEmbedder()
-    book = DocumentBook(db, _source(embedder), clock)
+    book = DocumentBook(db, _source(embedder), clock, BackgroundTasks())
     [vector] = await embedder.embed(["pets"])
+    embedder.gate.clear()  # the embedder is slow now: the search must not wait for it
+    first = await asyncio.wait_for(book.search(doc.person, "pets", vector, embedder.name, 5), 2)
+    assert [h.cosine for h in first] == []  # found by words only (it shares none): not yet embedded
+    embedder.gate.set()
+    await book.settle()
     hits = await book.search(doc.person, "pets", vector, embedder.name, 5)
     assert [h.cosine is not None for h in hits] == [True]
     stored = await db.run(lambda c: c.execute(sa.select(documents_book.document_passages.c.space)).scalars().all())
     assert stored == [embedder.name]  # stored, so the next process does not embed them again
+    other = DocumentBook(db, _source(embedder), clock, BackgroundTasks())
+    embedder.started.clear()
+    await other.search(doc.person, "pets", vector, embedder.name, 5)
+    await other.settle()
+    assert embedder.started == []
+
+
+async def test_a_long_document_is_embedded_a_few_passages_at_a_time(db: Database, clock: FakeClock) -> None:
+    embedder = ConceptEmbedder()
+    calls: list[int] = []
+    embed = embedder.embed
+
+    async def counted(texts: Sequence[str]) -> list[list[float]]:
+        calls.append(len(texts))
+        return await embed(texts)
+
+    embedder.embed = counted  # type: ignore[method-assign]
+    book = DocumentBook(db, _source(embedder), clock, BackgroundTasks(), passage_chars=40, overlap_chars=0,
+                        embed_batch=3)
+    doc = await _keep(book, "k:1", ["\n\n".join(f"Paragraph {i} about the garden." for i in range(8))])
+    assert doc is not None and doc.passages == 8
+    await book.settle()
+    assert calls == [3, 3, 2]  # a reply's query embedding waits for one batch at most, never the whole document
 
 
 async def test_a_search_in_another_process_sees_a_document_removed_or_added(db: Database, clock: FakeClock) -> None:
-    ours, theirs = DocumentBook(db, _source(None), clock), DocumentBook(db, _source(None), clock)
+    ours = DocumentBook(db, _source(None), clock, BackgroundTasks())
+    theirs = DocumentBook(db, _source(None), clock, BackgroundTasks())
     doc = await _keep(ours, "k:1", ["The boiler is serviced in May."])
     assert doc is not None
     assert await theirs.search(doc.person, "boiler", None, None, 5)
@@ -170,7 +203,7 @@ async def test_a_search_in_another_process_sees_a_document_removed_or_added(db: 
 async def test_a_person_keeps_at_most_so_many_documents(db: Database, clock: FakeClock,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(documents_book, "DOCUMENTS_MAX_PER_PERSON", 2)
-    book = DocumentBook(db, _source(None), clock)
+    book = DocumentBook(db, _source(None), clock, BackgroundTasks())
     assert await _keep(book, "k:1", ["one"]) is not None
     assert await _keep(book, "k:2", ["two"]) is not None
     assert await _keep(book, "k:3", ["three"]) is None
@@ -178,7 +211,7 @@ async def test_a_person_keeps_at_most_so_many_documents(db: Database, clock: Fak
 
 
 async def test_documents_follow_a_linked_person_renumbered_after_their_own(db: Database, clock: FakeClock) -> None:
-    book = DocumentBook(db, _source(None), clock)
+    book = DocumentBook(db, _source(None), clock, BackgroundTasks())
     a = await _keep(book, "k:1", ["Ana's lease."], account="telegram:1")
     b = await _keep(book, "k:2", ["Ana's recipes."], account="discord:1")
     assert a is not None and b is not None
@@ -191,7 +224,7 @@ async def test_documents_follow_a_linked_person_renumbered_after_their_own(db: D
 
 async def test_a_forget_removes_the_documents_holding_its_words_whole_and_no_other(
         db: Database, clock: FakeClock) -> None:
-    book = DocumentBook(db, _source(None), clock)
+    book = DocumentBook(db, _source(None), clock, BackgroundTasks())
     lease = await _keep(book, "k:1", ["The flat at Quay Street.", "The deposit is returned in thirty days."],
                         name="lease.pdf", kind=PDF)
     recipes = await _keep(book, "k:2", ["Pancakes need cardamom."], name="recipes.md", kind=MARKDOWN)
@@ -208,7 +241,7 @@ async def test_a_forget_removes_the_documents_holding_its_words_whole_and_no_oth
 
 # --- the prompt part (pure) ---------------------------------------------------------------------------
 async def test_the_part_shows_the_best_passages_quoted_within_its_budget(db: Database, clock: FakeClock) -> None:
-    book = DocumentBook(db, _source(None), clock, passage_chars=120, overlap_chars=0)
+    book = DocumentBook(db, _source(None), clock, BackgroundTasks(), passage_chars=120, overlap_chars=0)
     long = " ".join(["The boiler needs a yearly service by a certified engineer."] * 12)
     doc = await _keep(book, "k:1", [long, "Unrelated page about gardens."], name='say "hi".pdf', kind=PDF)
     assert doc is not None
