@@ -104,20 +104,23 @@ class Attachment:
     mime: str = ""  # as the platform says ("audio/ogg"); may be empty
     size: int | None = None  # bytes, where the platform says before the download
     duration_s: float | None = None  # a voice note's length, where the platform says
+    # Where the channel can ask for the file again when ``ref`` no longer works (a Discord message's
+    # "<channel id>:<message id>": its signed CDN URLs expire after about a day); "" where there is no need.
+    origin: str = ""
 
     def __post_init__(self) -> None:
-        _well_formed_fields(self, ("ref", "name", "mime"))
+        _well_formed_fields(self, ("ref", "name", "mime", "origin"))
 
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind.value, "ref": self.ref, "name": self.name, "mime": self.mime, "size": self.size,
-                "duration_s": self.duration_s}
+                "duration_s": self.duration_s, "origin": self.origin}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Attachment:
         size, duration = data.get("size"), data.get("duration_s")
         return cls(AttachmentKind(str(data["kind"])), str(data["ref"]), str(data.get("name") or ""),
                    str(data.get("mime") or ""), int(size) if size is not None else None,
-                   float(duration) if duration is not None else None)
+                   float(duration) if duration is not None else None, str(data.get("origin") or ""))
 
 
 @dataclass(frozen=True, slots=True)

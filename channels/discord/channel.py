@@ -56,7 +56,7 @@ from typing import Any, Protocol
 import aiohttp
 import discord
 
-from channels.discord.files import attachment_id, download, refuse_oversized
+from channels.discord.files import attachment_id, download, fresh_url, refuse_oversized
 from channels.discord.formatting import MESSAGE_FORMAT
 from channels.discord.settings import DiscordSettings
 from channels.discord.translate import (
@@ -551,7 +551,17 @@ class DiscordChannel:
             client = self._client
             if client is None or client.is_closed():
                 raise AttachmentError("discord: channel not started")
-            data = await download(client.http, attachment.ref, max_bytes, self._send_timeout)
+            try:
+                data = await download(client.http, attachment.ref, max_bytes, self._send_timeout)
+            except AttachmentError as exc:
+                if not exc.gone or not attachment.origin:
+                    raise
+                # Expired (or deleted): the message it came in, read again, signs it anew if it is still there.
+                url = await fresh_url(client.http, attachment.origin, attachment.ref)
+                if url is None:
+                    raise
+                log.info("discord attachment url refreshed id=%s", file_id)
+                data = await download(client.http, url, max_bytes, self._send_timeout)
         except AttachmentError as exc:
             # The reason is one of files.py's fixed lines: statuses and sizes, never the URL.
             log.info("discord attachment not fetched id=%s size=%s max=%d too_large=%s ms=%.0f reason=%s", file_id,

@@ -1,7 +1,9 @@
 """Fetching the files a Discord message carries: the attachment's CDN URL, through discord.py's own HTTP session.
 
 Discord's CDN needs no token (an attachment URL is signed in its query, and expires after about a day), so nothing
-secret travels with the request; the URL itself is never logged all the same. discord.py's one public way in,
+secret travels with the request; the URL itself is never logged all the same. A URL that no longer works (a turn
+taken up again a day later, after an outage) is asked for again by fetching the message it came in, the way
+Discord documents: a message read through the API carries freshly signed URLs. discord.py's one public way in,
 ``HTTPClient.get_from_cdn``, reads a body whole and waits as long as its session does (300 s), so the download
 goes through the session it keeps (its connector, its proxy) with a size cap and kith's own timeout instead.
 """
@@ -52,6 +54,26 @@ async def download(http: discord.http.HTTPClient, url: str, max_bytes: int, time
         raise AttachmentError(f"discord: network {type(exc).__name__}") from None
 
 
+async def fresh_url(http: discord.http.HTTPClient, origin: str, url: str) -> str | None:
+    """The attachment's URL as Discord signs it now, read from the message it came in (``origin``,
+    "<channel id>:<message id>"): a message fetched through the API carries URLs valid from then on. None when the
+    message, or the attachment in it, is gone; AttachmentError (retryable) when Discord could not be asked."""
+    channel_id, _, message_id = origin.partition(":")
+    wanted = attachment_id(url)
+    if not (channel_id.isdigit() and message_id.isdigit()) or wanted == "?":
+        return None
+    try:
+        message = await http.get_message(int(channel_id), int(message_id))
+    except (discord.NotFound, discord.Forbidden):
+        return None
+    except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise AttachmentError(f"discord: the message could not be read again ({type(exc).__name__})") from None
+    for item in message.get("attachments", []):
+        if str(item.get("id")) == wanted and isinstance(item.get("url"), str):
+            return str(item["url"])
+    return None
+
+
 def _refusal(status: int) -> str:
     if status in (403, 404):
         # Deleted, or its signed URL expired (Discord signs them for about a day).
@@ -59,4 +81,4 @@ def _refusal(status: int) -> str:
     return f"discord: the CDN answered HTTP {status}"
 
 
-__all__ = ["attachment_id", "cdn_session", "download", "refuse_oversized"]
+__all__ = ["attachment_id", "cdn_session", "download", "fresh_url", "refuse_oversized"]

@@ -158,16 +158,18 @@ def translate_message(message: discord.Message, me: BotIdentity, place: Place) -
 
 
 def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
-    """Every file the message carries, in Discord's order: a handle (the CDN URL), never the bytes."""
+    """Every file the message carries, in Discord's order: a handle (the CDN URL, and the message to ask for a fresh
+    one when it has expired), never the bytes."""
     voice = message.flags.voice
-    return tuple(_attachment(item, voice_message=voice) for item in message.attachments)
+    origin = f"{message.channel.id}:{message.id}"
+    return tuple(_attachment(item, voice_message=voice, origin=origin) for item in message.attachments)
 
 
-def _attachment(item: discord.Attachment, *, voice_message: bool) -> Attachment:
+def _attachment(item: discord.Attachment, *, voice_message: bool, origin: str) -> Attachment:
     mime = item.content_type or ""
     return Attachment(kind=attachment_kind(mime, voice=voice_message or item.is_voice_message()), ref=item.url,
                       name=item.filename, mime=mime, size=item.size,
-                      duration_s=float(item.duration) if item.duration is not None else None)
+                      duration_s=float(item.duration) if item.duration is not None else None, origin=origin)
 
 
 def attachment_kind(mime: str, *, voice: bool = False) -> AttachmentKind:

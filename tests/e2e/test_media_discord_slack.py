@@ -90,13 +90,16 @@ class DiscordSide(Side):
         self.api = api
         api.add_user(self.ANA, "ana", global_name="Ana")
         self.dm = api.open_dm(self.ANA)
+        self.deleting = False  # the next message sent is deleted at once (fail_next_download)
 
     async def start(self, settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
         monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.FAKE_DISCORD_TOKEN)
         return await _started(self, dataclasses.replace(settings, policy={"discord": {"dm": "open"}}))
 
     def send_voice(self, audio: bytes) -> None:
-        self.api.push_voice_message(self.dm, self.ANA, audio, duration_s=4.0)
+        sent = self.api.push_voice_message(self.dm, self.ANA, audio, duration_s=4.0)
+        if self.deleting:  # deleted before kith read it: asked again, Discord no longer knows the message either
+            del self.api.messages[int(sent["id"])]
 
     def send_photo(self, data: bytes, caption: str) -> None:
         self.api.push_message(self.dm, self.ANA, caption, attachments=[
@@ -105,6 +108,7 @@ class DiscordSide(Side):
     def fail_next_download(self, how: str) -> None:
         assert how == "404"
         self.api.fail_downloads(404)
+        self.deleting = True
 
     def replies(self) -> list[str]:
         return self.api.seen_in(self.dm)

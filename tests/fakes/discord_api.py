@@ -90,6 +90,7 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("POST", "/users/@me/channels", "create_dm"),
     ("GET", "/channels/{channel_id}", "get_channel"),
     ("GET", "/channels/{channel_id}/messages", "channel_messages"),
+    ("GET", "/channels/{channel_id}/messages/{message_id}", "get_message"),
     ("POST", "/channels/{channel_id}/messages", "create_message"),
     ("PATCH", "/channels/{channel_id}/messages/{message_id}", "edit_message"),
     ("DELETE", "/channels/{channel_id}/messages/{message_id}", "delete_message"),
@@ -349,6 +350,7 @@ class FakeDiscord:
         self._files: dict[int, bytes] = {}  # attachment id -> what its CDN URL serves
         self._download_failures: list[int] = []
         self._chunked: set[int] = set()
+        self._signed_until = 0  # a CDN URL whose expiry ("ex") is at or before this unix time is refused, as expired
         self.nonce_hits = 0  # sends Discord answered with the message an earlier send of the same nonce posted
         self._nonces: dict[tuple[int, str], tuple[int, float]] = {}  # (author, nonce) -> (message id, when)
         # Called right after READY is sent, before the servers' GUILD_CREATEs: events pushed here reach the
@@ -841,6 +843,27 @@ class FakeDiscord:
         channel = self.channels.get(_int(request.match_info["channel_id"]) or 0)
         return _json(channel) if channel is not None else _error(404, "Unknown Channel", 10003)
 
+    async def _r_get_message(self, request: web.Request) -> web.StreamResponse:
+        """One message, as the API returns it: its attachments' URLs signed afresh (Discord's documented way to a
+        working URL once the one a gateway event carried has expired)."""
+        message = self.messages.get(_int(request.match_info["message_id"]) or 0)
+        if message is None or int(message["channel_id"]) != (_int(request.match_info["channel_id"]) or 0):
+            return _error(404, "Unknown Message", 10008)
+        fetched = self._as_fetched(message)
+        fetched["attachments"] = [{**a, "url": self._signed(a["url"])} for a in fetched.get("attachments", [])]
+        return _json(fetched)
+
+    def _signed(self, url: str) -> str:
+        """``url`` signed anew: valid for a day from now, and past any expiry the test has moved the CDN to."""
+        base = url.partition("?")[0]
+        now = max(int(time.time()), self._signed_until + 1)
+        return f"{base}?ex={now + 86_400:x}&is={now:x}&hm={secrets.token_hex(32)}"
+
+    def expire_attachment_urls(self) -> None:
+        """A day passes for the CDN: every attachment URL handed out so far is refused from now on (404, "This
+        content is no longer available."); a message fetched again carries new ones."""
+        self._signed_until = int(time.time()) + 86_400 + 1
+
     async def _r_channel_messages(self, request: web.Request) -> web.StreamResponse:
         """A channel's history as Discord pages it: ``after`` gives the oldest messages past that id, ``before``
         (or neither) the newest before it; either way the page comes newest first."""
@@ -1010,7 +1033,7 @@ class FakeDiscord:
         if self._download_failures:
             status = self._download_failures.pop(0)
             response: web.Response = web.Response(status=status, text=f"{status}")
-        elif data is None or "hm" not in request.query:
+        elif data is None or "hm" not in request.query or _hex(request.query.get("ex", "0")) <= self._signed_until:
             response = web.Response(status=404, text="This content is no longer available.")
         elif attachment_id in self._chunked:
             self.downloads.append(Download(attachment_id, 200, request.headers.get("Authorization")))
@@ -1027,6 +1050,14 @@ class FakeDiscord:
 
 
 # --- REST helpers ------------------------------------------------------------------------------------
+def _hex(value: str) -> int:
+    try:
+        return int(value, 16)
+    except ValueError:
+        return 0
+
+
+
 def _ratelimit_headers(*, remaining: int = 4, reset_after: float = 1.0) -> dict[str, str]:
     return {"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": str(remaining),
             "X-RateLimit-Reset": f"{time.time() + reset_after:.3f}", "X-RateLimit-Reset-After": f"{reset_after:.3f}",
