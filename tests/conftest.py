@@ -25,6 +25,7 @@ from kith.settings import AppSettings
 from tests.fakes.openai_api import FakeOpenAI
 from tests.support.clock import FakeClock
 from tests.support.database import open_db
+from tests.support.postgres import cluster, stop_cluster
 
 TESTS = Path(__file__).resolve().parent
 KINDS = ("unit", "e2e", "process")  # the folders under tests/ and the markers pyproject.toml registers
@@ -62,14 +63,42 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
         await server.stop()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module that sets ``BACKENDS = ("sqlite", "postgres")`` runs each of its tests that use the database (the
+    ``db`` fixture, or kith built by ``make_settings``) on each backend."""
+    if "backend" in metafunc.fixturenames:
+        only = metafunc.definition.get_closest_marker("backends")  # a test of one backend's own path
+        metafunc.parametrize("backend", only.args if only is not None else getattr(metafunc.module, "BACKENDS",
+                                                                                    ("sqlite",)))
+
+
 @pytest.fixture
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    """A new kith database under ``tmp_path``, closed after the test.
+def backend() -> str:
+    """The relational store a test runs on: "sqlite" unless its module's ``BACKENDS`` says more."""
+    return "sqlite"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_cluster() -> Iterator[None]:
+    """The throwaway PostgreSQL cluster, started by the first test that needs it, stopped at the end."""
+    yield
+    stop_cluster()
+
+
+def database_url(backend: str) -> str:
+    """A new, empty database on ``backend`` ("" for SQLite: kith's file under its data directory)."""
+    return cluster().new_database() if backend == "postgres" else ""
+
+
+@pytest.fixture
+def db(request: pytest.FixtureRequest, tmp_path: Path, backend: str) -> Iterator[Database]:
+    """A new kith database under ``tmp_path`` (or on the test cluster, for ``backend`` "postgres"), closed after the
+    test.
 
     It has every table, unless the test module sets ``DB_TABLES`` to the only ones it needs: the
     outbox's and the delivery worker's tests create just the outbox's, so they show it needs no other.
     """
-    database = open_db(tmp_path, *getattr(request.module, "DB_TABLES", ()))
+    database = open_db(tmp_path, *getattr(request.module, "DB_TABLES", ()), url=database_url(backend))
     yield database
     database.close()
 
@@ -87,13 +116,15 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path) -> Callable[..., AppSettings]:
+def make_settings(tmp_path: Path, backend: str) -> Callable[..., AppSettings]:
+    url = database_url(backend)  # one database per test: every app the test builds shares it, as on one machine
+
     def make(fake: FakeOpenAI | None = None, **overrides: object) -> AppSettings:
         # In this process: the model process has tests of its own, and bot.py's end-to-end tests use it.
         llm = LLMSettings(model="openai/fake-model", api_base=fake.base_url if fake else "http://127.0.0.1:9/v1",
                           timeout_s=3.0, max_retries=0, separate_process=False)
         base = AppSettings(llm=llm, persona=PersonaSettings(),
-                           storage=StorageSettings(data_dir=str(tmp_path / "data")),
+                           storage=StorageSettings(data_dir=str(tmp_path / "data"), database_url=url),
                            history=HistorySettings(), budget=BudgetSettings(),
                            memory=MemorySettings(embedder="none", capture=False))
         import dataclasses

@@ -23,6 +23,8 @@ from tests.support.at_rest import files_holding, rows_as_text
 from tests.support.messages import inbound
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 import_litellm()
 
 ANA = 6101
@@ -67,7 +69,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
                                                           sender_id=str(ANA), sender_name="Ana"), "")
         assert export.attachment_bytes is not None and WORD.encode() in export.attachment_bytes
         app.db.run_sync(outbox.enqueue, export, source="test", now=datetime.now(UTC))
-        assert WORD in rows_as_text(data / "kith.db")
+        assert WORD in rows_as_text(app.db.url)
         # One more turn, so the thread's window (its summary included) is what the process keeps in memory.
         fake_llm.default = lambda _r: "Anytime."
         telegram_api.push_text(ANA, ANA, "Thanks for listening")
@@ -87,7 +89,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
         assert telegram_api.texts_to(ANA)[-1].startswith("Forgotten: 1 memory, ")
 
         assert await app.memory.get(kept.id) is None
-        rows = rows_as_text(data / "kith.db")
+        rows = rows_as_text(app.db.url)
         assert WORD not in rows.lower()
         assert "Lisbon" in rows  # the rest of what was said stays
         assert "[forgotten]" in app.db.run_sync(history.get_summary, conversation).text
@@ -162,8 +164,8 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         telegram_api.push_text(ANA, ANA, f"/why {cat.id}")
         await telegram_api.wait_until(lambda: "I have a cat" in telegram_api.texts_to(ANA)[-1])
         # No table, no byte of kith.db, its log or Chroma's files holds the name.
-        assert name.lower() not in rows_as_text(data / "kith.db").lower()
-        assert "Lisbon" in rows_as_text(data / "kith.db")
+        assert name.lower() not in rows_as_text(app.db.url).lower()
+        assert "Lisbon" in rows_as_text(app.db.url)
         assert files_holding(data, name.lower().encode()) == []
 
         fake_llm.default = lambda _r: "Of course."

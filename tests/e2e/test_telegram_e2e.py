@@ -25,6 +25,8 @@ from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_a
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 from tests.support.waiting import until
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 import_litellm()  # seconds, once: a first reply must not race the test's timeouts
 
 ANA = 501

@@ -16,6 +16,8 @@ from ground.db import Database
 from tests.support import database
 from tests.support.clock import FakeClock
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 
 def open_db(path: Path) -> Database:
     """kith's database file with the journal's and cursors' tables only: they need no other."""

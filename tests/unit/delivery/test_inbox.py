@@ -20,6 +20,8 @@ from tests.support.clock import FakeClock
 from tests.support.database import open_db
 from tests.support.messages import inbound
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 ODD = "caf\u00e9 \U0001f600 \u05e9\u05dc\u05d5\u05dd \ud800 nul:\x00 e\u0301 \u202e"
 
 

@@ -13,6 +13,8 @@ from ground.db import Database
 from ground.types import Button, OutboundMessage
 from tests.support.clock import FakeClock
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 DB_TABLES = (outbox.outbox, outbox.outbox_doubts)  # the outbox needs no other table (see the ``db`` fixture)
 
 
@@ -29,7 +31,7 @@ def test_entry_round_trips_every_field(db: Database, tmp_path: Path) -> None:
                               attachment_name="notes.txt", attachment_bytes=b"\x00\x01bytes")
     entry_id = db.run_sync(outbox.enqueue, message, source="170.1", now=clock())
     db.close()
-    reopened = Database(f"sqlite:///{tmp_path / 'kith.db'}")
+    reopened = Database(db.url)
     try:
         entry = reopened.run_sync(outbox.get, entry_id)
     finally:

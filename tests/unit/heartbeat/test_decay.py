@@ -26,6 +26,8 @@ from tests.support.clock import FakeClock
 from tests.support.heartbeat import BotParts
 from tests.support.memory import T0, memory_settings, record
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 
 @pytest.fixture
 async def memory(tmp_path: Path, db: Database, clock: FakeClock) -> AsyncIterator[MemoryService]:

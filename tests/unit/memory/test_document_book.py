@@ -27,6 +27,8 @@ from tests.support.clock import FakeClock
 from tests.support.pdf import pdf_of
 from tests.support.recall import ConceptEmbedder
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 SOURCE = ("telegram", "100", "100:7")
 

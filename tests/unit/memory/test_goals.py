@@ -19,6 +19,10 @@ from people import directory
 from tests.support.clock import FakeClock
 from tests.support.messages import inbound
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+# Goals cached between replies: SQLite tells a process when another one wrote; on PostgreSQL every reply reads them.
+SQLITE_CACHE = pytest.mark.backends("sqlite")
+
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
@@ -141,6 +145,7 @@ async def test_goals_follow_the_person_when_accounts_are_linked(book: GoalBook) 
     assert await book.list("p_laptop") == []
 
 
+@SQLITE_CACHE
 async def test_the_goals_slot_follows_writes_of_this_process_and_of_another(
     commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +169,7 @@ async def test_the_goals_slot_follows_writes_of_this_process_and_of_another(
     assert "Read Dune" in await book.slot(person, limit_chars=500)
 
 
+@SQLITE_CACHE
 async def test_after_warm_up_a_newcomer_has_no_goals_without_a_read(
     commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,6 +204,7 @@ async def _warm_then_written_elsewhere(commands: ChatCommands, book: GoalBook, d
     return ana
 
 
+@SQLITE_CACHE
 async def test_a_write_elsewhere_after_warm_up_is_met_with_one_read_of_everyone(
     commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -212,6 +219,7 @@ async def test_a_write_elsewhere_after_warm_up_is_met_with_one_read_of_everyone(
     assert reads == []  # one read of everyone's goals, not one per person
 
 
+@SQLITE_CACHE
 async def test_replies_to_many_people_at_once_after_a_write_elsewhere_share_one_read(
     commands: ChatCommands, book: GoalBook, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,8 @@ from tests.support.clock import FakeClock
 from tests.support.database import open_db
 from tests.support.memory import T0, record
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 DM = DmTarget("telegram", "501", "501")
 
 
@@ -93,7 +95,7 @@ async def test_one_open_question_per_person_and_five_an_hour_in_all_across_a_res
     assert await book.reserve("p_5", pairs["p_5"], DM) is None  # the sixth in one hour waits
 
     db.close()
-    reopened = open_db(tmp_path)  # a restart: the same file, new objects
+    reopened = open_db(tmp_path, url=db.url)  # a restart: the same database, new objects
     try:
         book = QuestionBook(reopened, clock)
         assert await book.reserve("p_5", pairs["p_5"], DM) is None

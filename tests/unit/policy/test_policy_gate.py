@@ -18,6 +18,8 @@ from policy.settings import PolicySettings
 from tests.support.clock import FakeClock
 from tests.support.messages import inbound
 
+BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
+
 
 def _tg(text: str, sender: str = "42", **kw) -> object:
     return inbound(text, platform="telegram", chat_id=sender, sender_id=sender, **kw)
