@@ -417,6 +417,12 @@ ACCESS_CAS_ATTEMPTS = 5  # an access-state write that lost a race re-reads and t
 MEMORY_EDIT_ATTEMPTS = 5
 
 # --- One writer per data directory: the lock and the control channel (ground/instance.py, kith/control/) ----
+# One active bot per PostgreSQL database (ground/active_bot.py): a standby asks for the lock this often; the holder
+# checks its session this often; a machine that vanished lets go within about this long (TCP keepalives).
+ACTIVE_POLL_S = 1.0
+ACTIVE_CHECK_S = 2.0
+ACTIVE_KEEPALIVE_S = 6.0
+ACTIVE_CONNECT_TIMEOUT_S = 10.0
 LOCK_POLL_S = 0.05  # how often a waiting bot or command looks at the lock (and a command at the control socket)
 LOCK_HOLDER_GRACE_S = 2.0  # a lock whose holder has not said who it is after this long is taken for a bot's
 CONTROL_CONNECT_WAIT_S = 60.0  # a command waits this long for a starting bot to listen, then says why it gave up

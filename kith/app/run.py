@@ -20,6 +20,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from ground.active_bot import ActiveLock, needs_active_lock
 from ground.instance import AlreadyRunning, DataDirLock, take_for_bot
 from ground.types import Channel
 from kith.app.logs import log_to_file
@@ -111,17 +112,24 @@ async def _as_sole_bot(settings: AppSettings, body: Body) -> int:
     bot must not open the stores before it has.
     """
     lock = DataDirLock(settings.storage.data_path())
+    url = settings.storage.resolved_database_url()
+    active = ActiveLock(url) if needs_active_lock(url) else None
+
+    def say(line: str) -> None:
+        print(f"kith: {line}", file=sys.stderr, flush=True)
 
     async def locked() -> int:
         # The collector is off until the start is done (freeze_startup_heap turns it back on): what a start
         # imports and builds lives as long as the process, and collections over it cost a third of the start.
         gc.disable()
-        await take_for_bot(lock, lambda line: print(f"kith: {line}", file=sys.stderr, flush=True))
+        await take_for_bot(lock, say)
+        if active is not None:  # a database other machines' bots may share: wait here while another is active
+            await active.take(say)
         # The model process loads litellm (seconds) on the other core while this one imports and opens the rest.
         model_process = new_model_process(settings)
         early = start_early(model_process)  # held here: the loop keeps only a weak reference to a task
         try:
-            return await body(settings, model_process)
+            return await _while_active(body(settings, model_process), active)
         finally:
             gc.enable()  # a start that ended before freeze_startup_heap
             if early is not None:
@@ -137,7 +145,30 @@ async def _as_sole_bot(settings: AppSettings, body: Body) -> int:
         print(f"kith: {exc}", file=sys.stderr)
         return 1
     finally:
+        if active is not None:
+            await active.release()  # a standby may take over from here: everything this bot opened is closed
         lock.release()  # last: everything the bot opened is closed
+
+
+async def _while_active(work: Awaitable[int], active: ActiveLock | None) -> int:
+    """``work``'s exit code; 1 when ``active``'s lock was lost first (``work`` cancelled: another bot may be
+    active now)."""
+    if active is None:
+        return await work
+    job = asyncio.ensure_future(work)
+    lost = asyncio.ensure_future(active.lost.wait())
+    try:
+        await asyncio.wait({job, lost}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        lost.cancel()
+        if not job.done():
+            job.cancel()
+            await asyncio.gather(job, return_exceptions=True)
+    if job.cancelled() and active.lost.is_set():
+        print("kith: this bot lost its hold on the database as the active one, so it stopped (another may be "
+              "active now); start it again to wait as a standby", file=sys.stderr)
+        return 1
+    return job.result()
 
 
 async def until_signalled(body: Awaitable[int]) -> int:
