@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ground import loop
 from ground.config import ConfigError
 from ground.instance import DataDirUnusable, usable_data_dir
+from ground.migration import HalfMigrated
 from ground.private_files import owner_only_umask
 from kith.settings import AppSettings, config_path, load_settings
 
@@ -71,6 +72,12 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from kith.setup.wizard import run_setup
 
     return run_setup(args.config)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from kith.operator.migrate_cli import run_migrate
+
+    return run_migrate(_settings(args), args.to)
 
 
 def _operator(name: Callable[[argparse.Namespace], str]) -> Callable[[argparse.Namespace], int]:
@@ -128,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_consolidate_parser(sub).set_defaults(func=cmd_consolidate)
     add_heartbeat_parser(sub).set_defaults(func=cmd_heartbeat)
     add_decay_parser(sub).set_defaults(func=cmd_decay)
+    from kith.operator.migrate_cli import add_migrate_parser
+
+    add_migrate_parser(sub).set_defaults(func=cmd_migrate)
     return parser
 
 
@@ -144,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"kith: config error: {exc}", file=sys.stderr)
         return 2
-    except DataDirUnusable as exc:
+    except (DataDirUnusable, HalfMigrated) as exc:
         print(f"kith: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ground.tunables import SQLITE_BUSY_TIMEOUT_MS, SQLITE_CHECKPOINT_COMMITS
+from ground.tunables import DB_SERVER_THREADS, SQLITE_BUSY_TIMEOUT_MS, SQLITE_CHECKPOINT_COMMITS
 
 log = logging.getLogger("kith.db")
 
@@ -116,8 +116,13 @@ class Database:
         self.engine: Engine = sa.create_engine(url, future=True, hide_parameters=True, **pool)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-db")
         self._tracks_others = self.engine.dialect.name == "sqlite"
+        # SQLite takes one writer at a time: one thread, in order. A server database runs transactions side by side
+        # (each on a pooled connection of its own), and a turn's reads wait on the network, not a disk lock: one
+        # thread would queue every chat's turn behind every other's round trips (bench.telegram_e2e on PostgreSQL:
+        # a third of the replies lost their memory part to the timeout in a burst, with one).
+        threads = 1 if self._tracks_others else DB_SERVER_THREADS
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kith-db")
         self._inline = self._tracks_others and not in_memory  # in-memory SQLite: one connection per thread
         self._connections = itertools.count(1)
         self._others: tuple[Hashable, float] | None = None  # others_version after the latest transaction, when

@@ -423,6 +423,7 @@ ACTIVE_POLL_S = 1.0
 ACTIVE_CHECK_S = 2.0
 ACTIVE_KEEPALIVE_S = 6.0
 ACTIVE_CONNECT_TIMEOUT_S = 10.0
+DB_SERVER_THREADS = 4  # transactions run side by side on a server database (PostgreSQL); SQLite has one thread
 LOCK_POLL_S = 0.05  # how often a waiting bot or command looks at the lock (and a command at the control socket)
 LOCK_HOLDER_GRACE_S = 2.0  # a lock whose holder has not said who it is after this long is taken for a bot's
 CONTROL_CONNECT_WAIT_S = 60.0  # a command waits this long for a starting bot to listen, then says why it gave up

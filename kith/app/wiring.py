@@ -20,6 +20,7 @@ from delivery.worker import DeliveryWorker
 from ground.background import BackgroundTasks, on_daemon_thread
 from ground.config import Settings
 from ground.db import Database
+from ground.migration import refuse_half_migrated
 from ground.person_data import move_person
 from ground.private_files import tighten
 from ground.types import Channel, utcnow
@@ -56,6 +57,11 @@ def open_database(settings: Settings) -> Database:
     settings.storage.data_path().mkdir(parents=True, exist_ok=True)
     tighten(settings.storage.data_path())  # made by an older kith, or under a looser umask
     db = Database(settings.storage.resolved_database_url())
+    try:
+        db.run_sync(refuse_half_migrated)  # before anything is written into a copy still under way
+    except BaseException:
+        db.close()
+        raise
     create_schema(db)
     return db
 

@@ -115,10 +115,14 @@ def _relation_values(r: Relation) -> dict[str, Any]:
 
 
 def read_graph(conn: Connection, person: str) -> tuple[list[Entity], list[Relation], list[tuple[str, str]]]:
-    """Everything of ``person``'s graph: entities, relations, and the beings kept apart."""
-    found = [entity_of(r) for r in conn.execute(sa.select(entities).where(entities.c.person == person))]
-    links = [relation_of(r) for r in conn.execute(sa.select(relations).where(relations.c.person == person))]
-    pairs = [(r.first, r.second) for r in conn.execute(sa.select(apart).where(apart.c.person == person))]
+    """Everything of ``person``'s graph: entities, relations, and the beings kept apart, each in the order they were
+    kept (an order of its own: PostgreSQL, unlike SQLite, returns rows in no particular order without one)."""
+    found = [entity_of(r) for r in conn.execute(sa.select(entities).where(entities.c.person == person)
+                                                .order_by(entities.c.created_at, entities.c.id))]
+    links = [relation_of(r) for r in conn.execute(sa.select(relations).where(relations.c.person == person)
+                                                  .order_by(relations.c.created_at, relations.c.id))]
+    pairs = [(r.first, r.second) for r in conn.execute(sa.select(apart).where(apart.c.person == person)
+                                                       .order_by(apart.c.first, apart.c.second))]
     return found, links, pairs
 
 

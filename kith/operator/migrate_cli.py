@@ -1,0 +1,85 @@
+"""``bot.py migrate --to URL``: the relational store copied whole into another database (SQLite to PostgreSQL, or
+back), with a progress bar and every table's rows counted on both sides (:mod:`ground.migration`).
+
+It runs with no bot on the data directory (it holds its lock) and copies into an empty database, or finishes a copy
+that was interrupted. Memories and their vectors stay where they are (Chroma, under the data directory or on its
+server): only the relational store moves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from ground.db import Database
+from ground.instance import DataDirLock, Role
+from ground.migration import HalfMigrated, MigrationError, copy_store, refuse_half_migrated
+from kith.app.schema import create_schema
+from kith.operator.progress import progress_text
+from kith.settings import AppSettings
+
+
+def add_migrate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    text = "copy the relational store into another database (SQLite to PostgreSQL, or back), resumably"
+    parser: argparse.ArgumentParser = subparsers.add_parser("migrate", help=text, description=text)
+    parser.add_argument("--to", required=True, metavar="URL",
+                        help='the target database, empty: e.g. "postgresql+psycopg://kith@db/kith", or '
+                             '"sqlite:////path/kith.db"')
+    return parser
+
+
+def run_migrate(settings: AppSettings, target_url: str) -> int:
+    source_url = settings.storage.resolved_database_url()
+    if target_url == source_url:
+        print("kith: --to names the database kith already uses", file=sys.stderr)
+        return 2
+    lock = DataDirLock(settings.storage.data_path())
+    if not lock.try_acquire(Role.COMMAND):
+        print(f"kith: {settings.storage.data_path()} is in use (a bot or another command): stop it first",
+              file=sys.stderr)
+        return 1
+    try:
+        source = Database(source_url)
+        try:
+            source.run_sync(refuse_half_migrated)
+            create_schema(source)
+            target = Database(target_url)
+            try:
+                return _copy(source, target, target_url)
+            finally:
+                target.close()
+        finally:
+            source.close()
+    except HalfMigrated as exc:
+        print(f"kith: the source {exc}", file=sys.stderr)
+        return 1
+    finally:
+        lock.release()
+
+
+def _copy(source: Database, target: Database, target_url: str) -> int:
+    started = time.monotonic()
+    last = [0.0]
+
+    def on_rows(table: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 1.0 or done >= total:
+            last[0] = now
+            print(f"kith: {table}: {progress_text(done, total, now - started, 'rows')}", file=sys.stderr)
+
+    try:
+        counts = copy_store(source, target, on_rows=on_rows)
+    except MigrationError as exc:
+        print(f"kith: migrate: {exc}", file=sys.stderr)
+        return 1
+    copied = [c for c in counts if c.source]
+    print(f"kith: copied {sum(c.target for c in counts):,} rows of {len(copied)} tables in "
+          f"{time.monotonic() - started:.1f} s; every table's rows counted equal on both sides", file=sys.stderr)
+    for c in copied:
+        print(f"  {c.table}: {c.target:,}")
+    shown = target_url.split("@")[-1]
+    print(f"kith: to run on it, set [storage] database_url to that URL ({shown}); memories stay where they are",
+          file=sys.stderr)
+    return 0
