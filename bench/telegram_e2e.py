@@ -4,7 +4,7 @@ model's, not kith's). Messages per second and latency from update to sendMessage
 across C chats, and peak RSS.
 
     .venv/bin/python -m bench.telegram_e2e [--messages 1000] [--chats 100] [--bursts 3] [--model openai/bench]
-        [--embedder none] [--with-vectors 0.5]
+        [--embedder none] [--with-vectors 0.5] [--databases sqlite,postgres]
 
 Throughput is measured over several bursts in one running bot, each from people new to it, and
 judged on their median: on a shared machine one slow moment can move a single burst by a fifth.
@@ -20,6 +20,11 @@ With an embedder, ``--with-vectors`` of each burst's people have a few memories 
 it, the rest none; after the run, recall's own counters (:class:`memory.recall.engine.RecallCounts`) say for
 each group how many replies' recall fell back to keywords (the query's vector late) or was cut off by the reply's
 memory timeout.
+
+``--databases`` runs the whole measurement once per relational store, in turn: ``sqlite`` (kith's default) and
+``postgres`` (a throwaway cluster of the distribution's PostgreSQL, started for the run on 127.0.0.1, as the tests
+start one); each prints its figures and the database's wall time per message (its transactions, queueing
+included), then one line compares their throughput.
 
 Debounce is set to 0 here: it is a deliberate wait for a person's next message, not overhead.
 """
@@ -59,6 +64,7 @@ from memory.core.records import MemoryKind, MemoryRecord, Scope, Source
 from memory.recall.engine import RecallCounts
 from people import directory
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN
+from tests.support.postgres import start_cluster
 
 TARGET_MSG_S = 200  # #5: messages per second, 1,000 messages in 100 chats at once
 
@@ -76,11 +82,30 @@ class Run:
     bursts: int
     embedder: str = "none"
     with_vectors: float = 0.5  # of each burst's people, those with memories stored
+    database_url: str = ""  # "" = SQLite under the run's data directory
 
 
-async def measure(run: Run) -> None:
+async def measure(run: Run) -> float:
+    """The median throughput of the bursts, messages per second (every figure is printed)."""
     async with fake_model_process("Sounds good, tell me more.") as fake_model, telegram_process() as tg:
-        await _measure(run, fake_model, tg)
+        return await _measure(run, fake_model, tg)
+
+
+def _time_database(db: Any) -> list[float]:
+    """Wrap the store's transactions: one total of their wall time (queueing included), in milliseconds."""
+    total = [0.0]
+    for name in ("run", "run_short"):
+        real = getattr(db, name)
+
+        async def timed(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await _real(*args, **kwargs)
+            finally:
+                total[0] += (time.perf_counter() - started) * 1000
+
+        setattr(db, name, timed)
+    return total
 
 
 async def _seed(app: Any, users: list[int]) -> None:
@@ -96,14 +121,14 @@ async def _seed(app: Any, users: list[int]) -> None:
         await app.recall.store.add_memories(records)
 
 
-async def _measure(run: Run, fake_model: FakeModel, tg: TelegramProcess) -> None:
+async def _measure(run: Run, fake_model: FakeModel, tg: TelegramProcess) -> float:
     n, chats, rate, model, bursts = run.n, run.chats, run.rate, run.model, run.bursts
     llm_url = fake_model.url
     os.environ["TELEGRAM_BOT_TOKEN"] = FAKE_BOT_TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         settings = dataclasses.replace(
             AppSettings(), llm=LLMSettings(model=model, api_base=llm_url, max_retries=0),
-            storage=StorageSettings(data_dir=tmp),
+            storage=StorageSettings(data_dir=tmp, database_url=run.database_url),
             memory=MemorySettings(embedder=run.embedder, capture=False),
             telegram=TelegramSettings(base_url=tg.base_url, poll_timeout_s=1),
             delivery=DeliverySettings(debounce_ms=0),
@@ -115,30 +140,35 @@ async def _measure(run: Run, fake_model: FakeModel, tg: TelegramProcess) -> None
         await app.start(platform_channels(settings, app))
         freeze_startup_heap()  # as bot.py run does once started
         model_ms = _time_model_calls(app.core.llm)
+        db_ms = _time_database(app.db)
         # Throughput: every message at once (within the sender burst set above), ``bursts`` times, each from
         # people new to kith, so one slow moment of a shared machine is seen as one figure among several.
         model_pid = app.model_process.pid if app.model_process else None
         others = {"the model process": model_pid, "the fake Bot API": tg.pid, "the fake model": fake_model.pid}
         measured: list[_Burst] = []
         seeded = int(chats * run.with_vectors) if app.recall.store.vector_source.ready else 0
+        db_in_bursts = 0.0
         for b in range(bursts):
             await _seed(app, [10_000 + b * chats + i for i in range(seeded)])
+            db_before = db_ms[0]
             cpu, others_cpu = time.process_time(), {name: process_cpu_s(pid) for name, pid in others.items()}
             await tg.push([(10_000 + b * chats + i % chats, f"message {i}: what a day") for i in range(n)])
             burst = await tg.wait(n)
             measured.append(_Burst(
                 burst.sends[n - 1][2] - burst.pushes[0][1], (time.process_time() - cpu) * 1000,
                 {name: (process_cpu_s(pid) - others_cpu[name]) * 1000 for name, pid in others.items()}, burst.typing))
+            db_in_bursts += db_ms[0] - db_before
             await tg.reset()
         # Latency: paced messages, so the figure is the path's own time rather than queueing behind a burst.
         await _seed(app, [10_000 + bursts * chats + i for i in range(seeded)])
         await app.recall.settle()
         in_bursts = {held: dataclasses.replace(c) for held, c in app.recall.counts.items()}
-        cpu = time.process_time()
+        cpu, db_before_paced = time.process_time(), db_ms[0]
         paced_items = [(10_000 + bursts * chats + i % chats, f"message {i}: and then?") for i in range(n)]
         await tg.push(paced_items, rate=rate)
         paced = await tg.wait(n)
         paced_cpu_ms = (time.process_time() - cpu) * 1000
+        db_paced = db_ms[0] - db_before_paced
         model_rss = process_peak_rss_mb(model_pid)
         await app.recall.settle()
         counts = app.recall.counts
@@ -178,6 +208,8 @@ async def _measure(run: Run, fake_model: FakeModel, tg: TelegramProcess) -> None
     print(f"  ... outside the model (each reply's litellm call taken out): {summary_ms(outside)} "
           f"(target p95 <= 50 ms: {verdict(percentile(outside, 95), 50)})")
     print(f"  ... kith's process used {paced_cpu_ms / n:.2f} ms of CPU per message when paced")
+    print(f"database ({app.db.engine.dialect.name}): {db_in_bursts / (n * bursts):.2f} ms of transactions' wall time "
+          f"per message in the bursts (queueing included), {db_paced / n:.2f} ms when paced")
     print(f"recall, embedder {run.embedder} ({embedder_status}), {seeded} of each {chats} chats' people with "
           f"memories stored:")
     # The bursts saturate the machine by design; the paced phase does not: the target is for the latter.
@@ -194,6 +226,7 @@ async def _measure(run: Run, fake_model: FakeModel, tg: TelegramProcess) -> None
     rss = peak_rss_mb() + model_rss
     print(f"peak RSS: {rss:.0f} MB, kith's process and its model process together ({model_rss:.0f} MB of it the "
           f"model process; target <= 400 MB without a local embedder: {verdict(rss, 400)})")
+    return median
 
 
 def _since(now: dict[bool, RecallCounts], before: dict[bool, RecallCounts]) -> dict[bool, RecallCounts]:
@@ -256,12 +289,31 @@ def main() -> None:
                         help="[memory] embedder, e.g. onnx:all-MiniLM-L6-v2 (kith's default)")
     parser.add_argument("--with-vectors", type=float, default=0.5,
                         help="the share of each burst's people with memories stored (with an embedder)")
+    parser.add_argument("--databases", default="sqlite",
+                        help="the relational stores to measure in turn, comma-separated: sqlite, postgres")
     args = parser.parse_args()
     print(f"model: {args.model} (litellm {importlib.metadata.version('litellm')})")
     if args.bursts < 1:
         parser.error("--bursts must be at least 1")
-    loop.run(measure(Run(args.messages, args.chats, args.rate, args.model, args.bursts, args.embedder,
-                         args.with_vectors)))
+    databases = [d.strip() for d in args.databases.split(",") if d.strip()]
+    if not databases or any(d not in ("sqlite", "postgres") for d in databases):
+        parser.error("--databases: sqlite and/or postgres")
+    rates: dict[str, float] = {}
+    for database in databases:
+        cluster = start_cluster() if database == "postgres" else None
+        try:
+            print(f"--- database: {database}" + (f" (PostgreSQL on 127.0.0.1:{cluster.port}, a throwaway cluster)"
+                                                 if cluster is not None else ""))
+            url = cluster.new_database() if cluster is not None else ""
+            rates[database] = loop.run(measure(Run(args.messages, args.chats, args.rate, args.model, args.bursts,
+                                                   args.embedder, args.with_vectors, url)))
+        finally:
+            if cluster is not None:
+                cluster.stop()
+    if "sqlite" in rates and "postgres" in rates:
+        share = rates["postgres"] / rates["sqlite"]
+        print(f"PostgreSQL's throughput is {share:.0%} of SQLite's ({rates['postgres']:.0f} vs {rates['sqlite']:.0f} "
+              f"messages/s; target: within 30%, {verdict(share, 0.7, higher_is_better=True)})")
     loop.run(model_client_ceiling(args.model))
 
 
