@@ -67,7 +67,7 @@ async def test_a_private_reply_grows_as_a_draft_then_is_one_whole_message(
 async def test_flood_control_during_a_stream_ends_the_preview_and_the_reply_still_comes_once(
         app: App, fake_llm: FakeOpenAI, telegram_api: FakeTelegramApi) -> None:  # noqa: F811
     streamed(fake_llm, delay_s=0.08)
-    telegram_api.fail_next("sendMessageDraft", 429, retry_after=30)
+    telegram_api.fail_next("sendMessageDraft", 429, retry_after=6)  # past the give-up (3 s): the preview ends
     telegram_api.push_text(ANA, ANA, "what's the plan?")
     sent = await answered(telegram_api, ANA)
     assert len(sent) == 1 and sent[0].endswith("plenty.")
