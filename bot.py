@@ -16,8 +16,7 @@ from collections.abc import Callable
 
 from ground import loop
 from ground.config import ConfigError
-from ground.instance import DataDirUnusable, usable_data_dir
-from ground.migration import HalfMigrated
+from ground.instance import DataDirUnusable, HalfMigrated, usable_data_dir
 from ground.private_files import owner_only_umask
 from kith.settings import AppSettings, config_path, load_settings
 

@@ -67,6 +67,12 @@ class DataDirUnusable(Exception):
     """The data directory cannot be created, or kith cannot write in it."""
 
 
+class HalfMigrated(Exception):
+    """The database is the target of an unfinished ``bot.py migrate`` (:mod:`ground.migration`): kith must not run
+    on it. Declared here, with the other reasons a command cannot use its store, so the command line can name it
+    without loading the database's libraries."""
+
+
 def usable_data_dir(data_dir: Path) -> Path:
     """``data_dir``, created if need be; ``DataDirUnusable`` naming it if it cannot be created or written in."""
     hint = "set [storage] data_dir to a directory kith can write in"

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ground.db import Database, metadata
+from ground.instance import HalfMigrated
 
 MARKER = "kith_migration"
 PAGE_ROWS = 1_000
@@ -37,10 +38,6 @@ marker = sa.Table(
 
 class MigrationError(Exception):
     """One line: why this copy cannot start or did not check out."""
-
-
-class HalfMigrated(Exception):
-    """The database holds an unfinished copy: kith must not run on it."""
 
 
 @dataclass(frozen=True, slots=True)

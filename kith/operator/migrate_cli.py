@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ground.db import Database
-from ground.instance import DataDirLock, Role
-from ground.migration import HalfMigrated, MigrationError, copy_store, refuse_half_migrated
-from kith.app.schema import create_schema
-from kith.operator.progress import progress_text
+from ground.instance import DataDirLock, HalfMigrated, Role
 from kith.settings import AppSettings
+
+if TYPE_CHECKING:
+    from ground.db import Database
 
 
 def add_migrate_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -31,6 +30,11 @@ def add_migrate_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_migrate(settings: AppSettings, target_url: str) -> int:
+    # The database's libraries load here, not with the parser: every other command's start stays light.
+    from ground.db import Database
+    from ground.migration import refuse_half_migrated
+    from kith.app.schema import create_schema
+
     source_url = settings.storage.resolved_database_url()
     if target_url == source_url:
         print("kith: --to names the database kith already uses", file=sys.stderr)
@@ -60,6 +64,9 @@ def run_migrate(settings: AppSettings, target_url: str) -> int:
 
 
 def _copy(source: Database, target: Database, target_url: str) -> int:
+    from ground.migration import MigrationError, copy_store
+    from kith.operator.progress import progress_text
+
     started = time.monotonic()
     last = [0.0]
 

@@ -13,7 +13,8 @@ import sqlalchemy as sa
 
 from ground import migration
 from ground.db import Database
-from ground.migration import HalfMigrated, MigrationError, copy_store
+from ground.instance import HalfMigrated
+from ground.migration import MigrationError, copy_store
 from kith.app.person_export import PersonExport
 from kith.app.wiring import build_app, open_database
 from kith.operator.migrate_cli import run_migrate

@@ -45,7 +45,7 @@ async def test_messages_waiting_for_an_answer_when_the_process_is_killed_are_ans
     cfg = write_config(tmp_path / "kith.toml", fake_llm, data, extra=(
         f'[telegram]\nbase_url = "{telegram_api.base_url}"\npoll_timeout_s = 1\n'
         '[policy.telegram]\ndm = "open"\n[delivery]\ndebounce_ms = 1500\n[heartbeat]\nenabled = false\n'))
-    fake_llm.hang(30)  # Ana's first answer never comes: the model is still thinking when the process dies
+    fake_llm.hang(15)  # Ana's first answer never comes: the model is still thinking when the process dies
     bot = await _start_bot(cfg)
     try:
         telegram_api.push_text(ANA, ANA, "are you still there?")

@@ -25,7 +25,7 @@ async def test_a_voice_note_whose_transcription_a_kill_cut_is_transcribed_again_
         f'[telegram]\nbase_url = "{telegram_api.base_url}"\npoll_timeout_s = 1\n[policy.telegram]\ndm = "open"\n'
         f'[heartbeat]\nenabled = false\n[media]\ntranscription_model = "openai/whisper-1"\n'
         f'transcription_api_base = "{fake_llm.base_url}"\n'))
-    fake_llm.transcription_delays.append(60)  # the first transcription is still under way when the process dies
+    fake_llm.transcription_delays.append(15)  # the first transcription is still under way when the process dies
     bot = await start_telegram_bot(cfg)
     try:
         telegram_api.push_voice(ANA, ANA, b"pick up the cake at four", duration=2)
