@@ -34,6 +34,9 @@ from tests.support.waiting import until
 
 BACKENDS = ("sqlite", "postgres")  # the relational store under test: both (tests/conftest.py)
 
+# How long a test waits for something that should happen: generous, since it bounds only a failure's time (on
+# PostgreSQL each step is a round trip, and CI runs two test workers on two cores beside the database server).
+WAIT_S = 20.0
 DB_TABLES = (outbox.outbox, outbox.outbox_doubts)  # the worker needs the outbox's tables and no other (``db``)
 SETTINGS = DeliverySettings(max_attempts=4, backoff_base_s=1.0, backoff_max_s=60.0, outbox_sweep_s=0.0)
 
@@ -99,7 +102,7 @@ async def test_a_blocked_chat_does_not_hold_up_another_and_each_keeps_its_order(
     await worker.post(reply("b1|b2", chat_id="B"))
     await worker.post(reply("a3", chat_id="A"))
     await worker.post(reply("b3", chat_id="B"))
-    await asyncio.wait_for(channel.reached["b3"].wait(), timeout=5)
+    await asyncio.wait_for(channel.reached["b3"].wait(), timeout=WAIT_S)
     await asyncio.sleep(0)
     # Chat B is done while chat A is still stuck on its first chunk, and A sent nothing out of turn.
     assert channel.texts("B") == ["<b>b1</b>", "<b>b2</b>", "<b>b3</b>"]
@@ -343,7 +346,7 @@ async def test_restart_resumes_after_the_last_sent_chunk_and_sends_queued_reply_
     worker, _ = make_worker(first_db, before)
     long_id = await worker.post(reply("one|two|three"))
     queued_id = await worker.post(reply("queued"))
-    await asyncio.wait_for(before.reached["two"].wait(), timeout=5)
+    await asyncio.wait_for(before.reached["two"].wait(), timeout=WAIT_S)
     await worker.stop()
     first_db.close()
     assert before.texts() == ["<b>one</b>"]
@@ -414,7 +417,7 @@ async def test_a_restart_during_a_named_wait_waits_just_what_remains_of_it(tmp_p
     worker = DeliveryWorker(first_db, {"telegram": before}, send_anything, settings=SWEEPING, sleep=hangs,
                             clock=clock)
     entry_id = await worker.post(reply("hi"))
-    await until(lambda: len(hangs.waits) == refusals, 5, what="the last wait", every=0.001)
+    await until(lambda: len(hangs.waits) == refusals, WAIT_S, what="the last wait", every=0.001)
     await worker.stop()  # "killed" while it waits on the platform's word
     first_db.close()
     assert before.delivered == []
@@ -450,12 +453,12 @@ async def test_the_first_success_on_a_platform_sends_at_once_what_waits_on_a_gue
                             clock=FakeClock(), rng=lambda: 1.0)
     for_a = await worker.post(reply("for A", chat_id="A"))
     for_c = await worker.post(reply("for C", chat_id="C"))
-    await until(lambda: len(steps.waits) == 2, 5, what="both chats to wait", every=0.001)
+    await until(lambda: len(steps.waits) == 2, WAIT_S, what="both chats to wait", every=0.001)
     assert sorted(steps.waits) == [1.0, 30.0 + SEND_RETRY_AFTER_MARGIN_S]
     await worker.post(reply("for B", chat_id="B"))  # the platform answers again
-    await until(lambda: channel.texts("A") == ["<b>for A</b>"], 5, what="chat A's reply", every=0.001)
+    await until(lambda: channel.texts("A") == ["<b>for A</b>"], WAIT_S, what="chat A's reply", every=0.001)
     # Marked sent right after the platform took it (a transaction of its own: on PostgreSQL a round trip later).
-    await until(lambda: entry(db, for_a).status is OutboxStatus.SENT, 5, what="chat A's entry marked sent")
+    await until(lambda: entry(db, for_a).status is OutboxStatus.SENT, WAIT_S, what="chat A's entry marked sent")
     assert channel.texts("C") == [] and entry(db, for_c).status is OutboxStatus.PENDING  # the platform's own word
     await worker.stop()
 
