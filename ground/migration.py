@@ -11,8 +11,10 @@ it (:func:`refuse_half_migrated`). Integer keys PostgreSQL numbers itself contin
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -80,17 +82,12 @@ def _has_rows(conn: Connection) -> list[str]:
 
 
 def _encode_key(row: sa.Row, keys: list[sa.Column[Any]]) -> str:
-    import json
-
     values = [getattr(row, c.name) for c in keys]
     return json.dumps([v.isoformat() if hasattr(v, "isoformat") else v for v in values])
 
 
 def _after(table: sa.Table, keys: list[sa.Column[Any]], encoded: str | None) -> Any:
     """The condition "past the last copied key" (rows compared as tuples, in key order)."""
-    import json
-    from datetime import datetime
-
     if encoded is None:
         return sa.true()
     values = json.loads(encoded)

@@ -104,16 +104,10 @@ class MediaReader:
         voice = choice.attachment
         assert voice is not None
         started = time.perf_counter()
-        try:
-            audio = await source.fetch_attachment(voice, self.settings.voice_max_bytes)
-        except AttachmentError as exc:
-            if exc.too_large:
-                return Reading(message, too_large_line(self.settings.voice_max_bytes))
-            if exc.gone:
-                log.warning("voice message not fetched platform=%s message=%s reason=%s", message.platform,
-                            message.message_id, exc)
-                return Reading(message, unfetched_line())
-            raise
+        audio = await _fetch(source, voice, message, self.settings.voice_max_bytes,
+                             too_large_line(self.settings.voice_max_bytes), unfetched_line())
+        if isinstance(audio, Reading):
+            return audio
         fetched, size = time.perf_counter(), len(audio)
         media = self.settings
         words = await self.llm.transcribe(audio, voice.name, model=media.transcription_model,
@@ -145,16 +139,10 @@ class MediaReader:
         if attachment.size is not None and attachment.size > media.document_max_bytes:
             return Reading(message, document_too_large_line(media.document_max_bytes))
         started = time.perf_counter()
-        try:
-            data = await source.fetch_attachment(attachment, media.document_max_bytes)
-        except AttachmentError as exc:
-            if exc.too_large:
-                return Reading(message, document_too_large_line(media.document_max_bytes))
-            if exc.gone:
-                log.warning("document not fetched platform=%s message=%s reason=%s", message.platform,
-                            message.message_id, exc)
-                return Reading(message, document_unfetched_line())
-            raise
+        data = await _fetch(source, attachment, message, media.document_max_bytes,
+                            document_too_large_line(media.document_max_bytes), document_unfetched_line())
+        if isinstance(data, Reading):
+            return data
         fetched, size = time.perf_counter(), len(data)
         # Reading a long PDF takes seconds of CPU: off the event loop, so every other chat goes on meanwhile.
         text = await asyncio.to_thread(read_document, data, kind, max_pages=media.document_max_pages,
@@ -204,3 +192,19 @@ class MediaReader:
         log.info("photos shown platform=%s message=%s count=%d bytes=%d", message.platform, message.message_id,
                  len(images), sum(len(i.data) for i in images))
         return Reading(dataclasses.replace(message, unreadable="", medium=PHOTO), images=tuple(images))
+
+
+async def _fetch(source: AttachmentSource, attachment: Attachment, message: InboundMessage, max_bytes: int,
+                 too_large: str, gone: str) -> bytes | Reading:
+    """The file's bytes, or the honest line that answers the message instead: ``too_large`` past ``max_bytes``,
+    ``gone`` when the platform no longer serves it. A passing failure raises: the turn is tried again."""
+    try:
+        return await source.fetch_attachment(attachment, max_bytes)
+    except AttachmentError as exc:
+        if exc.too_large:
+            return Reading(message, too_large)
+        if exc.gone:
+            log.warning("attachment not fetched kind=%s platform=%s message=%s reason=%s", attachment.kind,
+                        message.platform, message.message_id, exc)
+            return Reading(message, gone)
+        raise

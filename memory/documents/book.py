@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -337,14 +337,6 @@ class DocumentBook:
         while self._embedding:
             await asyncio.gather(*self._embedding.values(), return_exceptions=True)
 
-    async def has_any(self, person: str) -> bool:
-        """Whether the person keeps any document (a cheap read: most people keep none)."""
-        shelf = self._shelves.get(person)
-        found = await self.db.run_short(fingerprint, person)
-        if shelf is not None and shelf.fingerprint != found:
-            self._shelves.pop(person, None)
-        return found[0] > 0
-
     async def list(self, person: str) -> list[Document]:
         return await self.db.run(of_person, person)
 
@@ -363,13 +355,25 @@ class DocumentBook:
         """The person's passages that match ``query`` on either path: the ``k`` best by BM25 and the ``k`` nearest
         to ``query_vector`` (of ``query_space``), each with its cosine (when it was among the nearest) and its BM25
         normalised to the best lexical hit. Unranked: :mod:`memory.recall.ranking` orders them."""
+
+        async def given() -> tuple[Sequence[float], str] | None:
+            return (query_vector, query_space or "") if query_vector is not None else None
+
+        return await self.passages_for(person, query, k, given)
+
+    async def passages_for(self, person: str, query: str, k: int,
+                           query_vector: Callable[[], Awaitable[tuple[Sequence[float], str] | None]]
+                           ) -> list[PassageHit]:
+        """:meth:`search`, asking ``query_vector`` for the query's vector and its space only when the person keeps
+        a document: a reply to someone who keeps none costs one small read, no embedding."""
         shelf = await self._shelf(person)
         if shelf is None or k <= 0:
             return []
         bm25 = dict(normalize_scores(shelf.lexical.search(query, k)))
         cosines: dict[str, float] = {}
-        if query_vector is not None and shelf.vectors is not None and query_space == shelf.space:
-            cosines = dict(shelf.vectors.nearest(query_vector, k))
+        vector = await query_vector() if shelf.vectors is not None else None
+        if vector is not None and shelf.vectors is not None and vector[1] == shelf.space:
+            cosines = dict(shelf.vectors.nearest(vector[0], k))
         hits = []
         for passage_id in dict.fromkeys([*cosines, *bm25]):
             document_id, passage = shelf.passages[passage_id]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Sequence
 
 from ground.config import RecallSettings
 from ground.tunables import DOCUMENT_PASSAGE_MIN_RELEVANCE, DOCUMENT_PASSAGES_PER_TURN, RECALL_QUERY_MAX_CHARS
@@ -91,11 +92,12 @@ class DocumentsInContext:
 
     async def part(self, person: str, text: str) -> str:
         query = text[:RECALL_QUERY_MAX_CHARS]
-        if not await self.book.has_any(person):
-            return ""
-        vectors = await self.queries.get(query, min(self.settings.embed_budget_ms / 1000, SLOTS_SOFT_S / 2))
-        vector = vectors.values[0] if vectors is not None else None
-        hits = await self.book.search(person, query, vector, vectors.space if vectors is not None else None,
-                                      self.most * _POOL)
+
+        async def query_vector() -> tuple[Sequence[float], str] | None:
+            # The vector recall asked for the same message: one embedding for both, under the same budget.
+            vectors = await self.queries.get(query, min(self.settings.embed_budget_ms / 1000, SLOTS_SOFT_S / 2))
+            return (vectors.values[0], vectors.space) if vectors is not None else None
+
+        hits = await self.book.passages_for(person, query, self.most * _POOL, query_vector)
         ranked = ranked_passages(hits, self.settings, vector_path=any(h.cosine is not None for h in hits))
         return render_passages(ranked, most=self.most, total_chars=self.limit_chars)

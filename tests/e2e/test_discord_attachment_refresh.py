@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from ground.config import DeliverySettings, MemorySettings
+from kith.app.lifecycle import App
 from kith.app.run import platform_channels
 from kith.app.wiring import build_app
 from kith.settings import AppSettings
@@ -42,9 +43,9 @@ def _settings(make_settings: Callable[..., AppSettings], fake_llm: FakeOpenAI) -
                                memory=MemorySettings(embedder="none", capture=False))
 
 
-async def test_an_expired_attachment_url_is_signed_again_through_its_message_and_the_file_read(
-        discord: FakeDiscord, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def _started(discord: FakeDiscord, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+                   monkeypatch: pytest.MonkeyPatch) -> tuple[int, App]:
+    """Ana's DM, and kith running on the fake Discord."""
     discord.add_user(ANA, "ana", global_name="Ana")
     dm = discord.open_dm(ANA)
     monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.FAKE_DISCORD_TOKEN)
@@ -52,6 +53,17 @@ async def test_an_expired_attachment_url_is_signed_again_through_its_message_and
     app = await build_app(settings, warm_llm=False)
     try:
         assert await app.start(platform_channels(settings, app)) == ["discord"]
+    except BaseException:
+        await app.close()
+        raise
+    return dm, app
+
+
+async def test_an_expired_attachment_url_is_signed_again_through_its_message_and_the_file_read(
+        discord: FakeDiscord, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    dm, app = await _started(discord, fake_llm, make_settings, monkeypatch)
+    try:
         stale = discord.attachment(dm, "boiler.md", "text/markdown", NOTES)
         discord.expire_attachment_urls()  # the URL the event carries is a day old by the time it is read
         discord.push_message(dm, ANA, "", attachments=[stale])
@@ -67,13 +79,8 @@ async def test_an_expired_attachment_url_is_signed_again_through_its_message_and
 async def test_an_expired_attachment_whose_message_was_deleted_gets_the_honest_line(
         discord: FakeDiscord, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    discord.add_user(ANA, "ana", global_name="Ana")
-    dm = discord.open_dm(ANA)
-    monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.FAKE_DISCORD_TOKEN)
-    settings = _settings(make_settings, fake_llm)
-    app = await build_app(settings, warm_llm=False)
+    dm, app = await _started(discord, fake_llm, make_settings, monkeypatch)
     try:
-        assert await app.start(platform_channels(settings, app)) == ["discord"]
         stale = discord.attachment(dm, "boiler.md", "text/markdown", NOTES)
         discord.expire_attachment_urls()
         sent = discord.push_message(dm, ANA, "", attachments=[stale])

@@ -51,6 +51,11 @@ def _system(request: dict[str, Any]) -> str:
     return str(request["messages"][0]["content"])
 
 
+async def _kept(app: Any) -> int:
+    """How many documents the store keeps, anyone's."""
+    return int(await app.db.run(lambda c: c.execute(sa.select(sa.func.count()).select_from(documents)).scalar_one()))
+
+
 async def _person(app: Any) -> str:
     person = await app.db.run(directory.person_of, f"telegram:{ANA}")
     assert person is not None
@@ -166,8 +171,7 @@ async def test_docs_forget_and_forget_remove_a_document_everywhere_and_the_expor
             assert "1 document" in plan
             tg.push_text(ANA, ANA, "yes")
             await _answered(tg, 5)
-            assert await app.db.run(lambda c: c.execute(sa.select(sa.func.count()).select_from(documents))
-                                    .scalar_one()) == 0
+            assert await _kept(app) == 0
             fake_llm.reply("I don't have that.")
             tg.push_text(ANA, ANA, "what goes in my pancakes?")
             await _answered(tg, 6)
@@ -193,8 +197,7 @@ async def test_limits_and_files_kith_cannot_keep_get_an_honest_line_and_nothing_
             assert "not “photos.zip”" in (await _answered(tg, 3))[2]
             tg.push_document(ANA, ANA, b"%PDF-1.4 then nothing", file_name="broken.pdf")
             assert "couldn't read that document" in (await _answered(tg, 4))[3]
-            assert await app.db.run(lambda c: c.execute(sa.select(sa.func.count()).select_from(documents))
-                                    .scalar_one()) == 0
+            assert await _kept(app) == 0
             assert fake_llm.requests == []
         finally:
             await app.close()
@@ -203,7 +206,7 @@ async def test_limits_and_files_kith_cannot_keep_get_an_honest_line_and_nothing_
 async def test_a_secret_in_a_document_is_redacted_before_it_reaches_disk(
         fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings], monkeypatch: pytest.MonkeyPatch,
         tmp_path: Any) -> None:
-    secret = "sk-FAKE" + "Q7wErTyUiOpAsDfGhJkLzXcVbNm0123456789"
+    secret = "sk-FAKE-not-a-real-key-kith-documents"  # shaped as an API key, so the redactor knows it as one
     async with FakeTelegramApi() as tg:
         app = await start_telegram_app(_settings(make_settings, fake_llm, tg), monkeypatch)
         try:
@@ -230,8 +233,7 @@ async def test_a_document_in_a_group_is_not_read_and_the_person_is_pointed_to_a_
             answer = (await _answered(tg, 1, chat=group))[0]
             assert "only in a private chat" in answer
             assert tg.downloads == []
-            assert await app.db.run(lambda c: c.execute(sa.select(sa.func.count()).select_from(documents))
-                                    .scalar_one()) == 0
+            assert await _kept(app) == 0
         finally:
             await app.close()
 

@@ -256,3 +256,22 @@ async def test_the_part_shows_the_best_passages_quoted_within_its_budget(db: Dat
     tight = render_passages(ranked, most=3, total_chars=len(DOCUMENTS_NOTICE) + 150)
     assert tight.endswith(TRUNCATED_FLAG) and len(tight) <= len(DOCUMENTS_NOTICE) + 150
     assert render_passages(ranked, most=3, total_chars=len(DOCUMENTS_NOTICE) + 20) == ""
+
+
+async def test_a_reply_to_someone_who_keeps_no_document_asks_for_no_query_vector(db: Database,
+                                                                                 clock: FakeClock) -> None:
+    book = DocumentBook(db, _source(ConceptEmbedder()), clock, BackgroundTasks())
+    asked: list[str] = []
+
+    async def query_vector() -> tuple[Sequence[float], str] | None:
+        asked.append("vector")
+        return None
+
+    assert await book.passages_for("p_nobody", "what's new?", 5, query_vector) == []
+    assert asked == []
+    doc = await _keep(book, "k:1", ["The boiler is serviced in May."])
+    assert doc is not None
+    await book.settle()
+    assert [h.passage.text for h in await book.passages_for(doc.person, "boiler", 5, query_vector)] == [
+        "The boiler is serviced in May."]
+    assert asked == ["vector"]  # asked once there is a document to compare it with
