@@ -97,6 +97,7 @@ cmd_graph = _operator(lambda args: f"graph.{args.graph_action}")
 cmd_consolidate = _operator(lambda _args: "consolidate")
 cmd_heartbeat = _operator(lambda _args: "heartbeat")
 cmd_decay = _operator(lambda _args: "decay")
+cmd_web = _operator(lambda args: f"web.{args.web_action}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_consolidate_parser(sub).set_defaults(func=cmd_consolidate)
     add_heartbeat_parser(sub).set_defaults(func=cmd_heartbeat)
     add_decay_parser(sub).set_defaults(func=cmd_decay)
+    from kith.web.url_cli import add_web_parser
+
+    add_web_parser(sub).set_defaults(func=cmd_web)
     from kith.operator.migrate_cli import add_migrate_parser
 
     add_migrate_parser(sub).set_defaults(func=cmd_migrate)

@@ -226,6 +226,28 @@ def check_media(settings: Settings) -> None:
 
 
 @dataclass(frozen=True)
+class WebSettings:
+    """The memory room, a local web page the running bot serves ([web]; kith.web)."""
+
+    enabled: bool = False
+    # 127.0.0.1 keeps the page on this machine. Any other address needs tls_cert and tls_key, or the bot starts it
+    # with a loud warning: the page shows every person's memories.
+    host: str = "127.0.0.1"
+    port: int = t.WEB_PORT
+    tls_cert: str = ""  # a PEM certificate file; with tls_key, the page is served over HTTPS
+    tls_key: str = ""  # its PEM private key file
+
+
+def check_web(settings: Settings) -> None:
+    """[web]'s port is a port, and TLS is both files or neither (a section check, so the loader names the file)."""
+    web = settings.web
+    if not 0 < web.port < 65536:
+        raise ValueError(f"web.port: a TCP port from 1 to 65535, not {web.port}")
+    if bool(web.tls_cert) != bool(web.tls_key):
+        raise ValueError("web.tls_cert and web.tls_key: set both (HTTPS) or neither")
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every section but the platforms' own. A platform's section (``[telegram]``...) lives in its channel
     package and the wiring's subclass of this adds it as a field: the loader builds the class it is given,
@@ -241,6 +263,7 @@ class Settings:
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
     media: MediaSettings = field(default_factory=MediaSettings)
+    web: WebSettings = field(default_factory=WebSettings)
     # [policy.<platform>] tables, validated by the policy package (a check the wiring passes to load_settings)
     policy: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"  # the file these settings came from, for messages

@@ -444,3 +444,14 @@ DOCTOR_MODEL_TIMEOUT_S = 30.0  # its one real call to the model waits at most th
 
 # --- setup (kith/setup/wizard.py) ------------------------------------------------------
 SETUP_OLLAMA_LOOK_TIMEOUT_S = 3.0  # a local Ollama lists its models at once; past this it counts as not running
+
+# --- the web page (kith/web) ----------------------------------------------------------------
+WEB_PORT = 8765  # [web] port's default: one loopback port for the memory room
+WEB_LOGIN_TOKEN_TTL_S = 600.0  # a login link works once, within this long of being printed
+WEB_LOGIN_TOKENS_MAX = 20  # unused login links kept at once; printing another drops the oldest
+WEB_SESSION_TTL_S = 8 * 3600.0  # a signed-in browser stays signed in this long, then needs a new link
+WEB_SESSIONS_MAX = 20  # browsers signed in at once; a new sign-in ends the oldest session past this
+WEB_PAGE_SIZE = 50  # memories on one page of a person's page
+WEB_SEARCH_LIMIT = 20  # hits a search on a person's page shows
+WEB_FORM_MAX_BYTES = 64_000  # a form's body; every real one is far smaller
+WEB_STOP_GRACE_S = 3.0  # requests still running when the bot stops get this long

@@ -56,7 +56,7 @@ def _heartbeat_rules(settings: config.Settings) -> None:
         raise ValueError(f"heartbeat: {exc}") from None
 
 
-SECTION_CHECKS: tuple[SectionCheck, ...] = (_policy_rules, _heartbeat_rules, config.check_media)
+SECTION_CHECKS: tuple[SectionCheck, ...] = (_policy_rules, _heartbeat_rules, config.check_media, config.check_web)
 
 
 CONFIG_ENV = "KITH_CONFIG"

@@ -30,6 +30,7 @@ from ground.types import Channel, utcnow
 from heartbeat.scheduler import HeartbeatScheduler
 from heartbeat.service import Heartbeat, build_heartbeat
 from kith.control.serve import serve_control
+from kith.web.server import WebServer, serve_web
 from llm.client import LLMClient, import_litellm
 from llm.process import ModelProcess
 from memory.recall import RecallEngine
@@ -75,6 +76,7 @@ class App:
     model_process: ModelProcess | None = None
     warming: asyncio.Task[None] | None = None  # load_model_client, spawned by build_app
     retention: Retention | None = None  # prunes the inbound journal and the delivered outbox while running
+    web: WebServer | None = None  # the memory room ([web] enabled), served beside the control channel
 
     async def load_model_client(self) -> None:
         await load_model_client(self.model_process)
@@ -170,8 +172,13 @@ class App:
             started = await self.start(channels)
             if started:
                 control = await serve_control(self)
+                if self.settings.web.enabled:  # Starlette and uvicorn are imported only then
+                    self.web = await serve_web(self, control)
             yield started
         finally:
+            if self.web is not None:
+                await self.web.close()
+                self.web = None
             if control is not None:
                 await control.close()
             await self.close()

@@ -81,6 +81,7 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("heartbeat", H + "heartbeat_body", {"any_hour": FLAG}, heartbeat_job=True),
     Operation("decay", H + "decay_body", heartbeat_job=True),
     Operation("doctor.stores", "kith.control.operations:store_checks_body", writes=False),
+    Operation("web.url", "kith.web.url_cli:url_body", writes=False),
 )}
 
 

@@ -1,0 +1,111 @@
+"""What the page changes, each through the body its operator command or chat command runs, inside the bot.
+
+Approving, denying and revoking pairing, forgetting and exporting run the very operations of
+:mod:`kith.control.operations` over the bot's live parts (:class:`kith.control.live.LiveParts`), waiting for the
+same one-writer lock the control channel's writers wait for; their output is the page's message. A conflict is
+settled by the person's own control (:meth:`memory.controls.MemoryControls.answer`), the path a person's "the
+first one" takes in chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import io
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kith.control.operations import OPERATIONS, run_operation
+from kith.control.parts import Console
+from kith.web.views import operator_for
+
+if TYPE_CHECKING:
+    from kith.control.parts import Parts
+    from kith.web.bot import Bot
+    from memory.forgetting import ForgetPlan
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    ok: bool
+    message: str  # what the command said, for the page's notice
+    data: Any = None
+
+
+class Actions:
+    """The page's writes over a running bot's parts; ``one_writer`` is the control channel's writers' lock."""
+
+    def __init__(self, app: Bot, parts: Parts, one_writer: asyncio.Lock) -> None:
+        self.app = app
+        self.parts = parts
+        self.one_writer = one_writer
+
+    async def run(self, name: str, **args: Any) -> Done:
+        """Operator command ``name`` with ``args``, as the control channel runs it; its output as the message."""
+        out, err, data = io.StringIO(), io.StringIO(), []
+        console = Console(out, err, data.append)
+        op = OPERATIONS[name]
+        if op.writes:
+            async with self.one_writer:
+                code = await run_operation(self.parts, name, args, console)
+        else:
+            code = await run_operation(self.parts, name, args, console)
+        said = (out.getvalue() + err.getvalue()).strip().removeprefix("kith: ")
+        return Done(code == 0, said, data[-1] if data else None)
+
+    async def approve(self, code: str) -> Done:
+        return await self.run("pairing.approve", pairing_action="approve", code=code, owner=False)
+
+    async def revoke(self, account: str) -> Done:
+        """Revoke an approved account, or deny a pending request (revoking drops its code)."""
+        return await self.run("pairing.revoke", pairing_action="revoke", account=account)
+
+    async def plan_forget(self, person: str, words: str) -> ForgetPlan:
+        """The plan ``memory forget`` shows first (:meth:`memory.service.MemoryService.plan_forget`)."""
+        return await self.app.memory.plan_forget(person, words)
+
+    async def forget(self, person: str, words: str, expect: list[str]) -> Done:
+        """Forget exactly the plan the operator saw (``expect``): nothing if what matches changed since."""
+        return await self.run("memory.forget", account=None, person=person, query=words.split(), yes=False,
+                              preview=False, expect=expect)
+
+    async def export(self, person: str) -> Done:
+        out, err = io.StringIO(), io.StringIO()
+        code = await run_operation(self.parts, "memory.export", {"account": None, "person": person},
+                                   Console(out, err))
+        return Done(code == 0, err.getvalue().strip() if code else "", out.getvalue())
+
+    async def settle(self, person: str, first_id: str, second_id: str, answer: str) -> Done:
+        """The person's conflict between two memories settled: keep ``first``, keep ``second``, or ``both`` true.
+
+        Through the conflict question, as in chat: the open question about this pair if kith asked one, else one
+        recorded now for the operator to answer (so the person's export shows who settled it, and when)."""
+        from memory.controls import Answer, ConflictPair, DmTarget, QuestionBook, Refused
+
+        controls = self.app.memory_commands.controls
+        chosen = {"first": Answer.FIRST, "second": Answer.SECOND, "both": Answer.BOTH}.get(answer)
+        if chosen is None:
+            return Done(False, f"no answer {answer!r}")
+        async with self.one_writer:
+            question = next((q for q in await controls.questions.open_of(person)
+                             if {q.first_id, q.second_id} == {first_id, second_id}), None)
+            if question is None:
+                first, second = await self.app.memory.get(first_id), await self.app.memory.get(second_id)
+                if first is None or second is None or first.person != person or second.person != person:
+                    return Done(False, "those memories are no longer both there")
+                book = QuestionBook(self.app.db, self.app.clock)
+                # The caps keep kith from pestering a person with questions; the operator asked for this one.
+                book.limits = dataclasses.replace(book.limits, per_hour=1 << 30, open_per_person=1 << 30)
+                question = await book.reserve(person, ConflictPair(first, second), DmTarget("web", person, None))
+                if question is None:
+                    return Done(False, "this conflict was already settled")
+            if question.first_id != first_id:  # the question orders the pair by when each was said
+                chosen = {Answer.FIRST: Answer.SECOND, Answer.SECOND: Answer.FIRST}.get(chosen, chosen)
+            try:
+                resolution = await controls.answer(operator_for(person), question.id, chosen)
+            except Refused as refused:
+                return Done(False, f"not settled: {refused.reason.value.replace('_', ' ')}")
+        self.parts.changed(person)
+        if resolution.unlinked:
+            return Done(True, "both kept: no longer in conflict")
+        return Done(True, f"kept one; {len(resolution.superseded)} superseded")

@@ -1,0 +1,90 @@
+"""The memory room in headless Chromium against kith on the fake Telegram Bot API: sign in with the printed link,
+read the overview and the people, approve a pairing request; and what the page refuses."""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+
+import pytest
+
+from kith.control.dispatch import run_command
+
+from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.browser import browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
+
+STRANGER = 601
+
+
+async def test_the_printed_link_signs_in_once_and_opens_the_overview(telegram_api, fake_llm, make_settings,
+                                                                      monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        assert app.web is not None
+        link = app.web.login_url()
+        browser.base = app.web.address.rstrip("/")
+        await browser.go(link)
+        assert await browser.url() == app.web.address  # the token left the address bar
+        body = await browser.text()
+        assert "Overview" in body and "Connected: telegram" in body and "database ok" in body
+        session = next(c for c in await browser.cookies() if c["name"] == "kith_session")
+        assert session["httpOnly"] and session["sameSite"] == "Strict"
+        await browser.shoot("overview")
+        await browser.forget_cookies()
+        await browser.go(link)  # spent: the same link never signs in twice
+        assert "used already or has expired" in await browser.text()
+        await browser.go("/")
+        assert "not signed in" in await browser.text()
+
+
+async def test_a_pairing_request_is_approved_with_its_button(telegram_api: FakeTelegramApi, fake_llm, make_settings,
+                                                            monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        telegram_api.push_text(STRANGER, STRANGER, "hello?")
+        await telegram_api.wait_until(lambda: any("pairing code" in t for t in telegram_api.texts_to(STRANGER)))
+        await signed_in(browser, app)
+        await browser.go("/people")
+        pending = await browser.text("#pending")
+        assert f"telegram:{STRANGER}" in pending
+        await browser.shoot("people")
+        await browser.click("#pending form[action='/pairing/approve'] button")
+        assert f"approved telegram:{STRANGER}" in await browser.text(".notice")
+        assert "No one is waiting" in await browser.text("#pending")
+        assert f"telegram:{STRANGER}" in await browser.text("#approved")
+        # The bot's own gate sees it at once: the stranger is answered now.
+        before = len(telegram_api.texts_to(STRANGER))
+        telegram_api.push_text(STRANGER, STRANGER, "hello again")
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(STRANGER)) > before)
+        assert "pairing code" not in telegram_api.texts_to(STRANGER)[-1]
+
+
+@pytest.mark.parametrize("path", ["/", "/people", "/person/p_x"])
+async def test_no_page_without_a_session(telegram_api, fake_llm, make_settings, monkeypatch, browser, path) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        assert app.web is not None
+        await browser.go(app.web.address.rstrip("/") + path)
+        assert "not signed in" in await browser.text()
+
+
+async def test_bot_py_web_url_prints_a_fresh_link_from_the_running_bot(telegram_api, fake_llm, make_settings,
+                                                                       monkeypatch, browser) -> None:
+    settings = web_settings(make_settings(fake_llm), telegram_api)
+    async with page_bot(settings, monkeypatch) as app:
+        assert app.web is not None
+        out, err = io.StringIO(), io.StringIO()
+        # The operator's own process, over the control channel (a thread: the bot answers on this loop).
+        code = await asyncio.to_thread(run_command, settings, "web.url", argparse.Namespace(web_action="url"),
+                                       out=out, err=err)
+        assert code == 0, err.getvalue()
+        link = out.getvalue().strip()
+        assert link.startswith(app.web.address + "login?token=")
+        await browser.go(link)
+        assert "Overview" in await browser.text("h1")
+
+
+def test_bot_py_web_url_with_no_bot_running_says_so(make_settings) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_command(make_settings(), "web.url", argparse.Namespace(web_action="url"), out=out, err=err)
+    assert code == 1 and "no bot is running" in err.getvalue() and out.getvalue() == ""
