@@ -16,7 +16,7 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ground import tunables as t
 
@@ -103,6 +103,10 @@ class BudgetSettings:
 
 @dataclass(frozen=True)
 class MemorySettings:
+    # Where memories and their vectors live: "chroma" (embedded, or the server at chroma_url), "database" (tables in
+    # kith's own database beside everything else), or "auto": the database when it is a server (PostgreSQL) or already
+    # holds memories, else Chroma (memory.store.placement)
+    store: Literal["auto", "chroma", "database"] = "auto"
     chroma_url: str = ""  # empty = embedded Chroma under data_dir/chroma; "http://host:port" = a Chroma server
     # "onnx:all-MiniLM-L6-v2" (offline), "onnx:<model directory>", "chroma-default",
     # "sentence-transformers:<model or path>", "litellm:<embedding model>" or "none"
@@ -345,6 +349,11 @@ def _coerce(tp: Any, value: Any, *, file: str, key: str) -> Any:
             except ConfigError as exc:
                 errors.append(str(exc))
         raise ConfigError(errors[0] if errors else f"{file}: {key}: bad value")
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{file}: {key}: expected one of {', '.join(map(repr, allowed))}, got {value!r}")
+        return value
     if origin is list:
         (item,) = typing.get_args(tp)
         if not isinstance(value, list):

@@ -258,6 +258,30 @@ class Database:
         if conn is not None:
             conn.close()
 
+    def run_from_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``run`` for a thread of kith's other than the loop and the database's own (the memory tables' calls, on
+        the memory store's thread): ``fn(conn, *args)`` in one transaction, and wait for it.
+
+        On SQLite it runs on the database thread, over this object's one connection: a second connection's commits
+        would look like another process's to that one (``others_version``), and every cache keyed on it would miss.
+        Never call it from the database thread: it would wait for itself."""
+        if not self._tracks_others:
+            return self.run_sync(fn, *args, **kwargs)
+        return self._executor.submit(functools.partial(self._on_thread, fn, *args, **kwargs)).result()
+
+    async def reclaim(self) -> None:
+        """After rows holding forgotten words were deleted or rewritten: on PostgreSQL, VACUUM now, so the old
+        versions of those rows leave the tables' pages at once instead of whenever autovacuum comes by. SQLite
+        needs nothing here: its ``secure_delete`` zeroes them as they go, and the forget empties its log."""
+        if self._tracks_others or self._closed:
+            return
+
+        def vacuum() -> None:
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("VACUUM")
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, vacuum)
+
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args)`` in one transaction on a pooled connection, on the calling thread."""
         with self.engine.begin() as conn:

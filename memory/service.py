@@ -39,6 +39,7 @@ from memory.recall.engine import visible
 from memory.recall.ranking import lookup_matches, memory_matches, rank
 from memory.store.changes import CHANGES_DATA, ChangeLog
 from memory.store.memory_store import MemoryStore
+from memory.store.memory_tables import memory_records
 from memory.store.notes import Note
 
 log = logging.getLogger("kith.memory")
@@ -171,7 +172,7 @@ class MemoryService:
                 log.warning("%s", status.line())
         store = await MemoryStore.open(
             settings.memory, settings.storage.data_path(), embedder, status, namespace=namespace,
-            changes=ChangeLog(db),
+            changes=ChangeLog(db), database=db,
         )
         book = TombstoneBook(db)
         graph = GraphBook(db, clock)
@@ -288,8 +289,10 @@ class MemoryService:
         """What memory keeps about a person (:mod:`ground.person_data`), in the export's order."""
         forgotten_by = "memory.forgetting.Forgetter.apply"
         return (
-            PersonData("memories", reassign=self._reassign_memories, export_kept=self.export_memories,
-                       forgotten_by=forgotten_by),
+            # Kept in Chroma, or in the memory tables of this database (``[memory] store``): one table holds both
+            # memories and staged notes, named here once, and the store moves both (``reassign``).
+            PersonData("memories", tables=(memory_records,), reassign=self._reassign_memories,
+                       export_kept=self.export_memories, forgotten_by=forgotten_by),
             PersonData("notes", reassign=self.store.reassign_notes, export_kept=self.export_notes,
                        forgotten_by=forgotten_by),
             TOMBSTONES_DATA,

@@ -71,10 +71,12 @@ class LiveParts:
             results.append(CheckResult("database", True, f"{scheme} open in the running bot"))
         except Exception as exc:
             results.append(CheckResult("database", False, f"the running bot cannot read it ({type(exc).__name__})"))
+        client = self._memory.store.chroma.client
         where = self.settings.memory.chroma_url or str(self.settings.storage.data_path() / "chroma")
         kind = "server" if self.settings.memory.chroma_url else "embedded"
+        if self._memory.store.chroma.in_database:
+            where, kind = "the database's memory tables", "kept"
         try:
-            client = self._memory.store.chroma.client
             await asyncio.wait_for(asyncio.to_thread(client.heartbeat), CHROMA_CHECK_TIMEOUT_S)
             results.append(CheckResult("chroma", True, f"{kind} at {where} answers the running bot"))
         except Exception as exc:

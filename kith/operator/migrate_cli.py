@@ -2,8 +2,9 @@
 back), with a progress bar and every table's rows counted on both sides (:mod:`ground.migration`).
 
 It runs with no bot on the data directory (it holds its lock) and copies into an empty database, or finishes a copy
-that was interrupted. Memories and their vectors stay where they are (Chroma, under the data directory or on its
-server): only the relational store moves.
+that was interrupted. Memories kept in the database's own tables move with it. Memories in embedded Chroma move into
+the target's memory tables when the target is where ``[memory] store`` would keep them (PostgreSQL, by default), as
+part of the same resumable copy; a Chroma server named by ``chroma_url`` stays where it is.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def run_migrate(settings: AppSettings, target_url: str) -> int:
             create_schema(source)
             target = Database(target_url)
             try:
-                return _copy(source, target, target_url)
+                return _copy(settings, source, target, target_url)
             finally:
                 target.close()
         finally:
@@ -63,9 +64,10 @@ def run_migrate(settings: AppSettings, target_url: str) -> int:
         lock.release()
 
 
-def _copy(source: Database, target: Database, target_url: str) -> int:
+def _copy(settings: AppSettings, source: Database, target: Database, target_url: str) -> int:
     from ground.migration import MigrationError, copy_store
     from kith.operator.progress import progress_text
+    from memory.store import MOVED_INTO, CollectionCount, move_from_chroma, moves_from_chroma, place_of
 
     started = time.monotonic()
     last = [0.0]
@@ -76,17 +78,34 @@ def _copy(source: Database, target: Database, target_url: str) -> int:
             last[0] = now
             print(f"kith: {table}: {progress_text(done, total, now - started, 'rows')}", file=sys.stderr)
 
+    ms = settings.memory
+    moves_memories = moves_from_chroma(ms, source, target)
+    memories: list[CollectionCount] = []
+
+    def copy_memories() -> None:
+        memories.extend(move_from_chroma(ms, settings.storage.data_path(), target,
+                                         on_records=lambda name, done, total: on_rows(f"chroma {name}", done, total)))
+        wrong = [c for c in memories if c.source != c.target]
+        if wrong:
+            raise MigrationError("records differ after the copy: " + ", ".join(
+                f"chroma {c.name} {c.source} → {c.target}" for c in wrong))
+
     try:
-        counts = copy_store(source, target, on_rows=on_rows)
+        counts = copy_store(source, target, on_rows=on_rows, then=copy_memories if moves_memories else None,
+                            then_writes=MOVED_INTO if moves_memories else ())
     except MigrationError as exc:
         print(f"kith: migrate: {exc}", file=sys.stderr)
         return 1
-    copied = [c for c in counts if c.source]
+    copied = [c for c in counts if c.source and c.source == c.target]
     print(f"kith: copied {sum(c.target for c in counts):,} rows of {len(copied)} tables in "
           f"{time.monotonic() - started:.1f} s; every table's rows counted equal on both sides", file=sys.stderr)
     for c in copied:
         print(f"  {c.table}: {c.target:,}")
+    for m in memories:
+        print(f"  memories from chroma {m.name}: {m.target:,}")
     shown = target_url.split("@")[-1]
-    print(f"kith: to run on it, set [storage] database_url to that URL ({shown}); memories stay where they are",
-          file=sys.stderr)
+    where = ("memories moved into its tables" if moves_memories
+             else "memories in Chroma stay there" if place_of(ms, source) == "chroma"
+             else "memories moved with the tables")
+    print(f"kith: to run on it, set [storage] database_url to that URL ({shown}); {where}", file=sys.stderr)
     return 0

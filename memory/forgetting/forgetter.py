@@ -242,6 +242,7 @@ class Forgetter:
             busy, _frames, _copied = await self.db.run(checkpoint)
             if busy:
                 log.warning("forget checkpoint incomplete person=%s: another reader holds the log", plan.person)
+            await self.db.reclaim()
         else:
             self.recent.record(plan.person, eraser, scanned.conversations, scanned.through_id)
         places = replace(scanned.places, saved_exports=files)

@@ -5,6 +5,8 @@
   same ``parts``.
 * ``chroma``: the client, the two collections, every call on one thread; ``chroma_scrub`` takes forgotten words
   out of embedded Chroma's files.
+* ``placement``, ``memory_tables``, ``table_client`` and ``where``: the memories kept in kith's own database
+  instead (``[memory] store``), behind the part of Chroma's client the store uses.
 * ``notes``: staged notes, what capture wrote down before the gate curated it.
 * ``vectors``: a text's vector, the embedder's or the hashed fallback.
 * ``person_index`` and ``index_search``: each person's active memories in memory, and the search over them.
@@ -13,8 +15,10 @@
 """
 
 from memory.store.changes import ChangeLog
-from memory.store.chroma import ChromaCollections, Collection, check_chroma
+from memory.store.chroma import ChromaCollections, Collection, check_chroma, place_of
 from memory.store.memory_store import MemoryStore
+from memory.store.memory_tables import memory_collections, memory_records
+from memory.store.moving import MOVED_INTO, CollectionCount, move_from_chroma, moves_from_chroma
 from memory.store.notes import Note
 from memory.store.reads import MemoryReads
 from memory.store.reembed import Progress
@@ -22,9 +26,11 @@ from memory.store.vectors import Vectors, VectorSource
 from memory.store.writes import MemoryNotFound, MemoryWrites, RevisionConflict
 
 __all__ = [
+    "MOVED_INTO",
     "ChangeLog",
     "ChromaCollections",
     "Collection",
+    "CollectionCount",
     "MemoryNotFound",
     "MemoryReads",
     "MemoryStore",
@@ -35,4 +41,9 @@ __all__ = [
     "VectorSource",
     "Vectors",
     "check_chroma",
+    "memory_collections",
+    "memory_records",
+    "move_from_chroma",
+    "moves_from_chroma",
+    "place_of",
 ]

@@ -2,9 +2,11 @@
 
 Chroma runs embedded (``PersistentClient`` under ``<data_dir>/chroma``) unless
 ``memory.chroma_url`` names a server (``HttpClient``); both go through the same code, telemetry
-off. Chroma is synchronous, so every call runs on one thread of its own and the event loop never
-waits on it: the ``*_sync`` methods are the jobs for that thread, :meth:`ChromaCollections.run`
-hands one over.
+off. With the memory tables chosen (``[memory] store``, :mod:`memory.store.placement`), a
+:class:`~memory.store.table_client.TableClient` over kith's own database stands in for Chroma's
+client, and the same code runs over it. Chroma is synchronous, so every call runs on one thread of
+its own and the event loop never waits on it: the ``*_sync`` methods are the jobs for that thread,
+:meth:`ChromaCollections.run` hands one over.
 
 There are two collections: ``notes`` (staged captures, the raw daily notes the gate has not
 curated yet) and ``memories`` (curated). Vectors are always passed in (Chroma's own embedding
@@ -35,15 +37,19 @@ from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import sqlalchemy as sa
 
 from ground.checks import CheckResult
 from ground.config import MemorySettings, Settings
+from ground.db import Database
 from ground.tunables import CHROMA_CHECK_TIMEOUT_S, HASH_DIM, STORE_PAGE
 from memory.core.records import MetadataValue, Scope, Status
 from memory.encoders.embedders import Vector
 from memory.store import reembed
 from memory.store.chroma_scrub import index_save_ids, index_save_writes
+from memory.store.placement import Place, memory_place
 from memory.store.reembed import DIM_KEY, REBUILD_SUFFIX, VECTOR_KEY, ProgressFn, collection_metadata
+from memory.store.table_client import TableClient
 from memory.store.vectors import HASH_SPACE, VectorSource
 
 log = logging.getLogger("kith.memory.chroma")
@@ -91,8 +97,24 @@ def _defer_otlp_exporter() -> None:
     sys.modules[OTLP_EXPORTER] = stand_in
 
 
-def make_client(settings: MemorySettings, data_dir: Path) -> Any:
-    """A Chroma client: a server when ``chroma_url`` is set, else embedded under ``data_dir/chroma``."""
+def place_of(settings: MemorySettings, database: Database | None) -> Place:
+    """Where this store's memories live (:func:`memory.store.placement.memory_place`); without ``database``,
+    Chroma."""
+    if database is None:
+        return "chroma"
+
+    def holds() -> bool:
+        return TableClient(database).holds_memories()
+
+    return memory_place(settings.store, chroma_url=settings.chroma_url,
+                        server_database=not database.serializes_writers, database_holds_memories=holds)
+
+
+def make_client(settings: MemorySettings, data_dir: Path, database: Database | None = None) -> Any:
+    """A Chroma client: the memory tables of ``database`` when they are the memories' place, a server when
+    ``chroma_url`` is set, else embedded under ``data_dir/chroma``."""
+    if database is not None and place_of(settings, database) == "database":
+        return TableClient(database)
     _defer_otlp_exporter()
     import chromadb  # slow to import: only once Chroma is needed
     from chromadb.config import Settings as ChromaSettings
@@ -133,15 +155,19 @@ class ChromaCollections:
 
     # --- opening and closing --------------------------------------------------------------
     @classmethod
-    async def connect(cls, settings: MemorySettings, data_dir: Path, *, namespace: str = "") -> ChromaCollections:
-        """The client, on its own thread; :meth:`prepare` then opens the collections."""
+    async def connect(cls, settings: MemorySettings, data_dir: Path, *, namespace: str = "",
+                      database: Database | None = None) -> ChromaCollections:
+        """The client (Chroma's, or the memory tables' of ``database``: :func:`make_client`), on its own thread;
+        :meth:`prepare` then opens the collections."""
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kith-chroma")
         try:
-            client = await asyncio.get_running_loop().run_in_executor(executor, make_client, settings, data_dir)
+            client = await asyncio.get_running_loop().run_in_executor(
+                executor, make_client, settings, data_dir, database)
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        sqlite_path = None if settings.chroma_url else data_dir / "chroma" / CHROMA_SQLITE
+        embedded = not settings.chroma_url and not isinstance(client, TableClient)
+        sqlite_path = data_dir / "chroma" / CHROMA_SQLITE if embedded else None
         return cls(client, executor, namespace=namespace, sqlite_path=sqlite_path)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -155,6 +181,11 @@ class ChromaCollections:
     def abandon(self) -> None:
         """Opening failed: let the thread go without waiting for it."""
         self._executor.shutdown(wait=False)
+
+    @property
+    def in_database(self) -> bool:
+        """Whether the memories live in kith's own database (the memory tables) rather than in Chroma."""
+        return isinstance(self.client, TableClient)
 
     def collection(self, kind: Collection) -> Any:
         return self._cols[kind]
@@ -320,6 +351,13 @@ class ChromaCollections:
 
 async def check_chroma(settings: Settings) -> CheckResult:
     """``bot.py doctor``: can kith open its Chroma (embedded directory, or the server at chroma_url)?"""
+    ms = settings.memory
+    url = settings.storage.resolved_database_url()
+    server = sa.engine.make_url(url).get_backend_name() != "sqlite"
+    if memory_place(ms.store, chroma_url=ms.chroma_url, server_database=server,
+                    database_holds_memories=lambda: False) == "database":
+        return CheckResult("chroma", True, "not used: memories are kept in the database's own tables "
+                                           "([memory] store), checked with the database")
     place = settings.memory.chroma_url or str(settings.storage.data_path() / "chroma")
 
     def probe() -> None:

@@ -33,7 +33,7 @@ CAPTURE_PROMPT_START = "The transcript and the stored memories"
 
 
 async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_llm, make_settings,
-                                                          monkeypatch) -> None:
+                                                          monkeypatch, backend) -> None:
     settings = telegram_settings(make_settings(fake_llm), telegram_api,
                                  memory=MemorySettings(embedder="none", capture=True), policy={"dm": "open"})
 
@@ -58,6 +58,8 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
         assert ana is not None and app.memory is not None
         assert (await app.memory.promote(ana)).notes == 1
         (kept,) = await app.memory.list_memories(ana)
+        # On PostgreSQL the memories live in its tables (rows_as_text reads them too), not in a Chroma directory.
+        assert (data / "chroma").exists() == (backend == "sqlite")
         conversation = f"telegram:{ANA}"
         last = app.db.run_sync(history.recent, conversation, 1)[0].id
         app.db.run_sync(history.advance_summary, conversation, expected_through=0, new_through=last,
@@ -112,7 +114,7 @@ async def test_a_confirmed_forget_leaves_the_words_nowhere(telegram_api, fake_ll
 
 
 async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too(
-        telegram_api, fake_llm, make_settings, monkeypatch) -> None:
+        telegram_api, fake_llm, make_settings, monkeypatch, backend) -> None:
     name = "Mruczek"
     settings = telegram_settings(make_settings(fake_llm), telegram_api,
                                  memory=MemorySettings(embedder="none", capture=True), policy={"dm": "open"})
@@ -143,7 +145,10 @@ async def test_a_word_said_only_around_a_quote_is_forgotten_from_the_receipt_too
         exported = json.loads(export.attachment_bytes or b"")
         (entry,) = exported["memories"]
         assert entry["text"] == "You have a cat" and any(name in s for s in entry["evidence_sentences"])
-        assert files_holding(data / "chroma", name.lower().encode())  # in Chroma's metadata, before
+        if backend == "sqlite":
+            assert files_holding(data / "chroma", name.lower().encode())  # in Chroma's metadata, before
+        else:
+            assert name.lower() in rows_as_text(app.db.url).lower()  # in the memory tables, before
 
         telegram_api.push_text(ANA, ANA, f"/forget {name}")
         await telegram_api.wait_until(lambda: any(t.startswith("If I forget") for t in telegram_api.texts_to(ANA)))

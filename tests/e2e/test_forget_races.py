@@ -511,6 +511,9 @@ class _HeldBeforeCheckpoint:
             await self.go.wait()
         return await self.db.run(fn, *args, **kwargs)
 
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)  # the rest of the database as it is
+
 
 async def test_a_reply_recorded_just_after_the_forgets_rewrite_but_before_it_was_done_loses_the_words(
         service: MemoryService, db: Database, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,8 @@ from kith.app.person_export import PersonExport
 from kith.app.wiring import build_app, open_database
 from kith.operator.migrate_cli import run_migrate
 from kith.settings import AppSettings
+from memory.store import moving
+from memory.store.table_client import TableCollection
 from tests.support.lived import Lived, dm
 from tests.support.postgres import cluster
 
@@ -48,6 +50,8 @@ async def test_a_store_copied_to_postgresql_and_back_exports_every_person_the_sa
     printed = capsys.readouterr()
     assert "every table's rows counted equal on both sides" in printed.err
     assert "  messages: " in printed.out
+    # The memories came out of embedded Chroma into PostgreSQL's memory tables, where kith then reads them.
+    assert "memories from chroma memories: " in printed.out and "memories moved into its tables" in printed.err
     on_postgres = _on(settings, postgres)
     assert {p: await _export(on_postgres, p) for p in (ana, ben)} == before
 
@@ -94,6 +98,34 @@ async def test_a_copy_killed_half_way_resumes_without_doubling_and_kith_will_not
     finally:
         source.close()
         target.close()
+
+
+async def test_a_copy_killed_while_it_moves_the_memories_resumes_and_kith_waits_for_it(
+        lived: Lived, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    settings, ana = lived.settings, lived.ana
+    await lived.close()
+    before = await _export(settings, ana)
+    assert before["memories"]
+    target_url = cluster().new_database()
+    monkeypatch.setattr(moving, "STORE_PAGE", 1)
+    real = TableCollection.add
+    pages = [0]
+
+    def dies_after_two_pages(self: TableCollection, *args: Any, **kwargs: Any) -> None:
+        if pages[0] == 2:
+            raise KeyboardInterrupt  # killed between two committed pages of memories
+        pages[0] += 1
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TableCollection, "add", dies_after_two_pages)
+    with pytest.raises(KeyboardInterrupt):
+        run_migrate(settings, target_url)
+    with pytest.raises(HalfMigrated):  # every table is there, but not every memory: kith will not start on it
+        open_database(_on(settings, target_url))
+    monkeypatch.setattr(TableCollection, "add", real)
+    assert run_migrate(settings, target_url) == 0
+    assert "memories from chroma memories: " in capsys.readouterr().out
+    assert await _export(_on(settings, target_url), ana) == before
 
 
 async def test_a_target_that_holds_data_is_refused(lived: Lived) -> None:

@@ -18,6 +18,8 @@ from tests.fakes.openai_api import FakeOpenAI
 from tests.support.clock import FakeClock
 from tests.support.memory import T0, answer, fact, memory_settings, reply, say
 
+BACKENDS = ("sqlite", "postgres")  # the memory tables on PostgreSQL, beside Chroma on SQLite
+
 CONV = "console:ana"
 DEFAULT_EMBEDDER = "onnx:all-MiniLM-L6-v2"
 

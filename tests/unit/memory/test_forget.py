@@ -26,6 +26,8 @@ from tests.fakes.openai_api import FakeOpenAI
 from tests.support.clock import FakeClock
 from tests.support.memory import T0, answer, candidate, fact, memory_settings, record, reply, say, service  # noqa: F401
 
+BACKENDS = ("sqlite", "postgres")  # the memory tables on PostgreSQL, beside Chroma on SQLite
+
 CONV = "console:ana"
 
 

@@ -25,6 +25,8 @@ from tests.support.clock import FakeClock
 from tests.support.database import open_db
 from tests.support.memory import T0, candidate, memory_settings
 
+BACKENDS = ("sqlite", "postgres")  # the memory tables on PostgreSQL, beside Chroma on SQLite
+
 
 @dataclass
 class Kit:

@@ -24,6 +24,8 @@ from memory.store.vectors import HASH_SPACE
 from tests.support.clock import FakeClock
 from tests.support.memory import POSTGRES, T0, TableEmbedder, candidate, memory_settings, record
 
+BACKENDS = ("sqlite", "postgres")  # the memory tables on PostgreSQL, beside Chroma on SQLite
+
 SQLITE = [0.7, math.sqrt(1 - 0.49), 0.0]  # cosine 0.7 with POSTGRES: related, not the same
 
 

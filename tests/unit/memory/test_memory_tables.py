@@ -1,0 +1,193 @@
+"""The memory tables answer every call the store makes exactly as Chroma does: the same random sequence of adds,
+updates, deletes, filtered reads and nearest-neighbour queries runs on embedded Chroma and on the tables (SQLite and
+PostgreSQL), and each answer is compared."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ground.config import MemorySettings
+from ground.db import Database
+from memory.store.chroma import make_client
+from memory.store.table_client import CollectionNotFound, TableClient
+from memory.store.where import column_values, matches
+
+BACKENDS = ("sqlite", "postgres")
+
+PEOPLE = ["ana", "bo", "cy"]
+STATUSES = ["active", "superseded", "forgotten"]
+
+
+def _metadata(rng: random.Random) -> dict[str, Any]:
+    md: dict[str, Any] = {"person": rng.choice(PEOPLE), "status": rng.choice(STATUSES),
+                          "ts": rng.choice([0.0, 1.5, 2.5, 10.0]), "n": rng.randint(0, 3)}
+    if rng.random() < 0.6:
+        md["space"] = rng.choice(["hash", "onnx"])
+    if rng.random() < 0.3:
+        md["flag"] = rng.random() < 0.5
+    return md
+
+
+def _filters(rng: random.Random) -> dict[str, Any] | None:
+    options: list[dict[str, Any] | None] = [
+        None,
+        {"person": rng.choice(PEOPLE)},
+        {"$and": [{"person": rng.choice(PEOPLE)}, {"status": "active"}]},
+        {"status": {"$in": rng.sample(STATUSES, 2)}},
+        {"space": {"$ne": "onnx"}},  # untagged records match too, as the re-embedding planner counts on
+        {"space": {"$nin": ["hash"]}},
+        {"ts": {"$gt": 1.5}},
+        {"$and": [{"ts": {"$gt": 0.0}}, {"ts": {"$lte": 2.5}}]},
+        {"n": {"$gte": 2}},
+        {"n": {"$lt": 1}},
+        {"flag": True},
+        {"$or": [{"person": "ana"}, {"n": 3}]},
+        {"$and": [{"person": {"$in": ["ana", "bo"]}}, {"status": {"$eq": "active"}}, {"n": {"$ne": 0}}]},
+    ]
+    return rng.choice(options)
+
+
+def _vector(rng: random.Random) -> list[float]:
+    return [rng.uniform(-1, 1) for _ in range(8)]
+
+
+def _ops(seed: int, count: int) -> list[tuple[str, dict[str, Any]]]:
+    rng = random.Random(seed)
+    ids = [f"m{i}" for i in range(40)]
+    ops: list[tuple[str, dict[str, Any]]] = []
+    for _ in range(count):
+        kind = rng.choice(["add", "add", "update", "update", "delete", "get", "get", "query", "count"])
+        chosen = rng.sample(ids, rng.randint(1, 5))
+        if kind == "add":
+            ops.append((kind, {"ids": chosen, "embeddings": [_vector(rng) for _ in chosen],
+                               "metadatas": [_metadata(rng) for _ in chosen]}))
+        elif kind == "update":
+            change: dict[str, Any] = {"ids": chosen}
+            if rng.random() < 0.5:
+                change["embeddings"] = [_vector(rng) for _ in chosen]
+            if rng.random() < 0.8 or "embeddings" not in change:
+                change["metadatas"] = [{"n": rng.randint(0, 3), "space": None if rng.random() < 0.3 else "onnx",
+                                        **({"person": rng.choice(PEOPLE)} if rng.random() < 0.3 else {})}
+                                       for _ in chosen]
+            ops.append((kind, change))
+        elif kind == "delete":
+            ops.append((kind, {"ids": chosen}))
+        elif kind == "get":
+            ops.append((kind, {"ids": chosen if rng.random() < 0.4 else None, "where": _filters(rng)}))
+        elif kind == "query":
+            ops.append((kind, {"vector": _vector(rng), "k": rng.randint(1, 6), "where": _filters(rng)}))
+        else:
+            ops.append((kind, {}))
+    return ops
+
+
+def _apply(col: Any, op: str, args: dict[str, Any]) -> Any:
+    if op == "add":
+        col.add(**args)
+        return None
+    if op == "update":
+        col.update(**args)
+        return None
+    if op == "delete":
+        col.delete(**args)
+        return None
+    if op == "count":
+        return col.count()
+    if op == "get":
+        page = col.get(ids=args["ids"], where=args["where"], include=["metadatas", "embeddings"])
+        order = sorted(range(len(page["ids"])), key=lambda i: page["ids"][i])
+        return ([page["ids"][i] for i in order], [page["metadatas"][i] for i in order],
+                Close([[float(x) for x in page["embeddings"][i]] for i in order]))
+    page = col.query(query_embeddings=[args["vector"]], n_results=args["k"], where=args["where"],
+                     include=["distances"])
+    return list(page["ids"][0]), Close(page["distances"][0])
+
+
+class Close:
+    """Numbers stored as float32 compare equal within float32's precision."""
+
+    def __init__(self, values: Any) -> None:
+        self.values = np.asarray(values, dtype=np.float64)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Close) and self.values.shape == other.values.shape
+                and bool(np.allclose(self.values, other.values, atol=1e-5)))
+
+    def __repr__(self) -> str:
+        return repr(self.values.round(5).tolist())
+
+
+async def test_the_tables_answer_as_chroma_does(tmp_path: Path, db: Database) -> None:
+    chroma = make_client(MemorySettings(), tmp_path / "chroma-home")
+    tables = TableClient(db)
+
+    def run() -> None:
+        for seed in range(3):
+            name = f"memories{seed}"
+            ours = tables.get_or_create_collection(name, metadata={"hnsw:space": "cosine", "dim": 8})
+            theirs = chroma.get_or_create_collection(name, embedding_function=None,
+                                                     metadata={"hnsw:space": "cosine", "dim": 8})
+            for step, (op, args) in enumerate(_ops(seed, 150)):
+                expected = _apply(theirs, op, args)
+                got = _apply(ours, op, args)
+                assert got == expected, f"seed {seed} step {step}: {op} {args}"
+
+    await asyncio.to_thread(run)
+
+
+async def test_collections_are_made_renamed_and_dropped_as_in_chroma(db: Database) -> None:
+    tables = TableClient(db)
+
+    def run() -> None:
+        col = tables.create_collection("notes_rebuild", metadata={"hnsw:space": "cosine", "dim": 4})
+        col.add(ids=["a"], embeddings=[[1.0, 0, 0, 0]], metadatas=[{"person": "ana"}])
+        # A collection there keeps its metadata when asked for again with other metadata.
+        again = tables.get_or_create_collection("notes_rebuild", metadata={"dim": 99})
+        assert again.metadata == {"hnsw:space": "cosine", "dim": 4}
+        col.modify(name="notes")
+        assert {c.name for c in tables.list_collections()} == {"notes"}
+        moved = tables.get_collection("notes")
+        assert moved.get(ids=["a"])["metadatas"] == [{"person": "ana"}]
+        # A modify of the metadata replaces it; the distance stays the collection's.
+        moved.modify(metadata={"dim": 4})
+        assert tables.get_collection("notes").metadata == {"dim": 4}
+        near = tables.get_collection("notes").query(query_embeddings=[[0, 1.0, 0, 0]], n_results=1)
+        assert near["distances"] == [[1.0]]  # cosine: orthogonal; l2 would say 2.0
+        tables.delete_collection("notes")
+        with pytest.raises(CollectionNotFound):
+            tables.get_collection("notes")
+        assert not tables.holds_memories()
+
+    await asyncio.to_thread(run)
+
+
+def test_a_filter_on_person_or_status_narrows_by_their_columns() -> None:
+    where = {"$and": [{"person": "ana"}, {"status": {"$in": ["active", "superseded"]}}, {"n": {"$gt": 1}}]}
+    assert column_values(where, "person") == ["ana"]
+    assert column_values(where, "status") == ["active", "superseded"]
+    assert column_values({"$or": [{"person": "ana"}, {"person": "bo"}]}, "person") is None  # not a bound
+    assert column_values({"person": {"$ne": "ana"}}, "person") is None
+
+
+def test_values_of_different_types_never_match() -> None:
+    assert not matches({"flag": 1}, {"flag": True})
+    assert not matches({"n": True}, {"n": 1})
+    assert matches({"n": 1}, {"n": 1.0})
+    assert not matches({"ts": {"$gt": 0}}, {"ts": "5"})
+    assert matches({"space": {"$ne": "onnx"}}, {})
+    assert not matches({"space": {"$in": ["onnx"]}}, {})
+
+
+def test_vectors_round_trip_as_float32(db: Database) -> None:
+    col = TableClient(db).create_collection("memories", metadata={"hnsw:space": "cosine"})
+    values = np.random.default_rng(1).standard_normal((3, 384)).astype(np.float32)
+    col.add(ids=["a", "b", "c"], embeddings=values, metadatas=[{}, {}, {}])
+    got = col.get(ids=["c", "a"], include=["embeddings"])
+    assert got["ids"] == ["a", "c"]
+    assert np.array_equal(got["embeddings"], values[[0, 2]])
