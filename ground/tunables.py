@@ -430,6 +430,11 @@ CONTROL_CONNECT_WAIT_S = 60.0  # a command waits this long for a starting bot to
 CONTROL_STOP_GRACE_S = 3.0  # a command still running in a bot that stops gets this long, then is cancelled
 CONTROL_REQUEST_MAX_BYTES = 1_000_000  # one request line; every real one is far smaller
 CONTROL_UNIX_PATH_MAX = 100  # bytes of a socket path every platform binds (macOS: 104); longer ones use TCP
+# Operator commands from another machine, as rows of a shared PostgreSQL database (kith/control/remote_*.py):
+CONTROL_REMOTE_POLL_S = 1.0  # the active bot also looks for command rows this often, should a notification be missed
+CONTROL_REMOTE_FLUSH_S = 0.05  # a command's output goes back in batches this far apart
+CONTROL_REMOTE_KEEP_S = 60.0  # an answered command whose client never collected it is deleted after this
+CONTROL_REMOTE_WAIT_S = 0.5  # the client checks the active bot is still there this often while it waits
 
 # --- Operator commands: progress on standard error (kith/operator/progress.py) ----------------------
 PROGRESS_BAR_REDRAW_S = 0.1  # a live bar on a terminal is redrawn at most this often

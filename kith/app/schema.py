@@ -11,6 +11,7 @@ from conversation import linking  # noqa: F401
 from delivery import inbound, inbox, outbox, previews  # noqa: F401
 from ground.db import Database
 from heartbeat import schema as heartbeat_schema  # noqa: F401
+from kith.control import request_rows  # noqa: F401
 from people import directory, history  # noqa: F401
 from policy import store  # noqa: F401
 

@@ -8,6 +8,11 @@
   ``CONTROL_CONNECT_WAIT_S``, saying so once;
 * another operator command holds the lock: wait for it to finish, saying so once.
 
+On a PostgreSQL database that bots on several machines share, the active bot may be on another machine: when none
+answers here, a bot active anywhere gets the command as a row of the database (:mod:`kith.control.remote_client`);
+when none is active, this process runs the body itself holding the database's advisory lock as well as the data
+directory's, so it is the one writer, and a bot started meanwhile waits as a standby until it is done.
+
 Client-side steps stay here, whatever the host: ``memory forget`` asks in this terminal (with nothing
 held open in the bot), and ``memory export --out FILE`` and ``graph draw --out FILE`` write FILE from this process.
 """
@@ -38,6 +43,7 @@ from kith.operator.memory_cli import forget_in_terminal, save_export
 
 if TYPE_CHECKING:
     from kith.control.local import LocalParts
+    from kith.control.remote_client import DatabaseLock
 
 
 class Unavailable(Exception):
@@ -73,11 +79,13 @@ class BotHost:
 
 
 class LocalHost:
-    """No bot: this process holds the data directory's lock and runs the bodies over parts it opens."""
+    """No bot: this process holds the data directory's lock (and a shared database's advisory lock) and runs the
+    bodies over parts it opens."""
 
-    def __init__(self, settings: Settings, lock: DataDirLock) -> None:
+    def __init__(self, settings: Settings, lock: DataDirLock, database_lock: DatabaseLock | None = None) -> None:
         self.settings = settings
         self.lock = lock
+        self.database_lock = database_lock
         self._runner = asyncio.Runner(loop_factory=loop.loop_factory())
         self._parts: LocalParts | None = None
 
@@ -101,6 +109,8 @@ class LocalHost:
                 self._runner.run(self._parts.close())
         finally:
             self._runner.close()
+            if self.database_lock is not None:
+                self.database_lock.release()
             self.lock.release()  # last: nothing of this command is open any more
 
 
@@ -119,6 +129,8 @@ def find_host(settings: Settings, say: Callable[[str], None], connect_wait_s: fl
     data_dir = settings.storage.data_path()
     transport = transport_for(data_dir)
     lock = DataDirLock(data_dir)
+    url = settings.storage.resolved_database_url()
+    shared = url.startswith("postgresql")  # a database bots on other machines may share (as needs_active_lock)
     said: set[str] = set()
     bot_since: float | None = None
     while True:
@@ -128,8 +140,15 @@ def find_host(settings: Settings, say: Callable[[str], None], connect_wait_s: fl
             pass
         except ControlRefused as exc:
             raise Unavailable(str(exc)) from None
+        database_lock: DatabaseLock | None = None
+        if shared:
+            remote, database_lock = _on_shared_database(url)
+            if remote is not None:
+                return remote
         if lock.try_acquire(Role.COMMAND):
-            return LocalHost(settings, lock)
+            return LocalHost(settings, lock, database_lock)
+        if database_lock is not None:
+            database_lock.release()  # someone on this machine holds the directory: let it go first
         holder = lock.holder()
         if holder is not None and holder.role is Role.COMMAND:
             bot_since = None
@@ -146,6 +165,20 @@ def find_host(settings: Settings, say: Callable[[str], None], connect_wait_s: fl
             said.add(line)
             say(line)
         time.sleep(LOCK_POLL_S)
+
+
+def _on_shared_database(url: str) -> tuple[Host | None, DatabaseLock | None]:
+    """On a shared database with no bot answering here: the active bot through the database, when one is active
+    anywhere; else the database's advisory lock, taken for this command."""
+    from kith.control.remote_client import DatabaseHost, DatabaseLock  # psycopg: only on PostgreSQL
+
+    database_lock = DatabaseLock(url)
+    try:
+        if database_lock.try_take():
+            return None, database_lock
+        return DatabaseHost(url), None
+    except Exception as exc:  # the database cannot be reached: nothing can run this command now
+        raise Unavailable(f"cannot reach the database to find the active bot ({type(exc).__name__})") from None
 
 
 def run_command(settings: Settings, name: str, args: argparse.Namespace, *, out: TextIO | None = None,

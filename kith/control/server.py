@@ -40,18 +40,47 @@ Handler = Callable[[Request, Console], Awaitable[int]]
 Writes = Callable[[Request], bool]
 
 
+async def answer(request: Request, send: Callable[[dict[str, Any]], None], handler: Handler, writes: Writes,
+                 one_writer: asyncio.Lock) -> int:
+    """Run ``request``'s body, its output sent as frames, the last one its exit code; the code. However it came
+    (this socket, or a row of the shared database: :mod:`kith.control.remote_server`), a request that writes
+    waits for ``one_writer``."""
+    code = 2
+    try:
+        console = Console(FrameStream(send, "out"), FrameStream(send, "err"), lambda v: send({"data": v}))
+        if writes(request):
+            async with one_writer:
+                code = await handler(request, console)
+        else:
+            code = await handler(request, console)
+    except BadRequest as exc:
+        send({"err": f"kith: bad control request: {exc}\n"})
+        code = 2
+    except asyncio.CancelledError:
+        send({"err": "kith: the bot stopped before the command finished\n"})
+        code = 1
+        raise
+    except Exception as exc:
+        log.error("control command failed command=%s error=%s", request.command, type(exc).__name__)
+        send({"err": f"kith: the command failed in the bot ({type(exc).__name__}); see the bot's log\n"})
+        code = 1
+    finally:
+        send({"exit": code})
+    return code
+
+
 class ControlServer:
     """Listens in ``data_dir`` while the bot runs; ``handler`` runs each request's body."""
 
     def __init__(self, data_dir: Path, handler: Handler, *, writes: Writes = lambda _r: True,
-                 transport: Transport | None = None) -> None:
+                 transport: Transport | None = None, one_writer: asyncio.Lock | None = None) -> None:
         self.data_dir = data_dir
         self.handler = handler
         self.writes = writes
         self.transport = transport or transport_for(data_dir)
         self._server: asyncio.AbstractServer | None = None
         self._token: str | None = None
-        self._one_writer = asyncio.Lock()
+        self.one_writer = one_writer or asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._bound: Path | None = None
         self._bound_inode: int | None = None
@@ -116,25 +145,12 @@ class ControlServer:
             try:
                 request = await self._read(reader)
                 command = request.command
-                console = Console(FrameStream(send, "out"), FrameStream(send, "err"), lambda v: send({"data": v}))
-                if self.writes(request):
-                    async with self._one_writer:
-                        code = await self.handler(request, console)
-                else:
-                    code = await self.handler(request, console)
+                code = await answer(request, send, self.handler, self.writes, self.one_writer)
             except BadRequest as exc:
                 send({"err": f"kith: bad control request: {exc}\n"})
                 code = 2
-            except asyncio.CancelledError:
-                send({"err": "kith: the bot stopped before the command finished\n"})
-                code = 1
-                raise
-            except Exception as exc:
-                log.error("control command failed command=%s error=%s", command, type(exc).__name__)
-                send({"err": f"kith: the command failed in the bot ({type(exc).__name__}); see the bot's log\n"})
-                code = 1
-            finally:
                 send({"exit": code})
+            finally:
                 with contextlib.suppress(ConnectionError, OSError):
                     await writer.drain()
         finally:
