@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,14 @@ import pytest
 
 from ground.config import MemorySettings
 from ground.db import Database
-from memory.store.chroma import make_client
+from memory.encoders.embedders import EmbedderStatus
+from memory.store import ChangeLog, MemoryStore
+from memory.store.chroma import VECTOR_KEY, make_client
 from memory.store.table_client import CollectionNotFound, TableClient
+from memory.store.vectors import Vectors
 from memory.store.where import column_values, matches
+from tests.fakes.openai_api import hash_embedding
+from tests.support.memory import record
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -191,3 +197,50 @@ def test_vectors_round_trip_as_float32(db: Database) -> None:
     got = col.get(ids=["c", "a"], include=["embeddings"])
     assert got["ids"] == ["a", "c"]
     assert np.array_equal(got["embeddings"], values[[0, 2]])
+
+
+class _Embedder:
+    """Vectors from the fake endpoint's bag of words, in ``dim`` dimensions."""
+
+    def __init__(self, name: str, dim: int) -> None:
+        self.name = name
+        self.dim = dim
+
+    def status(self) -> EmbedderStatus:
+        return EmbedderStatus(self.name, ready=True, dim=self.dim)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [hash_embedding(t, self.dim) for t in texts]
+
+    async def close(self) -> None:
+        return None
+
+
+async def _store(tmp_path: Path, db: Database, embedder: _Embedder) -> MemoryStore:
+    return await MemoryStore.open(MemorySettings(store="database", embedder="test"), tmp_path,
+                                  embedder,  # type: ignore[arg-type]
+                                  embedder.status(), changes=ChangeLog(db), database=db)
+
+
+async def test_a_store_in_the_tables_moves_to_an_embedder_of_another_size(tmp_path: Path, db: Database) -> None:
+    small = _Embedder("test-small", 8)
+    store = await _store(tmp_path, db, small)
+    try:
+        await store.add_memories([record("p_1", f"fact {i} about the garden and town{i}") for i in range(30)])
+        assert not (tmp_path / "chroma").exists()  # the database holds them, not Chroma
+    finally:
+        await store.close()
+    large = _Embedder("test-large", 16)
+    store = await _store(tmp_path, db, large)
+    try:
+        hits = await store.nearest("p_1", Vectors([hash_embedding("fact 3 about the garden and town3", 16)],
+                                                  large.name), 1)
+        assert hits[0].record.text == "fact 3 about the garden and town3"
+    finally:
+        await store.close()
+    tables = TableClient(db)
+    names = {c.name for c in tables.list_collections()}
+    assert names == {"memories", "notes"}  # the rebuilt copy swapped in, none left behind
+    page = tables.get_collection("memories").get(include=["embeddings", "metadatas"])
+    assert len(page["ids"]) == 30 and page["embeddings"].shape == (30, 16)
+    assert {md[VECTOR_KEY] for md in page["metadatas"]} == {"test-large"}
