@@ -10,6 +10,7 @@ changes nothing. After a change the page redirects (post, redirect, get) and sho
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
     from kith.control.parts import Parts
     from kith.web.bot import Bot
+
+log = logging.getLogger("kith.web")
 
 HERE = Path(__file__).parent
 Handler = Callable[[Request, Session], Awaitable[Response]]
@@ -68,10 +71,19 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
     actions = Actions(app, parts, one_writer)
     notices: dict[str, str] = {}  # session -> what the last change said, shown once by the next page
 
-    def render(request: Request, session: Session, name: str, status: int = 200, **context: Any) -> Response:
+    def render(request: Request, session: Session, template: str, status: int = 200, **context: Any) -> Response:
         notice = notices.pop(session.key, "")
-        return templates.TemplateResponse(request, name, {"csrf": session.csrf, "notice": notice, **context},
+        return templates.TemplateResponse(request, template, {"csrf": session.csrf, "notice": notice, **context},
                                           status_code=status)
+
+    async def answered(request: Request, work: Awaitable[Response]) -> Response:
+        """``work``'s page; a failure is one line here and its type in the log, never a traceback holding a
+        person's words."""
+        try:
+            return await work
+        except Exception as exc:
+            log.error("web page failed path=%s error=%s", request.url.path, type(exc).__name__)
+            return refused(500, f"the page failed in the bot ({type(exc).__name__}); see the bot's log")
 
     def refused(status: int, why: str) -> Response:
         return PlainTextResponse(f"{why}\n", status_code=status)
@@ -81,7 +93,7 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
             session = door.session(request.cookies.get(COOKIE), clock())
             if session is None:
                 return refused(401, "not signed in: open the link `bot.py web url` prints")
-            return await handler(request, session)
+            return await answered(request, handler(request, session))
         return guarded
 
     def form(handler: Callable[[Request, Session, dict[str, str]], Awaitable[Response]]
@@ -95,7 +107,7 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
             fields = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
             if not door.form_ok(session, fields.get("csrf")):
                 return refused(403, "this form did not come from this page: nothing changed")
-            return await handler(request, session, fields)
+            return await answered(request, handler(request, session, fields))
         return guarded
 
     def back(session: Session, to: str, said: str) -> Response:

@@ -12,7 +12,6 @@ import io
 import pytest
 
 from kith.control.dispatch import run_command
-
 from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.browser import browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
 

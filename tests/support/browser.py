@@ -32,6 +32,7 @@ from tests.support.telegram_app import telegram_settings
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 WIDTH, HEIGHT = 1100, 1400
 PHONE = 390  # a phone's width in CSS pixels
+NAVIGATION_WAIT_S = 20.0  # a click's next page arrives in milliseconds; this bounds only a failure's time
 
 
 def _found(names: tuple[str, ...]) -> str | None:
@@ -62,9 +63,18 @@ class Browser:
         return len(await self._do(self.driver.find_elements, By.CSS_SELECTOR, css))
 
     async def click(self, css: str) -> None:
+        """Click what ``css`` finds (a link or a form's button) and wait for the page it opens: every click here
+        navigates, and a page read before the new one arrives would be the old one."""
         from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions
+        from selenium.webdriver.support.wait import WebDriverWait
 
-        await self._do(lambda: self.driver.find_element(By.CSS_SELECTOR, css).click())
+        def clicked() -> None:
+            old = self.driver.find_element(By.TAG_NAME, "html")
+            self.driver.find_element(By.CSS_SELECTOR, css).click()
+            WebDriverWait(self.driver, NAVIGATION_WAIT_S).until(expected_conditions.staleness_of(old))
+
+        await self._do(clicked)
 
     async def fill(self, css: str, value: str) -> None:
         from selenium.webdriver.common.by import By
@@ -92,6 +102,7 @@ class Browser:
             return
 
         def shot() -> None:
+            self.driver.set_window_size(width, 600)  # measured at its least, so the shot ends where the page does
             height = self.driver.execute_script("return document.documentElement.scrollHeight")
             self.driver.set_window_size(width, min(max(int(height) + 40, 600), 4000))
             self.driver.save_screenshot(str(Path(folder) / f"web-{page}.png"))
@@ -139,9 +150,9 @@ async def browser(chromium: Any) -> AsyncIterator[Browser]:
     await browser.forget_cookies()
 
 
-def web_settings(base: AppSettings, tg: FakeTelegramApi) -> AppSettings:
-    """``base`` on ``tg`` with DM pairing, and the page on at a free loopback port (bound by the bot itself)."""
-    settings = telegram_settings(base, tg, policy={"dm": "pairing"})
+def web_settings(base: AppSettings, tg: FakeTelegramApi, *, dm: str = "pairing") -> AppSettings:
+    """``base`` on ``tg`` with DM policy ``dm``, and the page on at a free loopback port (bound by the bot itself)."""
+    settings = telegram_settings(base, tg, policy={"dm": dm})
     return dataclasses.replace(settings, web=WebSettings(enabled=True, host="127.0.0.1", port=0))
 
 

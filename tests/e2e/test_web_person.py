@@ -1,0 +1,154 @@
+"""One person's page in headless Chromium against kith on the fake Telegram Bot API: their memories with their own
+words, where and when; a conflict settled with a button; forget with its plan and counts, gone from the next
+prompt; search in recall's order; the export; and the forged form the page refuses."""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime, timedelta
+
+import httpx
+
+from kith.app.lifecycle import App
+from memory.core.records import Status
+from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.browser import PHONE, browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
+from tests.support.memory import memory_section, said_memory
+from tests.support.telegram_app import ask
+
+ANA, BEN = 701, 702
+TEA = "My favourite tea is lapsang souchong, smoky like a campfire."
+VIM = "I edit everything in Vim, always have."
+EMACS = "These days I write all my code in Emacs."
+SECRET_OF_BEN = "Ben's secret: he is learning the accordion."
+
+
+async def seed(app: App) -> tuple[str, str]:
+    """Ana (three memories, two of them in conflict) and Ben (one private memory); their person ids."""
+    now = datetime.now(UTC)
+    ana, ben = person(app, f"telegram:{ANA}", "Ana"), person(app, f"telegram:{BEN}", "Ben")
+    tea = said_memory("m_7ea07ea07ea07ea0", ana, "PERSON's favourite tea is lapsang souchong", "lapsang souchong",
+                      TEA, when=now - timedelta(days=3))
+    vim = said_memory("m_0a1b0a1b0a1b0a1b", ana, "PERSON edits in Vim", "I edit everything in Vim", VIM,
+                      when=now - timedelta(days=2))
+    emacs = said_memory("m_e3ac5e3ac5e3ac50", ana, "PERSON writes code in Emacs", "I write all my code in Emacs",
+                        EMACS, when=now - timedelta(days=1))
+    accordion = said_memory("m_acc0acc0acc0acc0", ben, "PERSON is learning the accordion", "learning the accordion",
+                            SECRET_OF_BEN, when=now)
+    for record in (tea, dataclasses.replace(vim, conflicts_with=(emacs.id,)),
+                   dataclasses.replace(emacs, conflicts_with=(vim.id,)), accordion):
+        await app.memory.store.add_memory(record)
+    return ana, ben
+
+
+async def test_her_page_shows_her_words_where_and_when_and_nothing_of_bens(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, ben = await seed(app)
+        await signed_in(browser, app)
+        await browser.go("/people")
+        await browser.click(f"a[href='/person/{ana}']")
+        tea = await browser.text("#m-m_7ea07ea07ea07ea0")
+        assert TEA in tea and "Ana said" in tea and "private chat on telegram" in tea
+        assert "LABEL Ana's favourite tea is lapsang souchong" in tea  # kith's label, under her words
+        assert "telegram · chat c1 ·" in tea
+        page = await browser.text()
+        assert page.index(TEA) < page.index("LABEL Ana's favourite tea")  # her words first
+        assert SECRET_OF_BEN not in page and "accordion" not in page
+        await browser.shoot("person")
+        await browser.shoot("person-phone", width=PHONE)
+        await browser.go(f"/person/{ben}")
+        assert SECRET_OF_BEN in await browser.text("#memories") and TEA not in await browser.text()
+
+
+async def test_a_conflict_is_settled_with_a_button(telegram_api: FakeTelegramApi, fake_llm, make_settings,
+                                                  monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}")
+        pair = await browser.text("#conflicts .pair")
+        assert pair.index(VIM) < pair.index(EMACS)  # side by side, the earlier first
+        await browser.click("#conflicts button[value='second']")  # that one: Emacs
+        assert "kept one" in await browser.text(".notice")
+        assert await browser.count("#conflicts") == 0
+        vim, emacs = await app.memory.get("m_0a1b0a1b0a1b0a1b"), await app.memory.get("m_e3ac5e3ac5e3ac50")
+        assert vim is not None and vim.status is Status.SUPERSEDED
+        assert emacs is not None and emacs.status is Status.ACTIVE and emacs.conflicts_with == ()
+        page = await browser.text("#memories")
+        assert EMACS in page and VIM not in page
+
+
+async def test_forget_shows_the_plan_with_its_counts_and_the_fact_is_gone_from_the_next_prompt(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api, dm="open"), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        fake_llm.reply("Lapsang, of course.")
+        await ask(telegram_api, ANA, "what tea do I like, lapsang souchong?")
+        assert "lapsang souchong" in memory_section(fake_llm.requests[-1]["messages"][0]["content"])
+        # The reply's after-work (use credit for the memory it cited) done first: a forget racing it is the memory
+        # store's own question, not the page's.
+        await app.background.drain(timeout=10)
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}/forget")
+        await browser.fill("input[name='words']", "lapsang")
+        await browser.click("form.tools button")
+        plan = await browser.text("#plan")
+        assert "removes 1 memory" in plan
+        assert TEA in await browser.text("main")
+        await browser.shoot("forget")
+        await browser.click("button.danger")
+        assert "forgotten: 1 memory" in await browser.text(".notice")
+        assert TEA not in await browser.text("#memories")
+        assert await app.memory.get("m_7ea07ea07ea07ea0") is None
+        fake_llm.reply("I don't know which tea you like.")
+        await ask(telegram_api, ANA, "what tea do I like, lapsang souchong?")
+        system = fake_llm.requests[-1]["messages"][0]["content"]
+        assert "campfire" not in system and "favourite tea" not in system, system[-1500:]
+
+
+async def test_search_ranks_as_recall_does_and_the_export_downloads(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}")
+        await browser.fill("input[name='q']", "Emacs code")
+        await browser.click("nav.tools button")
+        hits = await browser.text("main")
+        assert "found, ranked as recall ranks them" in hits and EMACS in hits and TEA not in hits
+        expected = await app.memory.search(ana, "Emacs code", 20)
+        assert expected.hits and expected.hits[0].record.id == "m_e3ac5e3ac5e3ac50"
+        await browser.shoot("search")
+        cookie = {c["name"]: c["value"] for c in await browser.cookies()}
+        async with httpx.AsyncClient(base_url=browser.base, cookies=cookie) as client:
+            answer = await client.get(f"/person/{ana}/export")
+        assert answer.status_code == 200 and "attachment" in answer.headers["content-disposition"]
+        document = json.loads(answer.text)
+        assert TEA in json.dumps(document, ensure_ascii=False) and SECRET_OF_BEN not in answer.text
+
+
+async def test_a_forged_form_and_a_post_without_a_session_change_nothing(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        await signed_in(browser, app)
+        cookie = {c["name"]: c["value"] for c in await browser.cookies()}
+        form = {"first": "m_0a1b0a1b0a1b0a1b", "second": "m_e3ac5e3ac5e3ac50", "answer": "first"}
+        async with httpx.AsyncClient(base_url=browser.base, cookies=cookie) as client:
+            # A page on another site posting with the browser's cookie: it cannot know the form's token.
+            forged = await client.post(f"/person/{ana}/settle", data={**form, "csrf": "guessed"})
+            missing = await client.post(f"/person/{ana}/settle", data=form)
+        async with httpx.AsyncClient(base_url=browser.base) as client:
+            anonymous = await client.post(f"/person/{ana}/settle", data={**form, "csrf": "guessed"})
+            page = await client.get(f"/person/{ana}")
+        assert forged.status_code == 403 and missing.status_code == 403 and anonymous.status_code == 401
+        assert page.status_code == 401
+        assert "nothing changed" in forged.text
+        for answer in (forged, anonymous):
+            assert answer.headers["content-security-policy"].startswith("default-src 'none'")
+        emacs = await app.memory.get("m_e3ac5e3ac5e3ac50")
+        assert emacs is not None and emacs.status is Status.ACTIVE and emacs.conflicts_with
