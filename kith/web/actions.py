@@ -75,6 +75,19 @@ class Actions:
                                    Console(out, err))
         return Done(code == 0, err.getvalue().strip() if code else "", out.getvalue())
 
+    async def graph_svg(self, person: str) -> Done:
+        """The person's graph as ``bot.py graph draw`` draws it: the graph.draw body's DOT, laid out by Graphviz."""
+        from memory.graph import CannotDraw, render_svg
+
+        done = await self.run("graph.draw", account=None, person=person)
+        if not done.ok:
+            return done
+        dot = done.message  # the body's whole output is the DOT source
+        try:
+            return Done(True, "", await asyncio.to_thread(render_svg, dot))
+        except CannotDraw as exc:
+            return Done(False, str(exc))
+
     async def settle(self, person: str, first_id: str, second_id: str, answer: str) -> Done:
         """The person's conflict between two memories settled: keep ``first``, keep ``second``, or ``both`` true.
 

@@ -178,6 +178,15 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         return Response(done.data, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="kith-export-{person}.json"'})
 
+    async def graph(request: Request, session: Session) -> Response:
+        person = await known(request, session)
+        if isinstance(person, Response):
+            return person
+        done = await actions.graph_svg(person)
+        if not done.ok:
+            return refused(404, done.message or "no drawing")
+        return Response(done.data, media_type="image/svg+xml")
+
     async def forget(request: Request, session: Session) -> Response:
         person = await known(request, session)
         if isinstance(person, Response):
@@ -219,6 +228,7 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         Route("/person/{person}", page(person)),
         Route("/person/{person}/settle", form(settle), methods=["POST"]),
         Route("/person/{person}/export", page(export)),
+        Route("/person/{person}/graph.svg", page(graph)),
         Route("/person/{person}/forget", page(forget)),
         Route("/person/{person}/forget", form(forget_confirmed), methods=["POST"]),
         Route("/person/{person}/search", page(search)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -187,6 +187,16 @@ class GoalShown:
 
 
 @dataclass(frozen=True, slots=True)
+class DocumentShown:
+    number: int
+    name: str
+    kind: str
+    pages: int
+    shared: str
+    platform: str
+
+
+@dataclass(frozen=True, slots=True)
 class PersonPage:
     id: str
     name: str
@@ -195,6 +205,7 @@ class PersonPage:
     page: Paged
     conflicts: list[Conflict] = field(default_factory=list)
     goals: list[GoalShown] = field(default_factory=list)
+    documents: list[DocumentShown] = field(default_factory=list)
 
 
 async def name_of(app: Bot, person: str) -> str:
@@ -219,7 +230,18 @@ async def person_page(app: Bot, person: str, page: int, size: int) -> PersonPage
     goals = [GoalShown(g.number, g.text, g.status.value, str(g.due or ""))
              for g in await app.db.run(goals_of, person)]
     live = [e.record for e in listed if not e.unreviewed]
-    return PersonPage(person, name, accounts, memories, window, conflicts(live, person, name), goals)
+    return PersonPage(person, name, accounts, memories, window, conflicts(live, person, name), goals,
+                      await documents(app, person))
+
+
+async def documents(app: Bot, person: str) -> list[DocumentShown]:
+    """The documents the person shared, as their export lists them (the same read ``/export`` makes)."""
+    from memory.documents import DOCUMENTS_DATA
+
+    assert DOCUMENTS_DATA.export_rows is not None
+    rows: list[dict[str, Any]] = await app.db.run(DOCUMENTS_DATA.export_rows, person)
+    return [DocumentShown(r["number"], r["name"], r["kind"], len(r["pages"]), str(r["shared_at"] or ""),
+                          (r.get("source") or {}).get("platform", "")) for r in rows]
 
 
 async def listing(app: Bot, person: str) -> list[Listed]:

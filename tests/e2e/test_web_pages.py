@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import io
+import shutil
+import ssl
+import subprocess
 
+import httpx
 import pytest
 
 from kith.control.dispatch import run_command
@@ -87,3 +92,48 @@ def test_bot_py_web_url_with_no_bot_running_says_so(make_settings) -> None:
     out, err = io.StringIO(), io.StringIO()
     code = run_command(make_settings(), "web.url", argparse.Namespace(web_action="url"), out=out, err=err)
     assert code == 1 and "no bot is running" in err.getvalue() and out.getvalue() == ""
+
+
+async def test_a_pending_request_is_denied_and_an_approved_account_revoked(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        for user in (STRANGER, STRANGER + 1):
+            telegram_api.push_text(user, user, "hello?")
+        await telegram_api.wait_until(lambda: all(any("pairing code" in t for t in telegram_api.texts_to(u))
+                                                  for u in (STRANGER, STRANGER + 1)))
+        await signed_in(browser, app)
+        await browser.go("/people")
+        await browser.click(f"#pending form:has(input[value='telegram:{STRANGER + 1}']) button.quiet")
+        assert f"denied telegram:{STRANGER + 1}" in await browser.text(".notice")
+        assert f"telegram:{STRANGER + 1}" not in await browser.text("#pending")
+        await browser.click("#pending form[action='/pairing/approve'] button")
+        assert f"telegram:{STRANGER}" in await browser.text("#approved")
+        await browser.click(f"#approved form:has(input[value='telegram:{STRANGER}']) button")
+        assert f"revoked telegram:{STRANGER}" in await browser.text(".notice")
+        assert "None yet" in await browser.text("#approved")
+
+
+async def test_with_tls_settings_the_page_is_https_and_its_cookie_secure(
+        telegram_api, fake_llm, make_settings, monkeypatch, tmp_path, capsys) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl here to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    await asyncio.to_thread(subprocess.run, [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                             "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    settings = web_settings(make_settings(fake_llm), telegram_api)
+    settings = dataclasses.replace(settings, web=dataclasses.replace(settings.web, tls_cert=str(cert),
+                                                                     tls_key=str(key)))
+    async with page_bot(settings, monkeypatch) as app:
+        assert app.web is not None and app.web.address.startswith("https://127.0.0.1:")
+        startup = capsys.readouterr().err
+        assert f"the memory room: {app.web.address}login?token=" in startup and "WARNING" not in startup
+        trusted = ssl.create_default_context(cafile=str(cert))
+        async with httpx.AsyncClient(verify=trusted) as client:
+            signed = await client.get(app.web.login_url())
+            page = await client.get(app.web.address)
+        assert signed.status_code == 303
+        cookie = signed.headers["set-cookie"].lower()
+        assert "secure" in cookie and "httponly" in cookie and "samesite=strict" in cookie
+        assert page.status_code == 200 and "Overview" in page.text

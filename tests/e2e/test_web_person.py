@@ -152,3 +152,36 @@ async def test_a_forged_form_and_a_post_without_a_session_change_nothing(
             assert answer.headers["content-security-policy"].startswith("default-src 'none'")
         emacs = await app.memory.get("m_e3ac5e3ac5e3ac50")
         assert emacs is not None and emacs.status is Status.ACTIVE and emacs.conflicts_with
+
+
+async def test_her_documents_and_her_graphs_picture_are_on_her_page(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api, dm="open"), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        before = len(telegram_api.texts_to(ANA))
+        telegram_api.push_document(ANA, ANA, b"# Pancakes\n\nTwo eggs, flour and cardamom.\n", file_name="recipes.md",
+                                   mime_type="text/markdown")
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) > before)
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}")
+        shared = await browser.text("#documents")
+        assert "1. recipes.md" in shared and "1 page" in shared and "on telegram" in shared
+        cookie = {c["name"]: c["value"] for c in await browser.cookies()}
+        async with httpx.AsyncClient(base_url=browser.base, cookies=cookie) as client:
+            drawing = await client.get(f"/person/{ana}/graph.svg")
+        if drawing.status_code == 404:  # no Graphviz here: the page says so in the picture's place
+            assert "Graphviz" in drawing.text or "dot" in drawing.text
+        else:
+            assert drawing.headers["content-type"] == "image/svg+xml" and b"<svg" in drawing.content
+
+
+async def test_the_page_fits_a_phones_width(telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch,
+                                            browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        await signed_in(browser, app)
+        for path in ("/", "/people", f"/person/{ana}", f"/person/{ana}/forget?words=Vim"):
+            await browser.go(path)
+            assert await browser.overflow(PHONE) == 0, path  # nothing to scroll sideways
+        await browser.go("/person/p_nobody")
+        assert "No such person" in await browser.text("h1")

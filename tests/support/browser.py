@@ -95,6 +95,20 @@ class Browser:
     async def forget_cookies(self) -> None:
         await self._do(self.driver.delete_all_cookies)
 
+    async def overflow(self, width: int) -> int:
+        """How far this page runs past a window ``width`` CSS pixels wide (0: it fits)."""
+
+        def measured() -> int:
+            self.driver.set_window_size(width, HEIGHT)
+            try:
+                inner = self.driver.execute_script("return window.innerWidth")
+                whole = self.driver.execute_script("return document.documentElement.scrollWidth")
+                return max(0, int(whole) - int(inner))
+            finally:
+                self.driver.set_window_size(WIDTH, HEIGHT)
+
+        return int(await self._do(measured))
+
     async def shoot(self, page: str, *, width: int = WIDTH) -> None:
         """Save this page as ``web-<page>.png`` under ``$KITH_WEB_SCREENSHOTS``, whole (when that is set)."""
         folder = os.environ.get("KITH_WEB_SCREENSHOTS")
