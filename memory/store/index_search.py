@@ -75,11 +75,13 @@ class IndexSearch:
         """Chroma's nearest neighbours of the person's: (id, cosine), best first.
 
         Chroma's metadata-filtered search costs time in proportion to the person's memories, so a
-        person with many is searched unfiltered, with enough extra results to hold ``k`` of theirs.
+        person with many is searched unfiltered, with enough extra results to hold ``k`` of theirs (never in the
+        memory tables, where unfiltered would read every person's vectors).
         """
         own = len(index.summaries) if scope is None else len(index.scoped[scope])
         pool = math.ceil(k * NEAREST_OVERSAMPLE * max(self.memory_total(), own, 1) / max(own, 1))
-        filtered = own <= self.filtered_query_max or pool > NEAREST_POOL_MAX
+        # The memory tables read one person's rows by their index: filtered is always the cheap way there.
+        filtered = self.chroma.in_database or own <= self.filtered_query_max or pool > NEAREST_POOL_MAX
         ids, distances = await self.chroma.run(
             self.chroma.nearest_sync,
             person if filtered else None,
