@@ -10,37 +10,52 @@ import asyncio
 import dataclasses
 import io
 import shutil
+import socket
 import ssl
 import subprocess
+import tempfile
 
 import httpx
 import pytest
 
+from kith.app.lifecycle import App
+from kith.app.run import platform_channels
+from kith.app.wiring import build_app
 from kith.control.dispatch import run_command
-from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
-from tests.support.browser import browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
+from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
+from tests.support.browser import Browser, browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
+from tests.support.telegram_app import ask
 
 STRANGER = 601
 
 
 async def test_the_printed_link_signs_in_once_and_opens_the_overview(telegram_api, fake_llm, make_settings,
                                                                       monkeypatch, browser) -> None:
-    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
-        assert app.web is not None
-        link = app.web.login_url()
-        browser.base = app.web.address.rstrip("/")
-        await browser.go(link)
-        assert await browser.url() == app.web.address  # the token left the address bar
-        body = await browser.text()
-        assert "Overview" in body and "Connected: telegram" in body and "database ok" in body
-        session = next(c for c in await browser.cookies() if c["name"] == "kith_session")
-        assert session["httpOnly"] and session["sameSite"] == "Strict"
-        await browser.shoot("overview")
-        await browser.forget_cookies()
-        await browser.go(link)  # spent: the same link never signs in twice
-        assert "used already or has expired" in await browser.text()
-        await browser.go("/")
-        assert "not signed in" in await browser.text()
+    base = make_settings(fake_llm)
+    # The health lines name the data directory: a neutral one, for the screenshot docs/web.md shows.
+    with tempfile.TemporaryDirectory(prefix="kith-") as data:
+        settings = dataclasses.replace(base, storage=dataclasses.replace(base.storage, data_dir=data))
+        async with page_bot(web_settings(settings, telegram_api), monkeypatch) as app:
+            await signs_in_once(app, browser)
+
+
+async def signs_in_once(app: App, browser: Browser) -> None:
+    """The link works once and opens the overview, its token gone from the address bar; then never again."""
+    assert app.web is not None
+    link = app.web.login_url()
+    browser.base = app.web.address.rstrip("/")
+    await browser.go(link)
+    assert await browser.url() == app.web.address  # the token left the address bar
+    body = await browser.text()
+    assert "Overview" in body and "Connected: telegram" in body and "database ok" in body
+    session = next(c for c in await browser.cookies() if c["name"] == "kith_session")
+    assert session["httpOnly"] and session["sameSite"] == "Strict"
+    await browser.shoot("overview")
+    await browser.forget_cookies()
+    await browser.go(link)  # spent: the same link never signs in twice
+    assert "used already or has expired" in await browser.text()
+    await browser.go("/")
+    assert "not signed in" in await browser.text()
 
 
 async def test_a_pairing_request_is_approved_with_its_button(telegram_api: FakeTelegramApi, fake_llm, make_settings,
@@ -137,3 +152,23 @@ async def test_with_tls_settings_the_page_is_https_and_its_cookie_secure(
         cookie = signed.headers["set-cookie"].lower()
         assert "secure" in cookie and "httponly" in cookie and "samesite=strict" in cookie
         assert page.status_code == 200 and "Overview" in page.text
+
+
+async def test_an_address_in_use_is_one_line_and_the_bot_runs_on(telegram_api, fake_llm, make_settings, monkeypatch,
+                                                                  capsys) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        settings = web_settings(make_settings(fake_llm), telegram_api, dm="open")
+        settings = dataclasses.replace(settings, web=dataclasses.replace(settings.web,
+                                                                         port=taken.getsockname()[1]))
+        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", FAKE_BOT_TOKEN)
+        app = await build_app(settings, warm_llm=False)
+        async with app.running(platform_channels(settings, app)) as started:
+            assert started == ["telegram"] and app.web is None
+            assert "the memory room cannot listen on 127.0.0.1" in capsys.readouterr().err
+            fake_llm.reply("still here")
+            assert await ask(telegram_api, STRANGER, "hello?") == "still here"
+    finally:
+        taken.close()

@@ -118,7 +118,8 @@ class Browser:
         def shot() -> None:
             self.driver.set_window_size(width, 600)  # measured at its least, so the shot ends where the page does
             height = self.driver.execute_script("return document.documentElement.scrollHeight")
-            self.driver.set_window_size(width, min(max(int(height) + 40, 600), 4000))
+            frame = self.driver.execute_script("return window.outerHeight - window.innerHeight")
+            self.driver.set_window_size(width, min(int(height) + int(frame), 4000))
             self.driver.save_screenshot(str(Path(folder) / f"web-{page}.png"))
             self.driver.set_window_size(WIDTH, HEIGHT)
 
