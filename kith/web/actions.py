@@ -22,6 +22,7 @@ from kith.web.views import operator_for
 if TYPE_CHECKING:
     from kith.control.parts import Parts
     from kith.web.bot import Bot
+    from memory.core import MemoryRecord
     from memory.forgetting import ForgetPlan
 
 
@@ -91,9 +92,11 @@ class Actions:
     async def settle(self, person: str, first_id: str, second_id: str, answer: str) -> Done:
         """The person's conflict between two memories settled: keep ``first``, keep ``second``, or ``both`` true.
 
-        Through the conflict question, as in chat: the open question about this pair if kith asked one, else one
-        recorded now for the operator to answer (so the person's export shows who settled it, and when)."""
-        from memory.controls import Answer, ConflictPair, DmTarget, QuestionBook, Refused
+        As their own answer settles it in chat (:meth:`memory.controls.MemoryControls.answer`): through the open
+        question about this pair if kith asked one. With none open, the same settling runs with no question
+        recorded: a question written only to be answered would count against the hourly cap on the questions kith
+        asks people (``QUESTIONS_PER_HOUR``), so five clicks here would silence kith's own questions for an hour."""
+        from memory.controls import Answer, Refused
 
         controls = self.app.memory_commands.controls
         chosen = {"first": Answer.FIRST, "second": Answer.SECOND, "both": Answer.BOTH}.get(answer)
@@ -103,16 +106,8 @@ class Actions:
             question = next((q for q in await controls.questions.open_of(person)
                              if {q.first_id, q.second_id} == {first_id, second_id}), None)
             if question is None:
-                first, second = await self.app.memory.get(first_id), await self.app.memory.get(second_id)
-                if first is None or second is None or first.person != person or second.person != person:
-                    return Done(False, "those memories are no longer both there")
-                book = QuestionBook(self.app.db, self.app.clock)
-                # The caps keep kith from pestering a person with questions; the operator asked for this one.
-                book.limits = dataclasses.replace(book.limits, per_hour=1 << 30, open_per_person=1 << 30)
-                question = await book.reserve(person, ConflictPair(first, second), DmTarget("web", person, None))
-                if question is None:
-                    return Done(False, "this conflict was already settled")
-            if question.first_id != first_id:  # the question orders the pair by when each was said
+                return await self._settle_unasked(person, first_id, second_id, answer)
+            if question.first_id != first_id:  # the question orders the pair its own way
                 chosen = {Answer.FIRST: Answer.SECOND, Answer.SECOND: Answer.FIRST}.get(chosen, chosen)
             try:
                 resolution = await controls.answer(operator_for(person), question.id, chosen)
@@ -122,3 +117,46 @@ class Actions:
         if resolution.unlinked:
             return Done(True, "both kept: no longer in conflict")
         return Done(True, f"kept one; {len(resolution.superseded)} superseded")
+
+    async def _settle_unasked(self, person: str, first_id: str, second_id: str, answer: str) -> Done:
+        """A pair no question asks about, settled as :meth:`memory.controls.MemoryControls.answer` settles one: both
+        true takes the conflict flags off both (:meth:`memory.service.MemoryService.clear_conflict`); otherwise the
+        other one is superseded, never deleted, its flags taken off its partners, and the person's graph told.
+
+        The same steps as that method's, over the same public calls; memory.controls has no public way to settle a
+        pair without a question yet (a ``MemoryControls.settle`` would replace this)."""
+        from memory.core import Status
+
+        memory = self.app.memory
+        now = self.app.clock()
+        first, second = await memory.get(first_id), await memory.get(second_id)
+        if (first is None or second is None or {first.person, second.person} != {person}
+                or not (first.is_live(now) and second.is_live(now)) or second.id not in first.conflicts_with):
+            return Done(False, "not settled: those two are no longer both current and in conflict")
+        if answer == "both":
+            await memory.clear_conflict(first.id, second.id)
+            self.parts.changed(person)
+            return Done(True, "both kept: no longer in conflict")
+        loser = second if answer == "first" else first
+        partners: list[str] = []
+
+        def superseded(current: MemoryRecord) -> MemoryRecord | None:
+            if current.person != person or current.status is not Status.ACTIVE:
+                return None
+            partners[:] = current.conflicts_with
+            return dataclasses.replace(current, status=Status.SUPERSEDED, valid_to=now, updated_at=now,
+                                       conflicts_with=())
+
+        def unlinked(current: MemoryRecord) -> MemoryRecord | None:
+            if loser.id not in current.conflicts_with:
+                return None
+            return dataclasses.replace(current, updated_at=now,
+                                       conflicts_with=tuple(i for i in current.conflicts_with if i != loser.id))
+
+        if await memory.store.edit(loser.id, superseded) is None:
+            return Done(False, "not settled: it changed meanwhile; look again")
+        for partner in partners:
+            await memory.store.edit(partner, unlinked)
+        await memory.graph.answered(person, [loser.id])  # what it said held until now
+        self.parts.changed(person)
+        return Done(True, "kept one; 1 superseded")

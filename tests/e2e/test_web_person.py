@@ -190,3 +190,43 @@ async def test_the_page_fits_a_phones_width(telegram_api: FakeTelegramApi, fake_
             assert await browser.overflow(PHONE) == 0, path  # nothing to scroll sideways
         await browser.go("/person/p_nobody")
         assert "No such person" in await browser.text("h1")
+
+
+async def test_both_true_clears_the_flags_and_kiths_own_questions_are_not_used_up(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        book = app.memory_commands.controls.questions
+        asked_before = await book.asked_in_window()
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}")
+        await browser.click("#conflicts button[value='both']")
+        assert "both kept" in await browser.text(".notice")
+        assert await browser.count("#conflicts") == 0
+        for memory_id in ("m_0a1b0a1b0a1b0a1b", "m_e3ac5e3ac5e3ac50"):
+            record = await app.memory.get(memory_id)
+            assert record is not None and record.status is Status.ACTIVE and record.conflicts_with == ()
+        # Settled with no question written: the hourly cap on kith's questions to people is untouched.
+        assert await book.asked_in_window() == asked_before and await book.of_person(ana) == []
+
+
+async def test_a_question_kith_asked_is_the_one_the_button_answers(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    from memory.controls import ConflictPair, DmTarget
+
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        book = app.memory_commands.controls.questions
+        vim, emacs = await app.memory.get("m_0a1b0a1b0a1b0a1b"), await app.memory.get("m_e3ac5e3ac5e3ac50")
+        assert vim is not None and emacs is not None
+        asked = await book.reserve(ana, ConflictPair(vim, emacs), DmTarget("telegram", str(ANA), str(ANA)))
+        assert asked is not None
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}")
+        await browser.click("#conflicts button[value='first']")  # this one: Vim
+        assert "kept one" in await browser.text(".notice")
+        answered = await book.get(asked.id)
+        assert answered is not None and answered.status.value == "answered" and answered.answer is not None
+        assert answered.answer.value == "first" and answered.answered_by == "web:operator"
+        emacs = await app.memory.get("m_e3ac5e3ac5e3ac50")
+        assert emacs is not None and emacs.status is Status.SUPERSEDED
