@@ -39,6 +39,7 @@ log = logging.getLogger("kith.web")
 
 HERE = Path(__file__).parent
 Handler = Callable[[Request, Session], Awaitable[Response]]
+MAX_FIELDS = 16  # the page's largest form has six
 
 
 class Headers:
@@ -102,9 +103,13 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
             session = door.session(request.cookies.get(COOKIE), clock())
             if session is None:
                 return refused(401, "not signed in: open the link `bot.py web url` prints")
-            if int(request.headers.get("content-length") or 0) > WEB_FORM_MAX_BYTES:
+            length = request.headers.get("content-length", "")
+            if not length.isdigit():
+                return refused(411, "a form's length must be given")
+            if int(length) > WEB_FORM_MAX_BYTES:
                 return refused(413, "the form is too large")
-            fields = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+            form_data = await request.form(max_files=0, max_fields=MAX_FIELDS, max_part_size=WEB_FORM_MAX_BYTES)
+            fields = {k: v for k, v in form_data.items() if isinstance(v, str)}
             if not door.form_ok(session, fields.get("csrf")):
                 return refused(403, "this form did not come from this page: nothing changed")
             return await answered(request, handler(request, session, fields))
@@ -125,6 +130,7 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
 
     async def logout(request: Request, session: Session, _fields: dict[str, str]) -> Response:
         door.end(request.cookies.get(COOKIE))
+        notices.pop(session.key, None)
         response = PlainTextResponse("signed out\n")
         response.delete_cookie(COOKIE, path="/")
         return response

@@ -20,6 +20,8 @@ from kith.web.rules import Paged, may_show, paged
 from memory.controls import Listed, Requester, notes_in_use, said_matching
 from memory.core import MemoryRecord, person_facing, said_at, said_of, words_of
 from people import directory
+from policy import store
+from policy.pairing import list_pending
 
 if TYPE_CHECKING:
     from kith.control.parts import Parts
@@ -111,15 +113,8 @@ class People:
     owner: str | None
 
 
-def _access(conn: sa.Connection) -> tuple[object, int]:
-    from policy import store
-
-    return store.load(conn)
-
-
 async def people(app: Bot) -> People:
-    from policy.pairing import AccessState, list_pending
-
+    """Everyone kith knows with their accounts, and the pairing state ``bot.py pairing list`` reads."""
     rows = await app.db.run(directory.all_accounts)
     persons: dict[str, list[str]] = {}
     names: dict[str, str] = {}
@@ -127,8 +122,7 @@ async def people(app: Bot) -> People:
         persons.setdefault(row.person, []).append(row.account)
         if row.display_name and row.person not in names:
             names[row.person] = printable_name(row.display_name)
-    access, _revision = await app.db.run(_access)
-    assert isinstance(access, AccessState)
+    access, _revision = await app.db.run(store.load)
     now = app.clock()
     pending = [Pending(p.code, p.account, when(p.expires_at)) for p in list_pending(access, now)]
     approved = sorted(access.approved | ({access.owner} if access.owner else set()))

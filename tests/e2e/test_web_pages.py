@@ -77,6 +77,10 @@ async def test_a_pairing_request_is_approved_with_its_button(telegram_api: FakeT
         telegram_api.push_text(STRANGER, STRANGER, "hello again")
         await telegram_api.wait_until(lambda: len(telegram_api.texts_to(STRANGER)) > before)
         assert "pairing code" not in telegram_api.texts_to(STRANGER)[-1]
+        await browser.click("header form[action='/logout'] button")
+        assert "signed out" in await browser.text()
+        await browser.go("/people")  # the session ended in the bot, whatever the browser kept
+        assert "not signed in" in await browser.text()
 
 
 @pytest.mark.parametrize("path", ["/", "/people", "/person/p_x"])
