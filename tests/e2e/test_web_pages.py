@@ -29,6 +29,7 @@ from tests.support.telegram_app import ask
 STRANGER = 601
 
 
+@pytest.mark.backends("sqlite", "postgres")  # the page's own reads of the database
 async def test_the_printed_link_signs_in_once_and_opens_the_overview(telegram_api, fake_llm, make_settings,
                                                                       monkeypatch, browser) -> None:
     base = make_settings(fake_llm)
@@ -58,6 +59,7 @@ async def signs_in_once(app: App, browser: Browser) -> None:
     assert "not signed in" in await browser.text()
 
 
+@pytest.mark.backends("sqlite", "postgres")  # the page's own reads of the database
 async def test_a_pairing_request_is_approved_with_its_button(telegram_api: FakeTelegramApi, fake_llm, make_settings,
                                                             monkeypatch, browser) -> None:
     async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:

@@ -11,6 +11,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 
 from kith.app.lifecycle import App
 from memory.core.records import Status
@@ -82,6 +83,7 @@ async def test_a_conflict_is_settled_with_a_button(telegram_api: FakeTelegramApi
         assert EMACS in page and VIM not in page
 
 
+@pytest.mark.backends("sqlite", "postgres")
 async def test_forget_shows_the_plan_with_its_counts_and_the_fact_is_gone_from_the_next_prompt(
         telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
     async with page_bot(web_settings(make_settings(fake_llm), telegram_api, dm="open"), monkeypatch) as app:
