@@ -61,6 +61,16 @@ class Actions:
         """Revoke an approved account, or deny a pending request (revoking drops its code)."""
         return await self.run("pairing.revoke", pairing_action="revoke", account=account)
 
+    async def link(self, account: str, to: str) -> Done:
+        """``account`` becomes the person ``to`` is, everything of theirs moved (``people link``)."""
+        if account == to:
+            return Done(False, "choose two different accounts")
+        return await self.run("people.link", account=account, to=to)
+
+    async def unlink(self, account: str) -> Done:
+        """``account`` a person of its own again (``people unlink``); what was remembered stays with the person."""
+        return await self.run("people.unlink", account=account)
+
     async def plan_forget(self, person: str, words: str) -> ForgetPlan:
         """The plan ``memory forget`` shows first (:meth:`memory.service.MemoryService.plan_forget`)."""
         return await self.app.memory.plan_forget(person, words)

@@ -153,6 +153,14 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         said = done.message.replace("revoked", "denied", 1) if fields.get("deny") and done.ok else done.message
         return back(session, "/people", said)
 
+    async def link(_request: Request, session: Session, fields: dict[str, str]) -> Response:
+        done = await actions.link(fields.get("account", ""), fields.get("to", ""))
+        return back(session, "/people#people", done.message)
+
+    async def unlink(_request: Request, session: Session, fields: dict[str, str]) -> Response:
+        done = await actions.unlink(fields.get("account", ""))
+        return back(session, "/people#people", done.message)
+
     async def known(request: Request, session: Session) -> str | Response:
         person = request.path_params["person"]
         if not await views.known(app, person):
@@ -231,6 +239,8 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         Route("/people", page(people)),
         Route("/pairing/approve", form(approve), methods=["POST"]),
         Route("/pairing/revoke", form(revoke), methods=["POST"]),
+        Route("/people/link", form(link), methods=["POST"]),
+        Route("/people/unlink", form(unlink), methods=["POST"]),
         Route("/person/{person}", page(person)),
         Route("/person/{person}/settle", form(settle), methods=["POST"]),
         Route("/person/{person}/export", page(export)),

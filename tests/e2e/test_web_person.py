@@ -21,6 +21,7 @@ from tests.support.memory import memory_section, said_memory
 from tests.support.telegram_app import ask
 
 ANA, BEN = 701, 702
+STRANGER = 799
 TEA = "My favourite tea is lapsang souchong, smoky like a campfire."
 VIM = "I edit everything in Vim, always have."
 EMACS = "These days I write all my code in Emacs."
@@ -232,3 +233,29 @@ async def test_a_question_kith_asked_is_the_one_the_button_answers(
         assert answered.answer.value == "first" and answered.answered_by == "web:operator"
         emacs = await app.memory.get("m_e3ac5e3ac5e3ac50")
         assert emacs is not None and emacs.status is Status.SUPERSEDED
+
+
+async def test_two_accounts_are_linked_and_unlinked_from_the_people_page(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        other = person(app, "discord:9001", "Ana on Discord")
+        violin = said_memory("m_d15c0d15c0d15c0d", other, "PERSON plays the violin", "I play the violin",
+                             "I play the violin in a string quartet.", platform="discord")
+        await app.memory.store.add_memory(violin)
+        telegram_api.push_text(STRANGER, STRANGER, "hello?")  # someone asking, for the page's picture
+        await telegram_api.wait_until(lambda: any("pairing code" in t for t in telegram_api.texts_to(STRANGER)))
+        await signed_in(browser, app)
+        await browser.go("/people")
+        await browser.shoot("people")
+        await browser.choose("#link select[name='account']", "discord:9001")
+        await browser.choose("#link select[name='to']", f"telegram:{ANA}")
+        await browser.click("#link button")
+        assert f"linked discord:9001 to {ana}" in await browser.text(".notice")
+        assert "discord:9001" in await browser.text(f"#p-{ana}")
+        await browser.go(f"/person/{ana}")
+        assert "I play the violin in a string quartet." in await browser.text("#memories")  # it followed her
+        await browser.go("/people")
+        await browser.click(f"#p-{ana} form:has(input[value='discord:9001']) button")
+        assert "unlinked discord:9001" in await browser.text(".notice")
+        assert "discord:9001" not in await browser.text(f"#p-{ana}")

@@ -86,6 +86,13 @@ class Browser:
 
         await self._do(typed)
 
+    async def choose(self, css: str, option: str) -> None:
+        """Pick ``option`` (its visible text) in the drop-down ``css`` finds."""
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.select import Select
+
+        await self._do(lambda: Select(self.driver.find_element(By.CSS_SELECTOR, css)).select_by_visible_text(option))
+
     async def url(self) -> str:
         return str(await self._do(lambda: self.driver.current_url))
 
