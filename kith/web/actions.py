@@ -71,6 +71,32 @@ class Actions:
         """``account`` a person of its own again (``people unlink``); what was remembered stays with the person."""
         return await self.run("people.unlink", account=account)
 
+    async def pin(self, person: str, memory_id: str, pinned: bool) -> Done:
+        """Keep a memory in every prompt, or stop: the person's own ``/pin`` and ``/unpin``, with their pin limit."""
+        from memory.controls import Refused
+
+        controls = self.app.memory_commands.controls
+        try:
+            async with self.one_writer:
+                if pinned:
+                    record = await controls.pin(operator_for(person), memory_id)
+                else:
+                    record = await controls.unpin(operator_for(person), memory_id)
+        except Refused as refused:
+            why = {"pin_limit": f"{person} has {refused.subject} pins already, the most there may be",
+                   "not_found": "it is no longer current"}.get(refused.reason.value, refused.reason.value)
+            return Done(False, f"not {'pinned' if pinned else 'unpinned'}: {why}")
+        self.parts.changed(person)
+        return Done(True, f"{'pinned' if pinned else 'unpinned'} {record.id}")
+
+    async def relabel(self, person: str, memory_id: str, label: str) -> Done:
+        """Correct kith's label for one memory, their words unchanged (``memory label``)."""
+        words = label.split()
+        if not words:
+            return Done(False, "label not changed: the label is empty")
+        done = await self.run("memory.label", account=None, person=person, memory_id=memory_id, label=words)
+        return Done(done.ok, f"relabelled {memory_id}" if done.ok else done.message)
+
     async def plan_forget(self, person: str, words: str) -> ForgetPlan:
         """The plan ``memory forget`` shows first (:meth:`memory.service.MemoryService.plan_forget`)."""
         return await self.app.memory.plan_forget(person, words)

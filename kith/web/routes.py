@@ -182,6 +182,22 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
                                     fields.get("answer", ""))
         return back(session, f"/person/{person}#conflicts", done.message)
 
+    async def pin(request: Request, session: Session, fields: dict[str, str]) -> Response:
+        person = await known(request, session)
+        if isinstance(person, Response):
+            return person
+        memory_id = fields.get("memory", "")
+        done = await actions.pin(person, memory_id, fields.get("pinned") == "1")
+        return back(session, f"/person/{person}?page={page_number(fields.get('page'))}#m-{memory_id}", done.message)
+
+    async def label(request: Request, session: Session, fields: dict[str, str]) -> Response:
+        person = await known(request, session)
+        if isinstance(person, Response):
+            return person
+        memory_id = fields.get("memory", "")
+        done = await actions.relabel(person, memory_id, fields.get("label", ""))
+        return back(session, f"/person/{person}?page={page_number(fields.get('page'))}#m-{memory_id}", done.message)
+
     async def export(request: Request, session: Session) -> Response:
         person = await known(request, session)
         if isinstance(person, Response):
@@ -243,6 +259,8 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         Route("/people/unlink", form(unlink), methods=["POST"]),
         Route("/person/{person}", page(person)),
         Route("/person/{person}/settle", form(settle), methods=["POST"]),
+        Route("/person/{person}/pin", form(pin), methods=["POST"]),
+        Route("/person/{person}/label", form(label), methods=["POST"]),
         Route("/person/{person}/export", page(export)),
         Route("/person/{person}/graph.svg", page(graph)),
         Route("/person/{person}/forget", page(forget)),

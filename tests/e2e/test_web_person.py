@@ -259,3 +259,26 @@ async def test_two_accounts_are_linked_and_unlinked_from_the_people_page(
         await browser.click(f"#p-{ana} form:has(input[value='discord:9001']) button")
         assert "unlinked discord:9001" in await browser.text(".notice")
         assert "discord:9001" not in await browser.text(f"#p-{ana}")
+
+
+async def test_a_memory_is_pinned_into_the_next_prompt_and_relabelled_with_her_words_unchanged(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api, dm="open"), monkeypatch) as app:
+        ana, _ben = await seed(app)
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}")
+        await browser.click("#m-m_7ea07ea07ea07ea0 .tend form.inline button")
+        assert "pinned m_7ea07ea07ea07ea0" in await browser.text(".notice")
+        assert "pinned" in await browser.text("#m-m_7ea07ea07ea07ea0 .meta")
+        fake_llm.reply("Hello Ana.")
+        await ask(telegram_api, ANA, "good morning")  # nothing in it recalls tea: only a pin brings it
+        assert "lapsang souchong" in memory_section(fake_llm.requests[-1]["messages"][0]["content"])
+
+        await browser.fill("#m-m_7ea07ea07ea07ea0 .relabel input[name='label']", "PERSON drinks smoky lapsang tea")
+        await browser.click("#m-m_7ea07ea07ea07ea0 .relabel button")
+        assert "relabelled m_7ea07ea07ea07ea0" in await browser.text(".notice")
+        tea = await browser.text("#m-m_7ea07ea07ea07ea0")
+        assert "LABEL User701 drinks smoky lapsang tea" in tea and TEA in tea  # a new label; her words unchanged
+
+        await browser.click("#m-m_7ea07ea07ea07ea0 .tend form.inline button")
+        assert "unpinned m_7ea07ea07ea07ea0" in await browser.text(".notice")
