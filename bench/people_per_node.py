@@ -19,6 +19,8 @@ import asyncio
 import gc
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -181,29 +183,38 @@ def report(backend: str, r: dict[str, float]) -> None:
         print(f"  a node of {budget_gb} GiB for this process: about {stored:,.0f} people, all active since its start")
 
 
-async def main() -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--people", type=int, default=10_000)
     parser.add_argument("--indexed", type=int, default=1_000)
     parser.add_argument("--databases", default="sqlite,postgres")
     args = parser.parse_args()
-    for backend in [b.strip() for b in args.databases.split(",") if b.strip()]:
-        work = Path(tempfile.mkdtemp(prefix="kith-people-"))
-        try:
-            if backend == "postgres":
-                from tests.support.postgres import cluster  # the suite's throwaway cluster
+    backends = [b.strip() for b in args.databases.split(",") if b.strip()]
+    if len(backends) > 1:  # each in a process of its own, so one's memory is not counted in the other's
+        for backend in backends:
+            subprocess.run([sys.executable, "-m", "bench.people_per_node", "--people", str(args.people),
+                            "--indexed", str(args.indexed), "--databases", backend], check=True)
+        return
+    asyncio.run(run_one(backends[0], args.people, args.indexed))
 
-                url = cluster().new_database()
-            else:
-                url = f"sqlite:///{work / 'kith.db'}"
-            report(backend, await measure(backend, url, work, args.people, args.indexed))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-            if backend == "postgres":
-                from tests.support.postgres import stop_cluster
 
-                stop_cluster()
+async def run_one(backend: str, people: int, indexed: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="kith-people-"))
+    try:
+        if backend == "postgres":
+            from tests.support.postgres import cluster  # the suite's throwaway cluster
+
+            url = cluster().new_database()
+        else:
+            url = f"sqlite:///{work / 'kith.db'}"
+        report(backend, await measure(backend, url, work, people, indexed))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if backend == "postgres":
+            from tests.support.postgres import stop_cluster
+
+            stop_cluster()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
