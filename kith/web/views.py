@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from delivery.inbox import inbox as inbox_table
 from delivery.outbox import outbox as outbox_table
+from ground.checks import CheckResult
 from ground.types import printable_name
 from kith.web.rules import Paged, may_show, paged
 from memory.controls import Listed, Requester, notes_in_use, said_matching
@@ -81,7 +82,14 @@ def _delivery_counts(conn: sa.Connection) -> tuple[int, int, list[Failed]]:
 
 
 async def overview(app: Bot, parts: Parts) -> Overview:
-    checks = [Check(r.name, r.ok, r.warn, r.detail) for r in await parts.store_checks()]
+    """``doctor``'s checks that need no call out of the bot (the config, the data directory, and the database,
+    memory store and embedder as the running bot has them open), the platforms, the delivery queues and the
+    heartbeat's next runs."""
+    from kith.operator.doctor import check_data_dir
+
+    results = [CheckResult("config", True, app.settings.source), await check_data_dir(app.settings),
+               *await parts.store_checks()]
+    checks = [Check(r.name, r.ok, r.warn, r.detail) for r in results]
     inbox, outbox, errors = await app.db.run(_delivery_counts)
     runs = []
     if app.scheduler is not None:

@@ -86,7 +86,8 @@ async def test_a_conflict_is_settled_with_a_button(telegram_api: FakeTelegramApi
 
 @pytest.mark.backends("sqlite", "postgres")
 async def test_forget_shows_the_plan_with_its_counts_and_the_fact_is_gone_from_the_next_prompt(
-        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser, backend) -> None:
+    browser.shots = backend == "sqlite"
     async with page_bot(web_settings(make_settings(fake_llm), telegram_api, dm="open"), monkeypatch) as app:
         ana, _ben = await seed(app)
         fake_llm.reply("Lapsang, of course.")
