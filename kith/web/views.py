@@ -82,13 +82,10 @@ def _delivery_counts(conn: sa.Connection) -> tuple[int, int, list[Failed]]:
 
 
 async def overview(app: Bot, parts: Parts) -> Overview:
-    """``doctor``'s checks that need no call out of the bot (the config, the data directory, and the database,
-    memory store and embedder as the running bot has them open), the platforms, the delivery queues and the
+    """``doctor``'s checks the bot runs on itself (the config it loaded, and the database, memory store and embedder
+    as it has them open: what ``doctor`` asks a running bot for), the platforms, the delivery queues and the
     heartbeat's next runs."""
-    from kith.operator.doctor import check_data_dir
-
-    results = [CheckResult("config", True, app.settings.source), await check_data_dir(app.settings),
-               *await parts.store_checks()]
+    results = [CheckResult("config", True, app.settings.source), *await parts.store_checks()]
     checks = [Check(r.name, r.ok, r.warn, r.detail) for r in results]
     inbox, outbox, errors = await app.db.run(_delivery_counts)
     runs = []
