@@ -171,7 +171,8 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         person = await known(request, session)
         if isinstance(person, Response):
             return person
-        view = await views.person_page(app, person, page_number(request.query_params.get("page")), WEB_PAGE_SIZE)
+        view = await views.person_page(app, person, page_number(request.query_params.get("page")), WEB_PAGE_SIZE,
+                                       every=request.query_params.get("every") == "1")
         return render(request, session, "person.html", view=view)
 
     async def settle(request: Request, session: Session, fields: dict[str, str]) -> Response:

@@ -205,6 +205,7 @@ class PersonPage:
     conflicts: list[Conflict] = field(default_factory=list)
     goals: list[GoalShown] = field(default_factory=list)
     documents: list[DocumentShown] = field(default_factory=list)
+    every: bool = False  # the superseded and retired memories listed too
 
 
 async def name_of(app: Bot, person: str) -> str:
@@ -216,21 +217,27 @@ async def known(app: Bot, person: str) -> bool:
     return bool(await app.db.run(directory.accounts_of, person))
 
 
-async def person_page(app: Bot, person: str, page: int, size: int) -> PersonPage:
+async def person_page(app: Bot, person: str, page: int, size: int, *, every: bool = False) -> PersonPage:
     """``person``'s memories as ``/memory`` lists them (newest first, the staged notes already in use among them),
-    one page of them, with their open conflicts side by side and their goals."""
+    one page of them, with their open conflicts side by side and their goals. ``every``: the superseded and retired
+    ones too, as ``memory list --all`` lists them (read from the store: slower for someone with thousands)."""
     from memory.goals import of_person as goals_of
 
     accounts = [a.account for a in await app.db.run(directory.accounts_of, person)]
     name = await name_of(app, person)
     listed = [entry for entry in await listing(app, person) if may_show(entry.record.person, person)]
+    live = [e.record for e in listed if not e.unreviewed]
+    if every:
+        notes = [e for e in listed if e.unreviewed]
+        listed = sorted([*notes, *(Listed(r) for r in await app.memory.list_memories(person, include_inactive=True)
+                                   if may_show(r.person, person))],
+                        key=lambda e: (said_at(e.record), e.record.id), reverse=True)
     window = paged(len(listed), page, size)
     memories = [shown(e.record, name, unreviewed=e.unreviewed) for e in listed[window.start:window.stop]]
     goals = [GoalShown(g.number, g.text, g.status.value, str(g.due or ""))
              for g in await app.db.run(goals_of, person)]
-    live = [e.record for e in listed if not e.unreviewed]
     return PersonPage(person, name, accounts, memories, window, conflicts(live, person, name), goals,
-                      await documents(app, person))
+                      await documents(app, person), every)
 
 
 async def documents(app: Bot, person: str) -> list[DocumentShown]:

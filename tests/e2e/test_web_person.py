@@ -82,6 +82,10 @@ async def test_a_conflict_is_settled_with_a_button(telegram_api: FakeTelegramApi
         assert emacs is not None and emacs.status is Status.ACTIVE and emacs.conflicts_with == ()
         page = await browser.text("#memories")
         assert EMACS in page and VIM not in page
+        await browser.click("#memories a[href$='?every=1']")  # superseded, never deleted: there to see
+        vim_shown = await browser.text("#m-m_0a1b0a1b0a1b0a1b")
+        assert VIM in vim_shown and "superseded" in vim_shown
+        assert await browser.count("#m-m_0a1b0a1b0a1b0a1b .tend") == 0  # nothing to pin or relabel on it
 
 
 @pytest.mark.backends("sqlite", "postgres")
