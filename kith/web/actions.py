@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from kith.web.bot import Bot
     from memory.core import MemoryRecord
     from memory.forgetting import ForgetPlan
+
+log = logging.getLogger("kith.web")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +50,13 @@ class Actions:
         out, err, data = io.StringIO(), io.StringIO(), []
         console = Console(out, err, data.append)
         op = OPERATIONS[name]
+        started = time.perf_counter()
         if op.writes:
             async with self.one_writer:
                 code = await run_operation(self.parts, name, args, console)
         else:
             code = await run_operation(self.parts, name, args, console)
+        log.info("web command command=%s exit=%d ms=%.1f", name, code, (time.perf_counter() - started) * 1000)
         said = (out.getvalue() + err.getvalue()).strip().removeprefix("kith: ")
         return Done(code == 0, said, data[-1] if data else None)
 

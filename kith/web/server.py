@@ -73,8 +73,10 @@ class WebServer:
         options: dict[str, Any] = {}
         if self.tls:
             options = {"ssl_certfile": self.settings.tls_cert, "ssl_keyfile": self.settings.tls_key}
-        config = uvicorn.Config(asgi, lifespan="off", log_config=None, access_log=False, server_header=False,
-                                proxy_headers=False, timeout_graceful_shutdown=int(WEB_STOP_GRACE_S), **options)
+        # kith's own log lines say what the page does (ids, counts); uvicorn's would name every request's path.
+        config = uvicorn.Config(asgi, lifespan="off", log_config=None, log_level="warning", access_log=False,
+                                server_header=False, proxy_headers=False,
+                                timeout_graceful_shutdown=int(WEB_STOP_GRACE_S), **options)
 
         class Served(uvicorn.Server):
             @contextlib.contextmanager
@@ -153,7 +155,8 @@ async def serve_web(app: App, control: object) -> WebServer | None:
         await server.start()
     except (OSError, ImportError) as exc:
         log.error("web page failed to start error=%s", type(exc).__name__)
-        print(f"kith: the memory room cannot listen on {settings.host}:{settings.port} ({exc})", file=sys.stderr)
+        print(f"kith: the memory room cannot listen on {settings.host}:{settings.port} ({exc}); the bot runs on "
+              "without it", file=sys.stderr)
         return None
     print(f"kith: the memory room: {server.login_url()} (one sign-in; `bot.py web url` prints another)",
           file=sys.stderr, flush=True)
