@@ -25,7 +25,7 @@ from kith.app.run import platform_channels
 from kith.app.wiring import build_app
 from kith.control.dispatch import run_command
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
-from tests.support.browser import Browser, browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
+from tests.support.browser import WAIT_S, Browser, browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
 from tests.support.telegram_app import ask
 from tests.support.waiting import until
 
@@ -69,7 +69,7 @@ async def test_a_pairing_request_is_approved_with_its_button(telegram_api: FakeT
                                                             monkeypatch, browser) -> None:
     async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
         telegram_api.push_text(STRANGER, STRANGER, "hello?")
-        await telegram_api.wait_until(lambda: any("pairing code" in t for t in telegram_api.texts_to(STRANGER)))
+        await telegram_api.wait_until(lambda: any("pairing code" in t for t in telegram_api.texts_to(STRANGER)), WAIT_S)
         await signed_in(browser, app)
         await browser.go("/people")
         pending = await browser.text("#pending")
@@ -81,7 +81,7 @@ async def test_a_pairing_request_is_approved_with_its_button(telegram_api: FakeT
         # The bot's own gate sees it at once: the stranger is answered now.
         before = len(telegram_api.texts_to(STRANGER))
         telegram_api.push_text(STRANGER, STRANGER, "hello again")
-        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(STRANGER)) > before)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(STRANGER)) > before, WAIT_S)
         assert "pairing code" not in telegram_api.texts_to(STRANGER)[-1]
         await browser.click("header form[action='/logout'] button")
         assert "signed out" in await browser.text()
@@ -125,7 +125,7 @@ async def test_a_pending_request_is_denied_and_an_approved_account_revoked(
         for user in (STRANGER, STRANGER + 1):
             telegram_api.push_text(user, user, "hello?")
         await telegram_api.wait_until(lambda: all(any("pairing code" in t for t in telegram_api.texts_to(u))
-                                                  for u in (STRANGER, STRANGER + 1)))
+                                                  for u in (STRANGER, STRANGER + 1)), WAIT_S)
         await signed_in(browser, app)
         await browser.go("/people")
         await browser.click(f"#pending form:has(input[value='telegram:{STRANGER + 1}']) button.quiet")

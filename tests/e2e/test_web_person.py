@@ -16,7 +16,7 @@ import pytest
 from kith.app.lifecycle import App
 from memory.core.records import Status
 from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
-from tests.support.browser import PHONE, browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
+from tests.support.browser import PHONE, WAIT_S, browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
 from tests.support.memory import memory_section, said_memory
 from tests.support.telegram_app import ask
 
@@ -174,7 +174,7 @@ async def test_her_documents_and_her_graphs_picture_are_on_her_page(
         before = len(telegram_api.texts_to(ANA))
         telegram_api.push_document(ANA, ANA, b"# Pancakes\n\nTwo eggs, flour and cardamom.\n", file_name="recipes.md",
                                    mime_type="text/markdown")
-        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) > before)
+        await telegram_api.wait_until(lambda: len(telegram_api.texts_to(ANA)) > before, WAIT_S)
         await signed_in(browser, app)
         await browser.go(f"/person/{ana}")
         shared = await browser.text("#documents")
@@ -249,7 +249,7 @@ async def test_two_accounts_are_linked_and_unlinked_from_the_people_page(
                              "I play the violin in a string quartet.", platform="discord")
         await app.memory.store.add_memory(violin)
         telegram_api.push_text(STRANGER, STRANGER, "hello?")  # someone asking, for the page's picture
-        await telegram_api.wait_until(lambda: any("pairing code" in t for t in telegram_api.texts_to(STRANGER)))
+        await telegram_api.wait_until(lambda: any("pairing code" in t for t in telegram_api.texts_to(STRANGER)), WAIT_S)
         await signed_in(browser, app)
         await browser.go("/people")
         await browser.shoot("people")

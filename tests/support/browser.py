@@ -32,6 +32,7 @@ from tests.support.telegram_app import telegram_settings
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 WIDTH, HEIGHT = 1100, 1400
 PHONE = 390  # a phone's width in CSS pixels
+WAIT_S = 20.0  # a wait on the bot bounds only a failure's time: beside PostgreSQL, under load, 5 s was short
 NAVIGATION_WAIT_S = 20.0  # a click's next page arrives in milliseconds; this bounds only a failure's time
 
 
