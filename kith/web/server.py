@@ -129,9 +129,10 @@ def exposure_warning(settings: WebSettings) -> str | None:
 
 
 def writers_lock(control: object) -> asyncio.Lock:
-    """The lock the control channel's writing commands wait for, so the page's writes wait in the same line (on the
-    control channels, or their socket server); a lock of the page's own when the bot serves no control channel."""
-    for holder in (control, getattr(control, "socket", None)):
+    """The lock the control channel's writing commands wait for, so the page's writes wait in the same line: on the
+    control channels (:class:`kith.control.serve.ControlChannels`), else on their socket server or their database
+    rows, which share it; a lock of the page's own when the bot serves no control channel."""
+    for holder in (control, getattr(control, "socket", None), getattr(control, "rows", None)):
         lock = getattr(holder, "one_writer", None)
         if isinstance(lock, asyncio.Lock):
             return lock

@@ -38,4 +38,6 @@ def test_the_page_waits_behind_the_control_channels_writers() -> None:
     # The control channels of a bot: the socket's server holds the lock the database's rows share.
     channels = types.SimpleNamespace(socket=types.SimpleNamespace(one_writer=lock), rows=None)
     assert writers_lock(channels) is lock
+    no_socket = types.SimpleNamespace(socket=None, rows=types.SimpleNamespace(one_writer=lock))
+    assert writers_lock(no_socket) is lock
     assert isinstance(writers_lock(None), asyncio.Lock)  # no control channel: the page's writes wait for each other
