@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -63,8 +64,8 @@ class Headers:
 
 
 def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *, secure: bool,
-                 clock: Callable[[], float] = time.monotonic) -> ASGIApp:
-    """The page's ASGI app over a running bot."""
+                 hosts: list[str] | None = None, clock: Callable[[], float] = time.monotonic) -> ASGIApp:
+    """The page's ASGI app over a running bot; ``hosts``: the Host headers it answers (None: any)."""
     # Every value escaped, whatever a template's name: a memory's words are anyone's.
     templates = Jinja2Templates(env=jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                                        autoescape=True))
@@ -268,4 +269,7 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         Route("/person/{person}/forget", form(forget_confirmed), methods=["POST"]),
         Route("/person/{person}/search", page(search)),
     ]
-    return Headers(Starlette(routes=routes))
+    page = Starlette(routes=routes)
+    if hosts is not None:
+        page.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
+    return Headers(page)

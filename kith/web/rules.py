@@ -72,3 +72,14 @@ def may_show(memory_person: str, page_person: str | None) -> bool:
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (an address to bind) keeps the page on this machine."""
     return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
+
+
+def allowed_hosts(bind_host: str) -> list[str] | None:
+    """The Host headers a page bound to ``bind_host`` answers; None: any.
+
+    On loopback only this machine's own names, so a site that points a name of its own at 127.0.0.1 (DNS rebinding)
+    is refused before any page runs. Bound to another address the operator reaches it by a name kith cannot know.
+    """
+    if not is_loopback(bind_host):
+        return None
+    return sorted({"127.0.0.1", "localhost", "::1", bind_host})

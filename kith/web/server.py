@@ -27,7 +27,7 @@ from ground.tunables import (
 )
 from kith.control.live import LiveParts
 from kith.web.door import Door
-from kith.web.rules import is_loopback
+from kith.web.rules import allowed_hosts, is_loopback
 
 if TYPE_CHECKING:
     from kith.app.lifecycle import App
@@ -69,7 +69,8 @@ class WebServer:
 
         sock = _bound(self.settings.host, self.settings.port)
         self.port = sock.getsockname()[1]
-        asgi = build_routes(self.app, LiveParts(self.app), self.door, self.one_writer, secure=self.tls)
+        asgi = build_routes(self.app, LiveParts(self.app), self.door, self.one_writer, secure=self.tls,
+                            hosts=allowed_hosts(self.settings.host))
         options: dict[str, Any] = {}
         if self.tls:
             options = {"ssl_certfile": self.settings.tls_cert, "ssl_keyfile": self.settings.tls_key}

@@ -158,6 +158,10 @@ async def test_a_forged_form_and_a_post_without_a_session_change_nothing(
         async with httpx.AsyncClient(base_url=browser.base) as client:
             anonymous = await client.post(f"/person/{ana}/settle", data={**form, "csrf": "guessed"})
             page = await client.get(f"/person/{ana}")
+        # A site whose own name points at 127.0.0.1 (DNS rebinding) is refused before any page runs.
+        async with httpx.AsyncClient(base_url=browser.base, cookies=cookie) as client:
+            rebound = await client.get(f"/person/{ana}", headers={"Host": "evil.example"})
+        assert rebound.status_code == 400 and TEA not in rebound.text
         assert forged.status_code == 403 and missing.status_code == 403 and anonymous.status_code == 401
         assert page.status_code == 401
         assert "nothing changed" in forged.text

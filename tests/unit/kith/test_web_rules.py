@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from ground.config import ConfigError, Settings, WebSettings, check_web
-from kith.web.rules import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, is_loopback, may_show, page_number, paged
+from kith.web.rules import (
+    CONTENT_SECURITY_POLICY,
+    SECURITY_HEADERS,
+    allowed_hosts,
+    is_loopback,
+    may_show,
+    page_number,
+    paged,
+)
 from kith.web.server import exposure_warning
 
 
@@ -58,3 +66,9 @@ def test_bad_web_settings_get_one_clear_line(web: WebSettings, error: str) -> No
     with pytest.raises(ValueError, match=error):
         check_web(Settings(web=web))
     assert ConfigError  # the loader adds the file's name to the line (ground.config.load_settings)
+
+
+def test_on_loopback_only_this_machines_names_are_answered() -> None:
+    assert allowed_hosts("127.0.0.1") == ["127.0.0.1", "::1", "localhost"]
+    assert allowed_hosts("127.0.0.2") == ["127.0.0.1", "127.0.0.2", "::1", "localhost"]
+    assert allowed_hosts("0.0.0.0") is None  # reached by a name of the operator's: any
