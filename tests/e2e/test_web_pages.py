@@ -199,3 +199,22 @@ async def test_the_overview_names_a_failed_delivery_by_its_outbox_id(telegram_ap
         await signed_in(browser, app)
         errors = await browser.text("main")
         assert str(entry_id) in errors and error in errors
+
+
+async def test_the_pages_writes_wait_in_the_control_channels_line(telegram_api: FakeTelegramApi, fake_llm,
+                                                                   make_settings, monkeypatch, browser,
+                                                                   caplog) -> None:
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api), monkeypatch) as app:
+        assert app.web is not None
+        assert "found no control channel writer lock" not in caplog.text  # it shares the control channel's
+        telegram_api.push_text(STRANGER, STRANGER, "hello?")
+        await telegram_api.wait_until(lambda: any("pairing code" in t for t in telegram_api.texts_to(STRANGER)),
+                                      WAIT_S)
+        await signed_in(browser, app)
+        await browser.go("/people")
+        async with app.web.one_writer:  # an operator command writing through the control channel, say
+            click = asyncio.ensure_future(browser.click("#pending form[action='/pairing/approve'] button"))
+            await asyncio.sleep(0.5)
+            assert not click.done()  # the page's approve waits its turn
+        await click
+        assert f"approved telegram:{STRANGER}" in await browser.text(".notice")
