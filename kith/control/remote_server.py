@@ -30,6 +30,7 @@ from ground.tunables import (
     CONTROL_REMOTE_FLUSH_S,
     CONTROL_REMOTE_KEEP_S,
     CONTROL_REMOTE_POLL_S,
+    CONTROL_STOP_GRACE_S,
 )
 from kith.control.frames import BadRequest, Request, parse_request
 from kith.control.request_rows import (
@@ -205,10 +206,11 @@ class DatabaseControl:
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
-        if self._tasks:
-            for task in list(self._tasks):
+        if self._tasks:  # as on the socket: a command still running gets a grace, then is cancelled
+            _done, pending = await asyncio.wait(set(self._tasks), timeout=CONTROL_STOP_GRACE_S)
+            for task in pending:
                 task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.gather(*pending, return_exceptions=True)
         if self._listener is not None:
             await asyncio.to_thread(self._listener.join, self.poll_s + 1)
 
