@@ -291,3 +291,18 @@ async def test_a_memory_is_pinned_into_the_next_prompt_and_relabelled_with_her_w
 
         await browser.click("#m-m_7ea07ea07ea07ea0 .tend form.inline button")
         assert "unpinned m_7ea07ea07ea07ea0" in await browser.text(".notice")
+
+
+async def test_a_secret_she_told_kith_appears_redacted_as_it_is_kept(
+        telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
+    token = "gh" + "p_" + "Mn4" * 12  # an obviously fake GitHub token, spelled apart so no scanner takes it for real
+    async with page_bot(web_settings(make_settings(fake_llm), telegram_api, dm="open"), monkeypatch) as app:
+        reply = await ask(telegram_api, ANA, f"/remember my github token is {token} and my cat is called Miso")
+        assert token not in reply
+        ana = person(app, f"telegram:{ANA}", "Ana")
+        kept = [m for m in await app.memory.active_memories(ana) if "Miso" in m.text]
+        assert kept and token not in repr(kept[0])  # redacted before it was stored
+        await signed_in(browser, app)
+        await browser.go(f"/person/{ana}")
+        page = await browser.text("#memories")
+        assert "Miso" in page and "[redacted]" in page and token not in page
