@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import dataclasses
 import io
+import re
 import shutil
 import socket
 import ssl
@@ -34,20 +35,23 @@ STRANGER = 601
 
 @pytest.mark.backends("sqlite", "postgres")  # the page's own reads of the database
 async def test_the_printed_link_signs_in_once_and_opens_the_overview(telegram_api, fake_llm, make_settings,
-                                                                      monkeypatch, browser, backend) -> None:
+                                                                      monkeypatch, browser, backend,
+                                                                      capsys) -> None:
     base = make_settings(fake_llm)
     browser.shots = backend == "sqlite"
     # The health lines name the data directory: a neutral one, for the screenshot docs/web.md shows.
     with tempfile.TemporaryDirectory(prefix="kith-") as data:
         settings = dataclasses.replace(base, storage=dataclasses.replace(base.storage, data_dir=data))
         async with page_bot(web_settings(settings, telegram_api), monkeypatch) as app:
-            await signs_in_once(app, browser)
+            # The operator's link: the one the start-up line printed.
+            printed = re.search(r"the memory room: (\S+) ", capsys.readouterr().err)
+            assert printed is not None
+            await signs_in_once(app, browser, printed[1])
 
 
-async def signs_in_once(app: App, browser: Browser) -> None:
+async def signs_in_once(app: App, browser: Browser, link: str) -> None:
     """The link works once and opens the overview, its token gone from the address bar; then never again."""
     assert app.web is not None
-    link = app.web.login_url()
     browser.base = app.web.address.rstrip("/")
     await browser.go(link)
     assert await browser.url() == app.web.address  # the token left the address bar
