@@ -5,7 +5,10 @@
 * :mod:`kith.operator`: the operator's commands (``memory``, ``people``, ``pairing``, ``consolidate``,
   ``heartbeat``, ``decay``, ``doctor``) and what they share (progress, hints, the store checks).
 * :mod:`kith.setup`: ``bot.py setup``, the first-run wizard: its dialogue, its checks, the files it writes.
-* :mod:`kith.control`: the control channel an operator command reaches a running bot on.
+* :mod:`kith.control`: the control channel an operator command reaches a running bot on: its socket, and on a
+  shared PostgreSQL the command rows another machine leaves for the active bot.
+* :mod:`kith.web`: the memory room, the local web page a running bot serves (``[web]``), its actions run through
+  the same operations as the control channel's.
 * :mod:`kith.settings`: the settings file with each platform's section (:class:`kith.settings.AppSettings`),
   as every command loads it.
 """

@@ -26,9 +26,10 @@ log = logging.getLogger("kith.control")
 class ControlChannels:
     """The channels a running bot answers operator commands on, closed together."""
 
-    def __init__(self, socket: ControlServer | None, rows: DatabaseControl | None) -> None:
+    def __init__(self, socket: ControlServer | None, rows: DatabaseControl | None, one_writer: asyncio.Lock) -> None:
         self.socket = socket
         self.rows = rows
+        self.one_writer = one_writer  # what every writing command waits for, whichever way it came (the page too)
 
     async def close(self) -> None:
         if self.rows is not None:
@@ -71,4 +72,4 @@ async def serve_control(app: App) -> ControlChannels:
             print(f"kith: operator commands from other machines cannot reach this bot ({type(exc).__name__})",
                   file=sys.stderr)
             rows = None
-    return ControlChannels(server, rows)
+    return ControlChannels(server, rows, one_writer)

@@ -31,6 +31,7 @@ from kith.web.rules import allowed_hosts, is_loopback
 
 if TYPE_CHECKING:
     from kith.app.lifecycle import App
+    from kith.control.serve import ControlChannels
 
 log = logging.getLogger("kith.web")
 
@@ -129,20 +130,13 @@ def exposure_warning(settings: WebSettings) -> str | None:
             "or host = \"127.0.0.1\"")
 
 
-def writers_lock(control: object) -> asyncio.Lock:
-    """The lock the control channel's writing commands wait for, so the page's writes wait in the same line: on the
-    control channels (:class:`kith.control.serve.ControlChannels`), else on their socket server or their database
-    rows, which share it; a lock of the page's own when the bot serves no control channel."""
-    for holder in (control, getattr(control, "socket", None), getattr(control, "rows", None)):
-        lock = getattr(holder, "one_writer", None)
-        if isinstance(lock, asyncio.Lock):
-            return lock
-    if control is not None:
-        log.warning("web page found no control channel writer lock; its writes wait only for each other")
-    return asyncio.Lock()
+def writers_lock(control: ControlChannels | None) -> asyncio.Lock:
+    """The lock the control channel's writing commands wait for, so the page's writes wait in the same line; a lock
+    of the page's own when the bot serves no control channel."""
+    return control.one_writer if control is not None else asyncio.Lock()
 
 
-async def serve_web(app: App, control: object) -> WebServer | None:
+async def serve_web(app: App, control: ControlChannels | None) -> WebServer | None:
     """The bot's page, listening, with its start-up line; None (said why) if it cannot listen, and the bot runs on.
     ``control`` is the bot's control channel (:func:`kith.control.serve.serve_control`), whose writers the page's
     writes wait behind."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-import types
 from typing import Any, cast
 
 from ground.config import WebSettings
+from kith.control.serve import ControlChannels
 from kith.web.server import WebServer, writers_lock
 
 
@@ -34,10 +34,6 @@ def test_each_link_carries_a_new_token_that_signs_in_once() -> None:
 
 def test_the_page_waits_behind_the_control_channels_writers() -> None:
     lock = asyncio.Lock()
-    assert writers_lock(types.SimpleNamespace(one_writer=lock)) is lock
-    # The control channels of a bot: the socket's server holds the lock the database's rows share.
-    channels = types.SimpleNamespace(socket=types.SimpleNamespace(one_writer=lock), rows=None)
-    assert writers_lock(channels) is lock
-    no_socket = types.SimpleNamespace(socket=None, rows=types.SimpleNamespace(one_writer=lock))
-    assert writers_lock(no_socket) is lock
+    # The one lock the bot's socket and its database rows share.
+    assert writers_lock(ControlChannels(None, None, lock)) is lock
     assert isinstance(writers_lock(None), asyncio.Lock)  # no control channel: the page's writes wait for each other
