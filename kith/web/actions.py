@@ -10,7 +10,6 @@ first one" takes in chat.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import io
 import logging
 import time
@@ -24,7 +23,6 @@ from kith.web.views import operator_for
 if TYPE_CHECKING:
     from kith.control.parts import Parts
     from kith.web.bot import Bot
-    from memory.core import MemoryRecord
     from memory.forgetting import ForgetPlan
 
 log = logging.getLogger("kith.web")
@@ -135,9 +133,8 @@ class Actions:
         """The person's conflict between two memories settled: keep ``first``, keep ``second``, or ``both`` true.
 
         As their own answer settles it in chat (:meth:`memory.controls.MemoryControls.answer`): through the open
-        question about this pair if kith asked one. With none open, the same settling runs with no question
-        recorded: a question written only to be answered would count against the hourly cap on the questions kith
-        asks people (``QUESTIONS_PER_HOUR``), so five clicks here would silence kith's own questions for an hour."""
+        question about this pair if kith asked one, else by the same settling with no question
+        (:meth:`memory.controls.MemoryControls.settle`)."""
         from memory.controls import Answer, Refused
 
         controls = self.app.memory_commands.controls
@@ -147,58 +144,18 @@ class Actions:
         async with self.one_writer:
             question = next((q for q in await controls.questions.open_of(person)
                              if {q.first_id, q.second_id} == {first_id, second_id}), None)
-            if question is None:
-                return await self._settle_unasked(person, first_id, second_id, answer)
-            if question.first_id != first_id:  # the question orders the pair its own way
-                chosen = {Answer.FIRST: Answer.SECOND, Answer.SECOND: Answer.FIRST}.get(chosen, chosen)
             try:
-                resolution = await controls.answer(operator_for(person), question.id, chosen)
+                if question is None:
+                    resolution = await controls.settle(operator_for(person), first_id, second_id, chosen)
+                else:
+                    if question.first_id != first_id:  # the question orders the pair its own way
+                        chosen = {Answer.FIRST: Answer.SECOND, Answer.SECOND: Answer.FIRST}.get(chosen, chosen)
+                    resolution = await controls.answer(operator_for(person), question.id, chosen)
             except Refused as refused:
+                if question is None:
+                    return Done(False, "not settled: those two are no longer both current and in conflict")
                 return Done(False, f"not settled: {refused.reason.value.replace('_', ' ')}")
         self.parts.changed(person)
         if resolution.unlinked:
             return Done(True, "both kept: no longer in conflict")
         return Done(True, f"kept one; {len(resolution.superseded)} superseded")
-
-    async def _settle_unasked(self, person: str, first_id: str, second_id: str, answer: str) -> Done:
-        """A pair no question asks about, settled as :meth:`memory.controls.MemoryControls.answer` settles one: both
-        true takes the conflict flags off both (:meth:`memory.service.MemoryService.clear_conflict`); otherwise the
-        other one is superseded, never deleted, its flags taken off its partners, and the person's graph told.
-
-        The same steps as that method's, over the same public calls; memory.controls has no public way to settle a
-        pair without a question yet (a ``MemoryControls.settle`` would replace this)."""
-        from memory.core import Status
-
-        memory = self.app.memory
-        now = self.app.clock()
-        first, second = await memory.get(first_id), await memory.get(second_id)
-        if (first is None or second is None or {first.person, second.person} != {person}
-                or not (first.is_live(now) and second.is_live(now)) or second.id not in first.conflicts_with):
-            return Done(False, "not settled: those two are no longer both current and in conflict")
-        if answer == "both":
-            await memory.clear_conflict(first.id, second.id)
-            self.parts.changed(person)
-            return Done(True, "both kept: no longer in conflict")
-        loser = second if answer == "first" else first
-        partners: list[str] = []
-
-        def superseded(current: MemoryRecord) -> MemoryRecord | None:
-            if current.person != person or current.status is not Status.ACTIVE:
-                return None
-            partners[:] = current.conflicts_with
-            return dataclasses.replace(current, status=Status.SUPERSEDED, valid_to=now, updated_at=now,
-                                       conflicts_with=())
-
-        def unlinked(current: MemoryRecord) -> MemoryRecord | None:
-            if loser.id not in current.conflicts_with:
-                return None
-            return dataclasses.replace(current, updated_at=now,
-                                       conflicts_with=tuple(i for i in current.conflicts_with if i != loser.id))
-
-        if await memory.store.edit(loser.id, superseded) is None:
-            return Done(False, "not settled: it changed meanwhile; look again")
-        for partner in partners:
-            await memory.store.edit(partner, unlinked)
-        await memory.graph.answered(person, [loser.id])  # what it said held until now
-        self.parts.changed(person)
-        return Done(True, "kept one; 1 superseded")

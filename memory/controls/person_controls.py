@@ -40,7 +40,7 @@ from memory.capture.merge_gate import GateResult
 from memory.capture.validation import instruction_or_authority
 from memory.controls.authorisation import RefusalReason, Refused, Requester, check_owner, person_asking
 from memory.controls.pauses import PauseBook
-from memory.controls.questions import Answer, Question, QuestionBook, QuestionStatus, still_current
+from memory.controls.questions import Answer, Question, QuestionBook, QuestionStatus, linked, still_current
 from memory.core.records import (
     Horizon,
     MemoryCandidate,
@@ -180,7 +180,7 @@ class ExportFile:
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    question: Question
+    question: Question | None  # None: a pair settled with no question asked (:meth:`MemoryControls.settle`)
     answer: Answer
     first: MemoryRecord  # as they stood when the person answered
     second: MemoryRecord
@@ -513,15 +513,34 @@ class MemoryControls:
         if not await self.questions.close(question.id, QuestionStatus.ANSWERED, answer, by=requester.account):
             raise Refused(RefusalReason.ALREADY_ANSWERED, question_id)
         async with self._locks.hold([person]):
-            resolution = await self._settle(question, answer, first, second, now)
+            resolution = await self._settle(question, person, answer, first, second, now)
         log.info("question answered id=%s person=%s answer=%s superseded=%d retired=%d", question.id, person,
                  answer.value, len(resolution.superseded), len(resolution.retired))
         self._changed(person)
         return resolution
 
-    async def _settle(self, question: Question, answer: Answer, first: MemoryRecord, second: MemoryRecord,
-                      now: datetime) -> Resolution:
-        person = question.person
+    async def settle(self, requester: Requester, first_id: str, second_id: str, answer: Answer) -> Resolution:
+        """Settle two of the person's memories in conflict as :meth:`answer` settles a question about them, when no
+        question asks (the memory room's buttons). Writing a question only to answer it would count against the
+        hourly cap on the questions kith asks (``QUESTIONS_PER_HOUR``)."""
+        person = person_asking(requester)
+        now = self.clock()
+        first, second = await self.memory.get(first_id), await self.memory.get(second_id)
+        for record, memory_id in ((first, first_id), (second, second_id)):
+            if record is not None:
+                check_owner(requester, record.person, memory_id)
+        if not (first is not None and second is not None and first.person == second.person == person
+                and first.is_live(now) and second.is_live(now) and linked(first, second)):
+            raise Refused(RefusalReason.STALE, first_id)
+        async with self._locks.hold([person]):
+            resolution = await self._settle(None, person, answer, first, second, now)
+        log.info("conflict settled person=%s answer=%s superseded=%d retired=%d", person, answer.value,
+                 len(resolution.superseded), len(resolution.retired))
+        self._changed(person)
+        return resolution
+
+    async def _settle(self, question: Question | None, person: str, answer: Answer, first: MemoryRecord,
+                      second: MemoryRecord, now: datetime) -> Resolution:
         if answer is Answer.BOTH:
             await self.memory.clear_conflict(first.id, second.id)
             return Resolution(question, answer, first, second, unlinked=True)
