@@ -17,6 +17,7 @@ the plan the person saw and confirmed (with a tombstone, see :mod:`memory.forget
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -125,7 +126,14 @@ async def said_matching(memory: MemoryService, person: str, query: str, now: dat
     notes = [Listed(n.record, unreviewed=True) for n in reversed(await notes_in_use(memory, person, now))]
     memories = [Listed(r) for r in sorted(await memory.active_memories(person),
                                           key=lambda r: (said_at(r), r.id), reverse=True) if r.is_live(now)]
-    return [e for e in (*notes, *memories) if query_matches(query, [e.record.text, *words_of(e.record).sentences])]
+    listed = (*notes, *memories)
+
+    def matching() -> list[Listed]:
+        return [e for e in listed if query_matches(query, [e.record.text, *words_of(e.record).sentences])]
+
+    # Matching every word form of thousands of memories takes a while (0.6 s at 10,000): off the event loop, so
+    # the bot's replies go on meanwhile.
+    return await asyncio.to_thread(matching)
 
 
 # --- changes to a memory (each through MemoryStore.edit) --------------------------------------------
