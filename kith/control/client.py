@@ -44,24 +44,31 @@ def connect(data_dir: Path, transport: Transport) -> tuple[socket.socket, str | 
         raise NoBot from None
 
 
+def relay(frame: dict[str, Any], console: Console) -> int | None:
+    """One answer frame passed on to ``console``; the exit code when it is the last."""
+    if "out" in frame:
+        console.out.write(frame["out"])
+    elif "err" in frame:
+        console.out.flush()  # what came before it shows before it, as on one terminal
+        console.err.write(frame["err"])
+        console.err.flush()
+    elif "data" in frame:
+        console.send_data(frame["data"])
+    elif "exit" in frame:
+        console.out.flush()
+        return int(frame["exit"])
+    return None
+
+
 def call(sock: socket.socket, request: Request, console: Console) -> int:
     """Send ``request``, relay its frames to ``console`` as they come, and return its exit code."""
     try:
         sock.sendall(encode_request(request))
         with sock.makefile("rb") as frames:
             for line in frames:
-                frame: dict[str, Any] = json.loads(line)
-                if "out" in frame:
-                    console.out.write(frame["out"])
-                elif "err" in frame:
-                    console.out.flush()  # what came before it shows before it, as on one terminal
-                    console.err.write(frame["err"])
-                    console.err.flush()
-                elif "data" in frame:
-                    console.send_data(frame["data"])
-                elif "exit" in frame:
-                    console.out.flush()
-                    return int(frame["exit"])
+                code = relay(json.loads(line), console)
+                if code is not None:
+                    return code
     except (ConnectionError, ValueError):
         pass
     finally:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ground.active_bot import LOCK_KEY, libpq_conninfo
 from ground.tunables import ACTIVE_CONNECT_TIMEOUT_S, CONTROL_CONNECT_WAIT_S, CONTROL_REMOTE_WAIT_S
+from kith.control.client import relay
 from kith.control.parts import Console
 from kith.control.request_rows import FRAMES_CHANNEL, REQUESTS_CHANNEL, WAITING
 
@@ -93,18 +94,9 @@ class DatabaseHost:
                                   "ORDER BY seq", (request_id, seen)).fetchall()
             for seq, text in frames:
                 seen = seq
-                frame: dict[str, Any] = json.loads(text)
-                if "out" in frame:
-                    console.out.write(frame["out"])
-                elif "err" in frame:
-                    console.out.flush()
-                    console.err.write(frame["err"])
-                    console.err.flush()
-                elif "data" in frame:
-                    console.send_data(frame["data"])
-                elif "exit" in frame:
-                    console.out.flush()
-                    return int(frame["exit"])
+                code = relay(json.loads(text), console)
+                if code is not None:
+                    return code
             if not frames:
                 state = conn.execute("SELECT state FROM control_requests WHERE id = %s", (request_id,)).fetchone()
                 if state is not None and state[0] == WAITING and time.monotonic() - asked > self.take_wait_s:

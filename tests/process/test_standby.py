@@ -52,6 +52,16 @@ class Lines:
         await asyncio.wait_for(self._task, 30)
 
 
+async def _end(first: asyncio.subprocess.Process, second: asyncio.subprocess.Process | None) -> None:
+    """The killed bot reaped (killed now if the test ended first), the standby stopped as an operator stops it."""
+    if first.returncode is None:
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+    if second is not None and second.returncode is None:
+        second.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(second.wait(), 30)
+
+
 async def test_a_standby_waits_then_takes_over_within_ten_seconds_of_a_kill_and_nothing_is_answered_twice(
         telegram_api: FakeTelegramApi, fake_llm: FakeOpenAI, tmp_path: Path) -> None:
     url = cluster().new_database()
@@ -83,12 +93,7 @@ async def test_a_standby_waits_then_takes_over_within_ten_seconds_of_a_kill_and_
         assert sorted(m.visible_text for m in telegram_api.sent) == [
             "echo: hello while nobody is active", "echo: hello while the first is active"]
     finally:
-        if first.returncode is None:
-            first.send_signal(signal.SIGKILL)
-            await first.wait()
-        if second is not None and second.returncode is None:
-            second.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(second.wait(), 30)
+        await _end(first, second)
     await first_err.close()
     assert not any("Traceback" in line for line in second_err.lines), second_err.lines
 
@@ -149,10 +154,5 @@ async def test_the_active_bot_killed_under_load_loses_nothing_and_doubles_only_i
             assert len(doubled) <= 1, replies  # one reply in flight per chat at the kill, at most
             assert all((who, r.removeprefix("echo: ")) in killed_after for r in doubled), doubled
     finally:
-        if first.returncode is None:
-            first.send_signal(signal.SIGKILL)
-            await first.wait()
-        if second is not None and second.returncode is None:
-            second.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(second.wait(), 30)
+        await _end(first, second)
     await first_err.close()
