@@ -26,8 +26,6 @@ from memory.store.vectors import HASH_SPACE, Vectors
 from tests.support.database import open_db
 from tests.support.memory import memory_settings, record
 
-BACKENDS = ("sqlite", "postgres")  # the memory tables on PostgreSQL, beside Chroma on SQLite
-
 NONE_STATUS = EmbedderStatus("none", ready=False, disabled=True)
 PAGE = 500
 # Chroma saves its vector index every thousand or so new records: enough before the delete for the

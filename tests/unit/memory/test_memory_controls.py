@@ -22,7 +22,6 @@ from memory.core.records import MemoryCandidate, MemoryKind, MemoryRecord, Origi
 from memory.service import MemoryService
 from people import directory, history
 from tests.support.clock import FakeClock
-from tests.support.database import open_db
 from tests.support.memory import T0, candidate, memory_settings
 
 BACKENDS = ("sqlite", "postgres")  # the memory tables on PostgreSQL, beside Chroma on SQLite
@@ -40,8 +39,7 @@ class Kit:
 
 
 @pytest.fixture
-async def kit(tmp_path: Path) -> AsyncIterator[Kit]:
-    db = open_db(tmp_path)
+async def kit(tmp_path: Path, db: Database) -> AsyncIterator[Kit]:
     clock = FakeClock(T0)
     settings = memory_settings(tmp_path)
     pauses = PauseBook(db)
@@ -53,7 +51,6 @@ async def kit(tmp_path: Path) -> AsyncIterator[Kit]:
                               exporter=PersonExport(db, memory, clock).yours)
     yield Kit(db, clock, memory, book, pauses, controls, changed)
     await memory.close()
-    db.close()
 
 
 ANA = Requester("p_ana", "telegram:501")
@@ -297,3 +294,26 @@ async def test_a_label_corrected_while_a_capture_merges_a_receipt_into_it_keeps_
     assert stored is not None and stored.text == "Ana loves her green tea"
     assert stored.evidence == ("Ana drinks green tea", "green tea daily") and len(stored.sources) == 2
     assert stored.revision == 3  # stored, merged into, relabelled: one write each
+
+
+async def test_a_pair_no_question_asks_about_is_settled_as_an_answer_settles_it(kit: Kit) -> None:
+    vim, emacs, _question = await conflict(kit)
+    resolution = await kit.controls.settle(ANA, emacs, vim, Answer.FIRST)  # keep Emacs
+    assert resolution.question is None and resolution.superseded == (vim,)
+    assert (await kit.memory.get(vim)).status is Status.SUPERSEDED  # never deleted
+    kept = await kit.memory.get(emacs)
+    assert kept.status is Status.ACTIVE and kept.conflicts_with == ()
+    assert kit.changed[-1] == "p_ana"
+    with pytest.raises(Refused) as settled_again:  # no longer both current and in conflict
+        await kit.controls.settle(ANA, emacs, vim, Answer.SECOND)
+    assert settled_again.value.reason is RefusalReason.STALE
+
+
+async def test_only_the_person_settles_their_own_pair(kit: Kit) -> None:
+    vim, emacs, _question = await conflict(kit)
+    with pytest.raises(Refused):
+        await kit.controls.settle(BEN, vim, emacs, Answer.BOTH)
+    assert {(await kit.memory.get(i)).status for i in (vim, emacs)} == {Status.ACTIVE}
+    resolution = await kit.controls.settle(ANA, vim, emacs, Answer.BOTH)
+    assert resolution.unlinked
+    assert [(await kit.memory.get(i)).conflicts_with for i in (vim, emacs)] == [(), ()]
