@@ -430,7 +430,7 @@ async def test_stop_lets_a_running_handler_finish(world: World, journal: Inbound
 async def test_rejected_token_fails_start_without_leaking_it(
     world: World, journal: InboundJournal, caplog: pytest.LogCaptureFixture
 ) -> None:
-    wrong = "MTAwMDAwMDAwMDAwMDAwMDAx.wrong.WrongTokenWrongToken"
+    wrong = "MTAwMDAwMDAwMDAwMDAwMDAx.fake.wrong-token-for-kith-tests"
     channel = _channel(journal, token=wrong)
     with pytest.raises(ChannelStartError) as refused:
         await channel.start(Inbox().on_message)

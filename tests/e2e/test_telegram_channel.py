@@ -324,7 +324,7 @@ async def test_polling_recovers_from_errors_and_the_server_going_away(
 async def test_rejected_token_fails_start_without_leaking_it(
     telegram_api: FakeTelegramApi, stores: Stores, caplog: pytest.LogCaptureFixture
 ) -> None:
-    wrong = "7000000001:WrongTokenWrongTokenWrongToken"
+    wrong = "7000000001:fake-wrong-token-for-kith-tests"
     channel = _channel(telegram_api, stores, token=wrong)
     with pytest.raises(ChannelStartError) as refused:
         await channel.start(Inbox().on_message)

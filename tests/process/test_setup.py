@@ -25,8 +25,8 @@ from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi
 from tests.support.ports import free_port
 from tests.support.setup_session import Session, environment_as_it_was, newcomer_env  # noqa: F401 (autouse)
 
-RIGHT_KEY = "sk-right-0123456789abcdef"
-WRONG_KEY = "sk-wrong-0123456789abcdef"
+RIGHT_KEY = "sk-FAKE-right-key-for-kith-tests"
+WRONG_KEY = "sk-FAKE-wrong-key-for-kith-tests"
 
 
 @pytest.fixture
