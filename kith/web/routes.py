@@ -162,67 +162,50 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         done = await actions.unlink(fields.get("account", ""))
         return back(session, "/people#people", done.message)
 
-    async def known(request: Request, session: Session) -> str | Response:
-        person = request.path_params["person"]
-        if not await views.known(app, person):
-            return render(request, session, "missing.html", status=404, person=person)
-        return person
+    def of_person(handler: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+        """``handler`` given the person the path names, once the bot knows them; a page saying so otherwise. For a
+        page ``(request, session, person)``, for a form ``(request, session, person, fields)``."""
+        async def checked(request: Request, session: Session, *fields: dict[str, str]) -> Response:
+            person = request.path_params["person"]
+            if not await views.known(app, person):
+                return render(request, session, "missing.html", status=404, person=person)
+            return await handler(request, session, person, *fields)
+        return checked
 
-    async def person(request: Request, session: Session) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def person_page(request: Request, session: Session, person: str) -> Response:
         view = await views.person_page(app, person, page_number(request.query_params.get("page")), WEB_PAGE_SIZE,
                                        every=request.query_params.get("every") == "1")
         return render(request, session, "person.html", view=view)
 
-    async def settle(request: Request, session: Session, fields: dict[str, str]) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def settle(request: Request, session: Session, person: str, fields: dict[str, str]) -> Response:
         done = await actions.settle(person, fields.get("first", ""), fields.get("second", ""),
                                     fields.get("answer", ""))
         return back(session, f"/person/{person}#conflicts", done.message)
 
-    async def pin(request: Request, session: Session, fields: dict[str, str]) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def pin(request: Request, session: Session, person: str, fields: dict[str, str]) -> Response:
         memory_id = fields.get("memory", "")
         done = await actions.pin(person, memory_id, fields.get("pinned") == "1")
         return back(session, f"/person/{person}?page={page_number(fields.get('page'))}#m-{memory_id}", done.message)
 
-    async def label(request: Request, session: Session, fields: dict[str, str]) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def label(request: Request, session: Session, person: str, fields: dict[str, str]) -> Response:
         memory_id = fields.get("memory", "")
         done = await actions.relabel(person, memory_id, fields.get("label", ""))
         return back(session, f"/person/{person}?page={page_number(fields.get('page'))}#m-{memory_id}", done.message)
 
-    async def export(request: Request, session: Session) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def export(request: Request, session: Session, person: str) -> Response:
         done = await actions.export(person)
         if not done.ok:
             return refused(500, done.message or "the export failed")
         return Response(done.data, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="kith-export-{person}.json"'})
 
-    async def graph(request: Request, session: Session) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def graph(request: Request, session: Session, person: str) -> Response:
         done = await actions.graph_svg(person)
         if not done.ok:
             return refused(404, done.message or "no drawing")
         return Response(done.data, media_type="image/svg+xml")
 
-    async def forget(request: Request, session: Session) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def forget(request: Request, session: Session, person: str) -> Response:
         words = " ".join(request.query_params.get("words", "").split())
         plan = await actions.plan_forget(person, words) if words else None
         name = await views.name_of(app, person)
@@ -233,17 +216,11 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         return render(request, session, "forget.html", person=person, name=name, words=words, plan=plan,
                       previews=previews, expect=" ".join(plan.key()) if plan is not None else "")
 
-    async def forget_confirmed(request: Request, session: Session, fields: dict[str, str]) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def forget_confirmed(request: Request, session: Session, person: str, fields: dict[str, str]) -> Response:
         done = await actions.forget(person, fields.get("words", ""), fields.get("expect", "").split())
         return back(session, f"/person/{person}", done.message)
 
-    async def search(request: Request, session: Session) -> Response:
-        person = await known(request, session)
-        if isinstance(person, Response):
-            return person
+    async def search(request: Request, session: Session, person: str) -> Response:
         query = " ".join(request.query_params.get("q", "").split())
         found = await views.search(app, person, query, WEB_SEARCH_LIMIT) if query else None
         return render(request, session, "search.html", person=person, name=await views.name_of(app, person),
@@ -259,15 +236,15 @@ def build_routes(app: Bot, parts: Parts, door: Door, one_writer: asyncio.Lock, *
         Route("/pairing/revoke", form(revoke), methods=["POST"]),
         Route("/people/link", form(link), methods=["POST"]),
         Route("/people/unlink", form(unlink), methods=["POST"]),
-        Route("/person/{person}", page(person)),
-        Route("/person/{person}/settle", form(settle), methods=["POST"]),
-        Route("/person/{person}/pin", form(pin), methods=["POST"]),
-        Route("/person/{person}/label", form(label), methods=["POST"]),
-        Route("/person/{person}/export", page(export)),
-        Route("/person/{person}/graph.svg", page(graph)),
-        Route("/person/{person}/forget", page(forget)),
-        Route("/person/{person}/forget", form(forget_confirmed), methods=["POST"]),
-        Route("/person/{person}/search", page(search)),
+        Route("/person/{person}", page(of_person(person_page))),
+        Route("/person/{person}/settle", form(of_person(settle)), methods=["POST"]),
+        Route("/person/{person}/pin", form(of_person(pin)), methods=["POST"]),
+        Route("/person/{person}/label", form(of_person(label)), methods=["POST"]),
+        Route("/person/{person}/export", page(of_person(export))),
+        Route("/person/{person}/graph.svg", page(of_person(graph))),
+        Route("/person/{person}/forget", page(of_person(forget))),
+        Route("/person/{person}/forget", form(of_person(forget_confirmed)), methods=["POST"]),
+        Route("/person/{person}/search", page(of_person(search))),
     ]
     page = Starlette(routes=routes)
     if hosts is not None:

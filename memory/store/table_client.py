@@ -191,11 +191,6 @@ class TableCollection:
 
         self._run(write)
 
-    def upsert(self, ids: Sequence[str], embeddings: Sequence[Sequence[float]] | npt.NDArray[Any],
-               metadatas: Sequence[Mapping[str, Any]] | None = None, **_: Any) -> None:
-        self.update(ids, embeddings, metadatas)
-        self.add(ids, embeddings, metadatas)
-
     def delete(self, ids: Sequence[str] | None = None, where: Condition | None = None, **_: Any) -> None:
         def write(conn: Connection) -> None:
             t = memory_records
