@@ -15,6 +15,7 @@ import pytest
 
 from ground.config import MemorySettings
 from ground.db import Database
+from ground.tunables import SHARED_CACHE_TRUST_S
 from memory.encoders.embedders import EmbedderStatus
 from memory.store import ChangeLog, MemoryStore
 from memory.store.chroma import VECTOR_KEY, make_client
@@ -244,3 +245,29 @@ async def test_a_store_in_the_tables_moves_to_an_embedder_of_another_size(tmp_pa
     page = tables.get_collection("memories").get(include=["embeddings", "metadatas"])
     assert len(page["ids"]) == 30 and page["embeddings"].shape == (30, 16)
     assert {md[VECTOR_KEY] for md in page["metadatas"]} == {"test-large"}
+
+
+async def test_two_processes_on_the_tables_see_each_others_writes_and_deletes(tmp_path: Path, db: Database) -> None:
+    """Two kith processes on one database (a bot and a command, or two machines on PostgreSQL), each with its own
+    store and in-memory indexes: what one stores, the other finds; what one deletes (a forget), the other no longer
+    finds, through the shared change log (on SQLite, once the documented SHARED_CACHE_TRUST_S has passed)."""
+    other_db = Database(db.url)
+    settings = MemorySettings(store="database", embedder="none")
+    off = EmbedderStatus("none", ready=False, disabled=True)
+    first = await MemoryStore.open(settings, tmp_path / "a", None, off, changes=ChangeLog(db), database=db)
+    second = await MemoryStore.open(settings, tmp_path / "b", None, off, changes=ChangeLog(other_db),
+                                    database=other_db)
+    try:
+        assert await second.lexical("p_1", "lighthouse", 5) == []  # its index of p_1 built, empty
+        kept = record("p_1", "PERSON has a lighthouse tattoo")
+        await first.add_memory(kept)
+        await asyncio.sleep(SHARED_CACHE_TRUST_S)
+        assert [r.id for r, _s in await second.lexical("p_1", "lighthouse", 5)] == [kept.id]
+        await second.delete_memories([kept.id])
+        await asyncio.sleep(SHARED_CACHE_TRUST_S)
+        assert await first.lexical("p_1", "lighthouse", 5) == []
+        assert await first.get_memory(kept.id) is None
+    finally:
+        await first.close()
+        await second.close()
+        other_db.close()
