@@ -311,6 +311,7 @@ RECALL_TOOL_EMBED_BUDGET_MS = 2_000  # a deliberate search may wait longer for i
 RECALL_TOOL_EVIDENCE = 3  # newest evidence quotes per result
 RECALL_TOOL_QUOTE_CHARS = 500
 RECALL_TOOL_MAX_CHARS = 12_000  # the whole JSON answer; the weakest results go first
+RECALL_TOOL_DOCUMENT_PASSAGES = 5  # passages of the person's documents one private call returns at most
 
 # --- Memory: similarity (memory/core/similarity.py) --------------------------------
 DISTINCTIVE_MIN_CHARS = 3

@@ -28,7 +28,8 @@ RECALL_TOOL_HINT = (
     "when they were said; if recall finds nothing, say you do not know.")
 RECALL_TOOL_DESCRIPTION = (
     "Search your memories of the person you are talking to. Returns what they said before, in their own "
-    "words, with where and when they said it, as JSON. Read-only.")
+    "words, with where and when they said it, and in a private chat the passages of documents they shared "
+    "with you that match, as JSON. Read-only.")
 RECALL_QUERY_DESCRIPTION = "What to look for, in a few words, in any language."
 RECALL_WHO_DESCRIPTION = (
     "A name, to ask who or what someone or something in their life is (\"Ola\", \"my sister\", \"Rex\"): "

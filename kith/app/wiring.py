@@ -36,7 +36,7 @@ from llm.process import ModelProcess
 from media.reader import MediaReader
 from memory.controls import MemoryControls, PauseBook, QuestionBook
 from memory.core import read_lemma_dictionaries
-from memory.documents import DocsCommand, DocumentBook, DocumentsInContext
+from memory.documents import DocsCommand, DocumentBook, DocumentPassages, DocumentsInContext
 from memory.encoders import open_reranker
 from memory.goals import GoalBook, GoalsCommand, GoalsInContext
 from memory.recall import RecallEngine, RecallMemoryContext, RecallTool, UseRecorder
@@ -122,7 +122,9 @@ async def _build_app(settings: Settings, *, clock: Callable[[], datetime], warm_
         # The memory service's observer is there capture on or off: a reply written while a forget landed
         # loses the words there too.
         observers=[UseRecorder(memory.store, clock), memory.observer, question_sender],
-        tools=[RecallTool(recall, settings.recall, memory.graph)], persona_notes=[MEMORY_CONTROLS_HINT],
+        tools=[RecallTool(recall, settings.recall, memory.graph,
+                          DocumentPassages(documents, recall.queries, settings.recall))],
+        persona_notes=[MEMORY_CONTROLS_HINT],
         on_llm_error=on_llm_error)
     person_data = gathered(memory, pauses)
     controls = MemoryControls(memory, questions, pauses, db, clock, pinned_max=settings.recall.pinned_max,

@@ -9,12 +9,14 @@ capture and recall, above forgetting (a forget removes the documents that hold i
   removes and searches them.
 * ``command``: the ``/docs`` chat command.
 * ``prompt_part``: :class:`DocumentsInContext`, the prompt's documents part in a private chat.
+* ``tool_part``: :class:`DocumentPassages`, what the ``recall`` tool finds in them in a private chat.
 """
 
 from memory.documents.book import DOCUMENTS_DATA, DOCUMENTS_TOPIC, Document, DocumentBook, PassageHit, document_key
 from memory.documents.command import DocsCommand
 from memory.documents.passages import Passage, passages
 from memory.documents.prompt_part import DocumentsInContext, ranked_passages, render_passages
+from memory.documents.tool_part import DocumentPassages
 
 __all__ = [
     "DOCUMENTS_DATA",
@@ -22,6 +24,7 @@ __all__ = [
     "DocsCommand",
     "Document",
     "DocumentBook",
+    "DocumentPassages",
     "DocumentsInContext",
     "Passage",
     "PassageHit",

@@ -5,14 +5,16 @@ Automatic context shows a few clipped candidates; this tool gives more of each: 
 (platform, private or group chat, date), as JSON. That record is what "how do you know that?" is answered
 from, and only that. The extractor's label for a memory is not in it: a wrong label cannot reach a reply,
 and a memory with no words kept is left out. It obeys the same isolation as automatic recall: the speaker's
-own live records, and in a group chat nothing said in private. It never writes.
+own live records, and in a group chat nothing said in private. In a private chat it also returns the passages of
+the person's documents that match (:class:`DocumentFinder`, implemented by the documents room above this one). It
+never writes.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from ground.config import RecallSettings
 from ground.tunables import (
@@ -39,6 +41,7 @@ from persona.instructions import (
 )
 from persona.labels import (
     RECALL_DISPUTED_NOTE,
+    RECALL_DOCUMENTS_ABOUT,
     RECALL_RESULTS_ABOUT,
     RECALL_WHO_ABOUT,
     RECALL_WHO_UNKNOWN,
@@ -95,16 +98,24 @@ def being_json(found: Being) -> dict[str, Any]:
 RECALL_TOOL_MAX_LINKS = 12  # relations of one being the tool returns
 
 
+class DocumentFinder(Protocol):
+    """The passages of a person's documents that match a query, each as the tool's JSON, best first."""
+
+    async def find(self, person: str, query: str, budget_s: float) -> list[dict[str, Any]]: ...
+
+
 class RecallTool:
     """Implements conversation.core.Tool."""
 
     name = "recall"
     hint = RECALL_TOOL_HINT
 
-    def __init__(self, engine: RecallEngine, settings: RecallSettings, graph: GraphBook | None = None) -> None:
+    def __init__(self, engine: RecallEngine, settings: RecallSettings, graph: GraphBook | None = None,
+                 documents: DocumentFinder | None = None) -> None:
         self.engine = engine
         self.settings = settings
         self.graph = graph  # answers "who is X?" (memory.graph.who)
+        self.documents = documents  # the person's documents, searched in a private chat
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -158,13 +169,29 @@ class RecallTool:
             named = who(await self.graph.of(speaker.person), name, shared_only=shared_only)
             answer["who"] = ({"about": RECALL_WHO_ABOUT, **being_json(named)} if named is not None
                              else {"name": name, "about": RECALL_WHO_UNKNOWN})
+        if self.documents is not None and message.chat_kind is ChatKind.DM:
+            passages = await self._passages(speaker.person, query)
+            if passages:
+                answer["documents"] = {"about": RECALL_DOCUMENTS_ABOUT, "passages": passages}
         text = json.dumps(answer, ensure_ascii=False)
+        while len(text) > RECALL_TOOL_MAX_CHARS and answer.get("documents", {}).get("passages"):
+            answer["documents"]["passages"].pop()
+            text = json.dumps(answer, ensure_ascii=False)
         while len(text) > RECALL_TOOL_MAX_CHARS and answer["results"]:
             answer["results"].pop()
             text = json.dumps(answer, ensure_ascii=False)
         while len(text) > RECALL_TOOL_MAX_CHARS and answer.get("who", {}).get("relations"):
             answer["who"]["relations"].pop()
             text = json.dumps(answer, ensure_ascii=False)
-        log.info("recall tool person=%s results=%d lexical_only=%s ms=%.1f", speaker.person,
-                 len(answer["results"]), result.lexical_only, result.elapsed_ms)
+        log.info("recall tool person=%s results=%d passages=%d lexical_only=%s ms=%.1f", speaker.person,
+                 len(answer["results"]), len(answer.get("documents", {}).get("passages", ())), result.lexical_only,
+                 result.elapsed_ms)
         return text
+
+    async def _passages(self, person: str, query: str) -> list[dict[str, Any]]:
+        assert self.documents is not None
+        try:
+            return await self.documents.find(person, query, RECALL_TOOL_EMBED_BUDGET_MS / 1000)
+        except Exception as exc:  # the memories still answer when the documents cannot
+            log.warning("recall tool documents unavailable person=%s error=%s", person, type(exc).__name__)
+            return []

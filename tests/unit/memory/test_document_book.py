@@ -4,6 +4,7 @@ moved on a link, and refused past their limits (issue #35)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -275,3 +276,20 @@ async def test_a_reply_to_someone_who_keeps_no_document_asks_for_no_query_vector
     assert [h.passage.text for h in await book.passages_for(doc.person, "boiler", 5, query_vector)] == [
         "The boiler is serviced in May."]
     assert asked == ["vector"]  # asked once there is a document to compare it with
+
+
+def test_the_recall_tool_sees_a_passage_with_its_document_page_and_heading_and_long_words_cut() -> None:
+    from ground.tunables import RECALL_TOOL_QUOTE_CHARS
+    from memory.documents.tool_part import passage_json
+
+    doc = documents_book.Document("d", "p", 3, "report.pdf", PDF, 4, 9000, 20, NOW)
+    long = documents_book.PassageHit(doc, passages(["x " * 400], markdown=False, size=2000, overlap=0)[0], None, 1.0)
+    found = passage_json(long)
+    assert (found["document"], found["number"], found["pages"], found["shared"]) == ("report.pdf", 3, 4, "2026-12-01")
+    assert found["truncated"] is True and len(found["words"]) <= RECALL_TOOL_QUOTE_CHARS
+    assert "under" not in found  # no heading, no empty key
+    one_page = dataclasses.replace(doc, pages=1, kind=MARKDOWN)
+    headed = documents_book.PassageHit(one_page, passages(["## Rent\n\nDue on the fifth."], markdown=True, size=400,
+                                                          overlap=0)[0], 0.5, 0.0)
+    assert passage_json(headed) == {"document": "report.pdf", "number": 3, "under": "Rent",
+                                    "words": "## Rent Due on the fifth.", "truncated": False, "shared": "2026-12-01"}
