@@ -44,7 +44,7 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from kith.app.run import run_chat
+    from kith.app.launch import run_chat
 
     return loop.run(run_chat(_settings(args), verbose=args.verbose))
 
@@ -56,7 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         stop = offer_setup()
         if stop is not None:
             return stop
-    from kith.app.run import run_all
+    from kith.app.launch import run_all
 
     return loop.run(run_all(_settings(args), verbose=args.verbose))
 

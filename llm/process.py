@@ -123,6 +123,12 @@ class ModelProcess:
         if self._closed.is_set():  # closed while it loaded: it is ending, not started
             raise LLMError("unavailable", "model process closed", retryable=False)
 
+    def begin(self) -> None:
+        """Spawn a child now, without waiting for it: it loads while the caller goes on. A start that cannot be
+        made is left for the first call, which tries again and fails honestly."""
+        with contextlib.suppress(LLMError):
+            self._start_task()
+
     def _start_task(self) -> asyncio.Task[_Child]:
         if self._closed.is_set():
             raise LLMError("unavailable", "model process closed", retryable=False)

@@ -94,18 +94,20 @@ def platform_channels(settings: AppSettings, app: App) -> list[Channel]:
     return channels
 
 
-async def run_chat(settings: AppSettings, *, verbose: bool = False) -> int:
-    return await _as_sole_bot(settings, functools.partial(_chat, verbose=verbose))
+async def run_chat(settings: AppSettings, *, verbose: bool = False, model_process: ModelProcess | None = None) -> int:
+    """``model_process``: one already spawned (:mod:`kith.app.launch`); else one is made here."""
+    return await _as_sole_bot(settings, functools.partial(_chat, verbose=verbose), model_process)
 
 
-async def run_all(settings: AppSettings, *, verbose: bool = False) -> int:
-    return await _as_sole_bot(settings, functools.partial(_run_all, verbose=verbose))
+async def run_all(settings: AppSettings, *, verbose: bool = False, model_process: ModelProcess | None = None) -> int:
+    """``model_process``: one already spawned (:mod:`kith.app.launch`); else one is made here."""
+    return await _as_sole_bot(settings, functools.partial(_run_all, verbose=verbose), model_process)
 
 
 Body = Callable[[AppSettings, "ModelProcess | None"], Awaitable[int]]
 
 
-async def _as_sole_bot(settings: AppSettings, body: Body) -> int:
+async def _as_sole_bot(settings: AppSettings, body: Body, spawned: ModelProcess | None = None) -> int:
     """``body``'s exit code, run holding the data directory's lock; 1 with the reason if another bot holds it.
 
     An operator command holding the lock is waited for (one line says so): it ends on its own, and the
@@ -126,7 +128,7 @@ async def _as_sole_bot(settings: AppSettings, body: Body) -> int:
         if active is not None:  # a database other machines' bots may share: wait here while another is active
             await active.take(say)
         # The model process loads litellm (seconds) on the other core while this one imports and opens the rest.
-        model_process = new_model_process(settings)
+        model_process = spawned if spawned is not None else new_model_process(settings)
         early = start_early(model_process)  # held here: the loop keeps only a weak reference to a task
         try:
             return await _while_active(body(settings, model_process), active)

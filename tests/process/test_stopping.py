@@ -40,6 +40,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _held(lock_path: Path) -> bool:
+    """Whether another process holds the data directory's lock."""
+    lock = FileLock(lock_path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
 def _model_processes(pid: int) -> list[int]:
     """The bot's children running the model process."""
     found = []
@@ -194,11 +205,25 @@ async def test_a_model_process_killed_while_it_loads_does_not_cost_the_first_rep
 async def test_ctrl_c_while_the_model_process_still_starts_ends_both_without_a_traceback(
         fake_llm: FakeOpenAI, tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "kith.toml", fake_llm, tmp_path / "data")
+    lock_path = tmp_path / "data" / LOCK_FILE
+    # The model process is spawned first, before the bot imports the rest of its start and takes the lock: a
+    # Ctrl-C at once lands before the lock is even taken, and still ends both.
     bot = TerminalBot(tmp_path, "--config", str(cfg), "chat")
     try:
         model = await bot.model_process()
         bot.type("\x03")  # the child is still importing: a SIGINT reaching it would be its traceback
-        await _lock_comes_free_after(model, tmp_path / "data" / LOCK_FILE, bot)
+        assert await bot.exit_code() == 0
+        assert not _alive(model), "the bot ended before its model process"
+        assert "Traceback" not in bot.stderr and "KeyboardInterrupt" not in bot.stderr, bot.stderr
+    finally:
+        bot.close()
+    # Once the bot holds the lock, the lock is let go only after the model process has ended.
+    bot = TerminalBot(tmp_path, "--config", str(cfg), "chat")
+    try:
+        model = await bot.model_process()
+        await until(lambda: _held(lock_path), WAIT_S, what="the bot to take the lock", every=0.01)
+        bot.type("\x03")  # in well under a second: the child still imports (it takes seconds)
+        await _lock_comes_free_after(model, lock_path, bot)
         assert await bot.exit_code() == 0
         assert "Traceback" not in bot.stderr and "KeyboardInterrupt" not in bot.stderr, bot.stderr
     finally:
