@@ -245,7 +245,9 @@ class MemoryControls:
         recall already puts into prompts. /memory shows it numbered from 1; /why and /label take those numbers."""
         person = person_asking(requester)
         now = self.clock()
-        listed = [Listed(r) for r in await self.memory.list_memories(person) if r.is_live(now)]
+        # From the person's index, as recall reads them (caught up with other processes' writes first): reading
+        # them from the store took 1.5 s for someone with ten thousand.
+        listed = [Listed(r) for r in await self.memory.active_memories(person) if r.is_live(now)]
         listed += [Listed(n.record, unreviewed=True) for n in await notes_in_use(self.memory, person, now)]
         return sorted(listed, key=lambda e: (said_at(e.record), e.record.id), reverse=True)
 
