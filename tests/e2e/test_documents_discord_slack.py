@@ -2,11 +2,10 @@
 person's document and its passages recalled in a later turn, as on Telegram (test_documents.py). kith as
 ``bot.py run`` builds it (build_app and the platform's own channel) against the loopback fake Discord (discord.py, its
 CDN on the fake's address) and the fake Slack (slack-bolt and slack_sdk, private file URLs on the fake's address, served
-to the bot token only), litellm against the fake model. The harness is test_media_discord_slack.py's."""
+to the bot token only), litellm against the fake model. The harness: tests/support/platform_dms.py."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -14,22 +13,17 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from channels.slack.settings import SlackSettings
 from ground.config import DeliverySettings, MediaSettings, MemorySettings
 from kith.app.lifecycle import App
-from kith.app.run import platform_channels
-from kith.app.wiring import build_app
 from kith.settings import AppSettings
 from llm.client import import_litellm
 from memory.documents.book import documents
 from people import history
 from persona.labels import DOCUMENT_KEPT, DOCUMENTS_NOTICE
-from tests.fakes import discord_api as fake_discord
 from tests.fakes import slack_api as fake_slack
-from tests.fakes.discord_api import FakeDiscord, discord_py_pointed_at
 from tests.fakes.openai_api import FakeOpenAI
-from tests.fakes.slack_api import FakeSlack
 from tests.support.pdf import pdf_of
+from tests.support.platform_dms import PLATFORMS, PlatformDM, SlackDM, discord_dm, only_replies, platform_dm, slack_dm
 
 import_litellm()
 
@@ -50,158 +44,22 @@ LEASE = pdf_of([["Tenancy agreement", "The flat at 12 Quay Street is let from 1 
 CAPTION = "here's my new lease"
 
 
-class Side:
-    """One platform's fake, with what the tests do there and see there."""
-
-    name: str
-
-    async def start(self, settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
-        raise NotImplementedError
-
-    def send_file(self, data: bytes, name: str, mime: str, text: str = "") -> None:
-        raise NotImplementedError
-
-    def send_text(self, text: str) -> None:
-        raise NotImplementedError
-
-    def replies(self) -> list[str]:
-        raise NotImplementedError
-
-    def downloads(self) -> int:
-        """The file GETs the fake served (the bytes went out)."""
-        raise NotImplementedError
-
-    @property
-    def conversation(self) -> str:
-        raise NotImplementedError
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 8.0) -> None:
-        raise NotImplementedError
-
-
-async def _started(side: Side, settings: AppSettings) -> App:
-    app = await build_app(settings, warm_llm=False)
-    try:
-        assert await app.start(platform_channels(settings, app)) == [side.name]
-    except BaseException:
-        await app.close()
-        raise
-    return app
-
-
-class DiscordSide(Side):
-    name = "discord"
-    ANA = 200_000_000_000_000_001
-
-    def __init__(self, api: FakeDiscord) -> None:
-        self.api = api
-        api.add_user(self.ANA, "ana", global_name="Ana")
-        self.dm = api.open_dm(self.ANA)
-
-    async def start(self, settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
-        monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.FAKE_DISCORD_TOKEN)
-        return await _started(self, dataclasses.replace(settings, policy={"discord": {"dm": "open"}}))
-
-    def send_file(self, data: bytes, name: str, mime: str, text: str = "") -> None:
-        self.api.push_message(self.dm, self.ANA, text, attachments=[self.api.attachment(self.dm, name, mime, data)])
-
-    def send_text(self, text: str) -> None:
-        self.api.push_message(self.dm, self.ANA, text)
-
-    def replies(self) -> list[str]:
-        return self.api.seen_in(self.dm)
-
-    def downloads(self) -> int:
-        return len([d for d in self.api.downloads if d.status == 200])
-
-    @property
-    def conversation(self) -> str:
-        return f"discord:{self.dm}"
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 8.0) -> None:
-        await self.api.wait_until(predicate, timeout)
-
-
-class SlackSide(Side):
-    name = "slack"
-    ANA = "U0ANA"
-
-    def __init__(self, api: FakeSlack) -> None:
-        self.api = api
-        api.add_user(self.ANA, "ana")
-        self.dm = api.dm_channel(self.ANA)
-
-    async def start(self, settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
-        monkeypatch.setenv("SLACK_BOT_TOKEN", fake_slack.FAKE_BOT_TOKEN)
-        monkeypatch.setenv("SLACK_APP_TOKEN", fake_slack.FAKE_APP_TOKEN)
-        return await _started(self, dataclasses.replace(settings, slack=SlackSettings(api_url=self.api.api_url),
-                                                        policy={"slack": {"dm": "open"}}))
-
-    def send_file(self, data: bytes, name: str, mime: str, text: str = "") -> None:
-        self.api.push(self.api.dm_event(self.ANA, text, files=[self.api.file_payload(
-            self.ANA, name, mime, content=data)]))
-
-    def send_text(self, text: str) -> None:
-        self.api.push_dm(self.ANA, text)
-
-    def replies(self) -> list[str]:
-        return list(self.api.seen_in(self.dm).messages)
-
-    def downloads(self) -> int:
-        return len([d for d in self.api.file_downloads if d.served])
-
-    @property
-    def conversation(self) -> str:
-        return f"slack:{self.dm}"
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 8.0) -> None:
-        await self.api.wait_until(predicate, timeout)
-
-
-async def _discord() -> AsyncIterator[DiscordSide]:
-    discord = FakeDiscord()
-    await discord.start()
-    try:
-        with discord_py_pointed_at(discord):
-            yield DiscordSide(discord)
-    finally:
-        await discord.stop()
-
-
-async def _slack() -> AsyncIterator[SlackSide]:
-    slack = FakeSlack()
-    await slack.start()
-    try:
-        yield SlackSide(slack)
-    finally:
-        await slack.stop()
-
-
-@pytest.fixture(params=["discord", "slack"])
-async def side(request: pytest.FixtureRequest) -> AsyncIterator[Side]:
-    """The platform's fake, started (discord.py pointed at the fake Discord); stopped after the test."""
-    async for started in (_discord() if request.param == "discord" else _slack()):
+@pytest.fixture(params=PLATFORMS)
+async def side(request: pytest.FixtureRequest) -> AsyncIterator[PlatformDM]:
+    """Ana's DM on the platform's fake, started; stopped after the test."""
+    async for started in platform_dm(request.param):
         yield started
 
 
 @pytest.fixture
-async def slack_side() -> AsyncIterator[SlackSide]:
-    async for started in _slack():
+async def slack_side() -> AsyncIterator[SlackDM]:
+    async for started in slack_dm():
         yield started
 
 
 def _settings(make_settings: Callable[..., AppSettings], fake_llm: FakeOpenAI) -> AppSettings:
     return dataclasses.replace(make_settings(fake_llm), delivery=QUICK_DELIVERY, media=MediaSettings(),
                                memory=MemorySettings(embedder="none", capture=False))
-
-
-async def _answered(side: Side, n: int) -> list[str]:
-    """The bot's first ``n`` messages in the DM, and no more after a short while (a doubled answer fails)."""
-    await side.wait_until(lambda: len(side.replies()) >= n)
-    await asyncio.sleep(0.4)  # anything doubled shows up by now
-    replies = side.replies()
-    assert len(replies) == n, replies
-    return replies
 
 
 def _system(request: dict[str, Any]) -> str:
@@ -217,12 +75,12 @@ MARKDOWN_MIME = {"discord": "text/markdown; charset=utf-8", "slack": "text/plain
 
 
 async def test_a_markdown_file_alone_in_a_dm_is_kept_and_its_passage_recalled_in_a_later_turn(
-        side: Side, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        side: PlatformDM, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
     app = await side.start(_settings(make_settings, fake_llm), monkeypatch)
     try:
         side.send_file(RECIPES, "recipes.md", MARKDOWN_MIME[side.name])
-        [kept] = await _answered(side, 1)
+        [kept] = await only_replies(side, 1)
         assert "recipes.md" in kept and "#1" in kept and "/docs" in kept
         assert fake_llm.requests == []  # acknowledged without a model call
         assert side.downloads() == 1  # fetched through the platform's file serving, once
@@ -230,7 +88,7 @@ async def test_a_markdown_file_alone_in_a_dm_is_kept_and_its_passage_recalled_in
 
         fake_llm.reply("Two eggs, flour, cardamom and oat milk.")
         side.send_text("what goes in my pancakes?")
-        assert (await _answered(side, 2))[1] == "Two eggs, flour, cardamom and oat milk."
+        assert (await only_replies(side, 2))[1] == "Two eggs, flour, cardamom and oat milk."
         system = _system(fake_llm.requests[-1])
         assert DOCUMENTS_NOTICE in system
         first = system[system.index(DOCUMENTS_NOTICE):].splitlines()[1]
@@ -242,13 +100,13 @@ async def test_a_markdown_file_alone_in_a_dm_is_kept_and_its_passage_recalled_in
 
 
 async def test_a_pdf_with_a_caption_is_kept_and_the_caption_answered_by_the_model(
-        side: Side, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        side: PlatformDM, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
     app = await side.start(_settings(make_settings, fake_llm), monkeypatch)
     try:
         fake_llm.reply("Got it, I'll keep your lease.")
         side.send_file(LEASE, "lease.pdf", "application/pdf", CAPTION)
-        assert await _answered(side, 1) == ["Got it, I'll keep your lease."]
+        assert await only_replies(side, 1) == ["Got it, I'll keep your lease."]
         [request] = fake_llm.requests
         said = request["messages"][-1]
         assert (said["role"], said["content"]) == ("user", f"{DOCUMENT_KEPT} {CAPTION}")
@@ -259,7 +117,7 @@ async def test_a_pdf_with_a_caption_is_kept_and_the_caption_answered_by_the_mode
 
         fake_llm.reply("Within thirty days.")
         side.send_text("when do I get the deposit back?")
-        await _answered(side, 2)
+        await only_replies(side, 2)
         part = _system(fake_llm.requests[-1])
         part = part[part.index(DOCUMENTS_NOTICE):]
         assert '- "lease.pdf" (page 2 of 3): "Deposit and rent' in part and "thirty days" in part
@@ -269,11 +127,11 @@ async def test_a_pdf_with_a_caption_is_kept_and_the_caption_answered_by_the_mode
 
 async def test_discord_fetches_a_document_from_its_cdn_without_the_bot_token(
         fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings], monkeypatch: pytest.MonkeyPatch) -> None:
-    async for side in _discord():
+    async for side in discord_dm():
         app = await side.start(_settings(make_settings, fake_llm), monkeypatch)
         try:
             side.send_file(b"Bike lock code hint: the year grandma was born.", "bike.txt", "text/plain")
-            assert "bike.txt" in (await _answered(side, 1))[0]
+            assert "bike.txt" in (await only_replies(side, 1))[0]
             [download] = side.api.downloads
             assert (download.status, download.authorization) == (200, None)  # the CDN wants no token
         finally:
@@ -281,13 +139,13 @@ async def test_discord_fetches_a_document_from_its_cdn_without_the_bot_token(
 
 
 async def test_slack_sends_the_bot_token_for_a_document_to_the_files_host_only(
-        slack_side: SlackSide, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        slack_side: SlackDM, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
     api = slack_side.api
     app = await slack_side.start(_settings(make_settings, fake_llm), monkeypatch)
     try:
         slack_side.send_file(RECIPES, "recipes.md", "text/plain")
-        assert "recipes.md" in (await _answered(slack_side, 1))[0]
+        assert "recipes.md" in (await only_replies(slack_side, 1))[0]
         [download] = api.file_downloads
         assert (download.token, download.served) == (fake_slack.FAKE_BOT_TOKEN, True)
         assert download.path.startswith("/files-pri/")
@@ -298,7 +156,7 @@ async def test_slack_sends_the_bot_token_for_a_document_to_the_files_host_only(
         shared = api.file_payload(slack_side.ANA, "notes.md", "text/plain", content=RECIPES)
         api.redirect_next_download(shared["url_private_download"].replace("127.0.0.1", "localhost"))
         api.push(api.dm_event(slack_side.ANA, "", files=[shared]))
-        second = (await _answered(slack_side, 2))[1]
+        second = (await only_replies(slack_side, 2))[1]
         assert "notes.md" in second and "#2" in second
         assert [(d.token, d.status) for d in api.file_downloads] == [
             (fake_slack.FAKE_BOT_TOKEN, 200), (fake_slack.FAKE_BOT_TOKEN, 302),
@@ -309,7 +167,7 @@ async def test_slack_sends_the_bot_token_for_a_document_to_the_files_host_only(
         for key in ("url_private", "url_private_download"):
             elsewhere[key] = elsewhere[key].replace("127.0.0.1", "localhost")
         api.push(api.dm_event(slack_side.ANA, "", files=[elsewhere]))
-        assert "couldn't get that document" in (await _answered(slack_side, 3))[2]
+        assert "couldn't get that document" in (await only_replies(slack_side, 3))[2]
         assert len(api.file_downloads) == 3
         assert await _kept_count(app) == 2
         assert fake_llm.requests == []

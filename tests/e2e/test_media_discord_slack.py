@@ -9,7 +9,6 @@ names exactly the bytes the channel fetched."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import dataclasses
 from collections.abc import AsyncIterator, Callable
@@ -17,19 +16,12 @@ from typing import Any
 
 import pytest
 
-from channels.slack.settings import SlackSettings
 from ground.config import DeliverySettings, MediaSettings
-from kith.app.lifecycle import App
-from kith.app.run import platform_channels
-from kith.app.wiring import build_app
 from kith.settings import AppSettings
 from llm.client import import_litellm
 from people import history
-from tests.fakes import discord_api as fake_discord
-from tests.fakes import slack_api as fake_slack
-from tests.fakes.discord_api import FakeDiscord, discord_py_pointed_at
 from tests.fakes.openai_api import FakeOpenAI
-from tests.fakes.slack_api import FakeSlack
+from tests.support.platform_dms import PLATFORMS, PlatformDM, only_replies, platform_dm
 
 import_litellm()
 
@@ -39,154 +31,11 @@ CAPTION = "look at my new bike"
 ONLY_TEXT = "only read text"
 
 
-class Side:
-    """One platform's fake, with what the tests do there and see there."""
-
-    name: str
-    voice_file: str
-
-    async def start(self, settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
-        raise NotImplementedError
-
-    def send_voice(self, audio: bytes) -> None:
-        raise NotImplementedError
-
-    def send_photo(self, data: bytes, caption: str) -> None:
-        raise NotImplementedError
-
-    def fail_next_download(self, how: str) -> None:
-        raise NotImplementedError
-
-    def replies(self) -> list[str]:
-        raise NotImplementedError
-
-    def downloads(self) -> int:
-        raise NotImplementedError
-
-    @property
-    def conversation(self) -> str:
-        raise NotImplementedError
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 8.0) -> None:
-        raise NotImplementedError
-
-
-async def _started(side: Side, settings: AppSettings) -> App:
-    app = await build_app(settings, warm_llm=False)
-    try:
-        assert await app.start(platform_channels(settings, app)) == [side.name]
-    except BaseException:
-        await app.close()
-        raise
-    return app
-
-
-class DiscordSide(Side):
-    name = "discord"
-    voice_file = "voice-message.ogg"
-    ANA = 200_000_000_000_000_001
-
-    def __init__(self, api: FakeDiscord) -> None:
-        self.api = api
-        api.add_user(self.ANA, "ana", global_name="Ana")
-        self.dm = api.open_dm(self.ANA)
-        self.deleting = False  # the next message sent is deleted at once (fail_next_download)
-
-    async def start(self, settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
-        monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.FAKE_DISCORD_TOKEN)
-        return await _started(self, dataclasses.replace(settings, policy={"discord": {"dm": "open"}}))
-
-    def send_voice(self, audio: bytes) -> None:
-        sent = self.api.push_voice_message(self.dm, self.ANA, audio, duration_s=4.0)
-        if self.deleting:  # deleted before kith read it: asked again, Discord no longer knows the message either
-            del self.api.messages[int(sent["id"])]
-
-    def send_photo(self, data: bytes, caption: str) -> None:
-        self.api.push_message(self.dm, self.ANA, caption, attachments=[
-            self.api.attachment(self.dm, "bike.jpg", "image/jpeg", data)])
-
-    def fail_next_download(self, how: str) -> None:
-        assert how == "404"
-        self.api.fail_downloads(404)
-        self.deleting = True
-
-    def replies(self) -> list[str]:
-        return self.api.seen_in(self.dm)
-
-    def downloads(self) -> int:
-        return len(self.api.downloads)
-
-    @property
-    def conversation(self) -> str:
-        return f"discord:{self.dm}"
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 8.0) -> None:
-        await self.api.wait_until(predicate, timeout)
-
-
-class SlackSide(Side):
-    name = "slack"
-    voice_file = "audio_message.webm"
-    ANA = "U0ANA"
-
-    def __init__(self, api: FakeSlack) -> None:
-        self.api = api
-        api.add_user(self.ANA, "ana")
-        self.dm = api.dm_channel(self.ANA)
-
-    async def start(self, settings: AppSettings, monkeypatch: pytest.MonkeyPatch) -> App:
-        monkeypatch.setenv("SLACK_BOT_TOKEN", fake_slack.FAKE_BOT_TOKEN)
-        monkeypatch.setenv("SLACK_APP_TOKEN", fake_slack.FAKE_APP_TOKEN)
-        return await _started(self, dataclasses.replace(settings, slack=SlackSettings(api_url=self.api.api_url),
-                                                        policy={"slack": {"dm": "open"}}))
-
-    def send_voice(self, audio: bytes) -> None:
-        self.api.push(self.api.dm_event(self.ANA, "", files=[self.api.file_payload(
-            self.ANA, self.voice_file, "audio/webm", subtype="slack_audio", content=audio, duration_ms=4000)]))
-
-    def send_photo(self, data: bytes, caption: str) -> None:
-        self.api.push(self.api.dm_event(self.ANA, caption, files=[self.api.file_payload(
-            self.ANA, "bike.jpg", "image/jpeg", content=data)]))
-
-    def fail_next_download(self, how: str) -> None:
-        if how == "404":
-            self.api.fail_downloads(404)
-        else:
-            assert how == "login page"
-            self.api.answer_login_page()
-
-    def replies(self) -> list[str]:
-        return list(self.api.seen_in(self.dm).messages)
-
-    def downloads(self) -> int:
-        return len(self.api.file_downloads)
-
-    @property
-    def conversation(self) -> str:
-        return f"slack:{self.dm}"
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 8.0) -> None:
-        await self.api.wait_until(predicate, timeout)
-
-
-@pytest.fixture(params=["discord", "slack"])
-async def side(request: pytest.FixtureRequest) -> AsyncIterator[Side]:
-    """The platform's fake, started (discord.py pointed at the fake Discord); stopped after the test."""
-    if request.param == "discord":
-        discord = FakeDiscord()
-        await discord.start()
-        try:
-            with discord_py_pointed_at(discord):
-                yield DiscordSide(discord)
-        finally:
-            await discord.stop()
-    else:
-        slack = FakeSlack()
-        await slack.start()
-        try:
-            yield SlackSide(slack)
-        finally:
-            await slack.stop()
+@pytest.fixture(params=PLATFORMS)
+async def side(request: pytest.FixtureRequest) -> AsyncIterator[PlatformDM]:
+    """Ana's DM on the platform's fake, started; stopped after the test."""
+    async for started in platform_dm(request.param):
+        yield started
 
 
 def _settings(make_settings: Callable[..., AppSettings], fake_llm: FakeOpenAI, **media: Any) -> AppSettings:
@@ -198,13 +47,9 @@ def _hearing(make_settings: Callable[..., AppSettings], fake_llm: FakeOpenAI) ->
                      transcription_api_base=fake_llm.base_url)
 
 
-async def _only_reply(side: Side) -> str:
+async def _only_reply(side: PlatformDM) -> str:
     """The one message the bot posted in the DM; a second one (a doubled or extra answer) fails the test."""
-    await side.wait_until(lambda: len(side.replies()) >= 1)
-    await asyncio.sleep(0.4)  # anything doubled shows up by now
-    replies = side.replies()
-    assert len(replies) == 1, replies
-    return replies[0]
+    return (await only_replies(side, 1))[0]
 
 
 def _images(content: Any) -> list[str]:
@@ -216,7 +61,7 @@ def _texts(content: Any) -> list[str]:
 
 
 async def test_a_voice_message_is_transcribed_answered_and_recorded_as_voice(
-        side: Side, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        side: PlatformDM, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
     app = await side.start(_hearing(make_settings, fake_llm), monkeypatch)
     try:
@@ -242,7 +87,7 @@ async def test_a_voice_message_is_transcribed_answered_and_recorded_as_voice(
 @pytest.mark.parametrize(("side", "how"), [("discord", "404"), ("slack", "404"), ("slack", "login page")],
                          indirect=["side"])
 async def test_a_voice_message_the_platform_no_longer_serves_gets_one_honest_line(
-        side: Side, how: str, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        side: PlatformDM, how: str, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
     app = await side.start(_hearing(make_settings, fake_llm), monkeypatch)
     try:
@@ -257,7 +102,7 @@ async def test_a_voice_message_the_platform_no_longer_serves_gets_one_honest_lin
 
 
 async def test_a_model_that_sees_is_shown_the_photo_with_its_caption(
-        side: Side, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        side: PlatformDM, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
     app = await side.start(_settings(make_settings, fake_llm, vision=True), monkeypatch)
     try:
@@ -274,7 +119,7 @@ async def test_a_model_that_sees_is_shown_the_photo_with_its_caption(
 
 
 async def test_a_model_that_does_not_see_is_told_a_photo_came_and_nothing_is_downloaded(
-        side: Side, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
+        side: PlatformDM, fake_llm: FakeOpenAI, make_settings: Callable[..., AppSettings],
         monkeypatch: pytest.MonkeyPatch) -> None:
     app = await side.start(_settings(make_settings, fake_llm, vision=False), monkeypatch)
     try:
