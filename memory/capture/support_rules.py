@@ -49,7 +49,9 @@ follow the grammar, not lists of forms.
    verbs) appears in the quotes, allowing for inflection ("lives"/"live", "Krakowie"/"Kraków",
    "wohnt"/"wohne", and by dictionary form); numbers, in digits or number words, match as whole values in
    order ("1,200" is not "200", "12.05.1990" not "05.12.1990", "two" is "2"). Words that only refer to
-   the person ("PERSON", their name, pronouns), grammar words and words of wish or modality are exempt. A
+   the person ("PERSON", their name, pronouns), grammar words and words of wish or modality are exempt, but
+   not a word that qualifies the fact ("only", "always", "still", "again", "more", "very", "well", "nur",
+   "noch", "tylko"): a memory that adds one claims more than the quote says. A
    name is bound to the noun it follows: "my dog is Rex and my cat is Luna" does not support "dog is Luna".
 8. **About the person**: a sentence about someone else is not a fact about the speaker. Every word for
    another person in the quote's clause ("my sister", "my therapist", "in my family", "mój brat",
@@ -358,6 +360,18 @@ FREE_WORDS = _set(
     "ist bin bist sind war waren hat habe hast haben hatte hatten wird werde wurde der die das den dem "
     "des ein eine einen einem einer eines und oder aber im am an auf aus bei mit nach von vom zu zum zur "
     "für über unter seit als wie auch noch schon sehr hier dort jetzt",
+)
+
+# Words that say nothing of their own for search (stop words, or free above) but qualify a fact: how often, how
+# much, only, still, again, how well. A memory that adds one claims more than its quote says ("I drink tea" is not
+# "PERSON only drinks tea", "I swim" not "PERSON still swims", "I play guitar" not "PERSON plays guitar well"), so
+# one must be grounded like a content word. Additive and temporal glue ("also", "now") stays free: it changes no
+# truth of the fact it sits in.
+QUALIFIERS = _set(
+    "only just always usually often sometimes once again still already more most very really quite well all lot "
+    "lots few bit same other further",
+    "tylko bardzo już dość zawsze często czasem czasami wciąż nadal jeszcze znowu znów ciągle",
+    "nur immer oft manchmal noch schon wieder sehr ganz alle",
 )
 
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s|$)")
@@ -801,9 +815,9 @@ def ungrounded_words(text: str, quotes: Sequence[str], person_words: frozenset[s
     for word in tokens(text):
         if word.isdigit() or word in NUMBER_WORDS:
             continue
-        if is_stop_word(word):
+        if word in person_words:
             continue
-        if word in FREE_WORDS or word in WISH_WORDS or word in person_words:
+        if word not in QUALIFIERS and (is_stop_word(word) or word in FREE_WORDS or word in WISH_WORDS):
             continue
         if not _grounded_word(word, quote_words):
             missing.append(word)

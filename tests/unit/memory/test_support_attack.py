@@ -4,8 +4,9 @@ Each case is one message of Ana's and one memory proposed about her, with eviden
 The quote is always really there; what is attacked is support: a negation, limiter or sarcasm marker
 dropped, a condition, question, wish, plan or obligation turned into a fact, the past turned into the
 present, someone else's fact (a relative, a role, a quoted or forwarded text) given to Ana, a quantity
-inflated, and the same tricks spelt with look-alike letters, characters that show nothing and fullwidth
-forms. Every one must be refused for the reason named. The everyday facts next to them must still be kept.
+inflated, a qualifier added (only, always, still, again, well), and the same tricks spelt with look-alike
+letters, characters that show nothing and fullwidth forms. Every one must be refused for the reason named.
+The everyday facts next to them must still be kept.
 None of these repeats a case of test_adversarial_capture.py or test_validation.py (beside this file).
 """
 
@@ -142,6 +143,16 @@ CASES = [
     Case("en-one-beer-to-a-lot", "I had one beer", "PERSON drinks a lot of beer", "I had one beer", PAST),
     Case("en-2-to-22", "I have 2 cats", "PERSON has 22 cats", "I have 2 cats", NOT_GROUNDED),
     Case("en-smoke-to-heavy", "I smoke", "PERSON is a heavy smoker", "I smoke", NOT_GROUNDED),
+    # --- a qualifier added: grammar to a search, a claim to a memory -------------------------------------
+    Case("en-adds-only", "I drink tea", "PERSON only drinks tea", "I drink tea", NOT_GROUNDED),
+    Case("en-adds-always", "I drink tea", "PERSON always drinks tea", "I drink tea", NOT_GROUNDED),
+    Case("en-adds-still", "I swim", "PERSON still swims", "I swim", NOT_GROUNDED),
+    Case("en-adds-again", "I have a cat", "PERSON has a cat again", "I have a cat", NOT_GROUNDED),
+    Case("en-adds-well", "I play guitar badly", "PERSON plays guitar well", "I play guitar badly", NOT_GROUNDED),
+    Case("en-adds-most", "I drink tea", "PERSON drinks the most tea", "I drink tea", NOT_GROUNDED),
+    Case("de-adds-nur", "Ich trinke Tee", "PERSON trinkt nur Tee", "Ich trinke Tee", NOT_GROUNDED),
+    Case("de-adds-noch", "Ich rauche", "PERSON raucht noch", "Ich rauche", NOT_GROUNDED),
+    Case("pl-adds-tylko", "Piję herbatę", "PERSON pije tylko herbatę", "Piję herbatę", NOT_GROUNDED),
     # --- spelling tricks inside the quote ----------------------------------------------------------------
     Case("en-zwsp-in-dont", f"I don{ZWSP}'t have a dog", "PERSON has a dog", f"I don{ZWSP}'t have a dog", NEGATED),
     Case("en-cyrillic-o-in-not", f"I do n{CYR_O}t have a dog", "PERSON has a dog", f"I do n{CYR_O}t have a dog",
@@ -243,6 +254,12 @@ CASES = [
     Case("keep-fr-elision-aime", "J'aime le jazz", "PERSON aime le jazz", "J'aime le jazz", KEEP),
     Case("keep-en-four-kids", "I have four kids", "PERSON has 4 kids", "I have four kids", KEEP),
     Case("keep-de-vier", "Ich habe 4 Enkel", "PERSON hat vier Enkel", "Ich habe 4 Enkel", KEEP),
+    Case("keep-en-still-said", "I still swim every morning", "PERSON still swims every morning",
+         "I still swim every morning", KEEP),
+    Case("keep-en-only-said", "I only drink green tea", "PERSON only drinks green tea", "I only drink green tea",
+         KEEP),
+    Case("keep-en-also-now", "I live in Oslo and I have a cat", "PERSON now also has a cat", "I have a cat", KEEP),
+    Case("keep-pl-tylko-said", "Piję tylko herbatę", "PERSON pije tylko herbatę", "Piję tylko herbatę", KEEP),
 ]
 
 ADVERSARIAL = [c for c in CASES if c.refused_as is not None]
