@@ -51,7 +51,8 @@ follow the grammar, not lists of forms.
    order ("1,200" is not "200", "12.05.1990" not "05.12.1990", "two" is "2"). Words that only refer to
    the person ("PERSON", their name, pronouns), grammar words and words of wish or modality are exempt, but
    not a word that qualifies the fact ("only", "always", "still", "again", "more", "very", "well", "nur",
-   "noch", "tylko"): a memory that adds one claims more than the quote says. A
+   "noch", "tylko"): a memory that adds one claims more than the quote says. Where a quote turns ("but",
+   "aber", "ale", a semicolon), each part of the memory is grounded on one side of the turn. A
    name is bound to the noun it follows: "my dog is Rex and my cat is Luna" does not support "dog is Luna".
 8. **About the person**: a sentence about someone else is not a fact about the speaker. Every word for
    another person in the quote's clause ("my sister", "my therapist", "in my family", "mój brat",
@@ -494,7 +495,8 @@ def _clause_around(sentence: str, start: int, end: int) -> str:
         if m.start() >= cut and word in COORDINATORS and not _joins_a_phrase(
             m.group().casefold(), tokens(sentence[m.end():end])
         ):
-            cut = m.end()
+            # A coordinator that is a negation ("nor") opens its clause negated: it stays in it.
+            cut = m.start() if word in NEGATIONS else m.end()
     tail = sentence[end:]
     stop = len(tail)
     boundary = _BOUNDARY_RE.search(tail)
@@ -833,11 +835,18 @@ SPEAKER = _set("i me ich mich ja je moi yo")
 AND = _set("and und i et y &")
 
 
+# How far into its clause a subject that joins the speaker to others reaches: "my husband's best friend and I".
+SUBJECT_MAX_WORDS = 5
+
+
 def _with_the_speaker(words: Sequence[str]) -> bool:
     """Whether the clause's subject joins the speaker to the others: "my sister and I", "ich und meine
-    Schwester". What it says is then said of the speaker as well."""
+    Schwester". What it says is then said of the speaker as well. The join opens the clause, where a subject
+    stands: in "my husband is a pilot and I am a teacher" the "and I" begins a claim of its own."""
+    words = _without_openers(words)
     return any(
-        w in AND and ((i > 0 and words[i - 1] in SPEAKER) or (i + 1 < len(words) and words[i + 1] in SPEAKER))
+        w in AND and i < SUBJECT_MAX_WORDS
+        and ((i > 0 and words[i - 1] in SPEAKER) or (i + 1 < len(words) and words[i + 1] in SPEAKER))
         for i, w in enumerate(words)
     )
 
@@ -1240,6 +1249,33 @@ def _names_swapped(memory: str, quotes: Sequence[str], person_words: frozenset[s
     return False
 
 
+# Where a sentence turns against what it just said: "I love my dog but hate my cat". Words on either side of one
+# of these belong to different claims (temporal "while" and its kin are left out: "I met Tom while I was in Paris").
+CONTRASTS = _set(
+    "but yet whereas although though however",
+    "ale lecz jednak natomiast zaś choć chociaż",
+    "aber sondern doch jedoch obwohl",
+    "mais pourtant cependant pero sino aunque",
+)
+_CONTRAST_RE = re.compile(r";|\b(?:" + "|".join(sorted(CONTRASTS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+
+
+def contrasted_clauses(text: str) -> list[str]:
+    """``text`` cut where it turns (:data:`CONTRASTS`, a semicolon); the parts with words in them."""
+    return [part for part in _CONTRAST_RE.split(text) if tokens(part)]
+
+
+def _mixes_contrasted_clauses(memory: str, quotes: Sequence[str], person_words: frozenset[str]) -> bool:
+    """Rule 7 within a turn of the sentence: each part of the memory (cut as :func:`contrasted_clauses` cuts) is
+    grounded in one part of one quote. Every word of "PERSON loves PERSON's cat" is in "I love my dog but hate my
+    cat", but "love" and "cat" are on opposite sides of its "but"."""
+    parts = [part for q in quotes for part in contrasted_clauses(q)]
+    if len(parts) <= len(quotes):
+        return False  # no quote turns: the whole-quote check already said it all
+    return any(all(ungrounded_words(claim, [part], person_words) for part in parts)
+               for claim in contrasted_clauses(memory))
+
+
 def check_support(
     memory: str, quotes: Sequence[str], turn_texts: Sequence[Sequence[str]], person_words: frozenset[str]
 ) -> Supported | Unsupported:
@@ -1263,6 +1299,7 @@ def check_support(
         if found is None:
             return next((r for r in _PRIORITY if r in reasons), Unsupported.PARTIAL)
         sentences.append(found)
-    if ungrounded_words(memory, quotes, person_words) or _names_swapped(folded_memory, quotes, person_words):
+    if (ungrounded_words(memory, quotes, person_words) or _names_swapped(folded_memory, quotes, person_words)
+            or _mixes_contrasted_clauses(memory, quotes, person_words)):
         return Unsupported.NOT_GROUNDED
     return Supported(tuple(sentences))

@@ -143,6 +143,16 @@ CASES = [
     Case("en-one-beer-to-a-lot", "I had one beer", "PERSON drinks a lot of beer", "I had one beer", PAST),
     Case("en-2-to-22", "I have 2 cats", "PERSON has 22 cats", "I have 2 cats", NOT_GROUNDED),
     Case("en-smoke-to-heavy", "I smoke", "PERSON is a heavy smoker", "I smoke", NOT_GROUNDED),
+    # --- words from both sides of a turn, a negation that coordinates, a clause of someone else's ----------
+    Case("en-across-but", "I love my dog but hate my cat", "PERSON loves PERSON's cat",
+         "I love my dog but hate my cat", NOT_GROUNDED),
+    Case("en-across-semicolon", "I love dogs; cats scare me", "PERSON loves cats", "I love dogs; cats scare me",
+         NOT_GROUNDED),
+    Case("de-across-aber", "Ich mag Hunde, aber Katzen hasse ich", "PERSON mag Katzen",
+         "Ich mag Hunde, aber Katzen hasse ich", NOT_GROUNDED),
+    Case("en-neither-nor", "Neither my wife nor I eat meat", "PERSON eats meat", "I eat meat", NEGATED),
+    Case("en-and-i-new-clause", "My husband is a pilot and I am a teacher", "PERSON is a pilot",
+         "My husband is a pilot and I am a teacher", NOT_GROUNDED),
     # --- a qualifier added: grammar to a search, a claim to a memory -------------------------------------
     Case("en-adds-only", "I drink tea", "PERSON only drinks tea", "I drink tea", NOT_GROUNDED),
     Case("en-adds-always", "I drink tea", "PERSON always drinks tea", "I drink tea", NOT_GROUNDED),
@@ -260,6 +270,12 @@ CASES = [
          KEEP),
     Case("keep-en-also-now", "I live in Oslo and I have a cat", "PERSON now also has a cat", "I have a cat", KEEP),
     Case("keep-pl-tylko-said", "Piję tylko herbatę", "PERSON pije tylko herbatę", "Piję tylko herbatę", KEEP),
+    Case("keep-en-both-sides", "I love my dog but hate my cat", "PERSON loves PERSON's dog but hates PERSON's cat",
+         "I love my dog but hate my cat", KEEP),
+    Case("keep-en-and-i-teacher", "My husband is a pilot and I am a teacher", "PERSON is a teacher",
+         "I am a teacher", KEEP),
+    Case("keep-en-friend-and-i", "My best friend and I run marathons", "PERSON runs marathons",
+         "My best friend and I run marathons", KEEP),
 ]
 
 ADVERSARIAL = [c for c in CASES if c.refused_as is not None]
