@@ -66,7 +66,9 @@ follow the grammar, not lists of forms.
 9. **The tense is kept**: a clause in the past ("used to", "früher", "dawniej"; "was", "had", "war",
    "byłam" before a noun or adjective, not before a participle: "I was diagnosed" still holds; or the
    memory's verb in the present where the quote has it in the past: "lives"/"lived", "wohnt"/"wohnte",
-   "mieszka"/"mieszkałam") supports only a memory that says it was. A perfect with "since"/"for" lasts.
+   "mieszka"/"mieszkałam") supports only a memory that says it was. A perfect with "since"/"for" lasts. The
+   other way, a memory's verb in the past ("moved") is not supported by the same verb said only in the present
+   or the future ("I'm moving to Oslo"): that tells as done what is under way.
 10. **What governs a "that"-clause**: the words before "that"/"dass"/"że" decide whether what follows is
    asserted ("I hope that I get the job" does not say "gets the job"): they must be grammar, assert it
    ("I know that", "the truth is that"), or be in the memory too.
@@ -986,6 +988,25 @@ def _shifted_to_present(word: str, said: str) -> bool:
     return word.endswith("t") and said[len(word):] in {"e", "en", "est", "et"} and said.startswith(word)
 
 
+def _told_as_done(clause: str, memory: str) -> bool:
+    """Rule 9, the other way: the memory's verb is in the past ("moved", "przeprowadziła") where the quote's
+    clause has it only in the present or the future ("I'm moving to Oslo", "Przeprowadzam się"): the memory tells
+    as done what was only under way or to come."""
+    clause_words = tokens(clause)
+    memory_words = tokens(memory)
+    for i, word in enumerate(memory_words):
+        # The verb right after the memory's subject, PERSON: elsewhere an "-ed" is as often a participle ("wants
+        # their divorce kept quiet", "wants to be called Sam") as a past.
+        if i == 0 or memory_words[i - 1] != "person":
+            continue
+        if not _past_form(word) or word in PAST_COPULAS or word in PAST_WORDS:
+            continue
+        said = [w for w in clause_words if _grounded_word(word, [w])]
+        if said and not any(_past_form(w) or _participle(w) for w in said):
+            return True
+    return False
+
+
 _DURATION = _set("since for seit od przez")
 _PERFECT = re.compile(r"\b(?:have|has)\b|['’]ve\b", re.IGNORECASE)
 
@@ -1199,7 +1220,7 @@ def _judge_occurrence(
         return Unsupported.HYPOTHETICAL
     if _governed(sentence, local_end, memory):
         return Unsupported.PARTIAL
-    if _in_the_past(clause, memory):
+    if _in_the_past(clause, memory) or _told_as_done(clause, memory):
         return Unsupported.PAST
     os, oe = view.original_span(original, s, follow_end)
     return original[os:oe]

@@ -4,9 +4,9 @@ Each case is one message of Ana's and one memory proposed about her, with eviden
 The quote is always really there; what is attacked is support: a negation, limiter or sarcasm marker
 dropped, a condition, question, wish, plan or obligation turned into a fact, the past turned into the
 present, someone else's fact (a relative, a role, a quoted or forwarded text) given to Ana, a quantity
-inflated, a qualifier added (only, always, still, again, well), and the same tricks spelt with look-alike
-letters, characters that show nothing and fullwidth forms. Every one must be refused for the reason named.
-The everyday facts next to them must still be kept.
+inflated, a qualifier added (only, always, still, again, well), what is to come told as done, and the
+same tricks spelt with look-alike letters, characters that show nothing and fullwidth forms. Every one must
+be refused for the reason named. The everyday facts next to them must still be kept.
 None of these repeats a case of test_adversarial_capture.py or test_validation.py (beside this file).
 """
 
@@ -153,6 +153,12 @@ CASES = [
     Case("en-neither-nor", "Neither my wife nor I eat meat", "PERSON eats meat", "I eat meat", NEGATED),
     Case("en-and-i-new-clause", "My husband is a pilot and I am a teacher", "PERSON is a pilot",
          "My husband is a pilot and I am a teacher", NOT_GROUNDED),
+    # --- what is under way or to come told as done ----------------------------------------------------------
+    Case("en-moving-to-moved", "I'm moving to Oslo next month", "PERSON moved to Oslo", "I'm moving to Oslo", PAST),
+    Case("en-graduating-to-graduated", "I'm graduating from MIT in June", "PERSON graduated from MIT",
+         "I'm graduating from MIT", PAST),
+    Case("pl-przeprowadzam-to-przeprowadzila", "Przeprowadzam się do Oslo", "PERSON przeprowadziła się do Oslo",
+         "Przeprowadzam się do Oslo", PAST),
     # --- a qualifier added: grammar to a search, a claim to a memory -------------------------------------
     Case("en-adds-only", "I drink tea", "PERSON only drinks tea", "I drink tea", NOT_GROUNDED),
     Case("en-adds-always", "I drink tea", "PERSON always drinks tea", "I drink tea", NOT_GROUNDED),
@@ -274,6 +280,8 @@ CASES = [
          "I love my dog but hate my cat", KEEP),
     Case("keep-en-and-i-teacher", "My husband is a pilot and I am a teacher", "PERSON is a teacher",
          "I am a teacher", KEEP),
+    Case("keep-en-moved-said", "I've moved to Oslo", "PERSON moved to Oslo", "I've moved to Oslo", KEEP),
+    Case("keep-en-graduated-said", "I graduated from MIT", "PERSON graduated from MIT", "I graduated from MIT", KEEP),
     Case("keep-en-friend-and-i", "My best friend and I run marathons", "PERSON runs marathons",
          "My best friend and I run marathons", KEEP),
 ]
