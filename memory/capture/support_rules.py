@@ -76,7 +76,8 @@ follow the grammar, not lists of forms.
    forwarding header ("Fwd:") is someone else's text passed on.
 12. **Meant**: a tone tag anywhere in the message ("/s", "/j"), a joke marker after the quote ("jk",
    "kidding", an eye-roll or unamused emoji), a short take-back as the next sentence ("Not.", "haha no",
-   "Nie.", "Nicht.") or sarcasm opening the sentence ("Yeah right, ...", "No jasne, ...", "Ja klar, ...")
+   "no I don't", "Nie.", "Nicht.") or in brackets right after the quote ("(not really)"), or sarcasm opening
+   the sentence ("Yeah right, ...", "No jasne, ...", "Ja klar, ...")
    takes it back.
 
 The sentence (or sentences) the passing occurrence stands in is returned, with a short sentence that
@@ -347,8 +348,9 @@ JOKE_SIGNS = "🙄🙃😒😏🤪😜🤥"
 SARCASM_OPENERS = (("yeah", "right"), ("oh", "sure"), ("yeah", "sure"), ("as", "if"), ("no", "jasne"),
                    ("jasne", "jasne"), ("ja", "klar"), ("na", "klar"), ("klar", "doch"), ("oh", "ja"))
 # A sentence after the statement this short (in words), or with no letters at all, belongs to it: a take-back
-# ("Not.", "haha no", "Nie.") undoes it, anything else ("Really!", an emoji) is kept in its receipt.
-SHORT_FOLLOW_UP_MAX_WORDS = 3
+# ("Not.", "haha no", "no I don't": four words as the rules read "don't") undoes it, anything else ("Really!", an
+# emoji) is kept in its receipt.
+SHORT_FOLLOW_UP_MAX_WORDS = 4
 # A forwarded or pasted message: a header such as "Fwd:" before the quote, or a ">" opening its sentence.
 _FORWARD_HEADER = re.compile(r"(?:^|\W)(?:fwd?|forwarded(?: message)?|wg|weitergeleitet\w*|pd|przekazan\w*)\s*:",
                              re.IGNORECASE)
@@ -1106,13 +1108,29 @@ _TAKE_BACK_FILLERS = _set("really at all just lol lmao haha hahaha hehe xd obvio
 _REFUSING = NEGATIONS | JOKE_WORDS | _set("nope nah nö nee")
 
 
+# The echo of the statement a take-back may carry: its subject and an auxiliary ("no I don't", "I'm not",
+# "nein, bin ich nicht").
+_TAKE_BACK_ECHO = FIRST_PERSON | _set("do does did am is are was have has had", "jestem mam", "bin habe")
+
+
 def _takes_back(follow_up: str) -> bool:
     """A short sentence after a statement that says no to it and nothing else ("Not.", "Nope", "haha no",
-    "not really", "Nicht.", "Nie.") or an eye-roll; "Not in Bergen." or "No kids yet." says something new."""
+    "not really", "no I don't", "Nicht.", "Nie.") or an eye-roll; "Not in Bergen." or "No kids yet." says
+    something new."""
     words = tokens(follow_up)
-    return (_has(words, _REFUSING) and all(w in _REFUSING or w in _TAKE_BACK_FILLERS for w in words)) or any(
+    return (_has(words, _REFUSING) and all(
+        w in _REFUSING or w in _TAKE_BACK_FILLERS or w in _TAKE_BACK_ECHO for w in words)) or any(
         c in follow_up for c in JOKE_SIGNS
     )
+
+
+_ASIDE = re.compile(r"\s*[(\[]([^()\[\]]*)[)\]]")
+
+
+def _aside_takes_back(text: str, end: int) -> bool:
+    """What the quote says is taken back in a bracketed aside right after it: "I have a cat (not really)"."""
+    aside = _ASIDE.match(text, end)
+    return aside is not None and _takes_back(aside.group(1))
 
 
 def _sarcastic_opening(sentence: str, start: int) -> bool:
@@ -1211,6 +1229,7 @@ def _judge_occurrence(
     follow_end = _short_follow_up(text, e)
     if (
         _negated(clause) != _negated(memory) or _not_in_earnest(text, end) or _takes_back(text[e:follow_end])
+        or _aside_takes_back(text, end)
         or _sarcastic_opening(sentence, local_start)
     ):
         return Unsupported.NEGATED

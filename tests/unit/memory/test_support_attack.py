@@ -133,6 +133,8 @@ CASES = [
     Case("en-tone-tag-next-sentence", "I love Mondays. /s", "PERSON loves Mondays", "I love Mondays", NEGATED),
     Case("en-jk", "I love Mondays jk", "PERSON loves Mondays", "I love Mondays", NEGATED),
     Case("en-eye-roll", "I love Mondays 🙄", "PERSON loves Mondays", "I love Mondays", NEGATED),
+    Case("en-aside-not-really", "I have a cat (not really)", "PERSON has a cat", "I have a cat", NEGATED),
+    Case("en-no-i-dont", "I have a cat!!! 😂😂 no I don't", "PERSON has a cat", "I have a cat", NEGATED),
     # --- quantity and frequency inflated -----------------------------------------------------------------
     Case("en-twice-to-daily", "I drink coffee twice a day", "PERSON drinks coffee daily",
          "I drink coffee twice a day", NOT_GROUNDED),
@@ -282,6 +284,9 @@ CASES = [
          "I am a teacher", KEEP),
     Case("keep-en-moved-said", "I've moved to Oslo", "PERSON moved to Oslo", "I've moved to Oslo", KEEP),
     Case("keep-en-graduated-said", "I graduated from MIT", "PERSON graduated from MIT", "I graduated from MIT", KEEP),
+    Case("keep-en-aside-says-more", "I have a cat (a tabby called Miso)", "PERSON has a cat", "I have a cat",
+         KEEP),
+    Case("keep-en-follow-up-says-more", "I have a cat. No dog though.", "PERSON has a cat", "I have a cat", KEEP),
     Case("keep-en-friend-and-i", "My best friend and I run marathons", "PERSON runs marathons",
          "My best friend and I run marathons", KEEP),
 ]
