@@ -1009,7 +1009,8 @@ def _told_as_done(clause: str, memory: str) -> bool:
     return False
 
 
-_DURATION = _set("since for seit od przez")
+# A perfect with one of these lasts until now: "I have lived here since 2019", "I've always loved jazz".
+_DURATION = _set("since for always", "seit immer", "od przez zawsze")
 _PERFECT = re.compile(r"\b(?:have|has)\b|['’]ve\b", re.IGNORECASE)
 
 

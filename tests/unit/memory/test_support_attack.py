@@ -287,6 +287,7 @@ CASES = [
     Case("keep-en-aside-says-more", "I have a cat (a tabby called Miso)", "PERSON has a cat", "I have a cat",
          KEEP),
     Case("keep-en-follow-up-says-more", "I have a cat. No dog though.", "PERSON has a cat", "I have a cat", KEEP),
+    Case("keep-en-always-loved", "I've always loved jazz", "PERSON loves jazz", "I've always loved jazz", KEEP),
     Case("keep-en-friend-and-i", "My best friend and I run marathons", "PERSON runs marathons",
          "My best friend and I run marathons", KEEP),
 ]
