@@ -29,7 +29,8 @@ follow the grammar, not lists of forms.
    ("Nigdy nie powiedziałbym, że jestem weganinem"), and "or" (or "and" before an article) joining a phrase
    without a subject of its own keeps it in the clause before: "I don't own a car or a bike" owns no bike.
 4. **Not hypothetical**: no condition anywhere in the sentence ("if", "unless", "in case", "assuming",
-   "gdyby", "jeśli", "wenn", "falls"; "only if" is one too, a concession such as "even if" is not), and no
+   "whenever", "as soon as", a clause-opening "once I ...", "gdyby", "jeśli", "wenn", "falls", "sobald";
+   "only if" is one too, a concession such as "even if" is not), and no
    modal, hedge, wish, plan, obligation or future in the quote's clause ("would", "I'd", "might", "maybe",
    "want to", "need", "should", "have to", "will", "going to", "thinking of", "about to", "byłbym", "chcę",
    "będę", "würde", "möchte", "muss", "werde", "überlege") unless
@@ -62,7 +63,8 @@ follow the grammar, not lists of forms.
    first word is followed by a verb in the third person ("ola lives ...", "jonas wohnt ...") has that word for
    its subject, capitalised or not. A
    quote opening with a verb in the third person ("is vegan", "ist", "jest") has another subject, and a
-   clause opening with the speaker's possessive ("my X is ...") is about X, which the memory must name.
+   clause opening with the speaker's possessive ("my X is ...") is about X, which the memory must name. A clause
+   with "you" for its subject ("You have a cat", "Du hast eine Katze") is said of the listener.
 9. **The tense is kept**: a clause in the past ("used to", "früher", "dawniej"; "was", "had", "war",
    "byłam" before a noun or adjective, not before a participle: "I was diagnosed" still holds; or the
    memory's verb in the present where the quote has it in the past: "lives"/"lived", "wohnt"/"wohnte",
@@ -72,8 +74,9 @@ follow the grammar, not lists of forms.
 10. **What governs a "that"-clause**: the words before "that"/"dass"/"że" decide whether what follows is
    asserted ("I hope that I get the job" does not say "gets the job"): they must be grammar, assert it
    ("I know that", "the truth is that"), or be in the memory too.
-11. **Their own words**: a quote inside quotation marks, in a sentence opened by ">", or after a
-   forwarding header ("Fwd:") is someone else's text passed on.
+11. **Their own words**: a quote inside quotation marks, in a sentence opened by ">", after a
+   forwarding header ("Fwd:"), or after a colon following a request to work on a text ("Translate: ...",
+   "Popraw: ...") is someone else's text passed on, or a text to work on.
 12. **Meant**: a tone tag anywhere in the message ("/s", "/j"), a joke marker after the quote ("jk",
    "kidding", an eye-roll or unamused emoji), a short take-back as the next sentence ("Not.", "haha no",
    "no I don't", "Nie.", "Nicht.") or in brackets right after the quote ("(not really)"), or sarcasm opening
@@ -144,11 +147,14 @@ LIMITER_PHRASES = tuple((verb, particle) for verb, particle in (
     *((v, "up") for v in "give gives gave given giving".split()),
     *((v, "rid") for v in "get gets got gotten getting".split()),
 ))
-CONDITIONALS = _set("if unless whether suppose supposing hypothetically assuming provided providing",
-                    "jeśli jeżeli gdyby jeśliby czy", "wenn falls sofern ob angenommen vorausgesetzt",
+CONDITIONALS = _set("if unless whether suppose supposing hypothetically assuming provided providing whenever",
+                    "jeśli jeżeli gdyby jeśliby czy kiedykolwiek",
+                    "wenn falls sofern ob angenommen vorausgesetzt sobald",
                     "si")  # French and Spanish "if"
-# Conditions of more than one word: "in case I get the job, ...", "as long as I live here, ...".
-CONDITIONAL_PHRASES = (("in", "case"), ("as", "long", "as"), ("o", "ile"))
+# Conditions of more than one word: "in case I get the job, ...", "as long as I live here, ...", "as soon as I
+# save enough, ...".
+CONDITIONAL_PHRASES = (("in", "case"), ("as", "long", "as"), ("as", "soon", "as"), ("o", "ile"),
+                       ("gdy", "tylko"), ("jak", "tylko"))
 # "Only if" is a condition, not a concession: "I drink wine only if there is a wedding" says no more than "if".
 CONCESSIVE_BEFORE_IF = _set("even as nawet auch selbst")  # "even if", "auch wenn", "nawet jeśli"
 MODALS = _set(
@@ -600,7 +606,9 @@ def _wishful(memory: str) -> bool:
 
 def _conditional(sentence_words: Sequence[str]) -> bool:
     for i, word in enumerate(sentence_words):
-        conditional = word in CONDITIONALS or word.startswith("gdyby")
+        conditional = word in CONDITIONALS or word.startswith("gdyby") or (
+            # "Once I get the job, ..." waits on the job; "I once met Tom" does not.
+            word == "once" and i + 1 < len(sentence_words) and sentence_words[i + 1] in SUBJECT_PRONOUNS)
         if conditional and not (i > 0 and sentence_words[i - 1] in CONCESSIVE_BEFORE_IF):
             # Polish "czy" opens a question or "whether": either way the clause is not asserted.
             return True
@@ -906,6 +914,19 @@ def _about_someone_else(quote: str, clause: str, memory: str) -> bool:
     return any(not _grounded_word(w, memory_words) for w in others)
 
 
+SECOND_PERSON = _set("you u ya", "ty wy", "du ihr", "tu vous usted ustedes")
+
+
+def _said_of_the_listener(clause: str, quote: str) -> bool:
+    """Rule 8 for the listener: the quote's clause has "you" for its subject, right before the quote or as its
+    first word ("You have a cat", "Du hast eine Katze"): said of kith or of whoever is addressed, not the
+    speaker."""
+    at = clause.find(quote)
+    head = tokens(clause[:at]) if at >= 0 else []
+    quote_words = tokens(quote)
+    return bool(head and head[-1] in SECOND_PERSON) or bool(quote_words and quote_words[0] in SECOND_PERSON)
+
+
 def _first_person_verb(word: str) -> bool:
     """A Polish verb the speaker uses of themselves, which carries its own subject: "Pozbyłam", "rzuciłem",
     "pracuję", "mieszkam" (by its dictionary form, so a noun ending in "m" is not one)."""
@@ -1079,13 +1100,26 @@ def _inside_quotation(sentence: str, start: int) -> bool:
     return open_mark is not None
 
 
+# Requests whose object is text to work on, not a statement: "Translate: I have three sisters".
+TEXT_REQUESTS = _set("translate repeat correct spell rewrite proofread paraphrase",
+                     "przetłumacz popraw powtórz", "übersetze übersetz korrigiere wiederhole", "traduce traduis")
+
+
+def _handed_text(sentence: str, start: int) -> bool:
+    """The quote follows a colon after a request to work on a text ("Translate: ...", "Popraw: ...")."""
+    colon = sentence.rfind(":", 0, start)
+    return colon >= 0 and any(w in TEXT_REQUESTS for w in tokens(sentence[:colon]))
+
+
 def _not_their_own(text: str, sentence: str, start: int) -> bool:
     """Rule 11: the quote is someone else's words the person passes on: inside quotation marks, in a sentence
-    opened by ">" (a quoted reply), or after a forwarding header ("Fwd:", "Weitergeleitete Nachricht:")."""
+    opened by ">" (a quoted reply), after a forwarding header ("Fwd:", "Weitergeleitete Nachricht:"), or a text
+    handed over to work on ("Translate: ...")."""
     return (
         _inside_quotation(sentence, start)
         or sentence.lstrip().startswith(">")
         or _FORWARD_HEADER.search(text) is not None
+        or _handed_text(sentence, start)
     )
 
 
@@ -1225,7 +1259,7 @@ def _judge_occurrence(
     if _reported(sentence, local_start, local_end) or _not_their_own(text[:end], sentence, local_start):
         return Unsupported.REPORTED
     clause = _clause_around(sentence, local_start, local_end)
-    if _about_someone_else(quote, clause, memory):
+    if _about_someone_else(quote, clause, memory) or _said_of_the_listener(clause, quote):
         return Unsupported.NOT_GROUNDED
     follow_end = _short_follow_up(text, e)
     if (
