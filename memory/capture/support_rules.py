@@ -21,7 +21,10 @@ follow the grammar, not lists of forms.
 3. **Polarity**: the clause the quote stands in is negated ("not", "never", "n't", "nie", "nigdy",
    "nicht", "kein", ...) exactly when the memory is. Words that cut a clause down or undo it count as
    negations ("rarely", "almost", "quit", "lost", "non-", "gave up", "got rid of", "kaum", "rzadko", and
-   any form of "aufgeben", "abschaffen", "rzucić", "pozbyć się"). The clause runs from the previous
+   any form of "aufgeben", "abschaffen", "rzucić", "pozbyć się"), and so do approximators ("kind of",
+   "practically", "aspiring", "-ish", "trochę", "irgendwie") and a hedge set off after the quote ("..., sort
+   of": negated; "..., probably": hypothetical). A short next sentence that moves the statement to the past
+   ("Well, was.") makes it past (rule 9). The clause runs from the previous
    clause boundary (punctuation or a coordinating conjunction) to the next one or to a relative pronoun after
    the quote ("I have a cat that needs ..." is about the cat), so "I'm not a fan of cats,
    but I love dogs" supports "loves dogs", while "I would never say I am vegan" does not support "is vegan".
@@ -135,6 +138,10 @@ LIMITERS = _set(
     "hardly barely scarcely rarely seldom almost nearly quit quits stopped ceased lost sold failed non",
     "rzadko ledwo ledwie prawie niemal",
     "kaum selten beinahe aufgehört verloren verkauft",
+    # Approximators say it holds only in part, or not yet: "I'm kind of vegan" is not "vegan", "an aspiring
+    # writer" not "a writer", "vegan-ish" not "vegan".
+    "kinda sorta practically basically virtually somewhat partly partially semi quasi ish aspiring wannabe",
+    "trochę niby poniekąd częściowo", "irgendwie teilweise halbwegs",
 )
 # Polish verbs of stopping, losing and selling inflect too much for a list: their stems.
 LIMITER_STEMS = ("przesta", "strac", "sprzeda")
@@ -143,10 +150,12 @@ LIMITER_STEMS = ("przesta", "strac", "sprzeda")
 LIMITER_LEMMAS = _set("aufgeben aufhören abschaffen verlieren", "rzucić przestać stracić pozbyć",
                       "abandonner arrêter dejar abandonar")
 # Undoing spelt in two words: "I gave up smoking", "I got rid of my car".
-LIMITER_PHRASES = tuple((verb, particle) for verb, particle in (
+# Approximating spelt in more than one word: "kind of", "sort of", "pretty much", "more or less".
+LIMITER_PHRASES: tuple[tuple[str, ...], ...] = (
     *((v, "up") for v in "give gives gave given giving".split()),
     *((v, "rid") for v in "get gets got gotten getting".split()),
-))
+    ("kind", "of"), ("sort", "of"), ("pretty", "much"), ("more", "or", "less"),
+)
 CONDITIONALS = _set("if unless whether suppose supposing hypothetically assuming provided providing whenever",
                     "jeśli jeżeli gdyby jeśliby czy kiedykolwiek",
                     "wenn falls sofern ob angenommen vorausgesetzt sobald",
@@ -1162,6 +1171,39 @@ def _takes_back(follow_up: str) -> bool:
 _ASIDE = re.compile(r"\s*[(\[]([^()\[\]]*)[)\]]")
 
 
+_TAIL = re.compile(r"\s*(?:,|\s[-–—])\s*")
+# What a hedging tail may hold besides its hedge: "..., I guess", "..., more or less", "..., sort of anyway".
+_HEDGE_FILLERS = _TAKE_BACK_FILLERS | _set("i guess anyway at least sorta kinda", "chyba jakby", "wohl")
+
+
+def _hedged_tail(sentence: str, end: int) -> Unsupported | None:
+    """A short tail after the quote, set off by a comma or a dash, that only hedges it: "I have a cat, sort of"
+    (a limiter: NEGATED), "I'm allergic to cats, probably" (a modal: HYPOTHETICAL)."""
+    tail = _TAIL.match(sentence, end)
+    if tail is None:
+        return None
+    words = tokens(sentence[tail.end():])
+    if not words or len(words) > SHORT_FOLLOW_UP_MAX_WORDS:
+        return None
+    hedges = LIMITERS | MODALS | {w for p in LIMITER_PHRASES for w in p}
+    if not all(w in hedges or w in _HEDGE_FILLERS for w in words):
+        return None
+    if _has(words, LIMITERS) or _has_phrase(words, LIMITER_PHRASES):
+        return Unsupported.NEGATED
+    return Unsupported.HYPOTHETICAL if _has(words, MODALS) else None
+
+
+# A short next sentence that puts the statement in the past: "I'm vegan. Well, was." "Used to."
+_BACK_TO_PAST = _set("was were used", "byłam byłem", "war")
+
+
+def _moved_to_the_past(follow_up: str) -> bool:
+    words = tokens(follow_up)
+    return _has(words, _BACK_TO_PAST) and all(
+        w in _BACK_TO_PAST or w in _TAKE_BACK_FILLERS or w in _HEDGE_FILLERS or w in {"well", "to", "once"}
+        for w in words)
+
+
 def _aside_takes_back(text: str, end: int) -> bool:
     """What the quote says is taken back in a bracketed aside right after it: "I have a cat (not really)"."""
     aside = _ASIDE.match(text, end)
@@ -1268,13 +1310,17 @@ def _judge_occurrence(
         or _sarcastic_opening(sentence, local_start)
     ):
         return Unsupported.NEGATED
+    hedged = _hedged_tail(sentence, local_end)
+    if hedged is not None:
+        return hedged
     if _conditional(tokens(sentence)):
         return Unsupported.HYPOTHETICAL
     if _modal(clause, memory) and not _wishful(memory) and not _only_what_they_have(memory, clause, person_words):
         return Unsupported.HYPOTHETICAL
     if _governed(sentence, local_end, memory):
         return Unsupported.PARTIAL
-    if _in_the_past(clause, memory) or _told_as_done(clause, memory):
+    if _in_the_past(clause, memory) or _told_as_done(clause, memory) or (
+            not _past_state(tokens(memory)) and _moved_to_the_past(text[e:follow_end])):
         return Unsupported.PAST
     os, oe = view.original_span(original, s, follow_end)
     return original[os:oe]
