@@ -67,7 +67,8 @@ follow the grammar, not lists of forms.
    its subject, capitalised or not. A
    quote opening with a verb in the third person ("is vegan", "ist", "jest") has another subject, and a
    clause opening with the speaker's possessive ("my X is ...") is about X, which the memory must name. A clause
-   with "you" for its subject ("You have a cat", "Du hast eine Katze") is said of the listener.
+   with "you" for its subject ("You have a cat", "Du hast eine Katze") is said of the listener, and a quote
+   opening a relative clause ("my mom, who lives in Oslo, ...") of whoever its pronoun stands for.
 9. **The tense is kept**: a clause in the past ("used to", "früher", "dawniej"; "was", "had", "war",
    "byłam" before a noun or adjective, not before a participle: "I was diagnosed" still holds; or the
    memory's verb in the present where the quote has it in the past: "lives"/"lived", "wohnt"/"wohnte",
@@ -200,7 +201,8 @@ REPORTING = _set(
     "say says said saying tell tells told telling claim claims claimed claiming think thinks thought "
     "believe believes believed reckon reckons guess guessed suppose supposed assume assumes assumed "
     "heard hear hears pretend pretends pretended joke jokes joked joking kidding insist insists insisted "
-    "swear swears swore wrote writes according apparently allegedly supposedly reportedly rumour rumor "
+    "swear swears swore wrote writes texted messaged tweeted "
+    "according apparently allegedly supposedly reportedly rumour rumor "
     "rumoured rumored seems seemed imagine imagines imagined deny denies denied doubt doubts doubted",
     "mówi mówią mówił mówiła mówili mówiłem mówiłam powiedział powiedziała powiedzieli powiedziałem "
     "powiedziałam twierdzi twierdzą twierdził twierdziła myśli myślą myślał myślała myślę sądzi sądzę "
@@ -936,6 +938,15 @@ def _said_of_the_listener(clause: str, quote: str) -> bool:
     return bool(head and head[-1] in SECOND_PERSON) or bool(quote_words and quote_words[0] in SECOND_PERSON)
 
 
+def _relative_subject(sentence: str, start: int, quote: str) -> bool:
+    """Rule 8 for a relative clause: the quote opens right after "who"/"which"/"który"/"der" with no subject of
+    its own ("my mom, who lives in Oslo, is sick"), so it says what it says of whoever the pronoun stands for."""
+    head = tokens(sentence[:start])
+    quote_words = tokens(quote)
+    return bool(head and head[-1] in RELATIVES and quote_words
+                and quote_words[0] not in SUBJECT_PRONOUNS and quote_words[0] not in FIRST_PERSON)
+
+
 def _first_person_verb(word: str) -> bool:
     """A Polish verb the speaker uses of themselves, which carries its own subject: "Pozbyłam", "rzuciłem",
     "pracuję", "mieszkam" (by its dictionary form, so a noun ending in "m" is not one)."""
@@ -1301,7 +1312,8 @@ def _judge_occurrence(
     if _reported(sentence, local_start, local_end) or _not_their_own(text[:end], sentence, local_start):
         return Unsupported.REPORTED
     clause = _clause_around(sentence, local_start, local_end)
-    if _about_someone_else(quote, clause, memory) or _said_of_the_listener(clause, quote):
+    if (_about_someone_else(quote, clause, memory) or _said_of_the_listener(clause, quote)
+            or _relative_subject(sentence, local_start, quote)):
         return Unsupported.NOT_GROUNDED
     follow_end = _short_follow_up(text, e)
     if (
