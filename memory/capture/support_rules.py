@@ -870,6 +870,8 @@ def _with_the_speaker(words: Sequence[str]) -> bool:
     return any(
         w in AND and i < SUBJECT_MAX_WORDS
         and ((i > 0 and words[i - 1] in SPEAKER) or (i + 1 < len(words) and words[i + 1] in SPEAKER))
+        # A verb before the "and" makes what precedes it a clause, not a subject: "Mein Mann ist Pilot und ich ...".
+        and not any(v in INVERTED_AUXILIARIES or _third_person_verb(v) for v in words[:i])
         for i, w in enumerate(words)
     )
 

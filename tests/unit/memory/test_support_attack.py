@@ -178,6 +178,8 @@ CASES = [
     Case("de-across-aber", "Ich mag Hunde, aber Katzen hasse ich", "PERSON mag Katzen",
          "Ich mag Hunde, aber Katzen hasse ich", NOT_GROUNDED),
     Case("en-neither-nor", "Neither my wife nor I eat meat", "PERSON eats meat", "I eat meat", NEGATED),
+    Case("de-und-ich-new-clause", "Mein Mann ist Pilot und ich bin Lehrerin", "PERSON ist Pilot",
+         "Mein Mann ist Pilot und ich bin Lehrerin", NOT_GROUNDED),
     Case("en-and-i-new-clause", "My husband is a pilot and I am a teacher", "PERSON is a pilot",
          "My husband is a pilot and I am a teacher", NOT_GROUNDED),
     # --- what is under way or to come told as done ----------------------------------------------------------
@@ -319,6 +321,9 @@ CASES = [
     Case("keep-en-tail-says-more", "I have a cat, a tabby called Miso", "PERSON has a cat", "I have a cat", KEEP),
     Case("keep-en-was-before", "I'm a nurse. Was a teacher before.", "PERSON is a nurse", "I'm a nurse", KEEP),
     Case("keep-en-kind-kept", "I'm kind of vegan", "PERSON is kind of vegan", "I'm kind of vegan", KEEP),
+    Case("keep-de-mann-und-ich", "Mein Mann und ich laufen Marathon", "PERSON läuft Marathon",
+         "Mein Mann und ich laufen Marathon", KEEP),
+    Case("keep-pl-maz-i-ja", "Mój mąż i ja mamy psa", "PERSON ma psa", "Mój mąż i ja mamy psa", KEEP),
     Case("keep-en-friend-and-i", "My best friend and I run marathons", "PERSON runs marathons",
          "My best friend and I run marathons", KEEP),
 ]
