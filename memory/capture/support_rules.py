@@ -57,7 +57,8 @@ follow the grammar, not lists of forms.
    not a word that qualifies the fact ("only", "always", "still", "again", "more", "very", "well", "nur",
    "noch", "tylko"): a memory that adds one claims more than the quote says. Where a quote turns ("but",
    "aber", "ale", a semicolon), each part of the memory is grounded on one side of the turn. A
-   name is bound to the noun it follows: "my dog is Rex and my cat is Luna" does not support "dog is Luna".
+   name is bound to the noun it follows: "my dog is Rex and my cat is Luna" does not support "dog is Luna";
+   and a number to the noun it counts: "2 kids and 3 cats" does not support "3 kids".
 8. **About the person**: a sentence about someone else is not a fact about the speaker. Every word for
    another person in the quote's clause ("my sister", "my therapist", "in my family", "mój brat",
    "meine Mutter") and the quote's opening word when it is capitalised and not grammar ("Tom is vegan")
@@ -1411,6 +1412,40 @@ def _mixes_contrasted_clauses(memory: str, quotes: Sequence[str], person_words: 
                for claim in contrasted_clauses(memory))
 
 
+_NEXT_WORD = re.compile(r"\s+(\w+)")
+
+
+def _number_bindings(text: str) -> list[tuple[frozenset[str], str]]:
+    """(values, noun) pairs of ``text``: a number as written (its whole values, :func:`_number_values`) or a
+    number word, and the content word right after it ("2 kids", "three cats", "1,500 metres")."""
+    found: list[tuple[int, frozenset[str]]] = [(m.end(), _number_values(m.group())) for m in _NUMBER.finditer(text)]
+    for m in re.finditer(r"\w+", text):
+        value = NUMBER_WORDS.get(m.group().casefold())
+        if value is not None:
+            found.append((m.end(), frozenset({value})))
+    pairs = []
+    for end, values in found:
+        after = _NEXT_WORD.match(text, end)
+        if after is None:
+            continue
+        following = after.group(1).casefold()
+        if following.isalpha() and not is_stop_word(following) and following not in NUMBER_WORDS:
+            pairs.append((values, following))
+    return pairs
+
+
+def _numbers_swapped(memory: str, quotes: Sequence[str]) -> bool:
+    """Numbers are bound to the noun they count, as names are (:func:`_names_swapped`): "I have 2 kids and 3
+    cats" does not support "PERSON has 3 kids". Refused when the quotes give that noun another number and never
+    this one."""
+    said = [pair for q in quotes for pair in _number_bindings(q)]
+    for value, noun in _number_bindings(memory):
+        counted = [v for v, n in said if words_match(n, noun) or same_lemma(n, noun)]
+        if counted and all(v.isdisjoint(value) for v in counted):
+            return True
+    return False
+
+
 def check_support(
     memory: str, quotes: Sequence[str], turn_texts: Sequence[Sequence[str]], person_words: frozenset[str]
 ) -> Supported | Unsupported:
@@ -1435,6 +1470,6 @@ def check_support(
             return next((r for r in _PRIORITY if r in reasons), Unsupported.PARTIAL)
         sentences.append(found)
     if (ungrounded_words(memory, quotes, person_words) or _names_swapped(folded_memory, quotes, person_words)
-            or _mixes_contrasted_clauses(memory, quotes, person_words)):
+            or _numbers_swapped(memory, quotes) or _mixes_contrasted_clauses(memory, quotes, person_words)):
         return Unsupported.NOT_GROUNDED
     return Supported(tuple(sentences))

@@ -169,6 +169,10 @@ CASES = [
          "I have been to Japan once", NOT_GROUNDED),
     Case("en-one-beer-to-a-lot", "I had one beer", "PERSON drinks a lot of beer", "I had one beer", PAST),
     Case("en-2-to-22", "I have 2 cats", "PERSON has 22 cats", "I have 2 cats", NOT_GROUNDED),
+    Case("en-numbers-swapped", "I have 2 kids and 3 cats", "PERSON has 3 kids", "I have 2 kids and 3 cats",
+         NOT_GROUNDED),
+    Case("en-number-words-swapped", "I have two kids and three cats", "PERSON has three kids",
+         "I have two kids and three cats", NOT_GROUNDED),
     Case("en-smoke-to-heavy", "I smoke", "PERSON is a heavy smoker", "I smoke", NOT_GROUNDED),
     # --- words from both sides of a turn, a negation that coordinates, a clause of someone else's ----------
     Case("en-across-but", "I love my dog but hate my cat", "PERSON loves PERSON's cat",
@@ -324,6 +328,8 @@ CASES = [
     Case("keep-de-mann-und-ich", "Mein Mann und ich laufen Marathon", "PERSON läuft Marathon",
          "Mein Mann und ich laufen Marathon", KEEP),
     Case("keep-pl-maz-i-ja", "Mój mąż i ja mamy psa", "PERSON ma psa", "Mój mąż i ja mamy psa", KEEP),
+    Case("keep-en-numbers-bound", "I have 2 kids and 3 cats", "PERSON has 2 kids and 3 cats",
+         "I have 2 kids and 3 cats", KEEP),
     Case("keep-en-friend-and-i", "My best friend and I run marathons", "PERSON runs marathons",
          "My best friend and I run marathons", KEEP),
 ]
