@@ -58,7 +58,8 @@ follow the grammar, not lists of forms.
    "noch", "tylko"): a memory that adds one claims more than the quote says. Where a quote turns ("but",
    "aber", "ale", a semicolon), each part of the memory is grounded on one side of the turn. A
    name is bound to the noun it follows: "my dog is Rex and my cat is Luna" does not support "dog is Luna";
-   and a number to the noun it counts: "2 kids and 3 cats" does not support "3 kids".
+   a number to the noun it counts: "2 kids and 3 cats" does not support "3 kids"; and a place to the verb
+   before its preposition: "I work in Oslo and live in Bergen" does not support "lives in Oslo".
 8. **About the person**: a sentence about someone else is not a fact about the speaker. Every word for
    another person in the quote's clause ("my sister", "my therapist", "in my family", "mój brat",
    "meine Mutter") and the quote's opening word when it is capitalised and not grammar ("Tom is vegan")
@@ -1415,6 +1416,45 @@ def _mixes_contrasted_clauses(memory: str, quotes: Sequence[str], person_words: 
 _NEXT_WORD = re.compile(r"\s+(\w+)")
 
 
+_PLACE_PREPOSITIONS = PREPOSITIONS | _set("to into near", "nach in")
+_PARTICLES = _set("up out back down off away over")
+
+
+def _place_bindings(text: str, skip: frozenset[str]) -> list[tuple[str, str, str]]:
+    """(verb, preposition, name) triples of ``text``: a capitalised word that is not the text's first, the
+    preposition right before it and the content word before that ("work", "in", "oslo" in "I work in Oslo")."""
+    words = [m.group() for m in _CASED_WORD.finditer(text)]
+    triples = []
+    for i, name in enumerate(words):
+        if i < 2 or not name[0].isupper() or name.isupper() or name.casefold() in skip:
+            continue
+        preposition, verb = words[i - 1].casefold(), words[i - 2].casefold()
+        if verb in _PARTICLES and i >= 3:  # "grew up in Bergen": the verb is "grew"
+            verb = words[i - 3].casefold()
+        if preposition in _PLACE_PREPOSITIONS and verb.isalpha() and not is_stop_word(verb) and verb not in skip:
+            triples.append((verb, preposition, name.casefold()))
+    return triples
+
+
+def _places_swapped(memory: str, quotes: Sequence[str], person_words: frozenset[str]) -> bool:
+    """A name after a preposition is bound to the verb before it: "I work in Oslo and live in Bergen" does not
+    support "PERSON lives in Oslo". Refused when the quotes put that verb with that preposition before other
+    names only, and this name after other verbs only ("I studied in Kraków and in Berlin" binds Berlin to no
+    verb, and still supports "studied in Berlin")."""
+    said = [t for q in quotes for t in _place_bindings(q, frozenset())]
+
+    def same_verb(a: str, b: str) -> bool:
+        return words_match(a, b) or same_lemma(a, b)
+
+    for verb, preposition, name in _place_bindings(memory, person_words | {"person"}):
+        names = [n for v, p, n in said if p == preposition and same_verb(v, verb)]
+        verbs = [v for v, p, n in said if p == preposition and words_match(n, name)]
+        if (names and not any(words_match(n, name) for n in names)
+                and verbs and not any(same_verb(v, verb) for v in verbs)):
+            return True
+    return False
+
+
 def _number_bindings(text: str) -> list[tuple[frozenset[str], str]]:
     """(values, noun) pairs of ``text``: a number as written (its whole values, :func:`_number_values`) or a
     number word, and the content word right after it ("2 kids", "three cats", "1,500 metres")."""
@@ -1470,6 +1510,7 @@ def check_support(
             return next((r for r in _PRIORITY if r in reasons), Unsupported.PARTIAL)
         sentences.append(found)
     if (ungrounded_words(memory, quotes, person_words) or _names_swapped(folded_memory, quotes, person_words)
-            or _numbers_swapped(memory, quotes) or _mixes_contrasted_clauses(memory, quotes, person_words)):
+            or _numbers_swapped(memory, quotes) or _places_swapped(folded_memory, quotes, person_words)
+            or _mixes_contrasted_clauses(memory, quotes, person_words)):
         return Unsupported.NOT_GROUNDED
     return Supported(tuple(sentences))
