@@ -5,7 +5,7 @@ file of the Chroma store, no outbox row (waiting or delivered), no frame of the 
 Names are data: one with a newline cannot forge a prompt line.
 
 Every secret here is a published test value (a Visa test card, an SSN from the range the SSA
-uses in examples) or a fake token built by concatenation, so the repository holds no real one."""
+uses in examples) or a token from tests/support/fake_secrets.py, fake at a glance."""
 
 # ruff: noqa: F811
 
@@ -24,6 +24,7 @@ from people import directory
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FAKE_BOT_TOKEN, FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.at_rest import rows_as_text
+from tests.support.fake_secrets import FAKE_TOKENS
 from tests.support.telegram_app import start_telegram_app, telegram_settings
 
 import_litellm()
@@ -40,10 +41,10 @@ SECRETS = {
     "login": "s3cretpass",
     "ssn": "536-90-4399",
     "pin": "4821",
-    "openai": "sk-" + "proj-" + "Ab3" * 12,
-    "aws": "AK" + "IA" + "ABCDEFGHIJ234567",
-    "github": "gh" + "p_" + "Mn4" * 12,
-    "slack": "xox" + "b-" + "1234567890-" + "0987654321-" + "abcDEF" * 4,
+    "openai": FAKE_TOKENS["openai"],
+    "aws": FAKE_TOKENS["aws"],
+    "github": FAKE_TOKENS["github"],
+    "slack": FAKE_TOKENS["slack-bot"],
 }
 PASTED = (f"keep these for me: my card is {SECRETS['card']} exp {SECRETS['expiry']} {SECRETS['cvv']}, "
           f"pw {SECRETS['pw']}, login anna / {SECRETS['login']}, my SSN is {SECRETS['ssn']}, "

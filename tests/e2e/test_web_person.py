@@ -17,6 +17,7 @@ from kith.app.lifecycle import App
 from memory.core.records import Status
 from tests.fakes.telegram_api import FakeTelegramApi, telegram_api  # noqa: F401
 from tests.support.browser import PHONE, WAIT_S, browser, chromium, page_bot, person, signed_in, web_settings  # noqa: F401
+from tests.support.fake_secrets import FAKE_TOKENS
 from tests.support.memory import memory_section, said_memory
 from tests.support.telegram_app import ask
 
@@ -295,7 +296,7 @@ async def test_a_memory_is_pinned_into_the_next_prompt_and_relabelled_with_her_w
 
 async def test_a_secret_she_told_kith_appears_redacted_as_it_is_kept(
         telegram_api: FakeTelegramApi, fake_llm, make_settings, monkeypatch, browser) -> None:
-    token = "gh" + "p_" + "Mn4" * 12  # an obviously fake GitHub token, spelled apart so no scanner takes it for real
+    token = FAKE_TOKENS["github"]
     async with page_bot(web_settings(make_settings(fake_llm), telegram_api, dm="open"), monkeypatch) as app:
         reply = await ask(telegram_api, ANA, f"/remember my github token is {token} and my cat is called Miso")
         assert token not in reply

@@ -1,25 +1,12 @@
-"""Credentials pasted into chat never reach memory. Every token here is fake and built by
-concatenation, so the repository holds no realistic-looking secret literal."""
+"""Credentials pasted into chat never reach memory. Every token comes from tests/support/fake_secrets.py: the
+shape of a real one, and fake at a glance."""
 
 from __future__ import annotations
 
 import pytest
 
 from ground.redaction import REDACTED, redact
-
-FAKE_TOKENS = {
-    "openai": "sk-" + "proj-" + "Ab3" * 12,
-    "openai-legacy": "sk-" + "Qw7" * 10,
-    "anthropic": "sk-" + "ant-" + "api03-" + "Xy5_" * 8,
-    "slack-bot": "xox" + "b-" + "1234567890-" + "0987654321-" + "abcDEF" * 4,
-    "slack-user": "xox" + "p-" + "1111-2222-" + "ghiJKL" * 4,
-    "telegram": "123456789" + ":" + "AA" + "Fk3_" * 9,
-    "github": "gh" + "p_" + "Mn4" * 12,
-    "github-fine-grained": "github" + "_pat_" + "11ABC" * 6,
-    "aws": "AK" + "IA" + "ABCDEFGHIJ234567",
-    "jwt": "ey" + "JhbGciOiJIUzI1NiJ9" + "." + "ey" + "JzdWIiOiIxMjM0In0" + "." + "c2lnbmF0dXJlX2Zha2U",
-    "google": "AI" + "za" + "Sy" + "Df8" * 11,
-}
+from tests.support.fake_secrets import DETECT_SECRETS_TOKENS, FAKE_TOKENS
 
 
 @pytest.mark.parametrize("name", sorted(FAKE_TOKENS))
@@ -152,14 +139,8 @@ def test_numbers_that_fail_their_check_are_left_alone(text: str) -> None:
 
 @pytest.mark.parametrize(
     "token",
-    [
-        "AK" + "IA" + "ABCDEFGHIJ234567",
-        "gh" + "p_" + "Mn4" * 12,
-        "gl" + "pat-" + "Zx9" * 7,
-        "xox" + "b-" + "1234567890-" + "0987654321-" + "abcDEF" * 4,
-        "s" + "k_live_" + "Pq8" * 8,
-        "SG" + "." + "Aa1" * 7 + "A" + "." + "Bb2" * 14 + "B",
-    ],
+    [FAKE_TOKENS["aws"], FAKE_TOKENS["github"], DETECT_SECRETS_TOKENS["gitlab"], FAKE_TOKENS["slack-bot"],
+     DETECT_SECRETS_TOKENS["stripe"], DETECT_SECRETS_TOKENS["sendgrid"]],
 )
 def test_detect_secrets_key_formats_are_redacted_whole(token: str) -> None:
     redacted = redact(f"use {token}, please")

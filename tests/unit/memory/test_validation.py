@@ -30,6 +30,7 @@ from memory.core.records import (
     horizon_expiry,
     to_metadata,
 )
+from tests.support.fake_secrets import FAKE_TOKENS
 
 ANA = "person-ana"
 BOB = "person-bob"
@@ -306,7 +307,7 @@ def test_a_non_object_item_is_rejected_and_the_rest_stand() -> None:
 
 
 def test_a_secret_is_redacted_after_the_quote_check_passes() -> None:
-    key = "sk-" + "proj-" + "Zz9" * 12
+    key = FAKE_TOKENS["openai"]
     turns = [turn(f"my openai key is {key} keep it safe")]
     report = validate(answer(memory(f"OpenAI key is {key}", f"my openai key is {key}")), turns=turns)
     [accepted] = report.accepted
