@@ -811,14 +811,19 @@ def _number_values(number: str) -> frozenset[str]:
     return frozenset(values)
 
 
-def _numbers(text: str) -> list[frozenset[str]]:
-    """The numbers of ``text`` in order, each as the whole values it may be, number words included."""
-    found: list[tuple[int, frozenset[str]]] = [(m.start(), _number_values(m.group())) for m in _NUMBER.finditer(text)]
+def _number_spans(text: str) -> list[tuple[int, int, frozenset[str]]]:
+    """Where each number of ``text`` stands, in order, with the whole values it may be, number words included."""
+    found = [(m.start(), m.end(), _number_values(m.group())) for m in _NUMBER.finditer(text)]
     for m in re.finditer(r"\w+", text):
         value = NUMBER_WORDS.get(m.group().casefold())
         if value is not None:
-            found.append((m.start(), frozenset({value})))
-    return [values for _, values in sorted(found, key=lambda f: f[0])]
+            found.append((m.start(), m.end(), frozenset({value})))
+    return sorted(found, key=lambda f: f[0])
+
+
+def _numbers(text: str) -> list[frozenset[str]]:
+    """The numbers of ``text`` in order, each as the whole values it may be, number words included."""
+    return [values for _start, _end, values in _number_spans(text)]
 
 
 def _numbers_grounded(text: str, quotes: Sequence[str]) -> bool:
@@ -1191,6 +1196,9 @@ _TAIL = re.compile(r"\s*(?:,|\s[-–—])\s*")
 _HEDGE_FILLERS = _TAKE_BACK_FILLERS | _set("i guess anyway at least sorta kinda", "chyba jakby", "wohl")
 
 
+_HEDGES = LIMITERS | MODALS | {w for phrase in LIMITER_PHRASES for w in phrase}
+
+
 def _hedged_tail(sentence: str, end: int) -> Unsupported | None:
     """A short tail after the quote, set off by a comma or a dash, that only hedges it: "I have a cat, sort of"
     (a limiter: NEGATED), "I'm allergic to cats, probably" (a modal: HYPOTHETICAL)."""
@@ -1200,8 +1208,7 @@ def _hedged_tail(sentence: str, end: int) -> Unsupported | None:
     words = tokens(sentence[tail.end():])
     if not words or len(words) > SHORT_FOLLOW_UP_MAX_WORDS:
         return None
-    hedges = LIMITERS | MODALS | {w for p in LIMITER_PHRASES for w in p}
-    if not all(w in hedges or w in _HEDGE_FILLERS for w in words):
+    if not all(w in _HEDGES or w in _HEDGE_FILLERS for w in words):
         return None
     if _has(words, LIMITERS) or _has_phrase(words, LIMITER_PHRASES):
         return Unsupported.NEGATED
@@ -1373,6 +1380,12 @@ def _name_bindings(text: str, skip: frozenset[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _same_word(a: str, b: str) -> bool:
+    """Two words of a binding are one word: inflected alike, or of one dictionary form ("live"/"lives", "grew"/
+    "grow")."""
+    return words_match(a, b) or same_lemma(a, b)
+
+
 def _names_swapped(memory: str, quotes: Sequence[str], person_words: frozenset[str]) -> bool:
     """Names are bound to the noun they follow: "my dog is Rex and my cat is Luna" does not support "the dog is
     Luna". A memory binding a name to a noun is refused when the quotes bind that noun to another name and
@@ -1380,7 +1393,7 @@ def _names_swapped(memory: str, quotes: Sequence[str], person_words: frozenset[s
     said = [pair for q in quotes for pair in _name_bindings(q, frozenset())]
     skip = person_words | {"person"} | _GENITIVE_LINKS
     for noun, name in _name_bindings(memory, skip):
-        bound = [n for h, n in said if words_match(h, noun) or same_lemma(h, noun)]
+        bound = [n for h, n in said if _same_word(h, noun)]
         if bound and not any(words_match(n, name) for n in bound):
             return True
     return False
@@ -1442,15 +1455,11 @@ def _places_swapped(memory: str, quotes: Sequence[str], person_words: frozenset[
     names only, and this name after other verbs only ("I studied in Kraków and in Berlin" binds Berlin to no
     verb, and still supports "studied in Berlin")."""
     said = [t for q in quotes for t in _place_bindings(q, frozenset())]
-
-    def same_verb(a: str, b: str) -> bool:
-        return words_match(a, b) or same_lemma(a, b)
-
     for verb, preposition, name in _place_bindings(memory, person_words | {"person"}):
-        names = [n for v, p, n in said if p == preposition and same_verb(v, verb)]
+        names = [n for v, p, n in said if p == preposition and _same_word(v, verb)]
         verbs = [v for v, p, n in said if p == preposition and words_match(n, name)]
         if (names and not any(words_match(n, name) for n in names)
-                and verbs and not any(same_verb(v, verb) for v in verbs)):
+                and verbs and not any(_same_word(v, verb) for v in verbs)):
             return True
     return False
 
@@ -1458,13 +1467,8 @@ def _places_swapped(memory: str, quotes: Sequence[str], person_words: frozenset[
 def _number_bindings(text: str) -> list[tuple[frozenset[str], str]]:
     """(values, noun) pairs of ``text``: a number as written (its whole values, :func:`_number_values`) or a
     number word, and the content word right after it ("2 kids", "three cats", "1,500 metres")."""
-    found: list[tuple[int, frozenset[str]]] = [(m.end(), _number_values(m.group())) for m in _NUMBER.finditer(text)]
-    for m in re.finditer(r"\w+", text):
-        value = NUMBER_WORDS.get(m.group().casefold())
-        if value is not None:
-            found.append((m.end(), frozenset({value})))
     pairs = []
-    for end, values in found:
+    for _start, end, values in _number_spans(text):
         after = _NEXT_WORD.match(text, end)
         if after is None:
             continue
@@ -1480,7 +1484,7 @@ def _numbers_swapped(memory: str, quotes: Sequence[str]) -> bool:
     this one."""
     said = [pair for q in quotes for pair in _number_bindings(q)]
     for value, noun in _number_bindings(memory):
-        counted = [v for v, n in said if words_match(n, noun) or same_lemma(n, noun)]
+        counted = [v for v, n in said if _same_word(n, noun)]
         if counted and all(v.isdisjoint(value) for v in counted):
             return True
     return False

@@ -38,6 +38,21 @@ def ranked_passages(hits: list[PassageHit], settings: RecallSettings, *, vector_
     return kept
 
 
+async def matching_passages(book: DocumentBook, queries: QueryVectors, settings: RecallSettings, person: str,
+                            text: str, most: int, budget_s: float) -> list[tuple[PassageHit, float]]:
+    """The person's passages that match ``text``, best first, at most ``most``: each path's best ``_POOL`` per one
+    wanted, ranked by :func:`ranked_passages`. The query's vector is the one recall asks for (cached: one
+    embedding per message), waited for at most ``budget_s``, and only when the person keeps a document."""
+    query = text[:RECALL_QUERY_MAX_CHARS]
+
+    async def query_vector() -> tuple[Sequence[float], str] | None:
+        vectors = await queries.get(query, budget_s)
+        return (vectors.values[0], vectors.space) if vectors is not None else None
+
+    hits = await book.passages_for(person, query, most * _POOL, query_vector)
+    return ranked_passages(hits, settings, vector_path=any(h.cosine is not None for h in hits))[:most]
+
+
 def render_passages(ranked: list[tuple[PassageHit, float]], *, most: int, total_chars: int) -> str:
     """The documents part: the notice and at most ``most`` passages, the whole within ``total_chars`` (a passage
     that does not fit whole is cut, flagged, when enough of it is left to read)."""
@@ -91,13 +106,7 @@ class DocumentsInContext:
             return ""
 
     async def part(self, person: str, text: str) -> str:
-        query = text[:RECALL_QUERY_MAX_CHARS]
-
-        async def query_vector() -> tuple[Sequence[float], str] | None:
-            # The vector recall asked for the same message: one embedding for both, under the same budget.
-            vectors = await self.queries.get(query, min(self.settings.embed_budget_ms / 1000, SLOTS_SOFT_S / 2))
-            return (vectors.values[0], vectors.space) if vectors is not None else None
-
-        hits = await self.book.passages_for(person, query, self.most * _POOL, query_vector)
-        ranked = ranked_passages(hits, self.settings, vector_path=any(h.cosine is not None for h in hits))
+        # The vector recall asked for the same message: one embedding for both, under the same budget.
+        ranked = await matching_passages(self.book, self.queries, self.settings, person, text, self.most,
+                                         min(self.settings.embed_budget_ms / 1000, SLOTS_SOFT_S / 2))
         return render_passages(ranked, most=self.most, total_chars=self.limit_chars)

@@ -2,23 +2,20 @@
 
 The tool is recall's (:mod:`memory.recall.recall_tool`); documents sit above recall, so the tool is handed this
 finder (:class:`memory.recall.recall_tool.DocumentFinder`) rather than importing it. Passages are found and ordered
-as the prompt's documents part finds them (:func:`memory.documents.prompt_part.ranked_passages`), under the tool's
-own embedding budget. The tool asks in a private chat only: documents are shared in private.
+as the prompt's documents part finds them (:func:`memory.documents.prompt_part.matching_passages`), under the
+tool's own embedding budget. The tool asks in a private chat only: documents are shared in private.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ground.config import RecallSettings
-from ground.tunables import RECALL_QUERY_MAX_CHARS, RECALL_TOOL_DOCUMENT_PASSAGES, RECALL_TOOL_QUOTE_CHARS
+from ground.tunables import RECALL_TOOL_DOCUMENT_PASSAGES, RECALL_TOOL_QUOTE_CHARS
 from memory.core.words import clip_item
 from memory.documents.book import DocumentBook, PassageHit
-from memory.documents.prompt_part import ranked_passages
+from memory.documents.prompt_part import matching_passages
 from memory.recall.query_vectors import QueryVectors
-
-_POOL = 4  # passages taken from each path per passage returned
 
 
 def passage_json(hit: PassageHit) -> dict[str, Any]:
@@ -45,12 +42,5 @@ class DocumentPassages:
         self.most = most
 
     async def find(self, person: str, query: str, budget_s: float) -> list[dict[str, Any]]:
-        query = query[:RECALL_QUERY_MAX_CHARS]
-
-        async def query_vector() -> tuple[Sequence[float], str] | None:
-            vectors = await self.queries.get(query, budget_s)
-            return (vectors.values[0], vectors.space) if vectors is not None else None
-
-        hits = await self.book.passages_for(person, query, self.most * _POOL, query_vector)
-        ranked = ranked_passages(hits, self.settings, vector_path=any(h.cosine is not None for h in hits))
-        return [passage_json(hit) for hit, _relevance in ranked[:self.most]]
+        ranked = await matching_passages(self.book, self.queries, self.settings, person, query, self.most, budget_s)
+        return [passage_json(hit) for hit, _relevance in ranked]
