@@ -250,7 +250,8 @@ async def test_a_store_in_the_tables_moves_to_an_embedder_of_another_size(tmp_pa
 async def test_two_processes_on_the_tables_see_each_others_writes_and_deletes(tmp_path: Path, db: Database) -> None:
     """Two kith processes on one database (a bot and a command, or two machines on PostgreSQL), each with its own
     store and in-memory indexes: what one stores, the other finds; what one deletes (a forget), the other no longer
-    finds, through the shared change log (on SQLite, once the documented SHARED_CACHE_TRUST_S has passed)."""
+    finds, and no longer lists, through the shared change log (on SQLite, once the documented SHARED_CACHE_TRUST_S has
+    passed)."""
     other_db = Database(db.url)
     settings = MemorySettings(store="database", embedder="none")
     off = EmbedderStatus("none", ready=False, disabled=True)
@@ -263,9 +264,11 @@ async def test_two_processes_on_the_tables_see_each_others_writes_and_deletes(tm
         await first.add_memory(kept)
         await asyncio.sleep(SHARED_CACHE_TRUST_S)
         assert [r.id for r, _s in await second.lexical("p_1", "lighthouse", 5)] == [kept.id]
+        assert [r.id for r in await second.active_of("p_1")] == [kept.id]  # what /memory lists, from the index
         await second.delete_memories([kept.id])
         await asyncio.sleep(SHARED_CACHE_TRUST_S)
         assert await first.lexical("p_1", "lighthouse", 5) == []
+        assert await first.active_of("p_1") == []  # a forget elsewhere is gone from the listing here too
         assert await first.get_memory(kept.id) is None
     finally:
         await first.close()
